@@ -1,0 +1,47 @@
+//! Typed errors of the library. Every failure a user can cause (bad bins, bad ranges, mismatched
+//! weights, a missing GPU) has its own variant with a message that names the problem, so the CLI can
+//! print one clear line and callers can match on the cause.
+
+use thiserror::Error;
+
+/// Everything that can go wrong inside smemkit.
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("the number of bins must be at least 1 (got 0)")]
+    ZeroBins,
+    #[error("range {lo}:{hi} is inverted: the lower bound must not exceed the upper bound")]
+    InvertedRange { lo: f64, hi: f64 },
+    #[error("range {lo}:{hi} is not finite")]
+    NonFiniteRange { lo: f64, hi: f64 },
+    #[error("autodetected range of [{lo}, {hi}] is not finite (the data holds NaN or infinity); pass an explicit range")]
+    NonFiniteData { lo: f64, hi: f64 },
+    #[error("too many bins for the data range: {nbins} bins over [{lo}, {hi}] would give bins of zero width in {precision}")]
+    TooManyBins { nbins: usize, lo: f64, hi: f64, precision: &'static str },
+    #[error("bin edges must be strictly increasing: edge {index} ({value}) is not above the one before it ({previous})")]
+    EdgesNotIncreasing { index: usize, value: f64, previous: f64 },
+    #[error("bin edges must be finite: edge {index} is {value}")]
+    NonFiniteEdge { index: usize, value: f64 },
+    #[error("at least two bin edges are needed (got {0})")]
+    TooFewEdges(usize),
+    #[error("integer bins need integer samples, but the samples are {0}; give a range or edges instead")]
+    IntegerBinsNeedIntegers(&'static str),
+    #[error("{weights} weights for {samples} samples: the lengths must match")]
+    WeightsLength { samples: usize, weights: usize },
+    #[error("out-of-range policy `error`: {below} samples below the range, {above} above it and {nan} NaN")]
+    OutOfRange { below: u64, above: u64, nan: u64 },
+    #[error("too many bins for {what}: {nbins} (the limit is {limit})")]
+    BinsTooLarge { what: &'static str, nbins: usize, limit: usize },
+    #[error("the CUDA backend is not available: {0}")]
+    CudaUnavailable(String),
+    #[error("CUDA error in {context}: {message}")]
+    Cuda { context: String, message: String },
+    #[error("NVRTC could not compile {kernel} with options {options:?}:\n{log}")]
+    Compile { kernel: String, options: Vec<String>, log: String },
+    #[error("strategy {strategy} cannot run this histogram: {reason}")]
+    StrategyUnsupported { strategy: String, reason: String },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,177 @@
+//! The histogram API: one entry point, [`histogram`], for every backend. It validates the request,
+//! resolves the bins with numpy's rule ([`Binning::resolve`]), hands the work to the CPU or CUDA
+//! engine, and applies the out-of-range policy to the tallies the engine returns.
+
+use std::time::{Duration, Instant};
+
+use crate::bins::{BinSpec, Binning, OutOfRange};
+use crate::error::{Error, Result};
+use crate::plan::StrategyChoice;
+use crate::sample::{Samples, Weights};
+
+/// Which engine runs the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The GPU when a CUDA driver and device are present, the CPU otherwise.
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl Backend {
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "auto" => Ok(Backend::Auto),
+            "cpu" => Ok(Backend::Cpu),
+            "cuda" => Ok(Backend::Cuda),
+            _ => Err(Error::InvalidArgument(format!("unknown backend `{text}` (expected auto, cpu or cuda)"))),
+        }
+    }
+}
+
+/// Everything a histogram call needs besides the data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramOptions {
+    pub bins: BinSpec,
+    pub policy: OutOfRange,
+    pub backend: Backend,
+    /// GPU strategy: the planner's choice unless forced (ignored by the CPU engine).
+    pub strategy: StrategyChoice,
+}
+
+impl HistogramOptions {
+    pub fn new(bins: BinSpec) -> Self {
+        HistogramOptions { bins, policy: OutOfRange::Ignore, backend: Backend::Auto, strategy: StrategyChoice::Auto }
+    }
+    pub fn policy(mut self, policy: OutOfRange) -> Self {
+        self.policy = policy;
+        self
+    }
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+    pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
+        self.strategy = strategy;
+        self
+    }
+}
+
+/// Per-bin results: counts, or sums of weights.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Counts {
+    Unweighted(Vec<u64>),
+    Weighted(Vec<f64>),
+}
+
+impl Counts {
+    pub fn len(&self) -> usize {
+        match self {
+            Counts::Unweighted(c) => c.len(),
+            Counts::Weighted(c) => c.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bin `i` as f64 (for charts and text output).
+    pub fn get_f64(&self, i: usize) -> f64 {
+        match self {
+            Counts::Unweighted(c) => c[i] as f64,
+            Counts::Weighted(c) => c[i],
+        }
+    }
+}
+
+/// Samples that fell outside the bins (counted anyway under `clamp`) and NaN samples (never counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tallies {
+    pub below: u64,
+    pub above: u64,
+    pub nan: u64,
+}
+
+impl Tallies {
+    pub fn add(&mut self, other: &Tallies) {
+        self.below += other.below;
+        self.above += other.above;
+        self.nan += other.nan;
+    }
+}
+
+/// Which engine produced a result, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineReport {
+    pub backend: Backend,
+    /// Human-readable details: threads for the CPU; device, strategy and launch shape for CUDA.
+    pub detail: String,
+}
+
+/// A finished histogram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    pub counts: Counts,
+    /// `nbins + 1` edges (integer bins: `0, 1, ..., nbins`).
+    pub edges: Vec<f64>,
+    pub tallies: Tallies,
+    pub samples: u64,
+    pub policy: OutOfRange,
+    pub engine: EngineReport,
+    /// Time spent in the engine (binning resolution excluded).
+    pub elapsed: Duration,
+}
+
+impl Histogram {
+    /// Samples that landed in a bin.
+    pub fn counted(&self) -> u64 {
+        let outside = match self.policy {
+            OutOfRange::Clamp => 0,
+            _ => self.tallies.below + self.tallies.above,
+        };
+        self.samples - self.tallies.nan - outside
+    }
+    pub fn nbins(&self) -> usize {
+        self.counts.len()
+    }
+}
+
+/// Computes a histogram of `samples` (optionally weighted) as `options` ask.
+pub fn histogram(samples: Samples<'_>, weights: Option<Weights<'_>>, options: &HistogramOptions) -> Result<Histogram> {
+    if let Some(w) = &weights {
+        if w.len() != samples.len() {
+            return Err(Error::WeightsLength { samples: samples.len(), weights: w.len() });
+        }
+    }
+    let binning = Binning::resolve(&options.bins, samples)?;
+    let backend = match options.backend {
+        Backend::Auto if crate::cuda::is_available() => Backend::Cuda,
+        Backend::Auto => Backend::Cpu,
+        b => b,
+    };
+    let start = Instant::now();
+    let (counts, tallies, detail) = match backend {
+        Backend::Cpu => {
+            let r = crate::with_samples!(samples, s => crate::cpu::histogram::histogram(s, weights, &binning, options.policy));
+            (r.counts, r.tallies, format!("rayon, {} threads", rayon::current_num_threads()))
+        }
+        Backend::Cuda => {
+            let r = crate::cuda::histogram::histogram(samples, weights, &binning, options.policy, &options.strategy)?;
+            (r.counts, r.tallies, r.detail)
+        }
+        Backend::Auto => unreachable!("resolved above"),
+    };
+    let elapsed = start.elapsed();
+    if options.policy == OutOfRange::Error && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0) {
+        return Err(Error::OutOfRange { below: tallies.below, above: tallies.above, nan: tallies.nan });
+    }
+    Ok(Histogram {
+        counts,
+        edges: binning.edges(),
+        tallies,
+        samples: samples.len() as u64,
+        policy: options.policy,
+        engine: EngineReport { backend, detail },
+        elapsed,
+    })
+}

@@ -1,0 +1,26 @@
+//! smemkit: GPU on-chip memory put to work. Histograms in per-block shared memory, in distributed
+//! shared memory across a Hopper thread block cluster, or in global memory, chosen by a planner;
+//! and a rayon CPU engine that runs everything on machines without a GPU and serves as the
+//! reference for the GPU engine.
+//!
+//! ```
+//! use smemkit::{histogram, BinSpec, HistogramOptions, Backend, Samples};
+//! let data = [0i32, 1, 1, 3, 7];
+//! let h = histogram(Samples::I32(&data), None, &HistogramOptions::new(BinSpec::Integer { nbins: 4 }).backend(Backend::Cpu)).unwrap();
+//! assert_eq!(h.counts, smemkit::Counts::Unweighted(vec![1, 2, 0, 1]));
+//! assert_eq!(h.tallies.above, 1);
+//! ```
+
+pub mod bins;
+pub mod cpu;
+pub mod cuda;
+pub mod error;
+pub mod histogram;
+pub mod plan;
+pub mod sample;
+
+pub use bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use error::{Error, Result};
+pub use histogram::{histogram, Backend, Counts, EngineReport, Histogram, HistogramOptions, Tallies};
+pub use plan::{Strategy, StrategyChoice};
+pub use sample::{Sample, SampleType, Samples, Weights};

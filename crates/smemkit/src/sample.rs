@@ -1,0 +1,339 @@
+//! Sample types of the histogram contract. The engines are generic over [`Sample`]; the public API
+//! takes a [`Samples`] slice enum so that callers holding data of a type known only at run time (a
+//! `.npy` file, a `--dtype` flag) can pass it without generics.
+
+use crate::error::Error;
+
+/// The element type of a sample array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SampleType {
+    U8,
+    U16,
+    U32,
+    U64,
+    I8,
+    I16,
+    I32,
+    I64,
+    F32,
+    F64,
+}
+
+impl SampleType {
+    /// Every type of the contract, in a fixed order (for tests and help texts).
+    pub const ALL: [SampleType; 10] = [
+        SampleType::U8,
+        SampleType::U16,
+        SampleType::U32,
+        SampleType::U64,
+        SampleType::I8,
+        SampleType::I16,
+        SampleType::I32,
+        SampleType::I64,
+        SampleType::F32,
+        SampleType::F64,
+    ];
+
+    /// The numpy-style name (`u8` style names are accepted by [`SampleType::parse`] too).
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleType::U8 => "uint8",
+            SampleType::U16 => "uint16",
+            SampleType::U32 => "uint32",
+            SampleType::U64 => "uint64",
+            SampleType::I8 => "int8",
+            SampleType::I16 => "int16",
+            SampleType::I32 => "int32",
+            SampleType::I64 => "int64",
+            SampleType::F32 => "float32",
+            SampleType::F64 => "float64",
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            SampleType::U8 | SampleType::I8 => 1,
+            SampleType::U16 | SampleType::I16 => 2,
+            SampleType::U32 | SampleType::I32 | SampleType::F32 => 4,
+            SampleType::U64 | SampleType::I64 | SampleType::F64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, SampleType::F32 | SampleType::F64)
+    }
+
+    /// Parses `u8`, `uint8`, `i32`, `int32`, `f32`, `float32` and the like.
+    pub fn parse(text: &str) -> Result<SampleType, Error> {
+        let t = match text.to_ascii_lowercase().as_str() {
+            "u8" | "uint8" => SampleType::U8,
+            "u16" | "uint16" => SampleType::U16,
+            "u32" | "uint32" => SampleType::U32,
+            "u64" | "uint64" => SampleType::U64,
+            "i8" | "int8" => SampleType::I8,
+            "i16" | "int16" => SampleType::I16,
+            "i32" | "int32" => SampleType::I32,
+            "i64" | "int64" => SampleType::I64,
+            "f32" | "float32" => SampleType::F32,
+            "f64" | "float64" => SampleType::F64,
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown sample type `{text}` (expected one of u8 u16 u32 u64 i8 i16 i32 i64 f32 f64)"
+                )))
+            }
+        };
+        Ok(t)
+    }
+}
+
+impl std::fmt::Display for SampleType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where an integer sample falls relative to `[0, nbins)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntegerPosition {
+    Below,
+    Bin(u64),
+    /// At or above `u64::MAX` cannot happen; any non-negative value is a candidate bin.
+    Above,
+}
+
+/// A numeric sample type the engines can histogram.
+pub trait Sample: Copy + Send + Sync + PartialOrd + 'static {
+    const TYPE: SampleType;
+    /// The value as f64 (exact for every type but 64-bit integers beyond 2^53, where numpy rounds too).
+    fn to_f64(self) -> f64;
+    /// The value rounded to f32 (numpy computes float32 histograms in float32).
+    fn to_f32(self) -> f32;
+    fn is_nan(self) -> bool;
+    /// For integer types: the value as a non-negative bin candidate, or `None` when negative.
+    /// Float types return `None` (they never take integer bins).
+    fn to_bin_candidate(self) -> Option<u64>;
+    /// The value as i128 (integers exactly; floats truncated, only used for integer types).
+    fn to_i128(self) -> i128;
+}
+
+macro_rules! impl_int_sample {
+    ($t:ty, $tag:ident, signed) => {
+        impl Sample for $t {
+            const TYPE: SampleType = SampleType::$tag;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                false
+            }
+            #[inline(always)]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+            #[inline(always)]
+            fn to_bin_candidate(self) -> Option<u64> {
+                if self < 0 {
+                    None
+                } else {
+                    Some(self as u64)
+                }
+            }
+        }
+    };
+    ($t:ty, $tag:ident, unsigned) => {
+        impl Sample for $t {
+            const TYPE: SampleType = SampleType::$tag;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                false
+            }
+            #[inline(always)]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+            #[inline(always)]
+            fn to_bin_candidate(self) -> Option<u64> {
+                Some(self as u64)
+            }
+        }
+    };
+}
+
+impl_int_sample!(u8, U8, unsigned);
+impl_int_sample!(u16, U16, unsigned);
+impl_int_sample!(u32, U32, unsigned);
+impl_int_sample!(u64, U64, unsigned);
+impl_int_sample!(i8, I8, signed);
+impl_int_sample!(i16, I16, signed);
+impl_int_sample!(i32, I32, signed);
+impl_int_sample!(i64, I64, signed);
+
+impl Sample for f32 {
+    const TYPE: SampleType = SampleType::F32;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    #[inline(always)]
+    fn to_bin_candidate(self) -> Option<u64> {
+        None
+    }
+    #[inline(always)]
+    fn to_i128(self) -> i128 {
+        self as i128
+    }
+}
+
+impl Sample for f64 {
+    const TYPE: SampleType = SampleType::F64;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    #[inline(always)]
+    fn to_bin_candidate(self) -> Option<u64> {
+        None
+    }
+    #[inline(always)]
+    fn to_i128(self) -> i128 {
+        self as i128
+    }
+}
+
+/// A borrowed sample array whose element type is chosen at run time.
+#[derive(Debug, Clone, Copy)]
+pub enum Samples<'a> {
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+/// Runs `$body` with `$s` bound to the typed slice inside a [`Samples`] value.
+#[macro_export]
+macro_rules! with_samples {
+    ($samples:expr, $s:ident => $body:expr) => {
+        match $samples {
+            $crate::Samples::U8($s) => $body,
+            $crate::Samples::U16($s) => $body,
+            $crate::Samples::U32($s) => $body,
+            $crate::Samples::U64($s) => $body,
+            $crate::Samples::I8($s) => $body,
+            $crate::Samples::I16($s) => $body,
+            $crate::Samples::I32($s) => $body,
+            $crate::Samples::I64($s) => $body,
+            $crate::Samples::F32($s) => $body,
+            $crate::Samples::F64($s) => $body,
+        }
+    };
+}
+
+impl<'a> Samples<'a> {
+    pub fn len(&self) -> usize {
+        with_samples!(*self, s => s.len())
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn sample_type(&self) -> SampleType {
+        match self {
+            Samples::U8(_) => SampleType::U8,
+            Samples::U16(_) => SampleType::U16,
+            Samples::U32(_) => SampleType::U32,
+            Samples::U64(_) => SampleType::U64,
+            Samples::I8(_) => SampleType::I8,
+            Samples::I16(_) => SampleType::I16,
+            Samples::I32(_) => SampleType::I32,
+            Samples::I64(_) => SampleType::I64,
+            Samples::F32(_) => SampleType::F32,
+            Samples::F64(_) => SampleType::F64,
+        }
+    }
+    /// Bytes of sample data (for throughput figures).
+    pub fn byte_len(&self) -> usize {
+        self.len() * self.sample_type().size()
+    }
+}
+
+macro_rules! impl_from_slice {
+    ($t:ty, $tag:ident) => {
+        impl<'a> From<&'a [$t]> for Samples<'a> {
+            fn from(s: &'a [$t]) -> Self {
+                Samples::$tag(s)
+            }
+        }
+    };
+}
+impl_from_slice!(u8, U8);
+impl_from_slice!(u16, U16);
+impl_from_slice!(u32, U32);
+impl_from_slice!(u64, U64);
+impl_from_slice!(i8, I8);
+impl_from_slice!(i16, I16);
+impl_from_slice!(i32, I32);
+impl_from_slice!(i64, I64);
+impl_from_slice!(f32, F32);
+impl_from_slice!(f64, F64);
+
+/// Optional per-sample weights, accumulated in f64 whatever their type.
+#[derive(Debug, Clone, Copy)]
+pub enum Weights<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl<'a> Weights<'a> {
+    pub fn len(&self) -> usize {
+        match self {
+            Weights::F32(w) => w.len(),
+            Weights::F64(w) => w.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> f64 {
+        match self {
+            Weights::F32(w) => w[i] as f64,
+            Weights::F64(w) => w[i],
+        }
+    }
+}
