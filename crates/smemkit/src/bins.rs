@@ -17,7 +17,10 @@ pub enum BinSpec {
     Integer { nbins: usize },
     /// `nbins` equal bins over `range` (`[lo, hi]`, last bin closed), or over the data's own
     /// minimum and maximum when `range` is `None`.
-    Uniform { nbins: usize, range: Option<(f64, f64)> },
+    Uniform {
+        nbins: usize,
+        range: Option<(f64, f64)>,
+    },
     /// Explicit, strictly increasing edges; `edges.len() - 1` bins.
     Edges(Vec<f64>),
 }
@@ -74,6 +77,9 @@ pub struct UniformF32 {
     /// and in float32 when it came from the data.
     pub denom: f64,
     pub denom_is_f64: bool,
+    /// The range in float64 as numpy's linspace saw it (after widening an empty range); the GPU
+    /// recomputes the edges from it instead of reading `edges`.
+    pub range64: (f64, f64),
     pub edges: Vec<f32>,
 }
 
@@ -115,7 +121,12 @@ impl UniformF32 {
         } else {
             (diff / self.denom as f32 * n as f32) as i64
         };
-        Slot::Bin(correct_estimate(estimate, n, |i| x < self.edges[i], |i| x >= self.edges[i]))
+        Slot::Bin(correct_estimate(
+            estimate,
+            n,
+            |i| x < self.edges[i],
+            |i| x >= self.edges[i],
+        ))
     }
 }
 
@@ -133,7 +144,12 @@ impl UniformF64 {
         }
         let n = self.nbins;
         let estimate = ((x - self.first) / self.denom * n as f64) as i64;
-        Slot::Bin(correct_estimate(estimate, n, |i| x < self.edges[i], |i| x >= self.edges[i]))
+        Slot::Bin(correct_estimate(
+            estimate,
+            n,
+            |i| x < self.edges[i],
+            |i| x >= self.edges[i],
+        ))
     }
 }
 
@@ -228,9 +244,14 @@ impl Binning {
                     }
                 }
                 match samples {
-                    Samples::F32(s) => resolve_uniform_f32(*nbins, *range, s).map(Binning::UniformF32),
-                    Samples::F64(s) => resolve_uniform_f64_float(*nbins, *range, s).map(Binning::UniformF64),
-                    _ => crate::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s)).map(Binning::UniformF64),
+                    Samples::F32(s) => {
+                        resolve_uniform_f32(*nbins, *range, s).map(Binning::UniformF32)
+                    }
+                    Samples::F64(s) => {
+                        resolve_uniform_f64_float(*nbins, *range, s).map(Binning::UniformF64)
+                    }
+                    _ => crate::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
+                        .map(Binning::UniformF64),
                 }
             }
         }
@@ -297,13 +318,21 @@ fn check_edges(edges: &[f64]) -> Result<()> {
             return Err(Error::NonFiniteEdge { index, value });
         }
         if index > 0 && value <= edges[index - 1] {
-            return Err(Error::EdgesNotIncreasing { index, value, previous: edges[index - 1] });
+            return Err(Error::EdgesNotIncreasing {
+                index,
+                value,
+                previous: edges[index - 1],
+            });
         }
     }
     Ok(())
 }
 
-fn check_increasing<P: PartialOrd + Copy + Into<f64>>(edges: &[P], nbins: usize, precision: &'static str) -> Result<()> {
+fn check_increasing<P: PartialOrd + Copy + Into<f64>>(
+    edges: &[P],
+    nbins: usize,
+    precision: &'static str,
+) -> Result<()> {
     if edges.windows(2).any(|w| w[0] >= w[1]) {
         return Err(Error::TooManyBins {
             nbins,
@@ -330,8 +359,16 @@ fn min_max<T: Sample>(s: &[T]) -> Option<(f64, f64)> {
     };
     let (lo, hi) = s
         .par_chunks(1 << 16)
-        .map(|c| c.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |acc, &x| fold(acc, x.to_f64())))
-        .reduce(|| (f64::INFINITY, f64::NEG_INFINITY), |a, b| fold(fold(a, b.0), b.1));
+        .map(|c| {
+            c.iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |acc, &x| {
+                    fold(acc, x.to_f64())
+                })
+        })
+        .reduce(
+            || (f64::INFINITY, f64::NEG_INFINITY),
+            |a, b| fold(fold(a, b.0), b.1),
+        );
     Some((lo, hi))
 }
 
@@ -349,7 +386,11 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                 last: hi as f32,
                 denom: hi - lo,
                 denom_is_f64: true,
-                edges: linspace_f64(lo, hi, nbins + 1).into_iter().map(|e| e as f32).collect(),
+                range64: (lo, hi),
+                edges: linspace_f64(lo, hi, nbins + 1)
+                    .into_iter()
+                    .map(|e| e as f32)
+                    .collect(),
             }
         }
         None => {
@@ -362,7 +403,11 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                         last: 1.0,
                         denom: 1.0,
                         denom_is_f64: true,
-                        edges: linspace_f64(0.0, 1.0, nbins + 1).into_iter().map(|e| e as f32).collect(),
+                        range64: (0.0, 1.0),
+                        edges: linspace_f64(0.0, 1.0, nbins + 1)
+                            .into_iter()
+                            .map(|e| e as f32)
+                            .collect(),
                     })
                 }
                 Some((lo, hi)) if !(lo.is_finite() && hi.is_finite()) => {
@@ -380,6 +425,7 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                 last: hi,
                 denom: (hi - lo) as f64,
                 denom_is_f64: false,
+                range64: (lo as f64, hi as f64),
                 edges: linspace_f32(lo, hi, nbins + 1),
             }
         }
@@ -391,14 +437,26 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
 fn uniform_f64(nbins: usize, lo: f64, hi: f64, denom: f64) -> Result<UniformF64> {
     let edges = linspace_f64(lo, hi, nbins + 1);
     check_increasing(&edges, nbins, "float64")?;
-    Ok(UniformF64 { nbins, first: lo, last: hi, denom, edges })
+    Ok(UniformF64 {
+        nbins,
+        first: lo,
+        last: hi,
+        denom,
+        edges,
+    })
 }
 
-fn resolve_uniform_f64_float(nbins: usize, range: Option<(f64, f64)>, s: &[f64]) -> Result<UniformF64> {
+fn resolve_uniform_f64_float(
+    nbins: usize,
+    range: Option<(f64, f64)>,
+    s: &[f64],
+) -> Result<UniformF64> {
     let (mut lo, mut hi) = match (range, min_max(s)) {
         (Some(r), _) => r,
         (None, None) => (0.0, 1.0),
-        (None, Some((lo, hi))) if !(lo.is_finite() && hi.is_finite()) => return Err(Error::NonFiniteData { lo, hi }),
+        (None, Some((lo, hi))) if !(lo.is_finite() && hi.is_finite()) => {
+            return Err(Error::NonFiniteData { lo, hi })
+        }
         (None, Some(r)) => r,
     };
     if lo == hi {
@@ -408,7 +466,11 @@ fn resolve_uniform_f64_float(nbins: usize, range: Option<(f64, f64)>, s: &[f64])
     uniform_f64(nbins, lo, hi, hi - lo)
 }
 
-fn resolve_uniform_int<T: Sample>(nbins: usize, range: Option<(f64, f64)>, s: &[T]) -> Result<UniformF64> {
+fn resolve_uniform_int<T: Sample>(
+    nbins: usize,
+    range: Option<(f64, f64)>,
+    s: &[T],
+) -> Result<UniformF64> {
     debug_assert!(!T::TYPE.is_float() || T::TYPE == SampleType::F32);
     if let Some((mut lo, mut hi)) = range {
         if lo == hi {
@@ -435,7 +497,14 @@ fn exact_int_span<T: Sample>(s: &[T]) -> f64 {
     let as_i128 = |x: T| x.to_i128();
     let (lo, hi) = s
         .par_chunks(1 << 16)
-        .map(|c| c.iter().fold((i128::MAX, i128::MIN), |(lo, hi), &x| (lo.min(as_i128(x)), hi.max(as_i128(x)))))
-        .reduce(|| (i128::MAX, i128::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+        .map(|c| {
+            c.iter().fold((i128::MAX, i128::MIN), |(lo, hi), &x| {
+                (lo.min(as_i128(x)), hi.max(as_i128(x)))
+            })
+        })
+        .reduce(
+            || (i128::MAX, i128::MIN),
+            |a, b| (a.0.min(b.0), a.1.max(b.1)),
+        );
     (hi - lo) as f64
 }

@@ -42,15 +42,23 @@ pub fn histogram<T: Sample>(
     match binning {
         Binning::Integer { nbins } => {
             let n = *nbins as u64;
-            run(samples, weights, nbins_usize(n), clamp, move |x: T| match x.to_bin_candidate() {
-                None => Slot::Below,
-                Some(v) if v >= n => Slot::Above,
-                Some(v) => Slot::Bin(v as usize),
-            })
+            run(
+                samples,
+                weights,
+                nbins_usize(n),
+                clamp,
+                move |x: T| match x.to_bin_candidate() {
+                    None => Slot::Below,
+                    Some(v) if v >= n => Slot::Above,
+                    Some(v) => Slot::Bin(v as usize),
+                },
+            )
         }
         Binning::UniformF32(u) => run(samples, weights, nbins, clamp, |x: T| u.locate(x.to_f32())),
         Binning::UniformF64(u) => run(samples, weights, nbins, clamp, |x: T| u.locate(x.to_f64())),
-        Binning::Edges(e) => run(samples, weights, nbins, clamp, |x: T| locate_in_edges(e, x.to_f64())),
+        Binning::Edges(e) => run(samples, weights, nbins, clamp, |x: T| {
+            locate_in_edges(e, x.to_f64())
+        }),
     }
 }
 
@@ -121,18 +129,35 @@ fn add_into(acc: &mut [u64], other: &[u64]) {
     acc.iter_mut().zip(other).for_each(|(a, b)| *a += b);
 }
 
-fn run_counts<T: Sample, L: Fn(T) -> Slot + Sync>(samples: &[T], nbins: usize, clamp: bool, locate: &L) -> CpuResult {
+fn run_counts<T: Sample, L: Fn(T) -> Slot + Sync>(
+    samples: &[T],
+    nbins: usize,
+    clamp: bool,
+    locate: &L,
+) -> CpuResult {
     let ways = if nbins <= INTERLEAVED_MAX_BINS { 4 } else { 1 };
     let acc = samples
         .par_chunks(chunk_len(samples.len()))
         .fold(
-            || CountAcc { counts: Vec::new(), scratch: Vec::new(), tallies: Tallies::default() },
+            || CountAcc {
+                counts: Vec::new(),
+                scratch: Vec::new(),
+                tallies: Tallies::default(),
+            },
             |mut acc, chunk| {
                 if acc.counts.is_empty() {
                     acc.counts = vec![0; nbins];
                     acc.scratch = vec![0; nbins * ways];
                 }
-                count_chunk(chunk, nbins, ways, clamp, locate, &mut acc.scratch, &mut acc.tallies);
+                count_chunk(
+                    chunk,
+                    nbins,
+                    ways,
+                    clamp,
+                    locate,
+                    &mut acc.scratch,
+                    &mut acc.tallies,
+                );
                 // Flush the u32 counters into u64 (a chunk holds fewer than 2^32 samples).
                 for (w, sub) in acc.scratch.chunks_mut(nbins).enumerate() {
                     let _ = w;
@@ -145,11 +170,22 @@ fn run_counts<T: Sample, L: Fn(T) -> Slot + Sync>(samples: &[T], nbins: usize, c
             },
         )
         .reduce(
-            || CountAcc { counts: Vec::new(), scratch: Vec::new(), tallies: Tallies::default() },
+            || CountAcc {
+                counts: Vec::new(),
+                scratch: Vec::new(),
+                tallies: Tallies::default(),
+            },
             CountAcc::merge,
         );
-    let counts = if acc.counts.is_empty() { vec![0; nbins] } else { acc.counts };
-    CpuResult { counts: Counts::Unweighted(counts), tallies: acc.tallies }
+    let counts = if acc.counts.is_empty() {
+        vec![0; nbins]
+    } else {
+        acc.counts
+    };
+    CpuResult {
+        counts: Counts::Unweighted(counts),
+        tallies: acc.tallies,
+    }
 }
 
 /// Counts one chunk into `ways` interleaved sub-histograms laid out one after another.
@@ -208,7 +244,11 @@ fn run_partitioned<T: Sample, L: Fn(T) -> Slot + Sync>(
     let acc = samples
         .par_chunks(chunk_len(samples.len()))
         .fold(
-            || CountAcc { counts: Vec::new(), scratch: Vec::new(), tallies: Tallies::default() },
+            || CountAcc {
+                counts: Vec::new(),
+                scratch: Vec::new(),
+                tallies: Tallies::default(),
+            },
             |mut acc, chunk| {
                 if acc.counts.is_empty() {
                     acc.counts = vec![0; nbins];
@@ -235,11 +275,22 @@ fn run_partitioned<T: Sample, L: Fn(T) -> Slot + Sync>(
             },
         )
         .reduce(
-            || CountAcc { counts: Vec::new(), scratch: Vec::new(), tallies: Tallies::default() },
+            || CountAcc {
+                counts: Vec::new(),
+                scratch: Vec::new(),
+                tallies: Tallies::default(),
+            },
             CountAcc::merge,
         );
-    let counts = if acc.counts.is_empty() { vec![0; nbins] } else { acc.counts };
-    CpuResult { counts: Counts::Unweighted(counts), tallies: acc.tallies }
+    let counts = if acc.counts.is_empty() {
+        vec![0; nbins]
+    } else {
+        acc.counts
+    };
+    CpuResult {
+        counts: Counts::Unweighted(counts),
+        tallies: acc.tallies,
+    }
 }
 
 fn run_weighted<T: Sample, L: Fn(T) -> Slot + Sync>(
@@ -272,7 +323,11 @@ fn run_weighted<T: Sample, L: Fn(T) -> Slot + Sync>(
             || (Vec::new(), Tallies::default()),
             |(mut a, mut ta), (b, tb)| {
                 if a.is_empty() {
-                    return (b, { let mut t = tb; t.add(&ta); t });
+                    return (b, {
+                        let mut t = tb;
+                        t.add(&ta);
+                        t
+                    });
                 }
                 if !b.is_empty() {
                     a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
@@ -281,6 +336,13 @@ fn run_weighted<T: Sample, L: Fn(T) -> Slot + Sync>(
                 (a, ta)
             },
         );
-    let sums = if sums.is_empty() { vec![0.0; nbins] } else { sums };
-    CpuResult { counts: Counts::Weighted(sums), tallies }
+    let sums = if sums.is_empty() {
+        vec![0.0; nbins]
+    } else {
+        sums
+    };
+    CpuResult {
+        counts: Counts::Weighted(sums),
+        tallies,
+    }
 }
