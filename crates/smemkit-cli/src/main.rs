@@ -1,1 +1,49 @@
-fn main(){}
+//! The `smemkit` binary: parse the command line, run one command, and turn any failure into one
+//! `error:` line and a non-zero exit status.
+
+mod bench;
+mod bench_cuda;
+mod cli;
+mod commit;
+mod device;
+mod hist;
+mod input;
+mod output;
+mod plan_cmd;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = match &cli.command {
+        Command::Hist(a) => hist::run(a, &mut out),
+        Command::Plan(a) => plan_cmd::run(a, &mut out),
+        Command::Bench(a) => bench::run(a, &mut out),
+    }
+    .and_then(|()| Ok(out.flush()?));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`smemkit hist ... | head`) is the reader's choice, not a failure.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = out.flush();
+            let line = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,150 @@
+//! The raw command line as clap parses it. Values that need checking against each other (ranges,
+//! dtypes, policies) stay strings here and are validated in one place, `hist::config`, so that
+//! every mistake is reported as one `error:` line rather than clap's multi-line usage text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "smemkit",
+    version,
+    about = "Histograms (and more) in GPU shared memory, with a CPU engine"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Histogram a file or synthetic data.
+    Hist(Box<HistArgs>),
+    /// Print the GPU launch plan the planner would choose for a histogram.
+    Plan(PlanArgs),
+    /// Benchmark the histogram engine; prints JSON lines (shared/BENCH.md schema).
+    Bench(BenchArgs),
+}
+
+const HIST_AFTER_HELP: &str = "\
+Bins:
+  Integer samples with --bins N and neither --range nor --edges use integer bins (bincount):
+  bin v counts the value v, for v in [0, N). --integer asks for that explicitly.
+  Float samples, or any samples with --range LO:HI, use N uniform bins over [LO, HI]
+  (over the data's minimum and maximum when no range is given), computed as numpy.histogram does:
+  every bin is half-open [a, b) except the last, which is closed [a, b].
+  --edges FILE takes explicit, strictly increasing edges (.npy or one number per line).
+
+Inputs:
+  .npy (any numeric dtype, either byte order, C or Fortran order, any shape, flattened),
+  .csv / .tsv / .txt (one column: --column N counts from 0, or a header name),
+  any other file as raw little-endian binary with --dtype, or --generate DIST --count N.";
+
+#[derive(Debug, Args)]
+#[command(after_help = HIST_AFTER_HELP)]
+pub struct HistArgs {
+    /// Input file (.npy, .csv, .tsv, .txt, or raw binary with --dtype).
+    #[arg(conflicts_with = "generate")]
+    pub input: Option<PathBuf>,
+    /// Generate synthetic samples instead of reading a file: uniform, hot, normal or zipf.
+    #[arg(long, value_name = "DIST")]
+    pub generate: Option<String>,
+    /// Number of samples to generate.
+    #[arg(long, value_name = "N", requires = "generate")]
+    pub count: Option<u64>,
+    /// Seed of the generator (the same seed gives the same samples on any number of threads).
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "generate")]
+    pub seed: u64,
+    /// Sample type: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 (raw input, text input, --generate).
+    #[arg(long, value_name = "T")]
+    pub dtype: Option<String>,
+    /// Column of a CSV/text file: an index counted from 0, or a header name.
+    #[arg(long, value_name = "N|NAME")]
+    pub column: Option<String>,
+    /// Number of bins.
+    #[arg(long, value_name = "N")]
+    pub bins: Option<usize>,
+    /// Range of uniform bins, LO:HI (both included; the last bin is closed).
+    #[arg(long, value_name = "LO:HI", allow_hyphen_values = true)]
+    pub range: Option<String>,
+    /// File of strictly increasing bin edges (.npy or text, one number per line).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["range", "integer"])]
+    pub edges: Option<PathBuf>,
+    /// Integer bins (bincount) [0, N): the default for integer samples without --range or --edges.
+    #[arg(long, conflicts_with = "range")]
+    pub integer: bool,
+    /// Weights, one per sample (.npy of f32 or f64; or text, one number per line).
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
+    /// What happens to samples outside the bins: ignore (numpy), clamp (into the first/last bin), error.
+    #[arg(long, value_name = "POLICY", default_value = "ignore")]
+    pub out_of_range: String,
+    /// Engine: auto, cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// GPU strategy: auto, shared, cluster or global.
+    #[arg(long, default_value = "auto")]
+    pub strategy: String,
+    /// Thread block cluster size for --strategy cluster.
+    #[arg(long, value_name = "K")]
+    pub cluster_size: Option<u32>,
+    /// Write the histogram to FILE: .csv (bin,left,right,count), .json or .npy (counts).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Draw the histogram to FILE.png or FILE.svg.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Do not print the terminal bar chart.
+    #[arg(long)]
+    pub no_chart: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Number of bins.
+    #[arg(long)]
+    pub bins: usize,
+    /// Sample type.
+    #[arg(long, default_value = "i32")]
+    pub dtype: String,
+    /// Weighted histogram (f64 counters).
+    #[arg(long)]
+    pub weighted: bool,
+    /// Force a strategy: auto, shared, cluster or global.
+    #[arg(long, default_value = "auto")]
+    pub strategy: String,
+    /// Cluster size for --strategy cluster.
+    #[arg(long)]
+    pub cluster_size: Option<u32>,
+}
+
+/// The parsed `bench` flags; the CUDA benchmark takes this struct as it is.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Engine to measure: cpu or cuda.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// log2 of the number of samples per workload.
+    #[arg(long, default_value_t = 27)]
+    pub log2_n: u32,
+    /// Bin counts, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "256,4096,32768,131072,1048576,16777216"
+    )]
+    pub bins: Vec<usize>,
+    /// Distributions, comma-separated: uniform, hot.
+    #[arg(long, value_delimiter = ',', default_value = "uniform,hot")]
+    pub dist: Vec<String>,
+    /// Sample types, comma-separated: i32 (integer bins), f32 (uniform bins over [0, nbins)).
+    #[arg(long, value_delimiter = ',', default_value = "i32,f32")]
+    pub dtype: Vec<String>,
+    /// Timed runs per workload (the median is reported; at least 7).
+    #[arg(long, default_value_t = 7)]
+    pub runs: usize,
+    /// Seed of the generated data.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}

@@ -1,0 +1,93 @@
+//! Where samples come from: `.npy`, raw binary, one column of a text file, or a generator. The
+//! kind of a file is chosen by its extension, so a typo in a name cannot silently be read as raw
+//! bytes: raw input needs `--dtype`.
+
+pub mod data;
+pub mod generate;
+pub mod npy;
+pub mod progress;
+pub mod raw;
+pub mod text;
+pub mod weights;
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use memmap2::Mmap;
+use smemkit::{SampleType, Samples};
+
+pub use data::SampleData;
+
+/// How a file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Npy,
+    Text,
+    Raw,
+}
+
+impl FileKind {
+    /// The kind the extension names; files with any other extension are raw and need a dtype.
+    pub fn of(path: &Path, dtype: Option<SampleType>) -> Result<FileKind> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| e.to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("npy") => Ok(FileKind::Npy),
+            Some("csv" | "tsv" | "txt") => Ok(FileKind::Text),
+            _ if dtype.is_some() => Ok(FileKind::Raw),
+            Some(e) => bail!(
+                "unknown input extension `.{e}` of {}: use .npy, .csv, .tsv or .txt, or pass --dtype to read raw binary",
+                path.display()
+            ),
+            None => bail!("{} has no extension: pass --dtype to read it as raw binary", path.display()),
+        }
+    }
+}
+
+/// Maps a whole file read-only. The map is only read, and the CLI documents that input files
+/// must not be modified while it runs.
+pub fn map_file(path: &Path) -> Result<Mmap> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if meta.is_dir() {
+        bail!("cannot read {}: it is a directory", path.display());
+    }
+    // SAFETY: the map is read-only and private to this process; like every mmap-based reader we
+    // rely on the file not being truncated by another process while the command runs.
+    unsafe { Mmap::map(&file) }.with_context(|| format!("cannot map {}", path.display()))
+}
+
+/// Reads samples from `path`.
+pub fn read_file(
+    path: &Path,
+    dtype: Option<SampleType>,
+    column: Option<&str>,
+) -> Result<SampleData> {
+    let data = match FileKind::of(path, dtype)? {
+        FileKind::Npy => npy::read(path)?,
+        FileKind::Text => SampleData::Owned(text::read(path, &text::Column::parse(column), dtype)?),
+        FileKind::Raw => raw::read(path, dtype.context("raw input needs --dtype")?)?,
+    };
+    if data.samples().is_empty() {
+        bail!("{} holds no samples (empty input)", path.display());
+    }
+    Ok(data)
+}
+
+/// Reads a file of numbers (`.npy` or text) as f64: bin edges.
+pub fn read_numbers(path: &Path) -> Result<Vec<f64>> {
+    match FileKind::of(path, None) {
+        Ok(FileKind::Npy) => npy::read_f64(path),
+        _ => text::read_f64(path),
+    }
+}
+
+/// Samples as f64, for edges and weights read from files of any numeric type.
+pub fn to_f64(samples: Samples<'_>) -> Vec<f64> {
+    smemkit::with_samples!(samples, s => s.iter().map(|&x| smemkit::Sample::to_f64(x)).collect())
+}

@@ -1,0 +1,19 @@
+//! `--out FILE.csv`: one row per bin with its edges, for spreadsheets and pandas.
+
+use std::io::Write;
+
+use anyhow::Result;
+use smemkit::Histogram;
+
+/// Columns `bin,left,right,count`; floats in Rust's shortest form that reads back exactly.
+pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
+    writeln!(w, "bin,left,right,count")?;
+    for i in 0..h.nbins() {
+        let count = match &h.counts {
+            smemkit::Counts::Unweighted(c) => c[i].to_string(),
+            smemkit::Counts::Weighted(c) => c[i].to_string(),
+        };
+        writeln!(w, "{i},{},{},{count}", h.edges[i], h.edges[i + 1])?;
+    }
+    Ok(())
+}

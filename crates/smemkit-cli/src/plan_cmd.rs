@@ -1,0 +1,48 @@
+//! `smemkit plan`: prints the launch plan the planner chooses (or checks a forced strategy), with
+//! the device limits it used, so the choice can be read without running anything.
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use smemkit::plan::{plan, Workload};
+use smemkit::{SampleType, StrategyChoice};
+
+use crate::cli::PlanArgs;
+use crate::device::device_limits;
+
+pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
+    if args.bins == 0 {
+        bail!("--bins must be at least 1 (got 0)");
+    }
+    let sample_type = SampleType::parse(&args.dtype).context("--dtype")?;
+    let choice = StrategyChoice::parse(&args.strategy, args.cluster_size).context("--strategy")?;
+    let (limits, source) = device_limits();
+    let workload = Workload {
+        nbins: args.bins,
+        sample_type,
+        weighted: args.weighted,
+    };
+    let p = plan(&workload, &limits, choice)?;
+    writeln!(out, "device        {source}")?;
+    writeln!(
+        out,
+        "limits        {} SMs, {} B shared memory per block (opt-in), {} B per SM, clusters up to {} ({} portable), {} B L2, compute {}.{}",
+        limits.sm_count,
+        limits.smem_per_block_optin,
+        limits.smem_per_sm,
+        limits.max_cluster_nonportable,
+        limits.max_cluster_portable,
+        limits.l2_bytes,
+        limits.compute_capability.0,
+        limits.compute_capability.1
+    )?;
+    writeln!(
+        out,
+        "workload      {} bins of {}{}",
+        args.bins,
+        sample_type,
+        if args.weighted { ", weighted" } else { "" }
+    )?;
+    writeln!(out, "{p}")?;
+    Ok(())
+}
