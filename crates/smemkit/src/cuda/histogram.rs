@@ -1,24 +1,414 @@
-//! GPU histograms (work in progress).
+//! GPU histograms: the strategy the planner picked (or the caller forced) is compiled for the
+//! sample type, launched over the input in batches, and its u64 counts (or f64 sums) and tallies are
+//! copied back. [`Prepared`] separates the one-time work (compile, plan, occupancy) from the launches,
+//! so benchmarks time the kernels alone.
 
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr};
+
+use super::compile::HISTOGRAM;
+use super::device::{cuda_err, Gpu};
+use super::launch::{self, LaunchShape};
+use super::params::{kernel_params, mode_name, KernelBinParams};
 use crate::bins::{Binning, OutOfRange};
 use crate::error::{Error, Result};
 use crate::histogram::{Counts, Tallies};
-use crate::plan::StrategyChoice;
-use crate::sample::{Samples, Weights};
+use crate::plan::{self, Plan, Strategy, StrategyChoice, Workload};
+use crate::sample::{Sample, SampleType, Samples, Weights};
 
 /// Result of a GPU run.
+#[derive(Debug, Clone)]
 pub struct CudaResult {
     pub counts: Counts,
     pub tallies: Tallies,
     pub detail: String,
 }
 
+/// Samples per launch: keeps per-block u32 counters far from overflow and indices in range.
+pub const LAUNCH_BATCH: usize = 1 << 30;
+/// Samples copied to the device at a time when the input lives on the host.
+pub const HOST_BATCH: usize = 1 << 28;
+
+/// The type of the weights, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightKind {
+    None,
+    F32,
+    F64,
+}
+
+impl WeightKind {
+    fn of(w: &Option<Weights<'_>>) -> WeightKind {
+        match w {
+            None => WeightKind::None,
+            Some(Weights::F32(_)) => WeightKind::F32,
+            Some(Weights::F64(_)) => WeightKind::F64,
+        }
+    }
+    fn suffix(self) -> &'static str {
+        match self {
+            WeightKind::None => "none",
+            WeightKind::F32 => "f32",
+            WeightKind::F64 => "f64",
+        }
+    }
+}
+
+/// The NVRTC defines that specialise `histogram.cu` for a sample type.
+pub fn sample_defines(t: SampleType) -> Vec<(&'static str, String)> {
+    let c_type = match t {
+        SampleType::U8 => "unsigned char",
+        SampleType::U16 => "unsigned short",
+        SampleType::U32 => "unsigned int",
+        SampleType::U64 => "unsigned long long",
+        SampleType::I8 => "signed char",
+        SampleType::I16 => "short",
+        SampleType::I32 => "int",
+        SampleType::I64 => "long long",
+        SampleType::F32 => "float",
+        SampleType::F64 => "double",
+    };
+    let signed = matches!(
+        t,
+        SampleType::I8 | SampleType::I16 | SampleType::I32 | SampleType::I64
+    );
+    vec![
+        ("SAMPLE_T", c_type.to_string()),
+        ("SAMPLE_IS_FLOAT", (t.is_float() as u8).to_string()),
+        ("SAMPLE_IS_F32", ((t == SampleType::F32) as u8).to_string()),
+        ("SAMPLE_IS_SIGNED", (signed as u8).to_string()),
+    ]
+}
+
+/// The kernel for a strategy, binning and weight kind.
+pub fn kernel_name(strategy: &Strategy, binning: &Binning, weights: WeightKind) -> String {
+    let s = match strategy {
+        Strategy::Shared => "shared",
+        Strategy::Cluster { .. } => "cluster",
+        Strategy::Global => "global",
+    };
+    format!("hist_{s}_{}_{}", mode_name(binning), weights.suffix())
+}
+
+/// Whether warps combine equal bins before their atomics: on by default for counts (it is what keeps
+/// skewed data fast); `SMEMKIT_AGGREGATE=0` turns it off for experiments.
+fn aggregate_default(weights: WeightKind) -> bool {
+    weights == WeightKind::None
+        && std::env::var("SMEMKIT_AGGREGATE")
+            .map(|v| v != "0")
+            .unwrap_or(true)
+}
+
+/// A histogram ready to launch: compiled, planned, sized by occupancy.
+pub struct Prepared {
+    pub gpu: Arc<Gpu>,
+    pub plan: Plan,
+    pub shape: LaunchShape,
+    pub params: KernelBinParams,
+    pub nbins: usize,
+    pub weights: WeightKind,
+    pub sample_type: SampleType,
+    func: cudarc::driver::CudaFunction,
+    _edges: Option<CudaSlice<f64>>,
+}
+
+impl Prepared {
+    /// Compiles and plans a histogram of `sample_type` samples.
+    pub fn new(
+        gpu: Arc<Gpu>,
+        sample_type: SampleType,
+        weights: WeightKind,
+        binning: &Binning,
+        policy: OutOfRange,
+        choice: StrategyChoice,
+    ) -> Result<Prepared> {
+        let nbins = binning.nbins();
+        if nbins >= u32::MAX as usize {
+            return Err(Error::BinsTooLarge {
+                what: "the CUDA engine",
+                nbins,
+                limit: u32::MAX as usize - 1,
+            });
+        }
+        let workload = Workload {
+            nbins,
+            sample_type,
+            weighted: weights != WeightKind::None,
+        };
+        let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
+        let func = gpu.function(
+            &HISTOGRAM,
+            &sample_defines(sample_type),
+            &kernel_name(&plan.strategy, binning, weights),
+        )?;
+        let cluster = match plan.strategy {
+            Strategy::Cluster { size } => size,
+            _ => 1,
+        };
+        let mut shape = LaunchShape {
+            grid: plan.grid,
+            block: plan.block,
+            shared_bytes: plan.shared_bytes,
+            cluster,
+        };
+        launch::prepare_function(&func, &shape)?;
+        // Persistent grid sized by what the driver says fits, not by the input length.
+        match plan.strategy {
+            Strategy::Cluster { size } => {
+                let active = launch::max_active_clusters(
+                    &func,
+                    &gpu.stream,
+                    &LaunchShape {
+                        grid: size,
+                        ..shape
+                    },
+                )?;
+                if active == 0 {
+                    return Err(Error::StrategyUnsupported {
+                        strategy: plan.strategy.name(),
+                        reason: format!("no cluster of {size} blocks with {} bytes of shared memory each fits the device", shape.shared_bytes),
+                    });
+                }
+                shape.grid = active * size;
+            }
+            _ => {
+                let per_sm = func
+                    .occupancy_max_active_blocks_per_multiprocessor(
+                        shape.block,
+                        shape.shared_bytes as usize,
+                        None,
+                    )
+                    .map_err(cuda_err("querying occupancy"))?;
+                if per_sm == 0 {
+                    return Err(Error::StrategyUnsupported {
+                        strategy: plan.strategy.name(),
+                        reason: format!("a block of {} threads with {} bytes of shared memory does not fit an SM", shape.block, shape.shared_bytes),
+                    });
+                }
+                shape.grid = per_sm * gpu.limits.sm_count;
+            }
+        }
+        plan.grid = shape.grid;
+        let edges = match binning {
+            Binning::Edges(e) => Some(
+                gpu.stream
+                    .clone_htod(e)
+                    .map_err(cuda_err("copying the bin edges"))?,
+            ),
+            _ => None,
+        };
+        let edges_ptr = edges
+            .as_ref()
+            .map(|e| e.device_ptr(&gpu.stream).0)
+            .unwrap_or(0);
+        let mut params = kernel_params(binning, policy, aggregate_default(weights), edges_ptr);
+        params.bins_per_block = plan.bins_per_block as u32;
+        Ok(Prepared {
+            gpu,
+            plan,
+            shape,
+            params,
+            nbins,
+            weights,
+            sample_type,
+            func,
+            _edges: edges,
+        })
+    }
+
+    /// One-line description for reports.
+    pub fn detail(&self) -> String {
+        format!(
+            "{}, {}, {} blocks x {} threads, {} B shared{}{}",
+            self.gpu.name,
+            self.plan.strategy,
+            self.shape.grid,
+            self.shape.block,
+            self.shape.shared_bytes,
+            if self.params.aggregate != 0 {
+                ", warp-aggregated"
+            } else {
+                ""
+            },
+            if self.shape.cluster > 1 {
+                format!(", clusters of {}", self.shape.cluster)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// Launches over `n` device-resident samples at `input` (weights at `weights`, 0 if none),
+    /// adding into `out` (u64 counts or f64 sums, `nbins` long) and `tallies` (3 u64).
+    ///
+    /// # Safety
+    /// The pointers must be device allocations of this context holding `n` samples of the prepared
+    /// type, `n` weights of the prepared kind, `nbins` counters and 3 tallies, valid until the
+    /// stream has finished the launches.
+    pub unsafe fn launch_device(
+        &self,
+        input: u64,
+        n: usize,
+        weights: u64,
+        out: u64,
+        tallies: u64,
+    ) -> Result<()> {
+        let elem = self.sample_type.size() as u64;
+        let welem = match self.weights {
+            WeightKind::F64 => 8,
+            _ => 4,
+        };
+        let mut start = 0usize;
+        while start < n {
+            let len = (n - start).min(LAUNCH_BATCH);
+            let mut in_ptr = input + start as u64 * elem;
+            let mut len64 = len as u64;
+            let mut w_ptr = if weights == 0 {
+                0
+            } else {
+                weights + start as u64 * welem
+            };
+            let mut params = self.params;
+            let mut out_ptr = out;
+            let mut t_ptr = tallies;
+            let mut args: [*mut c_void; 6] = [
+                &mut in_ptr as *mut u64 as *mut c_void,
+                &mut len64 as *mut u64 as *mut c_void,
+                &mut w_ptr as *mut u64 as *mut c_void,
+                &mut params as *mut KernelBinParams as *mut c_void,
+                &mut out_ptr as *mut u64 as *mut c_void,
+                &mut t_ptr as *mut u64 as *mut c_void,
+            ];
+            // SAFETY: the argument list matches hist_* (in, n, w, BinParams, out, tallies); the caller
+            // guarantees the pointers.
+            unsafe { launch::launch(&self.func, &self.gpu.stream, &self.shape, &mut args)? };
+            start += len;
+        }
+        Ok(())
+    }
+}
+
+/// Histogram of host-resident samples on the GPU.
 pub fn histogram(
-    _samples: Samples<'_>,
-    _weights: Option<Weights<'_>>,
-    _binning: &Binning,
-    _policy: OutOfRange,
-    _strategy: &StrategyChoice,
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    binning: &Binning,
+    policy: OutOfRange,
+    choice: &StrategyChoice,
 ) -> Result<CudaResult> {
-    Err(Error::CudaUnavailable("the CUDA engine is not built yet".into()))
+    let gpu = super::gpu()?;
+    let prepared = Prepared::new(
+        gpu,
+        samples.sample_type(),
+        WeightKind::of(&weights),
+        binning,
+        policy,
+        *choice,
+    )?;
+    crate::with_samples!(samples, s => run_host(&prepared, s, weights))
+}
+
+fn run_host<T: Sample + DeviceRepr>(
+    p: &Prepared,
+    samples: &[T],
+    weights: Option<Weights<'_>>,
+) -> Result<CudaResult> {
+    let stream = &p.gpu.stream;
+    let tallies = stream
+        .alloc_zeros::<u64>(3)
+        .map_err(cuda_err("allocating tallies"))?;
+    let weighted = weights.is_some();
+    let counts_u64 = stream
+        .alloc_zeros::<u64>(if weighted { 0 } else { p.nbins.max(1) })
+        .map_err(cuda_err("allocating counters"))?;
+    let sums_f64 = stream
+        .alloc_zeros::<f64>(if weighted { p.nbins.max(1) } else { 0 })
+        .map_err(cuda_err("allocating sums"))?;
+    let out_ptr = if weighted {
+        sums_f64.device_ptr(stream).0
+    } else {
+        counts_u64.device_ptr(stream).0
+    };
+    let t_ptr = tallies.device_ptr(stream).0;
+    let batch = samples.len().min(HOST_BATCH);
+    if batch > 0 {
+        // SAFETY: uninitialised device memory; every batch is copied in before a kernel reads it.
+        let mut buf = unsafe { stream.alloc::<T>(batch) }
+            .map_err(cuda_err("allocating the sample buffer"))?;
+        let mut wbuf32 = stream
+            .alloc_zeros::<f32>(if matches!(weights, Some(Weights::F32(_))) {
+                batch
+            } else {
+                0
+            })
+            .map_err(cuda_err("allocating the weight buffer"))?;
+        let mut wbuf64 = stream
+            .alloc_zeros::<f64>(if matches!(weights, Some(Weights::F64(_))) {
+                batch
+            } else {
+                0
+            })
+            .map_err(cuda_err("allocating the weight buffer"))?;
+        let mut start = 0;
+        while start < samples.len() {
+            let len = (samples.len() - start).min(batch);
+            let mut view = buf.slice_mut(0..len);
+            stream
+                .memcpy_htod(&samples[start..start + len], &mut view)
+                .map_err(cuda_err("copying samples to the device"))?;
+            let w_ptr = match weights {
+                None => 0,
+                Some(Weights::F32(w)) => {
+                    let mut v = wbuf32.slice_mut(0..len);
+                    stream
+                        .memcpy_htod(&w[start..start + len], &mut v)
+                        .map_err(cuda_err("copying weights"))?;
+                    wbuf32.device_ptr(stream).0
+                }
+                Some(Weights::F64(w)) => {
+                    let mut v = wbuf64.slice_mut(0..len);
+                    stream
+                        .memcpy_htod(&w[start..start + len], &mut v)
+                        .map_err(cuda_err("copying weights"))?;
+                    wbuf64.device_ptr(stream).0
+                }
+            };
+            let in_ptr = buf.device_ptr(stream).0;
+            // SAFETY: the buffers above hold `len` samples / weights, `nbins` counters and 3 tallies,
+            // and live until the synchronising copies below.
+            unsafe { p.launch_device(in_ptr, len, w_ptr, out_ptr, t_ptr)? };
+            start += len;
+        }
+        // The next copy into `buf` waits for the kernel on the same stream; the loop needs no sync.
+    }
+    let t = stream.clone_dtoh(&tallies).map_err(cuda_err(
+        "reading the tallies back (a kernel may have failed)",
+    ))?;
+    let counts = if weighted {
+        let mut v = stream
+            .clone_dtoh(&sums_f64)
+            .map_err(cuda_err("reading the sums back"))?;
+        v.truncate(p.nbins);
+        Counts::Weighted(v)
+    } else {
+        let mut v = stream
+            .clone_dtoh(&counts_u64)
+            .map_err(cuda_err("reading the counts back"))?;
+        v.truncate(p.nbins);
+        Counts::Unweighted(v)
+    };
+    stream
+        .synchronize()
+        .map_err(cuda_err("finishing the histogram"))?;
+    Ok(CudaResult {
+        counts,
+        tallies: Tallies {
+            below: t[0],
+            above: t[1],
+            nan: t[2],
+        },
+        detail: p.detail(),
+    })
 }

@@ -1,0 +1,345 @@
+// Histogram kernels: shared (one private histogram per block in dynamic shared memory), cluster
+// (the bins split across the shared memories of a thread block cluster, reached through
+// distributed shared memory) and global (counters in global memory).
+//
+// Compiled by NVRTC once per sample type: the host passes -DSAMPLE_T=<C type>, -DSAMPLE_IS_FLOAT=0|1
+// and -DSAMPLE_IS_SIGNED=0|1. Each strategy comes in four binning modes (integer bins, uniform bins in
+// float32 or float64 arithmetic, explicit edges) and three weight kinds (none, float, double), as
+// extern "C" kernels named hist_<strategy>_<mode>_<weights>.
+//
+// The uniform modes repeat numpy's arithmetic exactly (crates/smemkit/src/bins.rs is the reference):
+// the estimate (x - first) / denom * n in the same precision, then the correction against the edge
+// values, which are recomputed here with linspace's formula. The _rn intrinsics keep NVRTC from
+// contracting a multiply and an add into one FMA, which would round differently from numpy.
+
+#include <cooperative_groups.h>
+#include <cuda/std/type_traits>
+namespace cg = cooperative_groups;
+
+#ifndef SAMPLE_T
+#error "SAMPLE_T must be defined by the host"
+#endif
+typedef SAMPLE_T sample_t;
+
+// Mirrors `KernelBinParams` in crates/smemkit/src/cuda/params.rs field for field.
+struct BinParams {
+    unsigned long long nbins;
+    double first64, last64, denom64, start64, stop64, step64, delta64, div64;
+    const double* edges;  // explicit edges (nbins + 1 of them), mode EDGES only
+    float first32, last32, denom32, start32, stop32, step32, delta32, div32;
+    int denom_is_f64;     // float32 mode: numpy divides in float64 when the range came from the caller
+    int linspace_in_f32;  // float32 mode: edges from linspace in float32 (automatic range)
+    int step_zero;        // linspace's special case for a zero step
+    int clamp;            // out-of-range samples go to the first / last bin
+    int aggregate;        // combine equal bins across a warp before the atomic (skewed data)
+    unsigned int bins_per_block;  // cluster: bins owned by each block of the cluster
+};
+
+// Slot codes for samples that land in no bin.
+#define SLOT_BELOW (-1LL)
+#define SLOT_ABOVE (-2LL)
+#define SLOT_NAN (-3LL)
+
+__device__ __forceinline__ bool is_nan_sample(sample_t x) {
+#if SAMPLE_IS_FLOAT
+    return x != x;
+#else
+    return false;
+#endif
+}
+
+__device__ __forceinline__ double edge64(unsigned long long i, const BinParams& p) {
+    if (i == p.nbins) return p.stop64;
+    double di = (double)i;
+    return p.step_zero ? __dadd_rn(__dmul_rn(__ddiv_rn(di, p.div64), p.delta64), p.start64)
+                       : __dadd_rn(__dmul_rn(di, p.step64), p.start64);
+}
+
+__device__ __forceinline__ float edge32(unsigned long long i, const BinParams& p) {
+    if (!p.linspace_in_f32) return (float)edge64(i, p);
+    if (i == p.nbins) return p.stop32;
+    float fi = (float)i;
+    return p.step_zero ? __fadd_rn(__fmul_rn(__fdiv_rn(fi, p.div32), p.delta32), p.start32)
+                       : __fadd_rn(__fmul_rn(fi, p.step32), p.start32);
+}
+
+// numpy's correction of the arithmetic estimate against the real edges.
+template <class Edge, class T>
+__device__ __forceinline__ long long correct(long long est, unsigned long long n, T x, Edge edge) {
+    long long nn = (long long)n;
+    if (est < 0) est = 0;
+    if (est > nn) est = nn;
+    if (est == nn) est -= 1;
+    if (est > 0 && x < edge((unsigned long long)est)) est -= 1;
+    if (est != nn - 1 && x >= edge((unsigned long long)est + 1)) est += 1;
+    return est;
+}
+
+__device__ __forceinline__ long long locate_integer(sample_t v, const BinParams& p) {
+#if SAMPLE_IS_FLOAT
+    return SLOT_NAN;  // never launched: integer bins need integer samples
+#else
+#if SAMPLE_IS_SIGNED
+    if (v < 0) return SLOT_BELOW;
+#endif
+    unsigned long long u = (unsigned long long)v;
+    return u >= p.nbins ? SLOT_ABOVE : (long long)u;
+#endif
+}
+
+__device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParams& p) {
+    float x = (float)v;
+    if (x != x) return SLOT_NAN;
+    if (x < p.first32) return SLOT_BELOW;
+    if (x > p.last32) return SLOT_ABOVE;
+    float diff = __fsub_rn(x, p.first32);
+    long long est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
+                                   : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
+    return correct(est, p.nbins, x, [&](unsigned long long i) { return edge32(i, p); });
+}
+
+__device__ __forceinline__ long long locate_uniform64(sample_t v, const BinParams& p) {
+    double x = (double)v;
+    if (x != x) return SLOT_NAN;
+    if (x < p.first64) return SLOT_BELOW;
+    if (x > p.last64) return SLOT_ABOVE;
+    long long est = (long long)__dmul_rn(__ddiv_rn(__dsub_rn(x, p.first64), p.denom64), (double)p.nbins);
+    return correct(est, p.nbins, x, [&](unsigned long long i) { return edge64(i, p); });
+}
+
+__device__ __forceinline__ long long locate_edges(sample_t v, const BinParams& p) {
+    double x = (double)v;
+    if (x != x) return SLOT_NAN;
+    const double* e = p.edges;
+    unsigned long long n = p.nbins;
+    if (x < __ldg(e)) return SLOT_BELOW;
+    double top = __ldg(e + n);
+    if (x > top) return SLOT_ABOVE;
+    if (x == top) return (long long)n - 1;
+    unsigned long long lo = 0, hi = n + 1;  // first edge above x, searched in [lo, hi)
+    while (lo < hi) {
+        unsigned long long mid = (lo + hi) / 2;
+        if (__ldg(e + mid) <= x) lo = mid + 1; else hi = mid;
+    }
+    return (long long)lo - 1;
+}
+
+#define MODE_INTEGER 0
+#define MODE_UNIFORM32 1
+#define MODE_UNIFORM64 2
+#define MODE_EDGES 3
+
+template <int MODE>
+__device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
+    if (MODE == MODE_INTEGER) return locate_integer(v, p);
+    if (MODE == MODE_UNIFORM32) return locate_uniform32(v, p);
+    if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
+    return locate_edges(v, p);
+}
+
+// Per-thread tallies of samples outside the bins, summed over the warp and added to global memory
+// once per warp at the end.
+struct Tally {
+    unsigned long long below, above, nan;
+};
+
+__device__ __forceinline__ void flush_tally(Tally t, unsigned long long* tallies) {
+    for (int off = 16; off > 0; off >>= 1) {
+        t.below += __shfl_down_sync(0xffffffffu, t.below, off);
+        t.above += __shfl_down_sync(0xffffffffu, t.above, off);
+        t.nan += __shfl_down_sync(0xffffffffu, t.nan, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (t.below) atomicAdd(tallies + 0, t.below);
+        if (t.above) atomicAdd(tallies + 1, t.above);
+        if (t.nan) atomicAdd(tallies + 2, t.nan);
+    }
+}
+
+// Resolves a slot under the policy: the bin to count, or -1.
+__device__ __forceinline__ long long resolve(long long slot, const BinParams& p, Tally& t) {
+    if (slot >= 0) return slot;
+    if (slot == SLOT_NAN) { t.nan++; return -1; }
+    if (slot == SLOT_BELOW) { t.below++; return p.clamp ? 0 : -1; }
+    t.above++;
+    return p.clamp ? (long long)p.nbins - 1 : -1;
+}
+
+// Counts sample i's bin into a sink. Unweighted counts may be aggregated: lanes of a warp that hit
+// the same bin send one update carrying their number, so skewed data does not serialise on one
+// counter. Weighted sums (W = float or double) add each weight.
+template <class W, class Sink>
+__device__ __forceinline__ void count(long long bin, const W* w, unsigned long long i, const BinParams& p, Sink& sink) {
+    if constexpr (!cuda::std::is_void<W>::value) {
+        if (bin >= 0) sink.add((unsigned long long)bin, (double)__ldg(w + i));
+    } else if (!p.aggregate) {
+        if (bin >= 0) sink.add((unsigned long long)bin, 1u);
+    } else {
+        unsigned mask = __activemask();
+        unsigned key = bin >= 0 ? (unsigned)bin : 0xffffffffu;
+        unsigned peers = __match_any_sync(mask, key);
+        if (bin >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1) sink.add((unsigned long long)bin, (unsigned)__popc(peers));
+    }
+}
+
+// The grid-stride loop shared by all strategies: 16-byte loads, two in flight per thread.
+template <int MODE, class W, class Sink>
+__device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigned long long n, const W* w,
+                                        const BinParams& p, Sink& sink, Tally& t) {
+    constexpr int VEC = 16 / sizeof(sample_t);
+    union Vec { uint4 raw; sample_t s[VEC]; };
+    const unsigned long long nvec = n / VEC;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const uint4* in4 = reinterpret_cast<const uint4*>(in);
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + stride < nvec; i += 2 * stride) {
+        Vec a, b;
+        a.raw = __ldg(in4 + i);
+        b.raw = __ldg(in4 + i + stride);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+            long long bin = resolve(locate<MODE>(a.s[k], p), p, t);
+            count<W>(bin, w, i * VEC + k, p, sink);
+        }
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+            long long bin = resolve(locate<MODE>(b.s[k], p), p, t);
+            count<W>(bin, w, (i + stride) * VEC + k, p, sink);
+        }
+    }
+    for (; i < nvec; i += stride) {
+        Vec a;
+        a.raw = __ldg(in4 + i);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+            long long bin = resolve(locate<MODE>(a.s[k], p), p, t);
+            count<W>(bin, w, i * VEC + k, p, sink);
+        }
+    }
+    for (unsigned long long j = nvec * VEC + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+        long long bin = resolve(locate<MODE>(in[j], p), p, t);
+        count<W>(bin, w, j, p, sink);
+    }
+}
+
+// ---- shared: one private histogram per block -------------------------------------------------
+
+template <class C>
+struct SharedSink {
+    C* h;
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(h + bin, (C)amount); }
+};
+
+template <class C, class Out>
+__device__ __forceinline__ void flush_counters(const C* h, unsigned long long count, Out* out) {
+    for (unsigned long long b = threadIdx.x; b < count; b += blockDim.x) {
+        C v = h[b];
+        if (v != (C)0) atomicAdd(out + b, (Out)v);
+    }
+}
+
+template <int MODE, class W, class C, class Out>
+__device__ void shared_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
+                              unsigned long long* tallies) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    C* h = reinterpret_cast<C*>(smem_raw);
+    for (unsigned long long b = threadIdx.x; b < p.nbins; b += blockDim.x) h[b] = (C)0;
+    __syncthreads();
+    SharedSink<C> sink{h};
+    Tally t{0, 0, 0};
+    process<MODE, W>(in, n, w, p, sink, t);
+    __syncthreads();
+    flush_counters(h, p.nbins, out);
+    flush_tally(t, tallies);
+}
+
+// ---- cluster: the bins split across the blocks of a cluster ----------------------------------
+
+template <class C>
+struct ClusterSink {
+    C* h;
+    cg::cluster_group cluster;
+    unsigned int per_block;
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        unsigned int rank = (unsigned int)(bin / per_block);
+        unsigned int off = (unsigned int)(bin - (unsigned long long)rank * per_block);
+        C* dst = cluster.map_shared_rank(h, rank);
+        atomicAdd(dst + off, (C)amount);
+    }
+};
+
+template <int MODE, class W, class C, class Out>
+__device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
+                               unsigned long long* tallies) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    C* h = reinterpret_cast<C*>(smem_raw);
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned int per_block = p.bins_per_block;
+    for (unsigned int b = threadIdx.x; b < per_block; b += blockDim.x) h[b] = (C)0;
+    // No block may update a remote histogram before its owner has zeroed it.
+    cluster.sync();
+    ClusterSink<C> sink{h, cluster, per_block};
+    Tally t{0, 0, 0};
+    process<MODE, W>(in, n, w, p, sink, t);
+    // Every remote update must land before the owners read their slices (and before any block exits).
+    cluster.sync();
+    unsigned long long first = (unsigned long long)cluster.block_rank() * per_block;
+    if (first < p.nbins) {
+        unsigned long long count = p.nbins - first < per_block ? p.nbins - first : per_block;
+        flush_counters(h, count, out + first);
+    }
+    flush_tally(t, tallies);
+}
+
+// ---- global: counters in global memory -------------------------------------------------------
+
+template <class Out>
+struct GlobalSink {
+    Out* out;
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(out + bin, (Out)amount); }
+};
+
+template <int MODE, class W, class Out>
+__device__ void global_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
+                              unsigned long long* tallies) {
+    GlobalSink<Out> sink{out};
+    Tally t{0, 0, 0};
+    process<MODE, W>(in, n, w, p, sink, t);
+    flush_tally(t, tallies);
+}
+
+// ---- extern "C" entry points -----------------------------------------------------------------
+
+#define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT)                                                         \
+    extern "C" __global__ void __launch_bounds__(512) hist_shared_##MNAME##_##WNAME(                           \
+        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
+        shared_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                                 \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(512) hist_cluster_##MNAME##_##WNAME(                          \
+        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
+        cluster_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                                \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(512) hist_global_##MNAME##_##WNAME(                           \
+        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
+        global_kernel<MODE, WTYPE, OUT>(in, n, w, p, out, t);                                                    \
+    }
+
+#define HIST_MODE(MODE, MNAME)                                             \
+    HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long) \
+    HIST_KERNELS(MODE, MNAME, float, f32, double, double)                   \
+    HIST_KERNELS(MODE, MNAME, double, f64, double, double)
+
+#if SAMPLE_IS_FLOAT
+#if SAMPLE_IS_F32
+HIST_MODE(MODE_UNIFORM32, uniform32)
+#else
+HIST_MODE(MODE_UNIFORM64, uniform64)
+#endif
+#else
+HIST_MODE(MODE_INTEGER, integer)
+HIST_MODE(MODE_UNIFORM64, uniform64)
+#endif
+HIST_MODE(MODE_EDGES, edges)

@@ -1,0 +1,249 @@
+//! Run-time compilation of the repository's CUDA C++ kernels with NVRTC. The kernels ship inside the
+//! library (`include_str!`), so the binary needs no CUDA toolkit at build time; at run time NVRTC
+//! compiles them for the device's architecture. Compiled PTX is cached in memory and on disk, keyed
+//! by the source, the options, the architecture and the driver version, so a kernel is compiled once
+//! per machine.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// A CUDA source file embedded in the library.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSource {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+/// The histogram kernels (shared, cluster, global).
+pub const HISTOGRAM: KernelSource = KernelSource {
+    name: "histogram.cu",
+    text: include_str!("../../kernels/histogram.cu"),
+};
+/// Device-side generators of benchmark data.
+pub const GENERATE: KernelSource = KernelSource {
+    name: "generate.cu",
+    text: include_str!("../../kernels/generate.cu"),
+};
+
+/// Where the CUDA headers live: `CUDA_HOME`, then `CUDA_PATH`, then `/usr/local/cuda`.
+pub fn cuda_root() -> Result<PathBuf> {
+    let candidates: Vec<(String, PathBuf)> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).map(|p| (format!("${v}"), PathBuf::from(p))))
+        .chain(std::iter::once((
+            "the default".to_string(),
+            PathBuf::from("/usr/local/cuda"),
+        )))
+        .collect();
+    for (_, root) in &candidates {
+        if root.join("include").join("cooperative_groups.h").exists() {
+            return Ok(root.clone());
+        }
+    }
+    let tried: Vec<String> = candidates
+        .iter()
+        .map(|(w, p)| format!("{} ({w})", p.display()))
+        .collect();
+    Err(Error::CudaUnavailable(format!(
+        "CUDA headers not found (no include/cooperative_groups.h under {}); set CUDA_HOME to a CUDA 13 installation",
+        tried.join(", ")
+    )))
+}
+
+/// True when the NVRTC library can be loaded.
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only probes whether the shared library can be opened; no NVRTC function is called.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// NVRTC options for `arch` (e.g. `compute_90a`) with the CUDA include paths and `-D` defines.
+pub fn options(root: &Path, arch: &str, defines: &[(&str, String)]) -> Vec<String> {
+    let mut opts = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+        "-lineinfo".to_string(),
+        format!("--include-path={}", root.join("include").display()),
+        format!(
+            "--include-path={}",
+            root.join("include").join("cccl").display()
+        ),
+    ];
+    opts.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+    opts
+}
+
+fn memory_cache() -> &'static Mutex<HashMap<String, Arc<String>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<String>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn disk_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SMEMKIT_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("smemkit").join("ptx"))
+}
+
+/// Compiles `src` with `options` to PTX, through the memory and disk caches. `salt` joins the cache
+/// key (the driver version: a newer driver may want the kernels compiled anew).
+pub fn compile(src: &KernelSource, options: &[String], salt: &str) -> Result<Arc<String>> {
+    let mut hasher = Sha256::new();
+    for part in [src.text, &options.join("\u{1f}"), salt] {
+        hasher.update(part.as_bytes());
+        hasher.update([0u8]);
+    }
+    let key: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if let Some(ptx) = memory_cache().lock().expect("cache lock").get(&key) {
+        return Ok(ptx.clone());
+    }
+    let disk = disk_cache_dir().map(|d| d.join(format!("{key}.ptx")));
+    if let Some(ptx) = disk.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        let ptx = Arc::new(ptx);
+        memory_cache()
+            .lock()
+            .expect("cache lock")
+            .insert(key, ptx.clone());
+        return Ok(ptx);
+    }
+    let ptx = Arc::new(compile_uncached(src, options)?);
+    if let Some(path) = disk {
+        // The cache is an optimisation: a failure to write it is not an error. Write then rename so a
+        // concurrent reader never sees half a file.
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+            let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+            if std::fs::write(&tmp, ptx.as_bytes()).is_ok() {
+                let _ = std::fs::rename(&tmp, &path);
+            }
+        }
+    }
+    memory_cache()
+        .lock()
+        .expect("cache lock")
+        .insert(key, ptx.clone());
+    Ok(ptx)
+}
+
+/// One NVRTC compilation, with the log in the error.
+pub fn compile_uncached(src: &KernelSource, options: &[String]) -> Result<String> {
+    if !nvrtc_available() {
+        return Err(Error::CudaUnavailable(
+            "the NVRTC library (libnvrtc.so.13) cannot be loaded; add its folder to LD_LIBRARY_PATH".into(),
+        ));
+    }
+    let opts = cudarc::nvrtc::CompileOptions {
+        options: options.to_vec(),
+        name: Some(src.name.into()),
+        ..Default::default()
+    };
+    match cudarc::nvrtc::compile_ptx_with_opts(src.text, opts) {
+        Ok(ptx) => Ok(ptx.to_src()),
+        Err(cudarc::nvrtc::CompileError::CompileError { log, options, .. }) => {
+            Err(Error::Compile {
+                kernel: src.name.into(),
+                options,
+                log: log.to_string_lossy().into_owned(),
+            })
+        }
+        Err(e) => Err(Error::Compile {
+            kernel: src.name.into(),
+            options: options.to_vec(),
+            log: format!("{e:?}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::SampleType;
+
+    /// NVRTC and the headers, or the reason they are missing. On CI (`CI` set) a missing NVRTC is a
+    /// failure, since `.ci/run` installs the NVRTC wheels; elsewhere the check is skipped, saying why.
+    fn toolchain() -> Option<PathBuf> {
+        let missing = if !nvrtc_available() {
+            Some("libnvrtc.so.13 cannot be loaded (set LD_LIBRARY_PATH)".to_string())
+        } else {
+            match cuda_root() {
+                Ok(root) => return Some(root),
+                Err(e) => Some(e.to_string()),
+            }
+        };
+        let reason = missing.unwrap_or_default();
+        if std::env::var_os("CI").is_some() {
+            panic!("kernel compile check cannot run on CI: {reason}");
+        }
+        eprintln!("skipping the kernel compile check: {reason}");
+        None
+    }
+
+    #[test]
+    fn every_histogram_kernel_compiles_for_hopper() {
+        let Some(root) = toolchain() else { return };
+        for t in SampleType::ALL {
+            let opts = options(
+                &root,
+                "compute_90a",
+                &crate::cuda::histogram::sample_defines(t),
+            );
+            let ptx = compile_uncached(&HISTOGRAM, &opts).unwrap_or_else(|e| panic!("{t}: {e}"));
+            for strategy in ["shared", "cluster", "global"] {
+                let mode = if t.is_float() {
+                    if t == SampleType::F32 {
+                        "uniform32"
+                    } else {
+                        "uniform64"
+                    }
+                } else {
+                    "integer"
+                };
+                for w in ["none", "f32", "f64"] {
+                    for m in [mode, "edges"] {
+                        let name = format!("hist_{strategy}_{m}_{w}");
+                        assert!(
+                            ptx.contains(&format!(".entry {name}(")),
+                            "{t}: {name} missing from the PTX"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn generators_compile_for_hopper() {
+        let Some(root) = toolchain() else { return };
+        let ptx = compile_uncached(&GENERATE, &options(&root, "compute_90a", &[])).unwrap();
+        for k in ["generate_i32", "generate_u8", "generate_f32"] {
+            assert!(ptx.contains(&format!(".entry {k}(")), "{k} missing");
+        }
+    }
+
+    #[test]
+    fn a_compile_error_carries_the_nvrtc_log() {
+        let Some(root) = toolchain() else { return };
+        let bad = KernelSource {
+            name: "bad.cu",
+            text: "extern \"C\" __global__ void k() { undefined_thing(); }",
+        };
+        match compile_uncached(&bad, &options(&root, "compute_90a", &[])) {
+            Err(Error::Compile { log, options, .. }) => {
+                assert!(log.contains("undefined_thing"), "log: {log}");
+                assert!(options.iter().any(|o| o.contains("compute_90a")));
+            }
+            other => panic!("expected a compile error, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The device: one context on GPU 0 with one stream, its limits read from the driver, and the
+//! compiled modules loaded into it. Opened once per process on first use.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+
+use super::compile::{self, KernelSource};
+use crate::error::{Error, Result};
+use crate::plan::DeviceLimits;
+
+/// An opened GPU.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub limits: DeviceLimits,
+    pub name: String,
+    pub driver_version: i32,
+    /// NVRTC target, e.g. `compute_90a`.
+    pub arch: String,
+    modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+}
+
+/// Maps a driver error to the library's error with what was being done.
+pub(crate) fn cuda_err(context: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::Cuda {
+        context: context.to_string(),
+        message: format!("{e:?}"),
+    }
+}
+
+/// The process's GPU, opened on first call; the error says why there is none.
+pub fn gpu() -> Result<Arc<Gpu>> {
+    static GPU: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
+    GPU.get_or_init(|| open().map(Arc::new).map_err(|e| e.to_string()))
+        .clone()
+        .map_err(Error::CudaUnavailable)
+}
+
+fn open() -> Result<Gpu> {
+    // SAFETY: only probes whether libcuda can be opened.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Error::CudaUnavailable(
+            "no CUDA driver (libcuda.so) on this machine".into(),
+        ));
+    }
+    cudarc::driver::result::init().map_err(cuda_err("initialising the CUDA driver"))?;
+    let count = CudaContext::device_count().map_err(cuda_err("counting devices"))?;
+    if count < 1 {
+        return Err(Error::CudaUnavailable(
+            "the CUDA driver reports no device".into(),
+        ));
+    }
+    let ctx = CudaContext::new(0).map_err(cuda_err("opening device 0"))?;
+    // Kernels of one histogram share buffers only on this one stream: cudarc's per-buffer event
+    // tracking would add nothing but overhead.
+    // SAFETY: every buffer of the engine is used on `stream` only.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.default_stream();
+    let attr = |a: Attr| {
+        ctx.attribute(a)
+            .map_err(cuda_err("reading a device attribute"))
+    };
+    let cc = (
+        attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32,
+        attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32,
+    );
+    let clusters = cc.0 >= 9 && attr(Attr::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0;
+    let limits = DeviceLimits {
+        sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        smem_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+            as u32,
+        smem_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
+        // 8 is the portable maximum; Hopper allows 16 with the non-portable attribute (the launch
+        // checks it through the occupancy query before use).
+        max_cluster_portable: if clusters { 8 } else { 0 },
+        max_cluster_nonportable: if clusters { 16 } else { 0 },
+        l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u32,
+        compute_capability: cc,
+    };
+    let mut driver_version = 0;
+    // SAFETY: valid out pointer.
+    unsafe {
+        super::launch::check(
+            cudarc::driver::sys::cuDriverGetVersion(&mut driver_version),
+            "reading the driver version",
+        )?;
+    }
+    // Architecture-specific features (the `a` targets) exist from 9.0 on.
+    let arch = if cc.0 >= 9 {
+        format!("compute_{}{}a", cc.0, cc.1)
+    } else {
+        format!("compute_{}{}", cc.0, cc.1)
+    };
+    let name = ctx.name().map_err(cuda_err("reading the device name"))?;
+    Ok(Gpu {
+        ctx,
+        stream,
+        limits,
+        name,
+        driver_version,
+        arch,
+        modules: Mutex::new(HashMap::new()),
+    })
+}
+
+impl Gpu {
+    /// Loads `function` from `src` compiled with `defines`, compiling (or taking from the caches).
+    pub fn function(
+        &self,
+        src: &KernelSource,
+        defines: &[(&str, String)],
+        function: &str,
+    ) -> Result<CudaFunction> {
+        let root = compile::cuda_root()?;
+        let options = compile::options(&root, &self.arch, defines);
+        let key = format!("{}|{}", src.name, options.join(" "));
+        let module = {
+            let mut modules = self.modules.lock().expect("module lock");
+            match modules.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    let ptx = compile::compile(
+                        src,
+                        &options,
+                        &format!("driver {}", self.driver_version),
+                    )?;
+                    let m = self
+                        .ctx
+                        .load_module(Ptx::from_src(ptx.as_str()))
+                        .map_err(cuda_err(
+                            "loading a compiled module (does the driver accept this PTX?)",
+                        ))?;
+                    modules.insert(key, m.clone());
+                    m
+                }
+            }
+        };
+        module.load_function(function).map_err(|e| Error::Cuda {
+            context: format!("finding kernel {function} in {}", src.name),
+            message: format!("{e:?}"),
+        })
+    }
+
+    /// Free and total device memory in bytes.
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        self.ctx
+            .mem_get_info()
+            .map_err(cuda_err("reading free memory"))
+    }
+}

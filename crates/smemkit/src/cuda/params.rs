@@ -1,0 +1,121 @@
+//! The binning rule as the kernels receive it: a `#[repr(C)]` mirror of `struct BinParams` in
+//! `kernels/histogram.cu`, built from a resolved [`Binning`]. Keeping the translation in one place
+//! makes the GPU repeat exactly the arithmetic of `bins.rs`.
+
+use crate::bins::{Binning, OutOfRange};
+
+/// Field for field the `BinParams` struct of `kernels/histogram.cu` (same order, same types).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelBinParams {
+    pub nbins: u64,
+    pub first64: f64,
+    pub last64: f64,
+    pub denom64: f64,
+    pub start64: f64,
+    pub stop64: f64,
+    pub step64: f64,
+    pub delta64: f64,
+    pub div64: f64,
+    pub edges: u64,
+    pub first32: f32,
+    pub last32: f32,
+    pub denom32: f32,
+    pub start32: f32,
+    pub stop32: f32,
+    pub step32: f32,
+    pub delta32: f32,
+    pub div32: f32,
+    pub denom_is_f64: i32,
+    pub linspace_in_f32: i32,
+    pub step_zero: i32,
+    pub clamp: i32,
+    pub aggregate: i32,
+    pub bins_per_block: u32,
+}
+
+// SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
+unsafe impl cudarc::driver::DeviceRepr for KernelBinParams {}
+
+/// The kernel mode name for a binning (part of the kernel's name).
+pub fn mode_name(binning: &Binning) -> &'static str {
+    match binning {
+        Binning::Integer { .. } => "integer",
+        Binning::UniformF32(_) => "uniform32",
+        Binning::UniformF64(_) => "uniform64",
+        Binning::Edges(_) => "edges",
+    }
+}
+
+/// Builds the kernel parameters; `edges_ptr` is the device copy of explicit edges (0 otherwise).
+pub fn kernel_params(
+    binning: &Binning,
+    policy: OutOfRange,
+    aggregate: bool,
+    edges_ptr: u64,
+) -> KernelBinParams {
+    let mut p = KernelBinParams {
+        nbins: binning.nbins() as u64,
+        clamp: (policy == OutOfRange::Clamp) as i32,
+        aggregate: aggregate as i32,
+        edges: edges_ptr,
+        ..Default::default()
+    };
+    match binning {
+        Binning::Integer { .. } | Binning::Edges(_) => {}
+        Binning::UniformF64(u) => {
+            p.first64 = u.first;
+            p.last64 = u.last;
+            p.denom64 = u.denom;
+            set_linspace64(&mut p, u.first, u.last, u.nbins);
+        }
+        Binning::UniformF32(u) => {
+            p.first32 = u.first;
+            p.last32 = u.last;
+            p.denom64 = u.denom;
+            p.denom32 = u.denom as f32;
+            p.denom_is_f64 = u.denom_is_f64 as i32;
+            // The edges came from linspace in float32 exactly when numpy divided in float32 too (the
+            // automatic range); a caller's range is widened in float64 and rounded.
+            p.linspace_in_f32 = (!u.denom_is_f64) as i32;
+            if u.denom_is_f64 {
+                let (lo, hi) = u.range64;
+                set_linspace64(&mut p, lo, hi, u.nbins);
+            } else {
+                let div = u.nbins as f32;
+                p.start32 = u.first;
+                p.stop32 = u.last;
+                p.delta32 = u.last - u.first;
+                p.div32 = div;
+                p.step32 = p.delta32 / div;
+                p.step_zero = (p.step32 == 0.0) as i32;
+            }
+        }
+    }
+    p
+}
+
+fn set_linspace64(p: &mut KernelBinParams, start: f64, stop: f64, nbins: usize) {
+    let div = nbins as f64;
+    p.start64 = start;
+    p.stop64 = stop;
+    p.delta64 = stop - start;
+    p.div64 = div;
+    p.step64 = p.delta64 / div;
+    p.step_zero = (p.step64 == 0.0) as i32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_the_kernel_struct() {
+        // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers.
+        assert_eq!(
+            std::mem::size_of::<KernelBinParams>(),
+            9 * 8 + 8 + 8 * 4 + 6 * 4
+        );
+        assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
+    }
+}
