@@ -16,27 +16,46 @@ pub enum Error {
     #[error("autodetected range of [{lo}, {hi}] is not finite (the data holds NaN or infinity); pass an explicit range")]
     NonFiniteData { lo: f64, hi: f64 },
     #[error("too many bins for the data range: {nbins} bins over [{lo}, {hi}] would give bins of zero width in {precision}")]
-    TooManyBins { nbins: usize, lo: f64, hi: f64, precision: &'static str },
+    TooManyBins {
+        nbins: usize,
+        lo: f64,
+        hi: f64,
+        precision: &'static str,
+    },
     #[error("bin edges must be strictly increasing: edge {index} ({value}) is not above the one before it ({previous})")]
-    EdgesNotIncreasing { index: usize, value: f64, previous: f64 },
+    EdgesNotIncreasing {
+        index: usize,
+        value: f64,
+        previous: f64,
+    },
     #[error("bin edges must be finite: edge {index} is {value}")]
     NonFiniteEdge { index: usize, value: f64 },
     #[error("at least two bin edges are needed (got {0})")]
     TooFewEdges(usize),
-    #[error("integer bins need integer samples, but the samples are {0}; give a range or edges instead")]
+    #[error(
+        "integer bins need integer samples, but the samples are {0}; give a range or edges instead"
+    )]
     IntegerBinsNeedIntegers(&'static str),
     #[error("{weights} weights for {samples} samples: the lengths must match")]
     WeightsLength { samples: usize, weights: usize },
     #[error("out-of-range policy `error`: {below} samples below the range, {above} above it and {nan} NaN")]
     OutOfRange { below: u64, above: u64, nan: u64 },
     #[error("too many bins for {what}: {nbins} (the limit is {limit})")]
-    BinsTooLarge { what: &'static str, nbins: usize, limit: usize },
+    BinsTooLarge {
+        what: &'static str,
+        nbins: usize,
+        limit: usize,
+    },
     #[error("the CUDA backend is not available: {0}")]
     CudaUnavailable(String),
     #[error("CUDA error in {context}: {message}")]
     Cuda { context: String, message: String },
     #[error("NVRTC could not compile {kernel} with options {options:?}:\n{log}")]
-    Compile { kernel: String, options: Vec<String>, log: String },
+    Compile {
+        kernel: String,
+        options: Vec<String>,
+        log: String,
+    },
     #[error("strategy {strategy} cannot run this histogram: {reason}")]
     StrategyUnsupported { strategy: String, reason: String },
     #[error("invalid argument: {0}")]

@@ -25,7 +25,9 @@ impl Backend {
             "auto" => Ok(Backend::Auto),
             "cpu" => Ok(Backend::Cpu),
             "cuda" => Ok(Backend::Cuda),
-            _ => Err(Error::InvalidArgument(format!("unknown backend `{text}` (expected auto, cpu or cuda)"))),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown backend `{text}` (expected auto, cpu or cuda)"
+            ))),
         }
     }
 }
@@ -42,7 +44,12 @@ pub struct HistogramOptions {
 
 impl HistogramOptions {
     pub fn new(bins: BinSpec) -> Self {
-        HistogramOptions { bins, policy: OutOfRange::Ignore, backend: Backend::Auto, strategy: StrategyChoice::Auto }
+        HistogramOptions {
+            bins,
+            policy: OutOfRange::Ignore,
+            backend: Backend::Auto,
+            strategy: StrategyChoice::Auto,
+        }
     }
     pub fn policy(mut self, policy: OutOfRange) -> Self {
         self.policy = policy;
@@ -137,10 +144,17 @@ impl Histogram {
 }
 
 /// Computes a histogram of `samples` (optionally weighted) as `options` ask.
-pub fn histogram(samples: Samples<'_>, weights: Option<Weights<'_>>, options: &HistogramOptions) -> Result<Histogram> {
+pub fn histogram(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    options: &HistogramOptions,
+) -> Result<Histogram> {
     if let Some(w) = &weights {
         if w.len() != samples.len() {
-            return Err(Error::WeightsLength { samples: samples.len(), weights: w.len() });
+            return Err(Error::WeightsLength {
+                samples: samples.len(),
+                weights: w.len(),
+            });
         }
     }
     let binning = Binning::resolve(&options.bins, samples)?;
@@ -153,17 +167,33 @@ pub fn histogram(samples: Samples<'_>, weights: Option<Weights<'_>>, options: &H
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
             let r = crate::with_samples!(samples, s => crate::cpu::histogram::histogram(s, weights, &binning, options.policy));
-            (r.counts, r.tallies, format!("rayon, {} threads", rayon::current_num_threads()))
+            (
+                r.counts,
+                r.tallies,
+                format!("rayon, {} threads", rayon::current_num_threads()),
+            )
         }
         Backend::Cuda => {
-            let r = crate::cuda::histogram::histogram(samples, weights, &binning, options.policy, &options.strategy)?;
+            let r = crate::cuda::histogram::histogram(
+                samples,
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+            )?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Auto => unreachable!("resolved above"),
     };
     let elapsed = start.elapsed();
-    if options.policy == OutOfRange::Error && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0) {
-        return Err(Error::OutOfRange { below: tallies.below, above: tallies.above, nan: tallies.nan });
+    if options.policy == OutOfRange::Error
+        && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
+    {
+        return Err(Error::OutOfRange {
+            below: tallies.below,
+            above: tallies.above,
+            nan: tallies.nan,
+        });
     }
     Ok(Histogram {
         counts,

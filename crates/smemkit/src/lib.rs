@@ -21,6 +21,8 @@ pub mod sample;
 
 pub use bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use error::{Error, Result};
-pub use histogram::{histogram, Backend, Counts, EngineReport, Histogram, HistogramOptions, Tallies};
+pub use histogram::{
+    histogram, Backend, Counts, EngineReport, Histogram, HistogramOptions, Tallies,
+};
 pub use plan::{Strategy, StrategyChoice};
 pub use sample::{Sample, SampleType, Samples, Weights};

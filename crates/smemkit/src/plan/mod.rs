@@ -52,9 +52,9 @@ impl StrategyChoice {
             ("shared", None) => Ok(StrategyChoice::Shared),
             ("global", None) => Ok(StrategyChoice::Global),
             ("cluster", k) => Ok(StrategyChoice::Cluster(k)),
-            (s @ ("auto" | "shared" | "global"), Some(_)) => {
-                Err(crate::Error::InvalidArgument(format!("--cluster-size only applies to --strategy cluster, not {s}")))
-            }
+            (s @ ("auto" | "shared" | "global"), Some(_)) => Err(crate::Error::InvalidArgument(
+                format!("--cluster-size only applies to --strategy cluster, not {s}"),
+            )),
             _ => Err(crate::Error::InvalidArgument(format!(
                 "unknown strategy `{text}` (expected auto, shared, cluster or global)"
             ))),
@@ -113,7 +113,11 @@ pub struct Plan {
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "strategy      {}", self.strategy)?;
-        writeln!(f, "grid          {} blocks x {} threads", self.grid, self.block)?;
+        writeln!(
+            f,
+            "grid          {} blocks x {} threads",
+            self.grid, self.block
+        )?;
         writeln!(f, "shared memory {} bytes per block", self.shared_bytes)?;
         if self.bins_per_block > 0 {
             writeln!(f, "bins/block    {}", self.bins_per_block)?;
@@ -146,17 +150,31 @@ pub const AUTO_CLUSTER_MAX: u32 = 4;
 
 /// Plans a histogram: the forced strategy if one is given (or an error naming why it cannot run),
 /// otherwise the planner's choice.
-pub fn plan(w: &Workload, limits: &DeviceLimits, choice: StrategyChoice) -> Result<Plan, crate::Error> {
-    let unsupported = |strategy: &str, reason: String| crate::Error::StrategyUnsupported { strategy: strategy.into(), reason };
+pub fn plan(
+    w: &Workload,
+    limits: &DeviceLimits,
+    choice: StrategyChoice,
+) -> Result<Plan, crate::Error> {
+    let unsupported = |strategy: &str, reason: String| crate::Error::StrategyUnsupported {
+        strategy: strategy.into(),
+        reason,
+    };
     let bytes = w.nbins * w.counter_bytes();
     let smem = limits.smem_per_block_optin as usize;
-    let max_cluster = if limits.has_clusters() { limits.max_cluster_nonportable } else { 0 };
+    let max_cluster = if limits.has_clusters() {
+        limits.max_cluster_nonportable
+    } else {
+        0
+    };
     match choice {
         StrategyChoice::Shared => {
             if bytes > smem {
                 return Err(unsupported(
                     "shared",
-                    format!("{} bins need {} bytes of counters, one block holds {}", w.nbins, bytes, smem),
+                    format!(
+                        "{} bins need {} bytes of counters, one block holds {}",
+                        w.nbins, bytes, smem
+                    ),
                 ));
             }
             Ok(shared_plan(w, limits, "forced".into()))
@@ -175,19 +193,34 @@ pub fn plan(w: &Workload, limits: &DeviceLimits, choice: StrategyChoice) -> Resu
             let size = match size {
                 Some(k) => {
                     if !(2..=max_cluster).contains(&k) {
-                        return Err(unsupported("cluster", format!("cluster size {k} is outside 2..={max_cluster}")));
+                        return Err(unsupported(
+                            "cluster",
+                            format!("cluster size {k} is outside 2..={max_cluster}"),
+                        ));
                     }
                     k
                 }
                 None => smallest_cluster(bytes, smem, max_cluster).ok_or_else(|| {
-                    unsupported("cluster", format!("{} bins need {} bytes, more than {} blocks of {} bytes hold", w.nbins, bytes, max_cluster, smem))
+                    unsupported(
+                        "cluster",
+                        format!(
+                            "{} bins need {} bytes, more than {} blocks of {} bytes hold",
+                            w.nbins, bytes, max_cluster, smem
+                        ),
+                    )
                 })?,
             };
             let per_block = w.nbins.div_ceil(size as usize);
             if per_block * w.counter_bytes() > smem {
                 return Err(unsupported(
                     "cluster",
-                    format!("{} bins over {} blocks need {} bytes per block, one block holds {}", w.nbins, size, per_block * w.counter_bytes(), smem),
+                    format!(
+                        "{} bins over {} blocks need {} bytes per block, one block holds {}",
+                        w.nbins,
+                        size,
+                        per_block * w.counter_bytes(),
+                        smem
+                    ),
                 ));
             }
             Ok(cluster_plan(w, limits, size, "forced".into()))
@@ -200,10 +233,21 @@ fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
     let bytes = w.nbins * w.counter_bytes();
     let smem = limits.smem_per_block_optin as usize;
     if bytes <= smem {
-        return shared_plan(w, limits, format!("{} bytes of counters fit one block's {} bytes of shared memory", bytes, smem));
+        return shared_plan(
+            w,
+            limits,
+            format!(
+                "{} bytes of counters fit one block's {} bytes of shared memory",
+                bytes, smem
+            ),
+        );
     }
     if limits.has_clusters() {
-        if let Some(k) = smallest_cluster(bytes, smem, AUTO_CLUSTER_MAX.min(limits.max_cluster_nonportable)) {
+        if let Some(k) = smallest_cluster(
+            bytes,
+            smem,
+            AUTO_CLUSTER_MAX.min(limits.max_cluster_nonportable),
+        ) {
             return cluster_plan(
                 w,
                 limits,
@@ -216,13 +260,19 @@ fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
 }
 
 fn smallest_cluster(bytes: usize, smem: usize, max: u32) -> Option<u32> {
-    (2..=max).find(|&k| bytes.div_ceil(k as usize) <= smem && (bytes / 4).div_ceil(k as usize) * 4 <= smem)
+    (2..=max).find(|&k| {
+        bytes.div_ceil(k as usize) <= smem && (bytes / 4).div_ceil(k as usize) * 4 <= smem
+    })
 }
 
 /// Blocks that fit one SM at once for a given shared-memory footprint (at most 2048 threads / SM).
 fn blocks_per_sm(limits: &DeviceLimits, shared_bytes: u32) -> u32 {
     // The driver reserves 1 KiB of shared memory per block.
-    let by_smem = if shared_bytes == 0 { u32::MAX } else { limits.smem_per_sm / (shared_bytes + 1024) };
+    let by_smem = if shared_bytes == 0 {
+        u32::MAX
+    } else {
+        limits.smem_per_sm / (shared_bytes + 1024)
+    };
     by_smem.clamp(1, 2048 / BLOCK_THREADS)
 }
 
@@ -244,7 +294,14 @@ fn cluster_plan(w: &Workload, limits: &DeviceLimits, size: u32, reason: String) 
     // The CUDA layer refines the grid with the driver's active-cluster occupancy.
     let blocks = limits.sm_count * blocks_per_sm(limits, shared_bytes);
     let grid = (blocks / size).max(1) * size;
-    Plan { strategy: Strategy::Cluster { size }, grid, block: BLOCK_THREADS, shared_bytes, bins_per_block: per_block, reason }
+    Plan {
+        strategy: Strategy::Cluster { size },
+        grid,
+        block: BLOCK_THREADS,
+        shared_bytes,
+        bins_per_block: per_block,
+        reason,
+    }
 }
 
 fn global_plan(limits: &DeviceLimits, reason: String) -> Plan {
@@ -263,7 +320,11 @@ mod tests {
     use super::*;
 
     fn w(nbins: usize) -> Workload {
-        Workload { nbins, sample_type: SampleType::I32, weighted: false }
+        Workload {
+            nbins,
+            sample_type: SampleType::I32,
+            weighted: false,
+        }
     }
 
     #[test]
@@ -285,7 +346,11 @@ mod tests {
 
     #[test]
     fn weighted_counters_take_twice_the_space() {
-        let ww = Workload { nbins: 32_768, sample_type: SampleType::F32, weighted: true };
+        let ww = Workload {
+            nbins: 32_768,
+            sample_type: SampleType::F32,
+            weighted: true,
+        };
         let p = plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Cluster { size: 2 });
     }
@@ -300,20 +365,53 @@ mod tests {
     #[test]
     fn forced_strategies_are_checked() {
         assert!(plan(&w(100_000), &DeviceLimits::H100, StrategyChoice::Shared).is_err());
-        assert!(plan(&w(1 << 20), &DeviceLimits::H100, StrategyChoice::Cluster(Some(2))).is_err());
-        let p = plan(&w(900_000), &DeviceLimits::H100, StrategyChoice::Cluster(None)).unwrap();
+        assert!(plan(
+            &w(1 << 20),
+            &DeviceLimits::H100,
+            StrategyChoice::Cluster(Some(2))
+        )
+        .is_err());
+        let p = plan(
+            &w(900_000),
+            &DeviceLimits::H100,
+            StrategyChoice::Cluster(None),
+        )
+        .unwrap();
         assert_eq!(p.strategy, Strategy::Cluster { size: 16 });
         assert_eq!(p.grid % 16, 0);
-        assert!(plan(&w(1 << 20), &DeviceLimits::H100, StrategyChoice::Cluster(None)).is_err());
-        assert!(plan(&w(10), &DeviceLimits::H100, StrategyChoice::Cluster(Some(17))).is_err());
-        let old = DeviceLimits { compute_capability: (8, 0), max_cluster_portable: 0, max_cluster_nonportable: 0, ..DeviceLimits::H100 };
+        assert!(plan(
+            &w(1 << 20),
+            &DeviceLimits::H100,
+            StrategyChoice::Cluster(None)
+        )
+        .is_err());
+        assert!(plan(
+            &w(10),
+            &DeviceLimits::H100,
+            StrategyChoice::Cluster(Some(17))
+        )
+        .is_err());
+        let old = DeviceLimits {
+            compute_capability: (8, 0),
+            max_cluster_portable: 0,
+            max_cluster_nonportable: 0,
+            ..DeviceLimits::H100
+        };
         assert!(plan(&w(10), &old, StrategyChoice::Cluster(None)).is_err());
-        assert_eq!(plan(&w(100_000), &old, StrategyChoice::Auto).unwrap().strategy, Strategy::Global);
+        assert_eq!(
+            plan(&w(100_000), &old, StrategyChoice::Auto)
+                .unwrap()
+                .strategy,
+            Strategy::Global
+        );
     }
 
     #[test]
     fn strategy_names_parse_back() {
-        assert_eq!(StrategyChoice::parse("cluster", Some(4)).unwrap(), StrategyChoice::Cluster(Some(4)));
+        assert_eq!(
+            StrategyChoice::parse("cluster", Some(4)).unwrap(),
+            StrategyChoice::Cluster(Some(4))
+        );
         assert!(StrategyChoice::parse("shared", Some(4)).is_err());
         assert!(StrategyChoice::parse("bogus", None).is_err());
     }
