@@ -1,0 +1,600 @@
+//! End-to-end tests of the `smemkit` binary: every input format, every output format read back
+//! and checked against counts worked out by hand, and every bad input giving one error line,
+//! a non-zero exit, no panic and no output file left behind. One file, so one test binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tempfile::TempDir;
+
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn smemkit(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_smemkit"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
+}
+
+/// A `.npy` file written from the format's specification (version 1.0), not by the reader under test.
+fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let shape = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let order = if fortran { "True" } else { "False" };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// Runs `hist` with `--out` to a JSON file and returns the parsed document.
+fn hist_json(dir: &TempDir, args: &[&str]) -> serde_json::Value {
+    let out = dir.path().join("out.json");
+    let mut all = vec!["hist"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-chart", "--out", p(&out)]);
+    let r = smemkit(&all);
+    assert!(r.ok, "smemkit {all:?} failed: {}", r.stderr);
+    let doc = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    doc
+}
+
+fn counts(doc: &serde_json::Value) -> Vec<u64> {
+    doc["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
+// The data most input tests share: 0 1 1 2 2 2 3 9 (9 is above 4 integer bins).
+const VALUES: [i64; 8] = [0, 1, 1, 2, 2, 2, 3, 9];
+const EXPECTED: [u64; 4] = [1, 2, 3, 1];
+
+macro_rules! le_bytes {
+    ($t:ty, $big:expr) => {
+        VALUES
+            .iter()
+            .flat_map(|&v| {
+                if $big {
+                    (v as $t).to_be_bytes().to_vec()
+                } else {
+                    (v as $t).to_le_bytes().to_vec()
+                }
+            })
+            .collect::<Vec<u8>>()
+    };
+}
+
+#[test]
+fn npy_of_every_integer_dtype_and_byte_order() {
+    let dir = TempDir::new().unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("|u1", le_bytes!(u8, false)),
+        ("<u2", le_bytes!(u16, false)),
+        ("<u4", le_bytes!(u32, false)),
+        ("<u8", le_bytes!(u64, false)),
+        ("|i1", le_bytes!(i8, false)),
+        ("<i2", le_bytes!(i16, false)),
+        ("<i4", le_bytes!(i32, false)),
+        ("<i8", le_bytes!(i64, false)),
+        (">u2", le_bytes!(u16, true)),
+        (">i4", le_bytes!(i32, true)),
+        (">i8", le_bytes!(i64, true)),
+    ];
+    for (descr, data) in cases {
+        let f = write(&dir, "a.npy", &npy(descr, false, &[8], &data));
+        let doc = hist_json(&dir, &[p(&f), "--bins", "4"]);
+        assert_eq!(counts(&doc), EXPECTED, "{descr}");
+        assert_eq!(doc["tallies"]["above"], 1, "{descr}");
+        assert_eq!(doc["samples"], 8);
+    }
+}
+
+#[test]
+fn npy_floats_in_c_and_fortran_order_any_shape() {
+    let dir = TempDir::new().unwrap();
+    // Values of a 2x4 array; on the edges of bins over [0, 4]: 4.0 lands in the last (closed) bin.
+    let values = [0.0f64, 0.5, 1.0, 1.999, 2.0, 3.5, 4.0, -0.1];
+    for (descr, fortran, shape) in [
+        ("<f8", false, [2usize, 4]),
+        ("<f8", true, [4, 2]),
+        (">f8", true, [2, 4]),
+    ] {
+        let data: Vec<u8> = values
+            .iter()
+            .flat_map(|v| {
+                if descr.starts_with('>') {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                }
+            })
+            .collect();
+        let f = write(&dir, "f.npy", &npy(descr, fortran, &shape, &data));
+        let doc = hist_json(&dir, &[p(&f), "--bins", "4", "--range", "0:4"]);
+        assert_eq!(counts(&doc), [2, 2, 1, 2], "{descr} fortran={fortran}");
+        assert_eq!(doc["tallies"]["below"], 1);
+        assert_eq!(doc["edges"], serde_json::json!([0.0, 1.0, 2.0, 3.0, 4.0]));
+    }
+    let f32s: Vec<u8> = [0.25f32, 0.75, 0.75, f32::NAN]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let f = write(&dir, "g.npy", &npy("<f4", false, &[4], &f32s));
+    let doc = hist_json(&dir, &[p(&f), "--bins", "2", "--range", "0:1"]);
+    assert_eq!(counts(&doc), [1, 2]);
+    assert_eq!(doc["tallies"]["nan"], 1);
+}
+
+#[test]
+fn raw_binary_with_dtype() {
+    let dir = TempDir::new().unwrap();
+    let f = write(&dir, "data.bin", &le_bytes!(i16, false));
+    let doc = hist_json(&dir, &[p(&f), "--dtype", "i16", "--bins", "4"]);
+    assert_eq!(counts(&doc), EXPECTED);
+    // Clamp puts the 9 into the last bin.
+    let doc = hist_json(
+        &dir,
+        &[
+            p(&f),
+            "--dtype",
+            "int16",
+            "--bins",
+            "4",
+            "--out-of-range",
+            "clamp",
+        ],
+    );
+    assert_eq!(counts(&doc), [1, 2, 3, 2]);
+}
+
+#[test]
+fn csv_column_by_index_and_name_with_header() {
+    let dir = TempDir::new().unwrap();
+    // Bins [0, 1.5) and [1.5, 3]: 0.5 and 1.25 in the first, 1.5 and 3 (the closed right edge) in the second.
+    let f = write(&dir, "t.csv", b"id,value\n1,0.5\n2,1.5\n3,1.25\n4,3\n");
+    let doc = hist_json(
+        &dir,
+        &[p(&f), "--column", "value", "--bins", "2", "--range", "0:3"],
+    );
+    assert_eq!(counts(&doc), [2, 2]);
+    let doc = hist_json(
+        &dir,
+        &[p(&f), "--column", "1", "--bins", "2", "--range", "0:3"],
+    );
+    assert_eq!(counts(&doc), [2, 2]);
+    // An integer column with --dtype takes integer bins.
+    let doc = hist_json(
+        &dir,
+        &[p(&f), "--column", "id", "--dtype", "i32", "--bins", "3"],
+    );
+    assert_eq!(counts(&doc), [0, 1, 1]);
+    let t = write(&dir, "t.txt", b"1 2\n2 2\n3 2\n");
+    let doc = hist_json(
+        &dir,
+        &[p(&t), "--column", "0", "--bins", "3", "--range", "1:4"],
+    );
+    assert_eq!(counts(&doc), [1, 1, 1]);
+}
+
+#[test]
+fn generated_data_is_deterministic_and_complete() {
+    let dir = TempDir::new().unwrap();
+    let a = hist_json(
+        &dir,
+        &[
+            "--generate",
+            "uniform",
+            "--count",
+            "100000",
+            "--seed",
+            "5",
+            "--bins",
+            "16",
+        ],
+    );
+    let b = hist_json(
+        &dir,
+        &[
+            "--generate",
+            "uniform",
+            "--count",
+            "100000",
+            "--seed",
+            "5",
+            "--bins",
+            "16",
+        ],
+    );
+    assert_eq!(a["counts"], b["counts"]);
+    assert_eq!(counts(&a).iter().sum::<u64>(), 100_000);
+    let hot = hist_json(
+        &dir,
+        &["--generate", "hot", "--count", "80000", "--bins", "16"],
+    );
+    assert!(counts(&hot)[7] > 65_000);
+    for dist in ["normal", "zipf"] {
+        let d = hist_json(
+            &dir,
+            &[
+                "--generate",
+                dist,
+                "--count",
+                "1000",
+                "--bins",
+                "10",
+                "--range",
+                "0:10",
+                "--dtype",
+                "f32",
+            ],
+        );
+        assert_eq!(d["samples"], 1000);
+    }
+}
+
+#[test]
+fn edges_and_weights() {
+    let dir = TempDir::new().unwrap();
+    let values = [0.5f64, 1.5, 2.0, 3.9, 10.0];
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let f = write(&dir, "v.npy", &npy("<f8", false, &[5], &data));
+    let e = write(&dir, "edges.txt", b"0\n1\n2\n4\n");
+    let doc = hist_json(&dir, &[p(&f), "--edges", p(&e)]);
+    assert_eq!(counts(&doc), [1, 1, 2]);
+    let w: Vec<u8> = [1.0f32, 2.0, 0.5, 0.25, 100.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let w = write(&dir, "w.npy", &npy("<f4", false, &[5], &w));
+    let doc = hist_json(&dir, &[p(&f), "--edges", p(&e), "--weights", p(&w)]);
+    assert_eq!(doc["counts"], serde_json::json!([1.0, 2.0, 0.75]));
+}
+
+#[test]
+fn every_output_format_reads_back() {
+    let dir = TempDir::new().unwrap();
+    let f = write(
+        &dir,
+        "a.npy",
+        &npy("<i4", false, &[8], &le_bytes!(i32, false)),
+    );
+    let csv = dir.path().join("h.csv");
+    let npy_out = dir.path().join("h.npy");
+    let png = dir.path().join("h.png");
+    let svg = dir.path().join("h.svg");
+    let r = smemkit(&[
+        "hist",
+        p(&f),
+        "--bins",
+        "4",
+        "--out",
+        p(&csv),
+        "--plot",
+        p(&png),
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("counted     7") && r.stdout.contains("above       1"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("[2, 3)"),
+        "the chart is printed: {}",
+        r.stdout
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(
+        text,
+        "bin,left,right,count\n0,0,1,1\n1,1,2,2\n2,2,3,3\n3,3,4,1\n"
+    );
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+
+    let r = smemkit(&[
+        "hist",
+        p(&f),
+        "--bins",
+        "4",
+        "--out",
+        p(&npy_out),
+        "--plot",
+        p(&svg),
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    let bytes = std::fs::read(&npy_out).unwrap();
+    assert!(bytes.starts_with(b"\x93NUMPY"));
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(
+        header.contains("'<u8'") && header.contains("(4,"),
+        "{header}"
+    );
+    let got: Vec<u64> = bytes[10 + header_len..]
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, EXPECTED);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+
+    // Many bins are merged into at most 40 chart rows.
+    let r = smemkit(&[
+        "hist",
+        "--generate",
+        "uniform",
+        "--count",
+        "1000",
+        "--bins",
+        "1000",
+    ]);
+    assert!(
+        r.ok && r.stdout.contains("1000 bins shown as 40 rows of 25 bins"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn plan_prints_the_plan_and_the_limits() {
+    let r = smemkit(&["plan", "--bins", "256"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("no GPU found: limits of an H100 80GB HBM3")
+            && r.stdout.contains("strategy      shared"),
+        "{}",
+        r.stdout
+    );
+    let r = smemkit(&["plan", "--bins", "1000000", "--strategy", "shared"]);
+    assert!(!r.ok && r.stderr.starts_with("error: "), "{}", r.stderr);
+}
+
+#[test]
+fn bench_prints_schema_rows() {
+    let r = smemkit(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--log2-n",
+        "12",
+        "--bins",
+        "16,300",
+        "--dist",
+        "uniform,hot",
+        "--dtype",
+        "i32,f32",
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    let rows: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 8);
+    for row in rows {
+        for key in [
+            "impl", "op", "ms", "gbps", "correct", "dist", "nbins", "n", "dtype", "commit", "gpu",
+        ] {
+            assert!(row.get(key).is_some(), "{key} missing in {row}");
+        }
+        assert_eq!(row["correct"], true);
+        assert_eq!(row["impl"], "smemkit/cpu");
+        assert_eq!(row["n"], 4096);
+    }
+    let r = smemkit(&["bench", "--backend", "cuda"]);
+    assert!(!r.ok && r.stderr.contains("not built yet"), "{}", r.stderr);
+}
+
+/// Runs a command that must fail: one `error:` line naming the problem, no panic, and no output file.
+fn fails(dir: &TempDir, args: &[&str], needle: &str) {
+    let out = dir.path().join("result.json");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend_from_slice(&["--out", p(&out)]);
+    let r = smemkit(&all);
+    assert!(!r.ok, "smemkit {all:?} succeeded");
+    assert!(
+        !r.stderr.contains("panicked"),
+        "panic for {all:?}: {}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stderr.lines().count(),
+        1,
+        "one line for {all:?}: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.starts_with("error: ") && r.stderr.contains(needle),
+        "{all:?}: expected `{needle}` in {}",
+        r.stderr
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".tmp") || n == "result.json")
+        .collect();
+    assert!(left.is_empty(), "files left behind by {all:?}: {left:?}");
+}
+
+#[test]
+fn bad_inputs_give_one_clear_error_line() {
+    let dir = TempDir::new().unwrap();
+    let good = write(
+        &dir,
+        "good.npy",
+        &npy("<i4", false, &[8], &le_bytes!(i32, false)),
+    );
+    let garbage = write(&dir, "garbage.npy", b"this is not a numpy file at all");
+    let mut cut = npy("<i4", false, &[8], &le_bytes!(i32, false));
+    cut.truncate(cut.len() - 5);
+    let truncated = write(&dir, "truncated.npy", &cut);
+    let header_cut = write(&dir, "header.npy", &npy("<i4", false, &[8], &[])[..30]);
+    let complex = write(&dir, "complex.npy", &npy("<c8", false, &[1], &[0u8; 8]));
+    let empty_raw = write(&dir, "empty.bin", b"");
+    let empty_npy = write(&dir, "empty.npy", &npy("<f8", false, &[0], &[]));
+    let empty_csv = write(&dir, "empty.csv", b"value\n");
+    let odd_raw = write(&dir, "odd.bin", &[1, 2, 3]);
+    let bad_csv = write(&dir, "bad.csv", b"1\n2\nthree\n");
+    let bad_edges = write(&dir, "edges.txt", b"0\n2\n1\n");
+    let w = write(&dir, "w.npy", &npy("<f8", false, &[3], &[0u8; 24]));
+    let unknown = write(&dir, "data.xyz", b"1234");
+    let missing = dir.path().join("missing.npy");
+    let no_folder = dir.path().join("nope").join("out.json");
+    let g = p(&good);
+
+    fails(
+        &dir,
+        &["hist", p(&garbage), "--bins", "4"],
+        "not a valid .npy file",
+    );
+    fails(&dir, &["hist", p(&truncated), "--bins", "4"], "truncated");
+    fails(
+        &dir,
+        &["hist", p(&header_cut), "--bins", "4"],
+        "not a valid .npy file",
+    );
+    fails(
+        &dir,
+        &["hist", p(&complex), "--bins", "4"],
+        "unsupported dtype",
+    );
+    fails(
+        &dir,
+        &["hist", p(&empty_raw), "--dtype", "u8", "--bins", "4"],
+        "empty input",
+    );
+    fails(&dir, &["hist", p(&empty_npy), "--bins", "4"], "empty input");
+    fails(&dir, &["hist", p(&empty_csv), "--bins", "4"], "empty input");
+    fails(
+        &dir,
+        &["hist", p(&odd_raw), "--dtype", "u16", "--bins", "4"],
+        "not a whole number",
+    );
+    fails(&dir, &["hist", p(&bad_csv), "--bins", "4"], "line 3");
+    fails(
+        &dir,
+        &["hist", p(&unknown), "--bins", "4"],
+        "unknown input extension",
+    );
+    fails(
+        &dir,
+        &["hist", p(&unknown), "--dtype", "q7", "--bins", "4"],
+        "unknown sample type `q7`",
+    );
+    fails(
+        &dir,
+        &["hist", g, "--bins", "0"],
+        "--bins must be at least 1",
+    );
+    fails(
+        &dir,
+        &["hist", g, "--bins", "4", "--range", "2:1"],
+        "numpy would widen",
+    );
+    fails(
+        &dir,
+        &["hist", g, "--bins", "4", "--range", "2:2"],
+        "--range 1.5:2.5",
+    );
+    fails(
+        &dir,
+        &["hist", g, "--edges", p(&bad_edges)],
+        "strictly increasing",
+    );
+    fails(
+        &dir,
+        &["hist", g, "--bins", "4", "--weights", p(&w)],
+        "3 weights for 8 samples",
+    );
+    fails(&dir, &["hist", p(&missing), "--bins", "4"], "cannot read");
+    fails(
+        &dir,
+        &["hist", g, "--bins", "4", "--out-of-range", "error"],
+        "out-of-range policy `error`",
+    );
+    fails(
+        &dir,
+        &["hist", g, "--bins", "4", "--out-of-range", "wrap"],
+        "unknown out-of-range policy",
+    );
+    fails(
+        &dir,
+        &["hist", g, "--bins", "4", "--backend", "cuda"],
+        "CUDA",
+    );
+    fails(
+        &dir,
+        &[
+            "hist",
+            g,
+            "--bins",
+            "4",
+            "--plot",
+            p(&dir.path().join("x.gif")),
+        ],
+        "unknown plot extension",
+    );
+
+    // Output paths are checked before any work.
+    for (args, needle) in [
+        (
+            vec!["hist", g, "--bins", "4", "--out", p(&no_folder)],
+            "does not exist",
+        ),
+        (
+            vec![
+                "hist",
+                g,
+                "--bins",
+                "4",
+                "--out",
+                p(&dir.path().join("x.xlsx")),
+            ],
+            "unknown output extension",
+        ),
+    ] {
+        let r = smemkit(&args);
+        assert!(
+            !r.ok
+                && !r.stderr.contains("panicked")
+                && r.stderr.lines().count() == 1
+                && r.stderr.contains(needle),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert!(!no_folder.exists() && !dir.path().join("x.xlsx").exists());
+}
