@@ -28,7 +28,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
 
 /// The binning rule of the standard workloads: integer bins for integers, uniform bins over
 /// `[0, nbins)` for floats.
-fn workload_spec(ty: SampleType, nbins: usize) -> BinSpec {
+pub fn workload_spec(ty: SampleType, nbins: usize) -> BinSpec {
     if ty.is_float() {
         BinSpec::Uniform {
             nbins,

@@ -1,9 +1,121 @@
-//! The CUDA histogram benchmark (`smemkit bench --backend cuda`). Owned by the GPU engine's work;
-//! it receives the parsed bench flags as they are and prints JSON lines in shared/BENCH.md's schema.
+//! `smemkit bench --backend cuda`: the standard histogram workloads of shared/BENCH.md on the GPU.
+//! The data is drawn on the device, every strategy that can hold the bins is timed (forced, plus the
+//! planner's `auto`, each with and without warp aggregation), and every result is checked against
+//! the CPU engine on a copy of the same data before its line is printed.
 
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use smemkit::cuda::bench::{self as dev, median};
+use smemkit::cuda::histogram::{Prepared, WeightKind};
+use smemkit::{Binning, Counts, Error, OutOfRange, SampleType, StrategyChoice};
+
+use crate::bench::{workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;
 
-pub fn bench_cuda(args: &BenchArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("the CUDA benchmark is not built yet")
+/// Warm-up runs before the timed ones.
+const WARMUP: usize = 3;
+
+/// Every strategy worth timing for a bin count: the planner's, shared, each cluster size, global.
+fn choices() -> Vec<StrategyChoice> {
+    let mut v = vec![StrategyChoice::Auto, StrategyChoice::Shared];
+    v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
+    v.push(StrategyChoice::Global);
+    v
+}
+
+fn short_name(t: SampleType) -> &'static str {
+    match t {
+        SampleType::I32 => "i32",
+        SampleType::F32 => "f32",
+        SampleType::U8 => "u8",
+        _ => t.name(),
+    }
+}
+
+/// The commit measured: `SMEMKIT_COMMIT` when set (the device machine has the tree without git).
+fn commit() -> String {
+    std::env::var("SMEMKIT_COMMIT").unwrap_or_else(|_| crate::commit::describe())
+}
+
+pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
+    if args.runs < MIN_RUNS {
+        bail!(
+            "--runs {} is too few: the schema asks for the median of at least {MIN_RUNS}",
+            args.runs
+        );
+    }
+    let gpu = smemkit::cuda::gpu().context("the CUDA benchmark needs a GPU")?;
+    let n = 1usize
+        .checked_shl(args.log2_n)
+        .filter(|_| args.log2_n <= 34)
+        .context("--log2-n must be at most 34")?;
+    let commit = commit();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for dtype in &args.dtype {
+        let ty = SampleType::parse(dtype).context("--dtype")?;
+        for &nbins in &args.bins {
+            for dist in &args.dist {
+                let hot = match dist.as_str() {
+                    "uniform" => false,
+                    "hot" => true,
+                    d => bail!("--dist {d}: the GPU benchmark draws uniform or hot data"),
+                };
+                let data = dev::generate(&gpu, ty, n, nbins, hot, args.seed)?;
+                let host = data.to_host(&gpu)?;
+                let binning = Binning::resolve(&workload_spec(ty, nbins), host.as_samples())?;
+                let reference = smemkit::with_samples!(host.as_samples(), s =>
+                    smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
+                drop(host);
+                for choice in choices() {
+                    for aggregate in [true, false] {
+                        let mut prepared = match Prepared::new(
+                            gpu.clone(),
+                            ty,
+                            WeightKind::None,
+                            &binning,
+                            OutOfRange::Ignore,
+                            choice,
+                        ) {
+                            Ok(p) => p,
+                            Err(Error::StrategyUnsupported { .. }) => continue,
+                            Err(e) => {
+                                return Err(e).context(format!("{choice:?} for {nbins} bins"))
+                            }
+                        };
+                        prepared.params.aggregate = aggregate as i32;
+                        let result = dev::run_once(&prepared, &data)?;
+                        let correct = result.tallies == reference.tallies
+                            && matches!((&result.counts, &reference.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b);
+                        let times = dev::time(&prepared, &data, WARMUP, args.runs)?;
+                        let ms = median(&times) as f64;
+                        let name = match choice {
+                            StrategyChoice::Auto => "auto".to_string(),
+                            _ => prepared.plan.strategy.name(),
+                        };
+                        let suffix = if aggregate { "" } else { "-noagg" };
+                        let row = json!({
+                            "impl": format!("smemkit/{name}{suffix}"),
+                            "op": "hist",
+                            "ms": ms,
+                            "gbps": (n * ty.size()) as f64 / (ms / 1e3) / 1e9,
+                            "correct": correct,
+                            "dist": dist,
+                            "nbins": nbins,
+                            "n": n,
+                            "dtype": short_name(ty),
+                            "commit": commit,
+                            "gpu": gpu.name,
+                            "plan": prepared.detail(),
+                        });
+                        writeln!(out, "{row}")?;
+                        out.flush()?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,13 +1,18 @@
-//! The device limits the planner works with. Today there is no GPU query here: every caller gets
-//! the H100's limits and a line saying so. The CUDA engine will return the real device's limits
-//! from this one function, and `smemkit plan` follows without change.
+//! The device limits the planner works with: the real GPU's when one can be opened, otherwise the
+//! H100's (so `smemkit plan` is useful on a machine without a GPU), with a line saying which.
 
 use smemkit::plan::DeviceLimits;
 
 /// The limits to plan with, and a line describing where they came from.
 pub fn device_limits() -> (DeviceLimits, String) {
-    (
-        DeviceLimits::H100,
-        "(no GPU found: limits of an H100 80GB HBM3)".to_string(),
-    )
+    match smemkit::cuda::gpu() {
+        Ok(gpu) => (
+            gpu.limits,
+            format!("(limits of the {} in this machine)", gpu.name),
+        ),
+        Err(e) => (
+            DeviceLimits::H100,
+            format!("(no GPU found: limits of an H100 80GB HBM3; {e})"),
+        ),
+    }
 }

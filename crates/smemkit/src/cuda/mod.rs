@@ -3,6 +3,7 @@
 //! ([`histogram`]). Everything is loaded dynamically: without a driver or a GPU the library still
 //! builds and runs, and [`is_available`] says false.
 
+pub mod bench;
 pub mod compile;
 pub mod device;
 pub mod histogram;

@@ -1,0 +1,508 @@
+//! GPU histogram tests: every strategy forced explicitly and compared with the CPU engine on fresh
+//! random inputs (uniform, hot, all in one bin, out of range, NaN), every sample type, weights, both
+//! counting policies, and edge sizes. They need a CUDA GPU and are ignored elsewhere; the device
+//! machine runs them through `.gpu/run-tests`.
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use smemkit::{
+    histogram, Backend, BinSpec, Counts, HistogramOptions, OutOfRange, Samples, StrategyChoice,
+    Weights,
+};
+
+const GPU: &str = "needs a CUDA GPU";
+
+fn rng() -> Xoshiro256PlusPlus {
+    // Fresh data every run: a moving failure is a race, and the seed is printed to replay it.
+    let seed: u64 = rand::random();
+    eprintln!("seed {seed}");
+    Xoshiro256PlusPlus::seed_from_u64(seed)
+}
+
+/// Runs the GPU with `choice` and the CPU engine and demands equal results.
+fn check(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    bins: BinSpec,
+    policy: OutOfRange,
+    choice: StrategyChoice,
+    what: &str,
+) {
+    let cpu = histogram(
+        samples,
+        weights,
+        &HistogramOptions::new(bins.clone())
+            .policy(policy)
+            .backend(Backend::Cpu),
+    )
+    .unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+    let gpu = histogram(
+        samples,
+        weights,
+        &HistogramOptions::new(bins)
+            .policy(policy)
+            .backend(Backend::Cuda)
+            .strategy(choice),
+    )
+    .unwrap_or_else(|e| panic!("{what}: gpu {choice:?}: {e}"));
+    assert_eq!(
+        gpu.tallies, cpu.tallies,
+        "{what}: tallies, {}",
+        gpu.engine.detail
+    );
+    assert_eq!(gpu.edges, cpu.edges, "{what}: edges");
+    match (&gpu.counts, &cpu.counts) {
+        (Counts::Unweighted(g), Counts::Unweighted(c)) => {
+            if g != c {
+                let first = g.iter().zip(c).position(|(a, b)| a != b).unwrap();
+                panic!(
+                    "{what}: {} bins differ, first at {first}: gpu {} cpu {} ({})",
+                    g.iter().zip(c).filter(|(a, b)| a != b).count(),
+                    g[first],
+                    c[first],
+                    gpu.engine.detail
+                );
+            }
+        }
+        (Counts::Weighted(g), Counts::Weighted(c)) => {
+            for (i, (a, b)) in g.iter().zip(c).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                    "{what}: bin {i}: gpu {a} cpu {b}"
+                );
+            }
+        }
+        _ => panic!("{what}: result kinds differ"),
+    }
+}
+
+fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
+    let bytes = nbins * if weighted { 8 } else { 4 };
+    let smem = 232_448;
+    let mut v = vec![StrategyChoice::Auto, StrategyChoice::Global];
+    if bytes <= smem {
+        v.push(StrategyChoice::Shared);
+    }
+    for k in [2u32, 4, 8, 16] {
+        if bytes.div_ceil(k as usize) <= smem {
+            v.push(StrategyChoice::Cluster(Some(k)));
+        }
+    }
+    v
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Dist {
+    Uniform,
+    Hot,
+    OneBin,
+    Wide, // a third below or above the bins
+}
+
+fn ints(n: usize, nbins: usize, dist: Dist, r: &mut impl Rng) -> Vec<i32> {
+    (0..n)
+        .map(|_| match dist {
+            Dist::Uniform => r.gen_range(0..nbins as i32),
+            Dist::Hot => {
+                if r.gen_range(0..8) != 0 {
+                    (7 % nbins) as i32
+                } else {
+                    r.gen_range(0..nbins as i32)
+                }
+            }
+            Dist::OneBin => (nbins / 2) as i32,
+            Dist::Wide => r.gen_range(-(nbins as i32) / 2..(nbins as i32) * 3 / 2),
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn integer_bins_every_strategy_and_bin_count() {
+    let _ = GPU;
+    let mut r = rng();
+    for nbins in [
+        1usize,
+        2,
+        255,
+        256,
+        1000,
+        4097,
+        32768,
+        58_112,
+        58_113,
+        131_072,
+        500_001,
+        917_504,
+        1 << 20,
+        1 << 24,
+    ] {
+        for dist in [Dist::Uniform, Dist::Hot, Dist::OneBin, Dist::Wide] {
+            let data = ints(1_000_003, nbins, dist, &mut r);
+            for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
+                for choice in strategies_for(nbins, false) {
+                    check(
+                        Samples::I32(&data),
+                        None,
+                        BinSpec::Integer { nbins },
+                        policy,
+                        choice,
+                        &format!("{nbins} bins {dist:?} {policy:?} {choice:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+macro_rules! typed_case {
+    ($r:expr, $t:ty, $gen:expr, $spec:expr) => {{
+        let data: Vec<$t> = (0..100_003).map(|_| $gen(&mut *$r)).collect();
+        for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
+            for choice in [
+                StrategyChoice::Shared,
+                StrategyChoice::Cluster(Some(2)),
+                StrategyChoice::Global,
+            ] {
+                check(
+                    Samples::from(&data[..]),
+                    None,
+                    $spec,
+                    policy,
+                    choice,
+                    &format!("{} {:?} {:?}", stringify!($t), policy, choice),
+                );
+                let edges = BinSpec::Edges(vec![-3.0, 0.0, 0.5, 1.0, 7.25, 100.0, 1e4]);
+                check(
+                    Samples::from(&data[..]),
+                    None,
+                    edges,
+                    policy,
+                    choice,
+                    &format!("{} edges {:?} {:?}", stringify!($t), policy, choice),
+                );
+            }
+        }
+    }};
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_sample_type_in_every_mode() {
+    let mut r = rng();
+    let r = &mut r;
+    typed_case!(
+        r,
+        u8,
+        |r: &mut Xoshiro256PlusPlus| r.gen::<u8>(),
+        BinSpec::Integer { nbins: 200 }
+    );
+    typed_case!(
+        r,
+        u16,
+        |r: &mut Xoshiro256PlusPlus| r.gen::<u16>(),
+        BinSpec::Integer { nbins: 40_000 }
+    );
+    typed_case!(
+        r,
+        u32,
+        |r: &mut Xoshiro256PlusPlus| r.gen_range(0u32..5000),
+        BinSpec::Integer { nbins: 4096 }
+    );
+    typed_case!(
+        r,
+        u64,
+        |r: &mut Xoshiro256PlusPlus| r.gen_range(0u64..5000),
+        BinSpec::Integer { nbins: 4096 }
+    );
+    typed_case!(
+        r,
+        i8,
+        |r: &mut Xoshiro256PlusPlus| r.gen::<i8>(),
+        BinSpec::Integer { nbins: 100 }
+    );
+    typed_case!(
+        r,
+        i16,
+        |r: &mut Xoshiro256PlusPlus| r.gen::<i16>(),
+        BinSpec::Integer { nbins: 20_000 }
+    );
+    typed_case!(
+        r,
+        i64,
+        |r: &mut Xoshiro256PlusPlus| r.gen_range(-100i64..5000),
+        BinSpec::Integer { nbins: 4096 }
+    );
+    typed_case!(
+        r,
+        i32,
+        |r: &mut Xoshiro256PlusPlus| r.gen_range(-100i32..5000),
+        BinSpec::Uniform {
+            nbins: 777,
+            range: Some((-50.0, 4000.5))
+        }
+    );
+    typed_case!(
+        r,
+        i16,
+        |r: &mut Xoshiro256PlusPlus| r.gen::<i16>(),
+        BinSpec::Uniform {
+            nbins: 1000,
+            range: None
+        }
+    );
+    // Floats with NaN, infinities, values on and next to edges, automatic and explicit ranges.
+    let f32gen = |r: &mut Xoshiro256PlusPlus| match r.gen_range(0..20) {
+        0 => f32::NAN,
+        1 => f32::INFINITY,
+        2 => f32::NEG_INFINITY,
+        3 => r.gen_range(0..=100) as f32 * 0.1,
+        4 => f32::from_bits(
+            (r.gen_range(0..=100) as f32 * 0.1)
+                .to_bits()
+                .wrapping_add(r.gen_range(0..3))
+                .wrapping_sub(1),
+        ),
+        _ => r.gen_range(-1.0f32..11.0),
+    };
+    typed_case!(
+        r,
+        f32,
+        f32gen,
+        BinSpec::Uniform {
+            nbins: 100,
+            range: Some((0.0, 10.0))
+        }
+    );
+    typed_case!(
+        r,
+        f32,
+        f32gen,
+        BinSpec::Uniform {
+            nbins: 3,
+            range: Some((0.1, 0.7))
+        }
+    );
+    let f64gen = |r: &mut Xoshiro256PlusPlus| match r.gen_range(0..20) {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        3 => r.gen_range(0..=100) as f64 * 0.1,
+        4 => f64::from_bits(
+            (r.gen_range(0..=100) as f64 * 0.1)
+                .to_bits()
+                .wrapping_add(r.gen_range(0..3))
+                .wrapping_sub(1),
+        ),
+        _ => r.gen_range(-1.0f64..11.0),
+    };
+    typed_case!(
+        r,
+        f64,
+        f64gen,
+        BinSpec::Uniform {
+            nbins: 100,
+            range: Some((0.0, 10.0))
+        }
+    );
+    typed_case!(
+        r,
+        f64,
+        f64gen,
+        BinSpec::Uniform {
+            nbins: 1 << 16,
+            range: Some((-0.0, 10.0))
+        }
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn float_automatic_range_matches_numpy_rule() {
+    let mut r = rng();
+    for nbins in [1usize, 10, 1000, 50_000, 300_000] {
+        let data: Vec<f32> = (0..200_001).map(|_| r.gen_range(-3.7f32..1234.5)).collect();
+        let data64: Vec<f64> = data.iter().map(|&x| x as f64 * 1.000001).collect();
+        for choice in strategies_for(nbins, false) {
+            check(
+                Samples::F32(&data),
+                None,
+                BinSpec::Uniform { nbins, range: None },
+                OutOfRange::Ignore,
+                choice,
+                &format!("f32 auto {nbins} {choice:?}"),
+            );
+            check(
+                Samples::F64(&data64),
+                None,
+                BinSpec::Uniform { nbins, range: None },
+                OutOfRange::Ignore,
+                choice,
+                &format!("f64 auto {nbins} {choice:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn weights_f32_and_f64() {
+    let mut r = rng();
+    for nbins in [64usize, 30_000, 200_000] {
+        let data: Vec<f32> = (0..300_007)
+            .map(|_| r.gen_range(-1.0f32..(nbins as f32 + 1.0)))
+            .collect();
+        let w32: Vec<f32> = (0..data.len()).map(|_| r.gen_range(-2.0f32..5.0)).collect();
+        let w64: Vec<f64> = w32.iter().map(|&w| w as f64 * 1.5).collect();
+        for choice in strategies_for(nbins, true) {
+            for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
+                let spec = BinSpec::Uniform {
+                    nbins,
+                    range: Some((0.0, nbins as f64)),
+                };
+                check(
+                    Samples::F32(&data),
+                    Some(Weights::F32(&w32)),
+                    spec.clone(),
+                    policy,
+                    choice,
+                    &format!("w32 {nbins} {choice:?}"),
+                );
+                check(
+                    Samples::F32(&data),
+                    Some(Weights::F64(&w64)),
+                    spec,
+                    policy,
+                    choice,
+                    &format!("w64 {nbins} {choice:?}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn edge_sizes() {
+    let mut r = rng();
+    for n in [0usize, 1, 2, 15, 16, 17, 511, 513, 1_000_003] {
+        let data = ints(n, 300, Dist::Wide, &mut r);
+        for choice in strategies_for(300, false) {
+            check(
+                Samples::I32(&data),
+                None,
+                BinSpec::Integer { nbins: 300 },
+                OutOfRange::Ignore,
+                choice,
+                &format!("n={n} {choice:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn error_policy_reports_what_fell_outside() {
+    let data = [0i32, 5, 99, -1];
+    let o = HistogramOptions::new(BinSpec::Integer { nbins: 10 })
+        .policy(OutOfRange::Error)
+        .backend(Backend::Cuda);
+    match histogram(Samples::I32(&data), None, &o) {
+        Err(smemkit::Error::OutOfRange {
+            below: 1,
+            above: 1,
+            nan: 0,
+        }) => {}
+        other => panic!("expected an out-of-range error, got {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_inputs_2_to_the_28_and_beyond_2_to_the_31() {
+    let mut r = rng();
+    let n = 1usize << 28;
+    let data: Vec<i32> = (0..n)
+        .map(|i| {
+            if i % 8 == 0 {
+                r.gen_range(0..4096)
+            } else {
+                (i % 4096) as i32
+            }
+        })
+        .collect();
+    check(
+        Samples::I32(&data),
+        None,
+        BinSpec::Integer { nbins: 4096 },
+        OutOfRange::Ignore,
+        StrategyChoice::Auto,
+        "2^28 i32",
+    );
+    drop(data);
+    let n = (1usize << 31) + 12_345;
+    let bytes: Vec<u8> = (0..n)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
+        .collect();
+    for choice in [StrategyChoice::Shared, StrategyChoice::Global] {
+        check(
+            Samples::U8(&bytes),
+            None,
+            BinSpec::Integer { nbins: 256 },
+            OutOfRange::Ignore,
+            choice,
+            &format!("2^31+ u8 {choice:?}"),
+        );
+    }
+    let gpu = histogram(
+        Samples::U8(&bytes),
+        None,
+        &HistogramOptions::new(BinSpec::Integer { nbins: 256 }).backend(Backend::Cuda),
+    )
+    .unwrap();
+    assert_eq!(gpu.counted(), n as u64, "every byte counted");
+}
+
+/// A small run of every strategy and mode, sized for compute-sanitizer (memcheck, racecheck,
+/// synccheck) on the device.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_run_for_sanitizers() {
+    let mut r = rng();
+    let data = ints(20_011, 3000, Dist::Wide, &mut r);
+    let floats: Vec<f32> = data.iter().map(|&x| x as f32 * 0.37).collect();
+    let w: Vec<f32> = (0..data.len()).map(|_| r.gen_range(0.0f32..2.0)).collect();
+    for choice in [
+        StrategyChoice::Shared,
+        StrategyChoice::Cluster(Some(2)),
+        StrategyChoice::Cluster(Some(16)),
+        StrategyChoice::Global,
+    ] {
+        check(
+            Samples::I32(&data),
+            None,
+            BinSpec::Integer { nbins: 3000 },
+            OutOfRange::Clamp,
+            choice,
+            "sanitizer ints",
+        );
+        check(
+            Samples::F32(&floats),
+            None,
+            BinSpec::Uniform {
+                nbins: 3000,
+                range: None,
+            },
+            OutOfRange::Ignore,
+            choice,
+            "sanitizer floats",
+        );
+        check(
+            Samples::F32(&floats),
+            Some(Weights::F32(&w)),
+            BinSpec::Edges(vec![-5.0, 0.0, 1.0, 100.0, 1000.0]),
+            OutOfRange::Ignore,
+            choice,
+            "sanitizer edges",
+        );
+    }
+}
