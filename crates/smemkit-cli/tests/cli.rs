@@ -361,7 +361,9 @@ fn every_output_format_reads_back() {
         "1000",
     ]);
     assert!(
-        r.ok && r.stdout.contains("1000 bins shown as 40 rows of 25 bins"),
+        r.ok && r
+            .stdout
+            .contains("1000 bins shown as 40 rows of 25 bins (row sums"),
         "{}",
         r.stdout
     );
@@ -414,8 +416,9 @@ fn bench_prints_schema_rows() {
         assert_eq!(row["impl"], "smemkit/cpu");
         assert_eq!(row["n"], 4096);
     }
-    let r = smemkit(&["bench", "--backend", "cuda"]);
-    assert!(!r.ok && r.stderr.contains("not built yet"), "{}", r.stderr);
+    // The CUDA benchmark is left out: on a GPU machine it would run the full sweep.
+    let r = smemkit(&["bench", "--backend", "tpu"]);
+    assert!(!r.ok && r.stderr.contains("cpu or cuda"), "{}", r.stderr);
 }
 
 /// Runs a command that must fail: one `error:` line naming the problem, no panic, and no output file.

@@ -9,25 +9,34 @@ use smemkit::Histogram;
 pub const MAX_ROWS: usize = 40;
 const BAR_WIDTH: usize = 50;
 
-/// A row of the chart: bins `first..last` merged.
+/// A row of the chart: `bins` neighbouring bins merged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub left: f64,
     pub right: f64,
+    pub bins: usize,
+    /// The sum over the row's bins.
     pub value: f64,
 }
 
-/// Merges the bins into at most `max_rows` rows of (nearly) equal numbers of bins.
+impl Row {
+    /// Rows may hold one bin more than others; bars compare means so a flat histogram looks flat.
+    pub fn mean(&self) -> f64 {
+        self.value / self.bins as f64
+    }
+}
+
+/// Merges the bins into at most `max_rows` rows whose sizes differ by at most one bin.
 pub fn rows(h: &Histogram, max_rows: usize) -> Vec<Row> {
     let n = h.nbins();
-    let per_row = n.div_ceil(max_rows.max(1)).max(1);
-    (0..n)
-        .step_by(per_row)
-        .map(|first| {
-            let last = (first + per_row).min(n);
+    let count = n.min(max_rows.max(1));
+    (0..count)
+        .map(|r| {
+            let (first, last) = (r * n / count, (r + 1) * n / count);
             Row {
                 left: h.edges[first],
                 right: h.edges[last],
+                bins: last - first,
                 value: (first..last).map(|i| h.counts.get_f64(i)).sum(),
             }
         })
@@ -61,26 +70,31 @@ fn label(x: f64) -> String {
 
 pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     let rows = rows(h, MAX_ROWS);
-    let max = rows.iter().map(|r| r.value).fold(0.0, f64::max);
+    let max = rows.iter().map(Row::mean).fold(0.0, f64::max);
     let labels: Vec<String> = rows
         .iter()
         .map(|r| format!("[{}, {})", label(r.left), label(r.right)))
         .collect();
     let width = labels.iter().map(String::len).max().unwrap_or(0);
     if rows.len() < h.nbins() {
+        let (small, large) = (h.nbins() / rows.len(), h.nbins().div_ceil(rows.len()));
+        let size = if small == large {
+            small.to_string()
+        } else {
+            format!("{small} or {large}")
+        };
         writeln!(
             w,
-            "{} bins shown as {} rows of {} bins",
+            "{} bins shown as {} rows of {size} bins (row sums; bars compare the mean per bin)",
             h.nbins(),
-            rows.len(),
-            h.nbins().div_ceil(MAX_ROWS)
+            rows.len()
         )?;
     }
     for (r, l) in rows.iter().zip(&labels) {
         writeln!(
             w,
             "{l:>width$} {:<BAR_WIDTH$} {}",
-            bar(r.value, max),
+            bar(r.mean(), max),
             r.value
         )?;
     }

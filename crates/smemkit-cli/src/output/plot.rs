@@ -58,7 +58,11 @@ where
     root.fill(&WHITE).map_err(err)?;
     let rows = super::chart::rows(h, MAX_BARS);
     let (lo, hi) = (h.edges[0], h.edges[h.nbins()]);
-    let max = rows.iter().map(|r| r.value).fold(0.0, f64::max).max(1e-300);
+    let max = rows
+        .iter()
+        .map(|r| r.mean())
+        .fold(0.0, f64::max)
+        .max(1e-300);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 24))
         .margin(20)
@@ -70,11 +74,17 @@ where
         .configure_mesh()
         .disable_x_mesh()
         .x_desc("value")
-        .y_desc(if matches!(h.counts, smemkit::Counts::Weighted(_)) {
-            "sum of weights"
-        } else {
-            "count"
-        })
+        .y_desc(
+            match (
+                matches!(h.counts, smemkit::Counts::Weighted(_)),
+                rows.len() < h.nbins(),
+            ) {
+                (false, false) => "count",
+                (true, false) => "sum of weights",
+                (false, true) => "count per bin (mean over merged bins)",
+                (true, true) => "sum of weights per bin (mean over merged bins)",
+            },
+        )
         .label_style(("sans-serif", 16))
         .axis_desc_style(("sans-serif", 18))
         .y_label_formatter(&|v| {
@@ -89,7 +99,7 @@ where
     chart
         .draw_series(rows.iter().map(|r| {
             Rectangle::new(
-                [(r.left, 0.0), (r.right, r.value)],
+                [(r.left, 0.0), (r.right, r.mean())],
                 RGBColor(52, 101, 164).filled(),
             )
         }))
