@@ -68,6 +68,15 @@ fn label(x: f64) -> String {
     }
 }
 
+/// Counts print as integers; sums of weights with four decimals.
+fn value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.4}")
+    }
+}
+
 pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     let rows = rows(h, MAX_ROWS);
     let max = rows.iter().map(Row::mean).fold(0.0, f64::max);
@@ -95,7 +104,7 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
             w,
             "{l:>width$} {:<BAR_WIDTH$} {}",
             bar(r.mean(), max),
-            r.value
+            value(r.value)
         )?;
     }
     Ok(())
