@@ -145,6 +145,14 @@ impl Gpu {
         })
     }
 
+    /// Makes the context current on the calling thread: raw driver calls (launches, attributes,
+    /// occupancy) act on the current context, and each thread starts with none.
+    pub fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("binding the CUDA context to this thread"))
+    }
+
     /// Free and total device memory in bytes.
     pub fn memory(&self) -> Result<(usize, usize)> {
         self.ctx

@@ -124,6 +124,7 @@ impl Prepared {
         policy: OutOfRange,
         choice: StrategyChoice,
     ) -> Result<Prepared> {
+        gpu.bind()?;
         let nbins = binning.nbins();
         if nbins >= u32::MAX as usize {
             return Err(Error::BinsTooLarge {
@@ -255,6 +256,7 @@ impl Prepared {
         out: u64,
         tallies: u64,
     ) -> Result<()> {
+        self.gpu.bind()?;
         let elem = self.sample_type.size() as u64;
         let welem = match self.weights {
             WeightKind::F64 => 8,
