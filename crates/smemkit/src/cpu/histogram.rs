@@ -1,15 +1,33 @@
-//! Histograms on the CPU. Each rayon worker counts a contiguous part of the input into private
-//! counters; the parts are merged at the end. Small bin counts use several interleaved u32
-//! sub-histograms, so that runs of equal samples (skewed data) do not serialise on one counter's
-//! load-add-store chain. Bin counts too large for the cache go through a partition pass: bin indices
-//! are first scattered into buckets that each cover a cache-sized range of bins, then each bucket is
-//! counted while its range is hot.
+//! Histograms on the CPU.
+//!
+//! Every sample is first turned into a *code*: its bin index in `[0, nbins)`, or one of three
+//! extra slots for samples below the range, above it, and NaN (`nbins`, `nbins + 1`, `nbins + 2`).
+//! The counting loops are then branch-free (`counts[code] += 1`): the out-of-range policy is applied
+//! once at the end (tallies from the extra slots; `clamp` adds them to the first and last bin).
+//! The codes are computed by loops specialised per binning (integer bins, numpy's uniform float32
+//! and float64 rules, explicit edges) that repeat [`Binning::locate`]'s arithmetic exactly.
+//!
+//! Three counting paths, chosen by the number of bins:
+//! - up to [`PARTITION_MIN_BINS`]: each rayon worker counts contiguous chunks of the input into
+//!   private u32 counters, interleaved `ways` times (sample `k` goes to copy `k % ways`) so that runs
+//!   of equal samples (skewed data) do not serialise on one counter's load-add-store chain; the
+//!   copies are folded into u64 after every chunk and the workers' results merged at the end.
+//! - from [`PARTITION_MIN_BINS`] bins: the counters do not fit the cache. Samples are processed in
+//!   rounds; in each round the workers scatter their codes into buckets of 2^16 bins (16-bit
+//!   offsets), then the buckets are counted in parallel, each into a cache-resident scratch of 2^16
+//!   counters, and added into the disjoint slice of the result it covers (no merge of full-size
+//!   per-thread arrays).
+//! - weighted: fixed blocks of [`WEIGHTED_BLOCK`] samples (or more when there are more bins), each
+//!   summed in sample order into its own f64 vector; the blocks are added into the result strictly in
+//!   block order. The sums are therefore the same on every run and with any number of threads; with
+//!   up to 2^16 bins and the `ignore` policy they are bit-identical to numpy's, which sums blocks of
+//!   65536 samples in the same order.
 
 use rayon::prelude::*;
 
-use crate::bins::{locate_in_edges, Binning, OutOfRange, Slot};
+use crate::bins::{locate_in_edges, Binning, OutOfRange, Slot, UniformF32, UniformF64};
 use crate::histogram::{Counts, Tallies};
-use crate::sample::{Sample, Weights};
+use crate::sample::{Sample, SampleType, Weights};
 
 /// Counts and tallies of one run of the CPU engine, before the policy is checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,16 +36,23 @@ pub struct CpuResult {
     pub tallies: Tallies,
 }
 
-/// Sub-histograms used for bin counts up to this many bins (4 x u32 x 16384 = 256 KiB, L2-sized).
-const INTERLEAVED_MAX_BINS: usize = 1 << 14;
-/// Above this many bins, the counters leave the cache and the partitioned path pays off.
-const PARTITION_MIN_BINS: usize = 1 << 20;
-/// Bins covered by one partition bucket (u32 counters: 1 MiB).
-const BUCKET_BINS_LOG2: u32 = 18;
+/// From this many bins on, the partitioned path is used.
+pub const PARTITION_MIN_BINS: usize = 1 << 20;
+/// Bins covered by one partition bucket (the offsets inside a bucket are u16).
+const BUCKET_BINS_LOG2: u32 = 16;
+const BUCKET_BINS: usize = 1 << BUCKET_BINS_LOG2;
+/// Samples per partition round (bounds the staging memory: 2 bytes per sample).
+const PARTITION_ROUND: usize = 1 << 25;
+/// Samples in one weighted block (numpy's block size).
+pub const WEIGHTED_BLOCK: usize = 1 << 16;
 /// Smallest piece of input one worker takes.
 const MIN_CHUNK: usize = 1 << 16;
-/// Largest piece one worker counts in u32 counters before flushing them into u64.
+/// Largest piece one worker counts in u32 counters before folding them into u64.
 const MAX_CHUNK: usize = 1 << 30;
+/// Cache budget for one worker's interleaved u32 counters.
+const COUNTER_BYTES: usize = 1 << 20;
+/// Samples whose codes are computed in one batch before they are counted.
+const BATCH: usize = 512;
 
 /// Histogram of `samples` under `binning` with `policy` (the policy's `error` check is the caller's:
 /// the tallies carry what it needs).
@@ -37,52 +62,201 @@ pub fn histogram<T: Sample>(
     binning: &Binning,
     policy: OutOfRange,
 ) -> CpuResult {
-    let clamp = policy == OutOfRange::Clamp;
     let nbins = binning.nbins();
+    assert!(
+        nbins as u64 + 3 <= u32::MAX as u64,
+        "the CPU engine supports fewer than 2^32 - 3 bins"
+    );
+    let clamp = policy == OutOfRange::Clamp;
     match binning {
-        Binning::Integer { nbins } => {
-            let n = *nbins as u64;
-            run(
-                samples,
-                weights,
-                nbins_usize(n),
-                clamp,
-                move |x: T| match x.to_bin_candidate() {
-                    None => Slot::Below,
-                    Some(v) if v >= n => Slot::Above,
-                    Some(v) => Slot::Bin(v as usize),
-                },
-            )
-        }
-        Binning::UniformF32(u) => run(samples, weights, nbins, clamp, |x: T| u.locate(x.to_f32())),
-        Binning::UniformF64(u) => run(samples, weights, nbins, clamp, |x: T| u.locate(x.to_f64())),
-        Binning::Edges(e) => run(samples, weights, nbins, clamp, |x: T| {
-            locate_in_edges(e, x.to_f64())
-        }),
+        Binning::Integer { nbins } => dispatch(
+            samples,
+            weights,
+            *nbins,
+            clamp,
+            &IntegerCodes { n: *nbins as u64 },
+        ),
+        Binning::UniformF32(u) => dispatch(samples, weights, nbins, clamp, &F32Codes::new(u)),
+        Binning::UniformF64(u) => dispatch(samples, weights, nbins, clamp, &F64Codes::new(u)),
+        Binning::Edges(e) => dispatch(samples, weights, nbins, clamp, &EdgeCodes { edges: e }),
     }
 }
 
-fn nbins_usize(n: u64) -> usize {
-    n as usize
+/// Turns samples into codes (see the module documentation).
+trait Codes<T: Copy>: Sync {
+    fn code(&self, x: T) -> u32;
+    /// Codes of a batch (`out.len() == xs.len()`); loops that the compiler can unroll.
+    #[inline(always)]
+    fn codes(&self, xs: &[T], out: &mut [u32]) {
+        for (o, &x) in out.iter_mut().zip(xs) {
+            *o = self.code(x);
+        }
+    }
 }
 
-/// Resolves a slot to a counter index under the policy, tallying what falls outside.
-#[inline(always)]
-fn resolve(slot: Slot, nbins: usize, clamp: bool, t: &mut Tallies) -> Option<usize> {
-    match slot {
-        Slot::Bin(i) => Some(i),
-        Slot::Below => {
-            t.below += 1;
-            clamp.then_some(0)
+struct IntegerCodes {
+    n: u64,
+}
+
+impl<T: Sample> Codes<T> for IntegerCodes {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let n = self.n;
+        match T::TYPE {
+            // i32 and narrower: one unsigned compare decides "in range"
+            SampleType::I32
+            | SampleType::I16
+            | SampleType::I8
+            | SampleType::U8
+            | SampleType::U16
+            | SampleType::U32 => {
+                let v = x.to_i128() as i64;
+                if (v as u64) < n {
+                    v as u32
+                } else {
+                    n as u32 + (v >= 0) as u32
+                }
+            }
+            _ => match x.to_bin_candidate() {
+                None => n as u32,
+                Some(v) if v >= n => n as u32 + 1,
+                Some(v) => v as u32,
+            },
         }
-        Slot::Above => {
-            t.above += 1;
-            clamp.then_some(nbins - 1)
+    }
+}
+
+/// numpy's float32 uniform rule ([`UniformF32::locate`]), branch-free inside the range.
+struct F32Codes<'a> {
+    u: &'a UniformF32,
+    n: usize,
+    denom32: f32,
+    n32: f32,
+    n64: f64,
+}
+
+impl<'a> F32Codes<'a> {
+    fn new(u: &'a UniformF32) -> Self {
+        F32Codes {
+            u,
+            n: u.nbins,
+            denom32: u.denom as f32,
+            n32: u.nbins as f32,
+            n64: u.nbins as f64,
         }
-        Slot::Nan => {
-            t.nan += 1;
-            None
+    }
+}
+
+impl<T: Sample> Codes<T> for F32Codes<'_> {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let x = x.to_f32();
+        let u = self.u;
+        let n = self.n;
+        if !(x >= u.first && x <= u.last) {
+            return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
         }
+        let diff = x - u.first;
+        let estimate = if u.denom_is_f64 {
+            (diff as f64 / u.denom * self.n64) as i64
+        } else {
+            (diff / self.denom32 * self.n32) as i64
+        };
+        let e = &u.edges[..=n];
+        let mut i = (estimate.max(0) as usize).min(n - 1);
+        i -= (i > 0 && x < e[i]) as usize;
+        i += (i != n - 1 && x >= e[i + 1]) as usize;
+        i as u32
+    }
+}
+
+/// numpy's float64 uniform rule ([`UniformF64::locate`]).
+struct F64Codes<'a> {
+    u: &'a UniformF64,
+    n: usize,
+    n64: f64,
+}
+
+impl<'a> F64Codes<'a> {
+    fn new(u: &'a UniformF64) -> Self {
+        F64Codes {
+            u,
+            n: u.nbins,
+            n64: u.nbins as f64,
+        }
+    }
+}
+
+impl<T: Sample> Codes<T> for F64Codes<'_> {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let x = x.to_f64();
+        let u = self.u;
+        let n = self.n;
+        if !(x >= u.first && x <= u.last) {
+            return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
+        }
+        let estimate = ((x - u.first) / u.denom * self.n64) as i64;
+        let e = &u.edges[..=n];
+        let mut i = (estimate.max(0) as usize).min(n - 1);
+        i -= (i > 0 && x < e[i]) as usize;
+        i += (i != n - 1 && x >= e[i + 1]) as usize;
+        i as u32
+    }
+}
+
+struct EdgeCodes<'a> {
+    edges: &'a [f64],
+}
+
+impl<T: Sample> Codes<T> for EdgeCodes<'_> {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let n = self.edges.len() - 1;
+        match locate_in_edges(self.edges, x.to_f64()) {
+            Slot::Bin(i) => i as u32,
+            Slot::Below => n as u32,
+            Slot::Above => n as u32 + 1,
+            Slot::Nan => n as u32 + 2,
+        }
+    }
+}
+
+fn dispatch<T: Sample, C: Codes<T>>(
+    samples: &[T],
+    weights: Option<Weights<'_>>,
+    nbins: usize,
+    clamp: bool,
+    codes: &C,
+) -> CpuResult {
+    match weights {
+        Some(w) => run_weighted(samples, w, nbins, clamp, codes),
+        None => {
+            let mut slots = if nbins >= PARTITION_MIN_BINS {
+                run_partitioned(samples, nbins, codes)
+            } else {
+                run_counts(samples, nbins, codes)
+            };
+            finish(&mut slots, nbins, clamp)
+        }
+    }
+}
+
+/// Splits the extra slots off the counts into tallies and applies `clamp`.
+fn finish(slots: &mut Vec<u64>, nbins: usize, clamp: bool) -> CpuResult {
+    let tallies = Tallies {
+        below: slots[nbins],
+        above: slots[nbins + 1],
+        nan: slots[nbins + 2],
+    };
+    slots.truncate(nbins);
+    if clamp {
+        slots[0] += tallies.below;
+        slots[nbins - 1] += tallies.above;
+    }
+    CpuResult {
+        counts: Counts::Unweighted(std::mem::take(slots)),
+        tallies,
     }
 }
 
@@ -91,258 +265,332 @@ fn chunk_len(len: usize) -> usize {
     len.div_ceil(workers * 2).clamp(MIN_CHUNK, MAX_CHUNK)
 }
 
-fn run<T: Sample, L: Fn(T) -> Slot + Sync>(
-    samples: &[T],
-    weights: Option<Weights<'_>>,
-    nbins: usize,
-    clamp: bool,
-    locate: L,
-) -> CpuResult {
-    match weights {
-        Some(w) => run_weighted(samples, w, nbins, clamp, &locate),
-        None if nbins >= PARTITION_MIN_BINS => run_partitioned(samples, nbins, clamp, &locate),
-        None => run_counts(samples, nbins, clamp, &locate),
-    }
+/// Interleaved copies of the counters for `stride` slots.
+fn ways_for(stride: usize) -> usize {
+    (COUNTER_BYTES / (stride * 4)).clamp(1, 4)
 }
 
-/// Per-worker state for unweighted counting.
-struct CountAcc {
-    counts: Vec<u64>,
-    scratch: Vec<u32>,
-    tallies: Tallies,
-}
-
-impl CountAcc {
-    fn merge(mut self, other: CountAcc) -> CountAcc {
-        if self.counts.is_empty() {
-            return other;
-        }
-        if !other.counts.is_empty() {
-            add_into(&mut self.counts, &other.counts);
-        }
-        self.tallies.add(&other.tallies);
-        self
-    }
-}
-
-fn add_into(acc: &mut [u64], other: &[u64]) {
-    acc.iter_mut().zip(other).for_each(|(a, b)| *a += b);
-}
-
-fn run_counts<T: Sample, L: Fn(T) -> Slot + Sync>(
-    samples: &[T],
-    nbins: usize,
-    clamp: bool,
-    locate: &L,
-) -> CpuResult {
-    let ways = if nbins <= INTERLEAVED_MAX_BINS { 4 } else { 1 };
-    let acc = samples
-        .par_chunks(chunk_len(samples.len()))
-        .fold(
-            || CountAcc {
-                counts: Vec::new(),
-                scratch: Vec::new(),
-                tallies: Tallies::default(),
-            },
-            |mut acc, chunk| {
-                if acc.counts.is_empty() {
-                    acc.counts = vec![0; nbins];
-                    acc.scratch = vec![0; nbins * ways];
-                }
-                count_chunk(
-                    chunk,
-                    nbins,
-                    ways,
-                    clamp,
-                    locate,
-                    &mut acc.scratch,
-                    &mut acc.tallies,
-                );
-                // Flush the u32 counters into u64 (a chunk holds fewer than 2^32 samples).
-                for (w, sub) in acc.scratch.chunks_mut(nbins).enumerate() {
-                    let _ = w;
-                    for (c, s) in acc.counts.iter_mut().zip(sub.iter_mut()) {
-                        *c += *s as u64;
-                        *s = 0;
-                    }
-                }
-                acc
-            },
-        )
-        .reduce(
-            || CountAcc {
-                counts: Vec::new(),
-                scratch: Vec::new(),
-                tallies: Tallies::default(),
-            },
-            CountAcc::merge,
-        );
-    let counts = if acc.counts.is_empty() {
-        vec![0; nbins]
-    } else {
-        acc.counts
-    };
-    CpuResult {
-        counts: Counts::Unweighted(counts),
-        tallies: acc.tallies,
-    }
-}
-
-/// Counts one chunk into `ways` interleaved sub-histograms laid out one after another.
+/// Counts the codes of `chunk` into `ways` interleaved u32 copies of `stride` counters.
 #[inline(always)]
-fn count_chunk<T: Sample, L: Fn(T) -> Slot>(
+fn count_chunk<T: Sample, C: Codes<T>>(
     chunk: &[T],
-    nbins: usize,
-    ways: usize,
-    clamp: bool,
-    locate: &L,
+    codes: &C,
     scratch: &mut [u32],
-    tallies: &mut Tallies,
+    stride: usize,
+    ways: usize,
 ) {
-    if ways == 4 {
-        let (s0, rest) = scratch.split_at_mut(nbins);
-        let (s1, rest) = rest.split_at_mut(nbins);
-        let (s2, s3) = rest.split_at_mut(nbins);
-        let mut quads = chunk.chunks_exact(4);
-        for q in &mut quads {
-            if let Some(i) = resolve(locate(q[0]), nbins, clamp, tallies) {
-                s0[i] += 1;
+    let mut buf = [0u32; BATCH];
+    for xs in chunk.chunks(BATCH) {
+        let buf = &mut buf[..xs.len()];
+        codes.codes(xs, buf);
+        match ways {
+            4 => {
+                let (s0, rest) = scratch.split_at_mut(stride);
+                let (s1, rest) = rest.split_at_mut(stride);
+                let (s2, s3) = rest.split_at_mut(stride);
+                let s3 = &mut s3[..stride];
+                let mut quads = buf.chunks_exact(4);
+                for q in &mut quads {
+                    s0[q[0] as usize] += 1;
+                    s1[q[1] as usize] += 1;
+                    s2[q[2] as usize] += 1;
+                    s3[q[3] as usize] += 1;
+                }
+                for &c in quads.remainder() {
+                    s0[c as usize] += 1;
+                }
             }
-            if let Some(i) = resolve(locate(q[1]), nbins, clamp, tallies) {
-                s1[i] += 1;
+            2 => {
+                let (s0, s1) = scratch.split_at_mut(stride);
+                let s1 = &mut s1[..stride];
+                let mut pairs = buf.chunks_exact(2);
+                for p in &mut pairs {
+                    s0[p[0] as usize] += 1;
+                    s1[p[1] as usize] += 1;
+                }
+                for &c in pairs.remainder() {
+                    s0[c as usize] += 1;
+                }
             }
-            if let Some(i) = resolve(locate(q[2]), nbins, clamp, tallies) {
-                s2[i] += 1;
-            }
-            if let Some(i) = resolve(locate(q[3]), nbins, clamp, tallies) {
-                s3[i] += 1;
-            }
-        }
-        for &x in quads.remainder() {
-            if let Some(i) = resolve(locate(x), nbins, clamp, tallies) {
-                s0[i] += 1;
-            }
-        }
-    } else {
-        for &x in chunk {
-            if let Some(i) = resolve(locate(x), nbins, clamp, tallies) {
-                scratch[i] += 1;
+            _ => {
+                let s0 = &mut scratch[..stride];
+                for &c in buf.iter() {
+                    s0[c as usize] += 1;
+                }
             }
         }
     }
 }
 
-/// Large bin counts: bin indices are scattered into buckets of `2^BUCKET_BINS_LOG2` bins, then each
-/// bucket is counted while its slice of the counters stays in cache.
-fn run_partitioned<T: Sample, L: Fn(T) -> Slot + Sync>(
-    samples: &[T],
-    nbins: usize,
-    clamp: bool,
-    locate: &L,
-) -> CpuResult {
-    let nbuckets = nbins.div_ceil(1 << BUCKET_BINS_LOG2);
-    let acc = samples
+/// Bins below [`PARTITION_MIN_BINS`]: private interleaved counters per worker, merged at the end.
+/// Returns `nbins + 3` slots.
+fn run_counts<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &C) -> Vec<u64> {
+    let stride = nbins + 3;
+    let ways = ways_for(stride);
+    let empty = || (Vec::<u64>::new(), Vec::<u32>::new());
+    let (counts, _) = samples
         .par_chunks(chunk_len(samples.len()))
-        .fold(
-            || CountAcc {
-                counts: Vec::new(),
-                scratch: Vec::new(),
-                tallies: Tallies::default(),
-            },
-            |mut acc, chunk| {
-                if acc.counts.is_empty() {
-                    acc.counts = vec![0; nbins];
+        .fold(empty, |(mut counts, mut scratch), chunk| {
+            if counts.is_empty() {
+                counts = vec![0; stride];
+                scratch = vec![0; stride * ways];
+            }
+            count_chunk(chunk, codes, &mut scratch, stride, ways);
+            // Fold the u32 copies into u64 (a chunk holds fewer than 2^32 samples).
+            for sub in scratch.chunks_mut(stride) {
+                for (c, s) in counts.iter_mut().zip(sub.iter_mut()) {
+                    *c += *s as u64;
+                    *s = 0;
                 }
-                // Bounded staging: one block of the chunk at a time keeps the buckets cache-friendly.
-                const BLOCK: usize = 1 << 20;
-                let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); nbuckets];
-                for block in chunk.chunks(BLOCK) {
-                    for b in buckets.iter_mut() {
-                        b.clear();
-                    }
-                    for &x in block {
-                        if let Some(i) = resolve(locate(x), nbins, clamp, &mut acc.tallies) {
-                            buckets[i >> BUCKET_BINS_LOG2].push(i as u32);
-                        }
-                    }
-                    for b in &buckets {
-                        for &i in b {
-                            acc.counts[i as usize] += 1;
-                        }
-                    }
-                }
-                acc
-            },
-        )
-        .reduce(
-            || CountAcc {
-                counts: Vec::new(),
-                scratch: Vec::new(),
-                tallies: Tallies::default(),
-            },
-            CountAcc::merge,
-        );
-    let counts = if acc.counts.is_empty() {
-        vec![0; nbins]
+            }
+            (counts, scratch)
+        })
+        .map(|(counts, _)| (counts, Vec::new()))
+        .reduce(empty, |(mut a, _), (b, _)| {
+            if a.is_empty() {
+                return (b, Vec::new());
+            }
+            if !b.is_empty() {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+            }
+            (a, Vec::new())
+        });
+    if counts.is_empty() {
+        vec![0; stride]
     } else {
-        acc.counts
-    };
-    CpuResult {
-        counts: Counts::Unweighted(counts),
-        tallies: acc.tallies,
+        counts
     }
 }
 
-fn run_weighted<T: Sample, L: Fn(T) -> Slot + Sync>(
+/// One worker's share of a partition round: 16-bit offsets per bucket, and the extra slots.
+struct Part {
+    buckets: Vec<Vec<u16>>,
+    extra: [u64; 3],
+}
+
+/// Bins from [`PARTITION_MIN_BINS`] on: scatter into buckets of 2^16 bins, then count each bucket in
+/// a cache-resident scratch and add it into its own slice of the result. Returns `nbins + 3` slots.
+fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &C) -> Vec<u64> {
+    let nbuckets = nbins.div_ceil(BUCKET_BINS);
+    let mut counts = vec![0u64; nbins + 3];
+    let workers = rayon::current_num_threads().max(1);
+    let mut parts: Vec<Part> = Vec::new();
+    for round in samples.chunks(PARTITION_ROUND) {
+        let part_len = round.len().div_ceil(workers * 2).max(MIN_CHUNK);
+        let nparts = round.len().div_ceil(part_len);
+        parts.resize_with(nparts, || Part {
+            buckets: vec![Vec::new(); nbuckets],
+            extra: [0; 3],
+        });
+        parts
+            .par_iter_mut()
+            .zip(round.par_chunks(part_len))
+            .for_each(|(part, chunk)| {
+                let expected = chunk.len() / nbuckets + chunk.len() / (8 * nbuckets) + 64;
+                for b in part.buckets.iter_mut() {
+                    b.clear();
+                    b.reserve(expected);
+                }
+                let mut buf = [0u32; BATCH];
+                for xs in chunk.chunks(BATCH) {
+                    let buf = &mut buf[..xs.len()];
+                    codes.codes(xs, buf);
+                    for &c in buf.iter() {
+                        let c = c as usize;
+                        if c < nbins {
+                            part.buckets[c >> BUCKET_BINS_LOG2].push(c as u16);
+                        } else {
+                            part.extra[c - nbins] += 1;
+                        }
+                    }
+                }
+            });
+        let active = &parts[..nparts];
+        counts[..nbins]
+            .par_chunks_mut(BUCKET_BINS)
+            .enumerate()
+            .for_each_init(
+                || vec![0u32; 4 * BUCKET_BINS],
+                |scratch, (b, out)| {
+                    count_bucket(active.iter().map(|p| p.buckets[b].as_slice()), scratch, out)
+                },
+            );
+        for p in parts[..nparts].iter_mut() {
+            for (k, e) in p.extra.iter().enumerate() {
+                counts[nbins + k] += e;
+            }
+            p.extra = [0; 3];
+        }
+    }
+    counts
+}
+
+/// Counts one bucket's offsets (from every part) into `scratch` and adds them into `out`.
+fn count_bucket<'a>(
+    lists: impl Iterator<Item = &'a [u16]> + Clone,
+    scratch: &mut [u32],
+    out: &mut [u64],
+) {
+    let total: usize = lists.clone().map(<[u16]>::len).sum();
+    // Many entries for one bucket means skewed data: interleave four copies.
+    let ways = if total > 4 * BUCKET_BINS { 4 } else { 1 };
+    let (s0, rest) = scratch.split_at_mut(BUCKET_BINS);
+    let (s1, rest) = rest.split_at_mut(BUCKET_BINS);
+    let (s2, s3) = rest.split_at_mut(BUCKET_BINS);
+    for list in lists {
+        if ways == 4 {
+            let mut quads = list.chunks_exact(4);
+            for q in &mut quads {
+                s0[q[0] as usize] += 1;
+                s1[q[1] as usize] += 1;
+                s2[q[2] as usize] += 1;
+                s3[q[3] as usize] += 1;
+            }
+            for &c in quads.remainder() {
+                s0[c as usize] += 1;
+            }
+        } else {
+            for &c in list {
+                s0[c as usize] += 1;
+            }
+        }
+    }
+    let len = out.len();
+    if ways == 4 {
+        for (k, o) in out.iter_mut().enumerate() {
+            *o += (s0[k] as u64 + s1[k] as u64) + (s2[k] as u64 + s3[k] as u64);
+        }
+        s1[..len].fill(0);
+        s2[..len].fill(0);
+        s3[..len].fill(0);
+    } else {
+        for (o, s) in out.iter_mut().zip(s0.iter()) {
+            *o += *s as u64;
+        }
+    }
+    s0[..len].fill(0);
+}
+
+/// Weighted sums, deterministic: fixed blocks summed in sample order, added in block order.
+fn run_weighted<T: Sample, C: Codes<T>>(
     samples: &[T],
     weights: Weights<'_>,
     nbins: usize,
     clamp: bool,
-    locate: &L,
+    codes: &C,
 ) -> CpuResult {
-    let cs = chunk_len(samples.len());
-    let (sums, tallies) = samples
-        .par_chunks(cs)
-        .enumerate()
-        .fold(
-            || (Vec::<f64>::new(), Tallies::default()),
-            |(mut sums, mut t), (ci, chunk)| {
-                if sums.is_empty() {
-                    sums = vec![0.0; nbins];
+    // Blocks are never shorter than the bins they fill (keeps the merge cost below the count cost).
+    let block = WEIGHTED_BLOCK * nbins.div_ceil(WEIGHTED_BLOCK).max(1);
+    let workers = rayon::current_num_threads().max(1);
+    // How many blocks are summed at once; it changes the memory used, never the result.
+    let group = 2 * workers;
+    let mut sums = vec![0.0f64; nbins];
+    let mut tallies = Tallies::default();
+    for (g, group_samples) in samples.chunks(block * group).enumerate() {
+        let base = g * block * group;
+        let parts: Vec<(Vec<f64>, Tallies)> = group_samples
+            .par_chunks(block)
+            .enumerate()
+            .map(|(k, chunk)| {
+                let start = base + k * block;
+                let mut s = vec![0.0f64; nbins];
+                let mut t = Tallies::default();
+                for (j, &x) in chunk.iter().enumerate() {
+                    let c = codes.code(x) as usize;
+                    let bin = if c < nbins {
+                        c
+                    } else if c == nbins {
+                        t.below += 1;
+                        if !clamp {
+                            continue;
+                        }
+                        0
+                    } else if c == nbins + 1 {
+                        t.above += 1;
+                        if !clamp {
+                            continue;
+                        }
+                        nbins - 1
+                    } else {
+                        t.nan += 1;
+                        continue;
+                    };
+                    s[bin] += weights.get(start + j);
                 }
-                let base = ci * cs;
-                for (k, &x) in chunk.iter().enumerate() {
-                    if let Some(i) = resolve(locate(x), nbins, clamp, &mut t) {
-                        sums[i] += weights.get(base + k);
+                (s, t)
+            })
+            .collect();
+        // Block order, for every bin: the same additions whatever the thread count.
+        sums.par_chunks_mut(1 << 14)
+            .enumerate()
+            .for_each(|(j, out)| {
+                let lo = j << 14;
+                let len = out.len();
+                for (p, _) in &parts {
+                    for (o, v) in out.iter_mut().zip(&p[lo..lo + len]) {
+                        *o += v;
                     }
                 }
-                (sums, t)
-            },
-        )
-        .reduce(
-            || (Vec::new(), Tallies::default()),
-            |(mut a, mut ta), (b, tb)| {
-                if a.is_empty() {
-                    return (b, {
-                        let mut t = tb;
-                        t.add(&ta);
-                        t
-                    });
-                }
-                if !b.is_empty() {
-                    a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
-                }
-                ta.add(&tb);
-                (a, ta)
-            },
-        );
-    let sums = if sums.is_empty() {
-        vec![0.0; nbins]
-    } else {
-        sums
-    };
+            });
+        for (_, t) in &parts {
+            tallies.add(t);
+        }
+    }
     CpuResult {
         counts: Counts::Weighted(sums),
         tallies,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bins::BinSpec;
+    use crate::sample::Samples;
+
+    /// The specialised code loops agree with `Binning::locate` on awkward values.
+    #[test]
+    fn codes_agree_with_locate() {
+        let xs: Vec<f32> = vec![
+            f32::NAN,
+            f32::INFINITY,
+            -f32::INFINITY,
+            -0.0,
+            0.0,
+            0.1,
+            0.3,
+            f32::from_bits(0.3f32.to_bits() + 1),
+            1.0,
+            9.99,
+            10.0,
+        ];
+        for spec in [
+            BinSpec::Uniform {
+                nbins: 7,
+                range: Some((0.1, 0.3)),
+            },
+            BinSpec::Uniform {
+                nbins: 3,
+                range: Some((-0.0, 10.0)),
+            },
+            BinSpec::Edges(vec![-1.0, 0.0, 0.3, 10.0]),
+        ] {
+            let b = Binning::resolve(&spec, Samples::F32(&[0.0, 1.0])).unwrap();
+            for &x in &xs {
+                let n = b.nbins() as u32;
+                let code = match &b {
+                    Binning::UniformF32(u) => Codes::<f32>::code(&F32Codes::new(u), x),
+                    Binning::Edges(e) => Codes::<f32>::code(&EdgeCodes { edges: e }, x),
+                    _ => unreachable!(),
+                };
+                let expected = match b.locate(x) {
+                    Slot::Bin(i) => i as u32,
+                    Slot::Below => n,
+                    Slot::Above => n + 1,
+                    Slot::Nan => n + 2,
+                };
+                assert_eq!(code, expected, "{spec:?} x={x}");
+            }
+        }
     }
 }
