@@ -167,11 +167,11 @@ pub fn time(
     let (mut counts, mut tallies) = zeroed(prepared)?;
     let start = gpu
         .ctx
-        .new_event(None)
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
         .map_err(cuda_err("creating an event"))?;
     let end = gpu
         .ctx
-        .new_event(None)
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
         .map_err(cuda_err("creating an event"))?;
     let mut times = Vec::with_capacity(reps);
     for i in 0..warmup + reps {

@@ -21,7 +21,7 @@ pub struct LaunchShape {
     pub cluster: u32,
 }
 
-pub(crate) fn check(result: sys::CUresult, context: &str) -> Result<()> {
+pub fn check(result: sys::CUresult, context: &str) -> Result<()> {
     if result == sys::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
