@@ -51,6 +51,8 @@ const MIN_CHUNK: usize = 1 << 16;
 const MAX_CHUNK: usize = 1 << 30;
 /// Cache budget for one worker's interleaved u32 counters.
 const COUNTER_BYTES: usize = 1 << 20;
+/// The two-pass (vectorised) uniform code loops convert estimates through i32: fewer bins than this.
+const VECTOR_MAX_BINS: usize = 1 << 30;
 /// Samples whose codes are computed in one batch before they are counted.
 const BATCH: usize = 512;
 
@@ -92,6 +94,131 @@ trait Codes<T: Copy>: Sync {
             *o = self.code(x);
         }
     }
+}
+
+/// First pass over a batch (vectorisable, no branches): the code of every sample outside
+/// `[first, last]` (`n`, `n + 1`, `n + 2` for below, above, NaN) and numpy's arithmetic estimate,
+/// clamped to `[0, n - 1]`, for every sample inside. `$est` is numpy's estimate of `x`.
+macro_rules! estimate_pass {
+    ($name:ident, $avx2:ident, $avx512:ident, $t:ty, |$x:ident, $first:ident, $p:ident| $est:expr) => {
+        #[inline(always)]
+        fn $name(
+            xs: &[$t],
+            out: &mut [u32],
+            edges: &[$t],
+            $first: $t,
+            last: $t,
+            $p: EstimateParams,
+        ) {
+            let n = $p.n;
+            assert_eq!(edges.len(), n as usize + 1);
+            let top = (n - 1) as f64;
+            for (o, &$x) in out.iter_mut().zip(xs) {
+                let inside = ($x >= $first) & ($x <= last);
+                #[allow(clippy::eq_op)]
+                let nan = ($x != $x) as u32;
+                let outside = n + ($x > last) as u32 + 2 * nan;
+                let e: f64 = $est;
+                // SAFETY: `max` drops NaN, so the value is finite and in [0, n - 1] < 2^30.
+                let e = unsafe { e.max(0.0).min(top).to_int_unchecked::<i32>() } as u32;
+                // numpy's correction against the actual edges; both tests use the estimate
+                // (numpy increments only where it did not decrement, and after a decrement the
+                // increment test is false anyway), so the two loads are independent.
+                // SAFETY: e <= n - 1 and edges.len() == n + 1 (asserted above).
+                let (lo, hi) = unsafe {
+                    (
+                        *edges.get_unchecked(e as usize),
+                        *edges.get_unchecked(e as usize + 1),
+                    )
+                };
+                let dec = (e != 0) & ($x < lo);
+                let inc = !dec & (e != n - 1) & ($x >= hi);
+                let fixed = e.wrapping_sub(dec as u32).wrapping_add(inc as u32);
+                *o = if inside { fixed } else { outside };
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        unsafe fn $avx2(
+            xs: &[$t],
+            out: &mut [u32],
+            edges: &[$t],
+            first: $t,
+            last: $t,
+            p: EstimateParams,
+        ) {
+            $name(xs, out, edges, first, last, p)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
+        unsafe fn $avx512(
+            xs: &[$t],
+            out: &mut [u32],
+            edges: &[$t],
+            first: $t,
+            last: $t,
+            p: EstimateParams,
+        ) {
+            $name(xs, out, edges, first, last, p)
+        }
+    };
+}
+
+/// Loop-invariant numbers of numpy's estimate.
+#[derive(Clone, Copy)]
+struct EstimateParams {
+    n: u32,
+    denom: f64,
+    n64: f64,
+    denom32: f32,
+    n32: f32,
+}
+
+// float32 samples, range from the caller: float32 difference, float64 division
+estimate_pass!(
+    est_f32_wide,
+    est_f32_wide_avx2,
+    est_f32_wide_avx512,
+    f32,
+    |x, first, p| ((x - first) as f64 / p.denom) * p.n64
+);
+// float32 samples, range from the data: all float32
+estimate_pass!(
+    est_f32_narrow,
+    est_f32_narrow_avx2,
+    est_f32_narrow_avx512,
+    f32,
+    |x, first, p| ((x - first) / p.denom32 * p.n32) as f64
+);
+// float64 (and integer) samples
+estimate_pass!(est_f64, est_f64_avx2, est_f64_avx512, f64, |x, first, p| (x
+    - first)
+    / p.denom
+    * p.n64);
+
+/// Runs an estimate pass, with AVX2 where the CPU has it.
+macro_rules! run_pass {
+    ($name:ident, $avx2:ident, $avx512:ident, $($arg:expr),*) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512vl")
+                && std::is_x86_feature_detected!("avx512dq")
+            {
+                // SAFETY: the CPU supports these features (checked just above).
+                unsafe { $avx512($($arg),*) }
+            } else if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                unsafe { $avx2($($arg),*) }
+            } else {
+                $name($($arg),*)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            $name($($arg),*)
+        }
+    }};
 }
 
 struct IntegerCodes {
@@ -145,6 +272,15 @@ impl<'a> F32Codes<'a> {
             n64: u.nbins as f64,
         }
     }
+    fn params(&self) -> EstimateParams {
+        EstimateParams {
+            n: self.n as u32,
+            denom: self.u.denom,
+            n64: self.n64,
+            denom32: self.denom32,
+            n32: self.n32,
+        }
+    }
 }
 
 impl<T: Sample> Codes<T> for F32Codes<'_> {
@@ -167,6 +303,61 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
         i -= (i > 0 && x < e[i]) as usize;
         i += (i != n - 1 && x >= e[i + 1]) as usize;
         i as u32
+    }
+
+    #[inline(always)]
+    fn codes(&self, xs: &[T], out: &mut [u32]) {
+        if self.n >= VECTOR_MAX_BINS {
+            out.iter_mut().zip(xs).for_each(|(o, &x)| *o = self.code(x));
+            return;
+        }
+        let mut buf = [0f32; BATCH];
+        let xs32: &[f32] = match same_type::<T, f32>(xs) {
+            Some(xs) => xs,
+            None => {
+                let buf = &mut buf[..xs.len()];
+                buf.iter_mut().zip(xs).for_each(|(b, &x)| *b = x.to_f32());
+                buf
+            }
+        };
+        let u = self.u;
+        let p = self.params();
+        if u.denom_is_f64 {
+            run_pass!(
+                est_f32_wide,
+                est_f32_wide_avx2,
+                est_f32_wide_avx512,
+                xs32,
+                out,
+                &u.edges,
+                u.first,
+                u.last,
+                p
+            );
+        } else {
+            run_pass!(
+                est_f32_narrow,
+                est_f32_narrow_avx2,
+                est_f32_narrow_avx512,
+                xs32,
+                out,
+                &u.edges,
+                u.first,
+                u.last,
+                p
+            );
+        }
+    }
+}
+
+/// `xs` as a slice of `U` when `T` is `U` (the float code loops read float samples in place).
+#[inline(always)]
+fn same_type<T: 'static, U: 'static>(xs: &[T]) -> Option<&[U]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>() {
+        // SAFETY: T and U are the same type.
+        Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<U>(), xs.len()) })
+    } else {
+        None
     }
 }
 
@@ -202,6 +393,42 @@ impl<T: Sample> Codes<T> for F64Codes<'_> {
         i -= (i > 0 && x < e[i]) as usize;
         i += (i != n - 1 && x >= e[i + 1]) as usize;
         i as u32
+    }
+
+    #[inline(always)]
+    fn codes(&self, xs: &[T], out: &mut [u32]) {
+        if self.n >= VECTOR_MAX_BINS {
+            out.iter_mut().zip(xs).for_each(|(o, &x)| *o = self.code(x));
+            return;
+        }
+        let mut buf = [0f64; BATCH];
+        let xs64: &[f64] = match same_type::<T, f64>(xs) {
+            Some(xs) => xs,
+            None => {
+                let buf = &mut buf[..xs.len()];
+                buf.iter_mut().zip(xs).for_each(|(b, &x)| *b = x.to_f64());
+                buf
+            }
+        };
+        let u = self.u;
+        let p = EstimateParams {
+            n: self.n as u32,
+            denom: u.denom,
+            n64: self.n64,
+            denom32: 0.0,
+            n32: 0.0,
+        };
+        run_pass!(
+            est_f64,
+            est_f64_avx2,
+            est_f64_avx512,
+            xs64,
+            out,
+            &u.edges,
+            u.first,
+            u.last,
+            p
+        );
     }
 }
 
