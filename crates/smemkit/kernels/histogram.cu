@@ -295,25 +295,67 @@ __device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W
 
 // ---- global: counters in global memory -------------------------------------------------------
 
+// Counts go to u32 counters (half the bytes of u64, so twice the bins stay in L2); the host folds
+// them into the u64 result after every launch, long before they could overflow. Each block also
+// keeps one hot bin in shared memory: the first bin that a warp hit with 8 or more lanes at once
+// claims it, and from then on that bin's updates stay on chip. On skewed data this turns millions of
+// same-address L2 atomics into one per block; on uniform data it costs a shared load per update.
+#define NO_HOT_KEY 0xffffffffu
+
 template <class Out>
 struct GlobalSink {
     Out* out;
+    unsigned* hot_key;
+    Out* hot_count;
     template <class A>
-    __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(out + bin, (Out)amount); }
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        if constexpr (cuda::std::is_same<Out, unsigned int>::value) {
+            unsigned key = *(volatile unsigned*)hot_key;
+            if ((unsigned)bin == key) {
+                atomicAdd(hot_count, (Out)amount);
+                return;
+            }
+            atomicAdd(out + bin, (Out)amount);
+            if (key == NO_HOT_KEY && amount >= 8) atomicCAS(hot_key, NO_HOT_KEY, (unsigned)bin);
+        } else {
+            atomicAdd(out + bin, (Out)amount);
+        }
+    }
 };
 
 template <int MODE, class W, class Out>
 __device__ void global_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
                               unsigned long long* tallies) {
-    GlobalSink<Out> sink{out};
+    __shared__ unsigned hot_key;
+    __shared__ Out hot_count;
+    if (threadIdx.x == 0) {
+        hot_key = NO_HOT_KEY;
+        hot_count = (Out)0;
+    }
+    __syncthreads();
+    GlobalSink<Out> sink{out, &hot_key, &hot_count};
     Tally t{0, 0, 0};
     process<MODE, W>(in, n, w, p, sink, t);
+    __syncthreads();
+    if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != (Out)0) atomicAdd(out + hot_key, hot_count);
     flush_tally(t, tallies);
+}
+
+// Adds the u32 counters of a global-memory run into the u64 result and clears them for the next.
+extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long long* out, unsigned long long n) {
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned int v = scratch[i];
+        if (v) {
+            out[i] += v;
+            scratch[i] = 0;
+        }
+    }
 }
 
 // ---- extern "C" entry points -----------------------------------------------------------------
 
-#define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT)                                                         \
+#define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT, GOUT)                                                         \
     extern "C" __global__ void __launch_bounds__(512) hist_shared_##MNAME##_##WNAME(                           \
         const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
         shared_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                                 \
@@ -323,14 +365,14 @@ __device__ void global_kernel(const sample_t* in, unsigned long long n, const W*
         cluster_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                                \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(512) hist_global_##MNAME##_##WNAME(                           \
-        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
-        global_kernel<MODE, WTYPE, OUT>(in, n, w, p, out, t);                                                    \
+        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, GOUT* out, unsigned long long* t) { \
+        global_kernel<MODE, WTYPE, GOUT>(in, n, w, p, out, t);                                                    \
     }
 
 #define HIST_MODE(MODE, MNAME)                                             \
-    HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long) \
-    HIST_KERNELS(MODE, MNAME, float, f32, double, double)                   \
-    HIST_KERNELS(MODE, MNAME, double, f64, double, double)
+    HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \
+    HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
+    HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)
 
 #if SAMPLE_IS_FLOAT
 #if SAMPLE_IS_F32

@@ -33,15 +33,17 @@ pub fn check(result: sys::CUresult, context: &str) -> Result<()> {
 }
 
 /// Raises the function's limits so that `shape` can launch: dynamic shared memory above the 48 KiB
-/// default, and cluster sizes above the portable 8.
-pub fn prepare_function(func: &CudaFunction, shape: &LaunchShape) -> Result<()> {
+/// default (to `max_shared`, the device's opt-in limit, whatever this shape needs: the attribute
+/// belongs to the function, which threads share, so it must never shrink under another launch),
+/// and cluster sizes above the portable 8.
+pub fn prepare_function(func: &CudaFunction, shape: &LaunchShape, max_shared: u32) -> Result<()> {
     // SAFETY: valid function handle owned by `func`; the attributes take plain integers.
     unsafe {
         check(
             sys::cuFuncSetAttribute(
                 func.cu_function(),
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shape.shared_bytes as i32,
+                max_shared.max(shape.shared_bytes) as i32,
             ),
             "setting the dynamic shared memory limit",
         )?;
@@ -100,7 +102,6 @@ pub fn max_active_clusters(
     stream: &CudaStream,
     shape: &LaunchShape,
 ) -> Result<u32> {
-    prepare_function(func, shape)?;
     let mut attr = cluster_attribute(shape.cluster);
     let cfg = config(shape, stream, &mut attr);
     let mut clusters: i32 = 0;
