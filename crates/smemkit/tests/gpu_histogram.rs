@@ -309,7 +309,7 @@ fn every_sample_type_in_every_mode() {
         f64,
         f64gen,
         BinSpec::Uniform {
-            nbins: 1 << 16,
+            nbins: 50_000,
             range: Some((-0.0, 10.0))
         }
     );
