@@ -87,6 +87,11 @@ pub fn histogram<T: Sample>(
 /// Turns samples into codes (see the module documentation).
 trait Codes<T: Copy>: Sync {
     fn code(&self, x: T) -> u32;
+    /// `Some(nbins)` for integer bins, whose codes are cheap enough to be computed inside the
+    /// counting loop.
+    fn integer_bins(&self) -> Option<u64> {
+        None
+    }
     /// Codes of a batch (`out.len() == xs.len()`); loops that the compiler can unroll.
     #[inline(always)]
     fn codes(&self, xs: &[T], out: &mut [u32]) {
@@ -226,6 +231,9 @@ struct IntegerCodes {
 }
 
 impl<T: Sample> Codes<T> for IntegerCodes {
+    fn integer_bins(&self) -> Option<u64> {
+        Some(self.n)
+    }
     #[inline(always)]
     fn code(&self, x: T) -> u32 {
         let n = self.n;
@@ -497,6 +505,49 @@ fn ways_for(stride: usize) -> usize {
     (COUNTER_BYTES / (stride * 4)).clamp(1, 4)
 }
 
+/// Adds one to the counters of `codes` (an iterator of u32), spread over `ways` interleaved
+/// copies of `stride` counters in `scratch`.
+macro_rules! count_codes {
+    ($codes:expr, $scratch:expr, $stride:expr, $ways:expr) => {{
+        let stride = $stride;
+        let mut it = $codes;
+        match $ways {
+            4 => {
+                let (s0, rest) = $scratch.split_at_mut(stride);
+                let (s1, rest) = rest.split_at_mut(stride);
+                let (s2, s3) = rest.split_at_mut(stride);
+                let s3 = &mut s3[..stride];
+                loop {
+                    let Some(a) = it.next() else { break };
+                    s0[a as usize] += 1;
+                    let Some(b) = it.next() else { break };
+                    s1[b as usize] += 1;
+                    let Some(c) = it.next() else { break };
+                    s2[c as usize] += 1;
+                    let Some(d) = it.next() else { break };
+                    s3[d as usize] += 1;
+                }
+            }
+            2 => {
+                let (s0, s1) = $scratch.split_at_mut(stride);
+                let s1 = &mut s1[..stride];
+                loop {
+                    let Some(a) = it.next() else { break };
+                    s0[a as usize] += 1;
+                    let Some(b) = it.next() else { break };
+                    s1[b as usize] += 1;
+                }
+            }
+            _ => {
+                let s0 = &mut $scratch[..stride];
+                for c in it {
+                    s0[c as usize] += 1;
+                }
+            }
+        }
+    }};
+}
+
 /// Counts the codes of `chunk` into `ways` interleaved u32 copies of `stride` counters.
 #[inline(always)]
 fn count_chunk<T: Sample, C: Codes<T>>(
@@ -506,46 +557,28 @@ fn count_chunk<T: Sample, C: Codes<T>>(
     stride: usize,
     ways: usize,
 ) {
+    if let Some(n) = codes.integer_bins() {
+        // integer bins: codes computed and counted in one loop, four samples per round
+        let ic = IntegerCodes { n };
+        let mut quads = chunk.chunks_exact(4);
+        for q in &mut quads {
+            count_codes!(
+                q.iter().map(|&x| Codes::<T>::code(&ic, x)),
+                scratch,
+                stride,
+                ways
+            );
+        }
+        for &x in quads.remainder() {
+            scratch[Codes::<T>::code(&ic, x) as usize] += 1;
+        }
+        return;
+    }
     let mut buf = [0u32; BATCH];
     for xs in chunk.chunks(BATCH) {
         let buf = &mut buf[..xs.len()];
         codes.codes(xs, buf);
-        match ways {
-            4 => {
-                let (s0, rest) = scratch.split_at_mut(stride);
-                let (s1, rest) = rest.split_at_mut(stride);
-                let (s2, s3) = rest.split_at_mut(stride);
-                let s3 = &mut s3[..stride];
-                let mut quads = buf.chunks_exact(4);
-                for q in &mut quads {
-                    s0[q[0] as usize] += 1;
-                    s1[q[1] as usize] += 1;
-                    s2[q[2] as usize] += 1;
-                    s3[q[3] as usize] += 1;
-                }
-                for &c in quads.remainder() {
-                    s0[c as usize] += 1;
-                }
-            }
-            2 => {
-                let (s0, s1) = scratch.split_at_mut(stride);
-                let s1 = &mut s1[..stride];
-                let mut pairs = buf.chunks_exact(2);
-                for p in &mut pairs {
-                    s0[p[0] as usize] += 1;
-                    s1[p[1] as usize] += 1;
-                }
-                for &c in pairs.remainder() {
-                    s0[c as usize] += 1;
-                }
-            }
-            _ => {
-                let s0 = &mut scratch[..stride];
-                for &c in buf.iter() {
-                    s0[c as usize] += 1;
-                }
-            }
-        }
+        count_codes!(buf.iter().copied(), scratch, stride, ways);
     }
 }
 
