@@ -819,7 +819,7 @@ mod tests {
             0.0,
             0.1,
             0.3,
-            f32::from_bits(0.3f32.to_bits() + 1),
+            f32::from_bits(0.3f32.to_bits().wrapping_add(1)),
             1.0,
             9.99,
             10.0,
@@ -850,6 +850,100 @@ mod tests {
                     Slot::Nan => n + 2,
                 };
                 assert_eq!(code, expected, "{spec:?} x={x}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod simd_tests {
+    use super::*;
+
+    /// The AVX2 and AVX-512 versions of the uniform code loops give the same codes as the plain one
+    /// (the conformance tests only reach the version the test machine selects).
+    #[test]
+    fn vector_versions_agree() {
+        let mut s = 0x9e3779b97f4a7c15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for &(lo, hi, n) in &[
+            (0.1f64, 0.3f64, 7usize),
+            (-5.0, 5.0, 256),
+            (1.0, 1.0 + 2f64.powi(-5), 100_000),
+            (0.0, 1e6, 3),
+        ] {
+            let edges64 = crate::bins::linspace_f64(lo, hi, n + 1);
+            let edges32: Vec<f32> = edges64.iter().map(|&e| e as f32).collect();
+            let mut xs64: Vec<f64> = (0..BATCH)
+                .map(|i| {
+                    let r = next();
+                    match i % 5 {
+                        0 => edges64[(r as usize) % (n + 1)],
+                        1 => f64::from_bits(edges64[(r as usize) % (n + 1)].to_bits().wrapping_add(1)),
+                        2 => f64::from_bits(edges64[(r as usize) % (n + 1)].to_bits().wrapping_sub(1)),
+                        _ => {
+                            lo - (hi - lo) * 0.1
+                                + (hi - lo) * 1.2 * ((r >> 11) as f64 / (1u64 << 53) as f64)
+                        }
+                    }
+                })
+                .collect();
+            xs64[3] = f64::NAN;
+            xs64[8] = f64::INFINITY;
+            xs64[13] = f64::NEG_INFINITY;
+            let xs32: Vec<f32> = xs64.iter().map(|&x| x as f32).collect();
+            let p = EstimateParams {
+                n: n as u32,
+                denom: hi - lo,
+                n64: n as f64,
+                denom32: (hi - lo) as f32,
+                n32: n as f32,
+            };
+            let (f, l) = (lo as f32, hi as f32);
+            let mut want = vec![[0u32; BATCH]; 3];
+            est_f32_wide(&xs32, &mut want[0], &edges32, f, l, p);
+            est_f32_narrow(&xs32, &mut want[1], &edges32, f, l, p);
+            est_f64(&xs64, &mut want[2], &edges64, lo, hi, p);
+            #[cfg(target_arch = "x86_64")]
+            {
+                let mut got = vec![[0u32; BATCH]; 3];
+                if std::is_x86_feature_detected!("avx2") {
+                    // SAFETY: AVX2 is present.
+                    unsafe {
+                        est_f32_wide_avx2(&xs32, &mut got[0], &edges32, f, l, p);
+                        est_f32_narrow_avx2(&xs32, &mut got[1], &edges32, f, l, p);
+                        est_f64_avx2(&xs64, &mut got[2], &edges64, lo, hi, p);
+                    }
+                    assert_eq!(got, want, "avx2 {lo} {hi} {n}");
+                }
+                if std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512vl")
+                    && std::is_x86_feature_detected!("avx512dq")
+                {
+                    // SAFETY: the AVX-512 features are present.
+                    unsafe {
+                        est_f32_wide_avx512(&xs32, &mut got[0], &edges32, f, l, p);
+                        est_f32_narrow_avx512(&xs32, &mut got[1], &edges32, f, l, p);
+                        est_f64_avx512(&xs64, &mut got[2], &edges64, lo, hi, p);
+                    }
+                    assert_eq!(got, want, "avx512 {lo} {hi} {n}");
+                }
+            }
+            // and the plain version agrees with the scalar rule
+            let u = UniformF64 {
+                nbins: n,
+                first: lo,
+                last: hi,
+                denom: hi - lo,
+                edges: edges64.clone(),
+            };
+            let fc = F64Codes::new(&u);
+            for (k, &x) in xs64.iter().enumerate() {
+                assert_eq!(want[2][k], Codes::<f64>::code(&fc, x), "x={x}");
             }
         }
     }
