@@ -1,6 +1,6 @@
 //! `smemkit bench --backend cuda`: the standard histogram workloads of shared/BENCH.md on the GPU.
 //! The data is drawn on the device, every strategy that can hold the bins is timed (forced, plus the
-//! planner's `auto`, each with and without warp aggregation), and every result is checked against
+//! planner's `auto`, each as planned and with warp aggregation flipped), and every result is checked against
 //! the CPU engine on a copy of the same data before its line is printed.
 
 use std::io::Write;
@@ -70,7 +70,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                     smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
                 drop(host);
                 for choice in choices() {
-                    for aggregate in [true, false] {
+                    for flipped in [false, true] {
                         let mut prepared = match Prepared::new(
                             gpu.clone(),
                             ty,
@@ -85,7 +85,10 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                                 return Err(e).context(format!("{choice:?} for {nbins} bins"))
                             }
                         };
-                        prepared.params.aggregate = aggregate as i32;
+                        // The strategy's own choice first, then the other way (kept measurable).
+                        if flipped {
+                            prepared.params.aggregate ^= 1;
+                        }
                         let result = dev::run_once(&prepared, &data)?;
                         let correct = result.tallies == reference.tallies
                             && matches!((&result.counts, &reference.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b);
@@ -95,7 +98,11 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                             StrategyChoice::Auto => "auto".to_string(),
                             _ => prepared.plan.strategy.name(),
                         };
-                        let suffix = if aggregate { "" } else { "-noagg" };
+                        let suffix = match (flipped, prepared.params.aggregate != 0) {
+                            (false, _) => "",
+                            (true, true) => "-agg",
+                            (true, false) => "-noagg",
+                        };
                         let row = json!({
                             "impl": format!("smemkit/{name}{suffix}"),
                             "op": "hist",
