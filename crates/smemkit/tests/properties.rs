@@ -3,9 +3,10 @@
 //! plain loop); `clamp` counts every sample that is not NaN; under `ignore` the counts and tallies
 //! add up to the sample count; `error` fails exactly when something falls outside; weighted sums are
 //! the sums of the counted weights and the same on every run. Large cases force the multi-chunk and
-//! the partitioned (>= 2^20 bins) paths.
+//! the partitioned (`PARTITION_MIN_BINS` and more) paths.
 
 use proptest::prelude::*;
+use smemkit::cpu::histogram::PARTITION_MIN_BINS;
 use smemkit::{
     histogram, Backend, BinSpec, Binning, Counts, Error, HistogramOptions, OutOfRange, Sample,
     Samples, Slot, Tallies, Weights,
@@ -238,14 +239,33 @@ proptest! {
         check(&data, Some(&w), BinSpec::Integer { nbins }, p)?;
     }
 
-    /// Bin counts of 2^20 and more take the partitioned path.
+    /// Bin counts from `PARTITION_MIN_BINS` on take the partitioned path.
     #[test]
-    fn partitioned_path(seed in any::<u64>(), p in policy(), nbins in prop_oneof![Just(1usize << 20), Just((1usize << 20) + 12_345), Just(3usize << 20)]) {
+    fn partitioned_path(seed in any::<u64>(), p in policy(), nbins in prop_oneof![Just(PARTITION_MIN_BINS), Just(PARTITION_MIN_BINS + 12_345), Just(PARTITION_MIN_BINS * 3 / 2 + 7)]) {
         let n = 400_000;
         let data: Vec<u32> = noise(n, seed).map(|r| (r >> 8) as u32 % (nbins as u32 + 1000)).collect();
         check(&data, None, BinSpec::Integer { nbins }, p)?;
         let floats: Vec<f64> = data.iter().map(|&x| x as f64 - 0.5).collect();
         check(&floats, None, BinSpec::Uniform { nbins, range: Some((0.0, nbins as f64)) }, p)?;
+    }
+}
+
+/// Skewed data on the partitioned path: one bucket holds most samples and is split among workers.
+#[test]
+fn partitioned_path_hot_bucket() {
+    let nbins = PARTITION_MIN_BINS + 5;
+    let n = 5_000_000;
+    let data: Vec<i32> = noise(n, 3)
+        .map(|r| {
+            if r % 8 != 0 {
+                7
+            } else {
+                (r >> 20) as i32 % (nbins as i32 + 50) - 20
+            }
+        })
+        .collect();
+    for p in [OutOfRange::Ignore, OutOfRange::Clamp] {
+        check(&data, None, BinSpec::Integer { nbins }, p).unwrap();
     }
 }
 

@@ -16,7 +16,8 @@
 //!   rounds; in each round the workers scatter their codes into buckets of 2^16 bins (16-bit
 //!   offsets), then the buckets are counted in parallel, each into a cache-resident scratch of 2^16
 //!   counters, and added into the disjoint slice of the result it covers (no merge of full-size
-//!   per-thread arrays).
+//!   per-thread arrays). A bucket holding a large share of the samples (skewed data) is split
+//!   between workers.
 //! - weighted: fixed blocks of [`WEIGHTED_BLOCK`] samples (or more when there are more bins), each
 //!   summed in sample order into its own f64 vector; the blocks are added into the result strictly in
 //!   block order. The sums are therefore the same on every run and with any number of threads; with
@@ -37,10 +38,12 @@ pub struct CpuResult {
 }
 
 /// From this many bins on, the partitioned path is used.
-pub const PARTITION_MIN_BINS: usize = 1 << 20;
+pub const PARTITION_MIN_BINS: usize = 1 << 21;
 /// Bins covered by one partition bucket (the offsets inside a bucket are u16).
 const BUCKET_BINS_LOG2: u32 = 16;
 const BUCKET_BINS: usize = 1 << BUCKET_BINS_LOG2;
+/// A bucket with more entries than this is counted by two workers (skewed data).
+const SPLIT_BUCKET: usize = 1 << 22;
 /// Samples per partition round (bounds the staging memory: 2 bytes per sample).
 const PARTITION_ROUND: usize = 1 << 25;
 /// Samples in one weighted block (numpy's block size).
@@ -672,7 +675,14 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
             .for_each_init(
                 || vec![0u32; 4 * BUCKET_BINS],
                 |scratch, (b, out)| {
-                    count_bucket(active.iter().map(|p| p.buckets[b].as_slice()), scratch, out)
+                    count_bucket(
+                        &active
+                            .iter()
+                            .map(|p| p.buckets[b].as_slice())
+                            .collect::<Vec<_>>(),
+                        scratch,
+                        out,
+                    )
                 },
             );
         for p in parts[..nparts].iter_mut() {
@@ -686,18 +696,27 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
 }
 
 /// Counts one bucket's offsets (from every part) into `scratch` and adds them into `out`.
-fn count_bucket<'a>(
-    lists: impl Iterator<Item = &'a [u16]> + Clone,
-    scratch: &mut [u32],
-    out: &mut [u64],
-) {
-    let total: usize = lists.clone().map(<[u16]>::len).sum();
+fn count_bucket(lists: &[&[u16]], scratch: &mut [u32], out: &mut [u64]) {
+    let total: usize = lists.iter().map(|l| l.len()).sum();
+    if total > SPLIT_BUCKET {
+        // A bucket holding a large share of the samples (skewed data) would leave the other
+        // workers idle: its lists are halved and the halves counted in parallel.
+        let (left, right): (Vec<&[u16]>, Vec<&[u16]>) =
+            lists.iter().map(|l| l.split_at(l.len() / 2)).unzip();
+        let mut right_out = vec![0u64; out.len()];
+        rayon::join(
+            || count_bucket(&left, scratch, out),
+            || count_bucket(&right, &mut vec![0u32; 4 * BUCKET_BINS], &mut right_out),
+        );
+        out.iter_mut().zip(&right_out).for_each(|(o, r)| *o += r);
+        return;
+    }
     // Many entries for one bucket means skewed data: interleave four copies.
     let ways = if total > 4 * BUCKET_BINS { 4 } else { 1 };
     let (s0, rest) = scratch.split_at_mut(BUCKET_BINS);
     let (s1, rest) = rest.split_at_mut(BUCKET_BINS);
     let (s2, s3) = rest.split_at_mut(BUCKET_BINS);
-    for list in lists {
+    for &list in lists {
         if ways == 4 {
             let mut quads = list.chunks_exact(4);
             for q in &mut quads {
@@ -883,8 +902,12 @@ mod simd_tests {
                     let r = next();
                     match i % 5 {
                         0 => edges64[(r as usize) % (n + 1)],
-                        1 => f64::from_bits(edges64[(r as usize) % (n + 1)].to_bits().wrapping_add(1)),
-                        2 => f64::from_bits(edges64[(r as usize) % (n + 1)].to_bits().wrapping_sub(1)),
+                        1 => f64::from_bits(
+                            edges64[(r as usize) % (n + 1)].to_bits().wrapping_add(1),
+                        ),
+                        2 => f64::from_bits(
+                            edges64[(r as usize) % (n + 1)].to_bits().wrapping_sub(1),
+                        ),
                         _ => {
                             lo - (hi - lo) * 0.1
                                 + (hi - lo) * 1.2 * ((r >> 11) as f64 / (1u64 << 53) as f64)
