@@ -374,9 +374,7 @@ fn plan_prints_the_plan_and_the_limits() {
     let r = smemkit(&["plan", "--bins", "256"]);
     assert!(r.ok, "{}", r.stderr);
     assert!(
-        r.stdout
-            .contains("no GPU found: limits of an H100 80GB HBM3")
-            && r.stdout.contains("strategy      shared"),
+        r.stdout.contains("limits of") && r.stdout.contains("strategy      shared"),
         "{}",
         r.stdout
     );
@@ -553,11 +551,14 @@ fn bad_inputs_give_one_clear_error_line() {
         &["hist", g, "--bins", "4", "--out-of-range", "wrap"],
         "unknown out-of-range policy",
     );
-    fails(
-        &dir,
-        &["hist", g, "--bins", "4", "--backend", "cuda"],
-        "CUDA",
-    );
+    // Without a GPU, asking for one is an error naming CUDA (on the device machine it just runs).
+    if !smemkit::cuda::is_available() {
+        fails(
+            &dir,
+            &["hist", g, "--bins", "4", "--backend", "cuda"],
+            "CUDA",
+        );
+    }
     fails(
         &dir,
         &[

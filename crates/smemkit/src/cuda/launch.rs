@@ -37,13 +37,24 @@ pub fn check(result: sys::CUresult, context: &str) -> Result<()> {
 /// belongs to the function, which threads share, so it must never shrink under another launch),
 /// and cluster sizes above the portable 8.
 pub fn prepare_function(func: &CudaFunction, shape: &LaunchShape, max_shared: u32) -> Result<()> {
+    // The opt-in limit covers static and dynamic shared memory together.
+    let static_bytes = func
+        .shared_size_bytes()
+        .map_err(|e| Error::Cuda {
+            context: "reading a kernel's static shared memory".into(),
+            message: format!("{e:?}"),
+        })?
+        .max(0) as u32;
+    let dynamic_limit = max_shared
+        .saturating_sub(static_bytes)
+        .max(shape.shared_bytes);
     // SAFETY: valid function handle owned by `func`; the attributes take plain integers.
     unsafe {
         check(
             sys::cuFuncSetAttribute(
                 func.cu_function(),
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                max_shared.max(shape.shared_bytes) as i32,
+                dynamic_limit as i32,
             ),
             "setting the dynamic shared memory limit",
         )?;
