@@ -20,9 +20,11 @@
 //!   between workers.
 //! - weighted: fixed blocks of [`WEIGHTED_BLOCK`] samples (or more when there are more bins), each
 //!   summed in sample order into its own f64 vector; the blocks are added into the result strictly in
-//!   block order. The sums are therefore the same on every run and with any number of threads; with
-//!   up to 2^16 bins and the `ignore` policy they are bit-identical to numpy's, which sums blocks of
-//!   65536 samples in the same order.
+//!   block order. The sums are therefore the same on every run and with any number of threads. For
+//!   uniform bins, up to 2^16 bins, float64 weights and the `ignore` policy they are also
+//!   bit-identical to `numpy.histogram`, which sums blocks of 65536 samples in the same order
+//!   (float32 weights: numpy rounds each block's sum to float32; explicit edges: numpy sums by
+//!   differences of cumulative sums, so only exactly representable sums agree bit for bit).
 
 use rayon::prelude::*;
 
