@@ -69,27 +69,43 @@ pub enum Slot {
 /// Uniform bins computed in float32, as numpy does for float32 samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UniformF32 {
+    /// Number of bins (`edges.len() - 1`).
     pub nbins: usize,
-    /// The lower edge as float32: samples below it are out of range.
+    /// The lower edge as float32: samples below it are out of range (`x < first`).
     pub first: f32,
+    /// The upper edge as float32: samples above it are out of range (`x > last`); `x == last`
+    /// is counted in the last bin.
     pub last: f32,
     /// `last - first`; numpy divides in float64 when the range came from the caller (Python floats)
     /// and in float32 when it came from the data.
     pub denom: f64,
+    /// Whether numpy's estimate `(x - first) / denom * nbins` is computed in float64 (`true`: the
+    /// float32 difference widened, divided by `denom`, times `nbins` as float64) or entirely in
+    /// float32 (`false`: `denom` and `nbins` rounded to float32).
     pub denom_is_f64: bool,
     /// The range in float64 as numpy's linspace saw it (after widening an empty range); the GPU
     /// recomputes the edges from it instead of reading `edges`.
     pub range64: (f64, f64),
+    /// numpy's `nbins + 1` edges in float32; the estimate is corrected against them: one down if
+    /// `x < edges[i]`, else one up if `x >= edges[i + 1]` (never past the last bin).
     pub edges: Vec<f32>,
 }
 
 /// Uniform bins computed in float64 (float64 and all integer samples).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UniformF64 {
+    /// Number of bins (`edges.len() - 1`).
     pub nbins: usize,
+    /// Lower edge: `x < first` is below the range.
     pub first: f64,
+    /// Upper edge: `x > last` is above the range, `x == last` goes to the last bin.
     pub last: f64,
+    /// The divisor of numpy's estimate `(x - first) / denom * nbins` (all float64). For integer
+    /// samples with an automatic range it is `max - min` computed exactly and rounded once, which
+    /// can differ from `last - first`.
     pub denom: f64,
+    /// numpy's `nbins + 1` edges (`linspace` in float64); the estimate is corrected against them
+    /// as for [`UniformF32::edges`].
     pub edges: Vec<f64>,
 }
 
