@@ -565,17 +565,29 @@ fn count_chunk<T: Sample, C: Codes<T>>(
     if let Some(n) = codes.integer_bins() {
         // integer bins: codes computed and counted in one loop, four samples per round
         let ic = IntegerCodes { n };
+        let code = |x: T| Codes::<T>::code(&ic, x) as usize;
+        let scratch = &mut scratch[..stride * ways];
         let mut quads = chunk.chunks_exact(4);
+        // SAFETY (all increments below): an integer code is at most n + 1 < stride, and
+        // `w * stride + code` with w < ways stays inside `scratch` (length stride * ways).
+        let w = [
+            0,
+            stride % (stride * ways),
+            (2 % ways) * stride,
+            (3 % ways) * stride,
+        ];
         for q in &mut quads {
-            count_codes!(
-                q.iter().map(|&x| Codes::<T>::code(&ic, x)),
-                scratch,
-                stride,
-                ways
-            );
+            let (a, b, c, d) = (code(q[0]), code(q[1]), code(q[2]), code(q[3]));
+            debug_assert!(a.max(b).max(c).max(d) < stride);
+            unsafe {
+                *scratch.get_unchecked_mut(w[0] + a) += 1;
+                *scratch.get_unchecked_mut(w[1] + b) += 1;
+                *scratch.get_unchecked_mut(w[2] + c) += 1;
+                *scratch.get_unchecked_mut(w[3] + d) += 1;
+            }
         }
         for &x in quads.remainder() {
-            scratch[Codes::<T>::code(&ic, x) as usize] += 1;
+            scratch[code(x)] += 1;
         }
         return;
     }
