@@ -93,6 +93,15 @@ impl DeviceLimits {
     }
 }
 
+/// Bytes of static shared memory the cluster and global kernels keep beside the dynamic counters
+/// (a per-block hot bin and its count); the opt-in limit covers both.
+pub const STATIC_SHARED_RESERVE: usize = 16;
+
+/// Bytes of dynamic shared memory one block can give to counters.
+pub fn counter_capacity(limits: &DeviceLimits) -> usize {
+    (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SHARED_RESERVE)
+}
+
 /// Threads per block of every histogram kernel.
 pub const BLOCK_THREADS: u32 = 512;
 
@@ -160,7 +169,7 @@ pub fn plan(
         reason,
     };
     let bytes = w.nbins * w.counter_bytes();
-    let smem = limits.smem_per_block_optin as usize;
+    let smem = counter_capacity(limits);
     let max_cluster = if limits.has_clusters() {
         limits.max_cluster_nonportable
     } else {
@@ -231,7 +240,7 @@ pub fn plan(
 
 fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
     let bytes = w.nbins * w.counter_bytes();
-    let smem = limits.smem_per_block_optin as usize;
+    let smem = counter_capacity(limits);
     if bytes <= smem {
         return shared_plan(
             w,
@@ -337,10 +346,10 @@ mod tests {
 
     #[test]
     fn largest_shared_histogram_fills_the_opt_in_limit() {
-        let p = plan(&w(58_112), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        let p = plan(&w(58_108), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Shared);
         assert_eq!(p.grid, 132, "one block per SM at the limit");
-        let p = plan(&w(58_113), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        let p = plan(&w(58_109), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Cluster { size: 2 });
     }
 
