@@ -22,6 +22,7 @@ fn choices() -> Vec<StrategyChoice> {
     let mut v = vec![StrategyChoice::Auto, StrategyChoice::Shared];
     v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
     v.push(StrategyChoice::Global);
+    v.push(StrategyChoice::Partition);
     v
 }
 
@@ -89,10 +90,18 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                         if flipped {
                             prepared.params.aggregate ^= 1;
                         }
-                        let result = dev::run_once(&prepared, &data)?;
+                        // A strategy that fails is reported and skipped: the other rows still count.
+                        let measured = dev::run_once(&prepared, &data)
+                            .and_then(|r| Ok((r, dev::time(&prepared, &data, WARMUP, args.runs)?)));
+                        let (result, times) = match measured {
+                            Ok(m) => m,
+                            Err(e) => {
+                                eprintln!("{choice:?} on {nbins} bins ({dist}): {e}");
+                                continue;
+                            }
+                        };
                         let correct = result.tallies == reference.tallies
                             && matches!((&result.counts, &reference.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b);
-                        let times = dev::time(&prepared, &data, WARMUP, args.runs)?;
                         let ms = median(&times) as f64;
                         let name = match choice {
                             StrategyChoice::Auto => "auto".to_string(),

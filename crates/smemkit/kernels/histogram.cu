@@ -378,6 +378,106 @@ extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long lo
     }
 }
 
+// ---- partition: bin ranges that fit shared memory, for bin counts beyond a cluster --------------
+//
+// Three passes over a batch: (1) count the samples of each bucket (a range of 2^bits bins) in shared
+// memory, and tally what falls outside; (2) scatter each sample's bin index into its bucket's
+// segment of an index array (the host turns the counts into segment offsets between the passes);
+// (3) each block walks a contiguous run of the index array, one bucket segment at a time, counting
+// in a shared-memory histogram of 2^bits bins and adding it to the result. Every sample costs shared
+// atomics only; global memory sees the index array and one flush per segment instead of one L2
+// atomic per sample.
+
+struct BucketSink {
+    unsigned* cnt;
+    unsigned bits;
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(cnt + (bin >> bits), (unsigned)amount); }
+};
+
+template <int MODE>
+__device__ void part_count(const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,
+                           unsigned long long* bucket_counts, unsigned long long* tallies) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned* cnt = reinterpret_cast<unsigned*>(smem_raw);
+    for (unsigned b = threadIdx.x; b < nbuckets; b += blockDim.x) cnt[b] = 0;
+    __syncthreads();
+    BucketSink sink{cnt, bits};
+    Tally t{0, 0, 0};
+    p.aggregate = 0;
+    process<MODE, void>(in, n, (const void*)0, p, sink, t);
+    __syncthreads();
+    flush_counters(cnt, nbuckets, bucket_counts);
+    flush_tally(t, tallies);
+}
+
+#define PART_K 16
+
+template <int MODE>
+__device__ void part_scatter(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned bits,
+                             unsigned nbuckets, unsigned long long* cursor, unsigned* __restrict__ idx) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned long long* base = reinterpret_cast<unsigned long long*>(smem_raw);
+    unsigned* cnt = reinterpret_cast<unsigned*>(base + nbuckets);
+    const unsigned long long tile = (unsigned long long)blockDim.x * PART_K;
+    const unsigned long long ntiles = (n + tile - 1) / tile;
+    Tally ignored{0, 0, 0};
+    for (unsigned long long t0 = blockIdx.x; t0 < ntiles; t0 += gridDim.x) {
+        for (unsigned b = threadIdx.x; b < nbuckets; b += blockDim.x) cnt[b] = 0;
+        __syncthreads();
+        long long bin[PART_K];
+        unsigned rank[PART_K];
+#pragma unroll
+        for (int k = 0; k < PART_K; k++) {
+            unsigned long long i = t0 * tile + (unsigned long long)k * blockDim.x + threadIdx.x;
+            bin[k] = i < n ? resolve(locate<MODE>(in[i], p), p, ignored) : -1;
+            rank[k] = bin[k] >= 0 ? atomicAdd(cnt + ((unsigned long long)bin[k] >> bits), 1u) : 0;
+        }
+        __syncthreads();
+        for (unsigned b = threadIdx.x; b < nbuckets; b += blockDim.x)
+            if (cnt[b]) base[b] = atomicAdd(cursor + b, (unsigned long long)cnt[b]);
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < PART_K; k++)
+            if (bin[k] >= 0) idx[base[(unsigned long long)bin[k] >> bits] + rank[k]] = (unsigned)bin[k];
+        __syncthreads();
+    }
+}
+
+// offsets: nbuckets + 1 segment boundaries of the index array (offsets[nbuckets] = total).
+extern "C" __global__ void __launch_bounds__(512) hist_part_bins(const unsigned* __restrict__ idx,
+                                                                const unsigned long long* __restrict__ offsets,
+                                                                unsigned nbuckets, unsigned bits,
+                                                                unsigned long long nbins, unsigned long long* out) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned long long total = offsets[nbuckets];
+    const unsigned long long chunk = (total + gridDim.x - 1) / gridDim.x;
+    const unsigned long long cs = (unsigned long long)blockIdx.x * chunk;
+    const unsigned long long ce = cs + chunk < total ? cs + chunk : total;
+    if (cs >= ce) return;
+    // The first bucket whose segment ends after cs (every thread finds the same one).
+    unsigned lo = 0, hi = nbuckets;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (offsets[mid + 1] <= cs) lo = mid + 1; else hi = mid;
+    }
+    const unsigned width = 1u << bits;
+    for (unsigned b = lo; b < nbuckets && offsets[b] < ce; b++) {
+        unsigned long long s0 = offsets[b] > cs ? offsets[b] : cs;
+        unsigned long long s1 = offsets[b + 1] < ce ? offsets[b + 1] : ce;
+        if (s0 >= s1) continue;
+        for (unsigned j = threadIdx.x; j < width; j += blockDim.x) h[j] = 0;
+        __syncthreads();
+        const unsigned first = b << bits;
+        for (unsigned long long i = s0 + threadIdx.x; i < s1; i += blockDim.x) atomicAdd(h + (__ldg(idx + i) - first), 1u);
+        __syncthreads();
+        unsigned long long count = nbins - first < width ? nbins - first : width;
+        flush_counters(h, count, out + first);
+        __syncthreads();
+    }
+}
+
 // ---- extern "C" entry points -----------------------------------------------------------------
 
 #define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT, GOUT)                                                         \
@@ -394,7 +494,20 @@ extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long lo
         global_kernel<MODE, WTYPE, GOUT>(in, n, w, p, out, t);                                                    \
     }
 
+#define PART_KERNELS(MODE, MNAME)                                                                              \
+    extern "C" __global__ void __launch_bounds__(512) hist_part_count_##MNAME(                                  \
+        const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,               \
+        unsigned long long* bucket_counts, unsigned long long* t) {                                            \
+        part_count<MODE>(in, n, p, bits, nbuckets, bucket_counts, t);                                          \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(512) hist_part_scatter_##MNAME(                                \
+        const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,               \
+        unsigned long long* cursor, unsigned* idx) {                                                           \
+        part_scatter<MODE>(in, n, p, bits, nbuckets, cursor, idx);                                             \
+    }
+
 #define HIST_MODE(MODE, MNAME)                                             \
+    PART_KERNELS(MODE, MNAME)                                              \
     HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \
     HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
     HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)

@@ -88,6 +88,9 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
             v.push(StrategyChoice::Cluster(Some(k)));
         }
     }
+    if !weighted && nbins <= smemkit::plan::PARTITION_MAX_BUCKETS << smemkit::plan::PARTITION_BITS {
+        v.push(StrategyChoice::Partition);
+    }
     v
 }
 
@@ -476,6 +479,7 @@ fn small_run_for_sanitizers() {
         StrategyChoice::Cluster(Some(2)),
         StrategyChoice::Cluster(Some(16)),
         StrategyChoice::Global,
+        StrategyChoice::Partition,
     ] {
         check(
             Samples::I32(&data),
@@ -496,13 +500,27 @@ fn small_run_for_sanitizers() {
             choice,
             "sanitizer floats",
         );
+        if choice != StrategyChoice::Partition {
+            check(
+                Samples::F32(&floats),
+                Some(Weights::F32(&w)),
+                BinSpec::Edges(vec![-5.0, 0.0, 1.0, 100.0, 1000.0]),
+                OutOfRange::Ignore,
+                choice,
+                "sanitizer edges",
+            );
+        }
+    }
+    // Several partition buckets, and a cluster holding many bins per block.
+    let wide = ints(50_021, 100_000, Dist::Hot, &mut r);
+    for choice in [StrategyChoice::Partition, StrategyChoice::Cluster(Some(2))] {
         check(
-            Samples::F32(&floats),
-            Some(Weights::F32(&w)),
-            BinSpec::Edges(vec![-5.0, 0.0, 1.0, 100.0, 1000.0]),
+            Samples::I32(&wide),
+            None,
+            BinSpec::Integer { nbins: 100_000 },
             OutOfRange::Ignore,
             choice,
-            "sanitizer edges",
+            "sanitizer wide",
         );
     }
 }

@@ -88,6 +88,8 @@ pub fn kernel_name(strategy: &Strategy, binning: &Binning, weights: WeightKind) 
         Strategy::Shared => "shared",
         Strategy::Cluster { .. } => "cluster",
         Strategy::Global => "global",
+        // The first of the partition passes; the others are looked up beside it.
+        Strategy::Partition => return format!("hist_part_count_{}", mode_name(binning)),
     };
     format!("hist_{s}_{}_{}", mode_name(binning), weights.suffix())
 }
@@ -113,6 +115,8 @@ pub struct Prepared {
     func: cudarc::driver::CudaFunction,
     /// Global strategy, counts: the u32 counters and the kernel that folds them into u64.
     fold: Option<(CudaSlice<u32>, cudarc::driver::CudaFunction)>,
+    /// Partition strategy: the later passes and their buffers.
+    partition: Option<Partition>,
     _edges: Option<CudaSlice<f64>>,
 }
 
@@ -224,7 +228,16 @@ impl Prepared {
         } else {
             None
         };
+        let partition = if plan.strategy == Strategy::Partition {
+            let p = Partition::new(&gpu, sample_type, binning, &func)?;
+            shape.grid = p.count_grid;
+            plan.grid = p.bins_grid;
+            Some(p)
+        } else {
+            None
+        };
         Ok(Prepared {
+            partition,
             fold,
             gpu,
             plan,
@@ -276,6 +289,10 @@ impl Prepared {
         tallies: u64,
     ) -> Result<()> {
         self.gpu.bind()?;
+        if let Some(part) = &self.partition {
+            // SAFETY: forwarded from the caller.
+            return unsafe { part.launch(self, input, n, out, tallies) };
+        }
         let elem = self.sample_type.size() as u64;
         let welem = match self.weights {
             WeightKind::F64 => 8,
@@ -448,4 +465,196 @@ fn run_host<T: Sample + DeviceRepr>(
         },
         detail: p.detail(),
     })
+}
+
+/// Samples per batch of the partition passes (the index array holds one u32 per sample).
+pub const PARTITION_BATCH: usize = 1 << 28;
+
+/// The partition strategy's later passes, launch sizes and buffers (see `histogram.cu`).
+struct Partition {
+    scatter: cudarc::driver::CudaFunction,
+    bins: cudarc::driver::CudaFunction,
+    nbuckets: usize,
+    count_grid: u32,
+    scatter_grid: u32,
+    bins_grid: u32,
+    buffers: std::sync::Mutex<PartitionBuffers>,
+}
+
+struct PartitionBuffers {
+    bucket_counts: CudaSlice<u64>,
+    cursor: CudaSlice<u64>,
+    offsets: CudaSlice<u64>,
+    idx: Option<CudaSlice<u32>>,
+}
+
+impl Partition {
+    fn new(
+        gpu: &Arc<Gpu>,
+        sample_type: SampleType,
+        binning: &Binning,
+        count: &cudarc::driver::CudaFunction,
+    ) -> Result<Partition> {
+        let defines = sample_defines(sample_type);
+        let scatter = gpu.function(
+            &HISTOGRAM,
+            &defines,
+            &format!("hist_part_scatter_{}", mode_name(binning)),
+        )?;
+        let bins = gpu.function(&HISTOGRAM, &defines, "hist_part_bins")?;
+        let nbuckets = binning.nbins().div_ceil(1 << plan::PARTITION_BITS);
+        let optin = gpu.limits.smem_per_block_optin;
+        let grid = |f: &cudarc::driver::CudaFunction, shared: u32| -> Result<u32> {
+            launch::prepare_function(
+                f,
+                &LaunchShape {
+                    grid: 1,
+                    block: plan::BLOCK_THREADS,
+                    shared_bytes: shared,
+                    cluster: 1,
+                },
+                optin,
+            )?;
+            let per_sm = f
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    plan::BLOCK_THREADS,
+                    shared as usize,
+                    None,
+                )
+                .map_err(cuda_err("querying occupancy"))?;
+            Ok(per_sm.max(1) * gpu.limits.sm_count)
+        };
+        let count_grid = grid(count, Self::count_shared(nbuckets))?;
+        let scatter_grid = grid(&scatter, Self::scatter_shared(nbuckets))?;
+        let bins_grid = grid(&bins, 4 << plan::PARTITION_BITS)?;
+        let s = &gpu.stream;
+        let buffers = PartitionBuffers {
+            bucket_counts: s
+                .alloc_zeros::<u64>(nbuckets)
+                .map_err(cuda_err("allocating bucket counts"))?,
+            cursor: s
+                .alloc_zeros::<u64>(nbuckets)
+                .map_err(cuda_err("allocating bucket cursors"))?,
+            offsets: s
+                .alloc_zeros::<u64>(nbuckets + 1)
+                .map_err(cuda_err("allocating bucket offsets"))?,
+            idx: None,
+        };
+        Ok(Partition {
+            scatter,
+            bins,
+            nbuckets,
+            count_grid,
+            scatter_grid,
+            bins_grid,
+            buffers: std::sync::Mutex::new(buffers),
+        })
+    }
+
+    fn count_shared(nbuckets: usize) -> u32 {
+        (nbuckets * 4) as u32
+    }
+
+    fn scatter_shared(nbuckets: usize) -> u32 {
+        (nbuckets * 12) as u32
+    }
+
+    /// # Safety
+    /// As [`Prepared::launch_device`].
+    unsafe fn launch(
+        &self,
+        p: &Prepared,
+        input: u64,
+        n: usize,
+        out: u64,
+        tallies: u64,
+    ) -> Result<()> {
+        let stream = &p.gpu.stream;
+        let mut guard = self.buffers.lock().expect("partition buffers");
+        let bufs = &mut *guard;
+        let batch = n.min(PARTITION_BATCH);
+        if !bufs.idx.as_ref().is_some_and(|b| b.len() >= batch) {
+            // SAFETY: every index the third pass reads was written by the second.
+            bufs.idx = Some(
+                unsafe { stream.alloc::<u32>(batch.max(1)) }
+                    .map_err(cuda_err("allocating the partition index array"))?,
+            );
+        }
+        let (bits, nb) = (plan::PARTITION_BITS, self.nbuckets as u32);
+        let elem = p.sample_type.size() as u64;
+        let cfg = |grid: u32, shared: u32| LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (plan::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: shared,
+        };
+        let mut start = 0usize;
+        while start < n {
+            let len = (n - start).min(PARTITION_BATCH);
+            let (in_ptr, len64) = (input + start as u64 * elem, len as u64);
+            stream
+                .memset_zeros(&mut bufs.bucket_counts)
+                .map_err(cuda_err("zeroing bucket counts"))?;
+            let counts_ptr = bufs.bucket_counts.device_ptr(stream).0;
+            let mut b = stream.launch_builder(&p.func);
+            b.arg(&in_ptr)
+                .arg(&len64)
+                .arg(&p.params)
+                .arg(&bits)
+                .arg(&nb)
+                .arg(&counts_ptr)
+                .arg(&tallies);
+            // SAFETY: hist_part_count_*(in, n, BinParams, bits, nbuckets, bucket_counts, tallies).
+            unsafe { b.launch(cfg(self.count_grid, Self::count_shared(self.nbuckets))) }
+                .map_err(cuda_err("launching the bucket count"))?;
+            let counts = stream
+                .clone_dtoh(&bufs.bucket_counts)
+                .map_err(cuda_err("reading bucket counts (a kernel may have failed)"))?;
+            let mut offsets = Vec::with_capacity(counts.len() + 1);
+            let mut total = 0u64;
+            for c in &counts {
+                offsets.push(total);
+                total += c;
+            }
+            offsets.push(total);
+            stream
+                .memcpy_htod(&offsets, &mut bufs.offsets)
+                .map_err(cuda_err("copying bucket offsets"))?;
+            stream
+                .memcpy_htod(&offsets[..counts.len()], &mut bufs.cursor)
+                .map_err(cuda_err("copying bucket cursors"))?;
+            let cursor_ptr = bufs.cursor.device_ptr(stream).0;
+            let offsets_ptr = bufs.offsets.device_ptr(stream).0;
+            let idx_ptr = bufs
+                .idx
+                .as_ref()
+                .expect("allocated above")
+                .device_ptr(stream)
+                .0;
+            let mut b = stream.launch_builder(&self.scatter);
+            b.arg(&in_ptr)
+                .arg(&len64)
+                .arg(&p.params)
+                .arg(&bits)
+                .arg(&nb)
+                .arg(&cursor_ptr)
+                .arg(&idx_ptr);
+            // SAFETY: hist_part_scatter_*(in, n, BinParams, bits, nbuckets, cursor, idx); idx holds
+            // at least `len` entries and the cursors start at the offsets of the counted samples.
+            unsafe { b.launch(cfg(self.scatter_grid, Self::scatter_shared(self.nbuckets))) }
+                .map_err(cuda_err("launching the scatter"))?;
+            let nbins = p.nbins as u64;
+            let mut b = stream.launch_builder(&self.bins);
+            b.arg(&idx_ptr)
+                .arg(&offsets_ptr)
+                .arg(&nb)
+                .arg(&bits)
+                .arg(&nbins)
+                .arg(&out);
+            // SAFETY: hist_part_bins(idx, offsets, nbuckets, bits, nbins, out); out holds nbins u64.
+            unsafe { b.launch(cfg(self.bins_grid, 4 << bits)) }
+                .map_err(cuda_err("launching the bucket histograms"))?;
+            start += len;
+        }
+        Ok(())
+    }
 }

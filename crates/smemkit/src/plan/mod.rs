@@ -15,6 +15,9 @@ pub enum Strategy {
     Cluster { size: u32 },
     /// Counters in global memory (they live in L2 while they fit).
     Global,
+    /// Samples first partitioned into bucket ranges of `2^PARTITION_BITS` bins, then each range
+    /// counted in shared memory.
+    Partition,
 }
 
 impl Strategy {
@@ -24,6 +27,7 @@ impl Strategy {
             Strategy::Shared => "shared".into(),
             Strategy::Cluster { size } => format!("cluster{size}"),
             Strategy::Global => "global".into(),
+            Strategy::Partition => "partition".into(),
         }
     }
 }
@@ -43,6 +47,7 @@ pub enum StrategyChoice {
     /// A cluster; `None` lets the planner pick the size.
     Cluster(Option<u32>),
     Global,
+    Partition,
 }
 
 impl StrategyChoice {
@@ -51,12 +56,15 @@ impl StrategyChoice {
             ("auto", None) => Ok(StrategyChoice::Auto),
             ("shared", None) => Ok(StrategyChoice::Shared),
             ("global", None) => Ok(StrategyChoice::Global),
+            ("partition", None) => Ok(StrategyChoice::Partition),
             ("cluster", k) => Ok(StrategyChoice::Cluster(k)),
-            (s @ ("auto" | "shared" | "global"), Some(_)) => Err(crate::Error::InvalidArgument(
-                format!("--cluster-size only applies to --strategy cluster, not {s}"),
-            )),
+            (s @ ("auto" | "shared" | "global" | "partition"), Some(_)) => {
+                Err(crate::Error::InvalidArgument(format!(
+                    "--cluster-size only applies to --strategy cluster, not {s}"
+                )))
+            }
             _ => Err(crate::Error::InvalidArgument(format!(
-                "unknown strategy `{text}` (expected auto, shared, cluster or global)"
+                "unknown strategy `{text}` (expected auto, shared, cluster, global or partition)"
             ))),
         }
     }
@@ -101,6 +109,12 @@ pub const STATIC_SHARED_RESERVE: usize = 16;
 pub fn counter_capacity(limits: &DeviceLimits) -> usize {
     (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SHARED_RESERVE)
 }
+
+/// log2 of the bins in one partition bucket: 2^14 u32 counters (64 KiB) per block in the counting
+/// pass, so three blocks share an SM.
+pub const PARTITION_BITS: u32 = 14;
+/// Most buckets the partition passes handle (their counters and offsets live in shared memory).
+pub const PARTITION_MAX_BUCKETS: usize = 4096;
 
 /// Threads per block of every histogram kernel.
 pub const BLOCK_THREADS: u32 = 512;
@@ -189,6 +203,7 @@ pub fn plan(
             Ok(shared_plan(w, limits, "forced".into()))
         }
         StrategyChoice::Global => Ok(global_plan(limits, "forced".into())),
+        StrategyChoice::Partition => partition_plan(w, limits, "forced".into()),
         StrategyChoice::Cluster(size) => {
             if !limits.has_clusters() {
                 return Err(unsupported(
@@ -313,6 +328,41 @@ fn cluster_plan(w: &Workload, limits: &DeviceLimits, size: u32, reason: String) 
     }
 }
 
+fn partition_plan(
+    w: &Workload,
+    limits: &DeviceLimits,
+    reason: String,
+) -> Result<Plan, crate::Error> {
+    let unsupported = |reason: String| crate::Error::StrategyUnsupported {
+        strategy: "partition".into(),
+        reason,
+    };
+    if w.weighted {
+        return Err(unsupported(
+            "the partition passes count samples; weighted sums use the other strategies".into(),
+        ));
+    }
+    let buckets = w.nbins.div_ceil(1 << PARTITION_BITS);
+    if buckets > PARTITION_MAX_BUCKETS {
+        return Err(unsupported(format!(
+            "{} bins make {} buckets of {} bins, more than {}",
+            w.nbins,
+            buckets,
+            1 << PARTITION_BITS,
+            PARTITION_MAX_BUCKETS
+        )));
+    }
+    let shared_bytes = 4u32 << PARTITION_BITS;
+    Ok(Plan {
+        strategy: Strategy::Partition,
+        grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),
+        block: BLOCK_THREADS,
+        shared_bytes,
+        bins_per_block: 1 << PARTITION_BITS,
+        reason,
+    })
+}
+
 fn global_plan(limits: &DeviceLimits, reason: String) -> Plan {
     Plan {
         strategy: Strategy::Global,
@@ -423,5 +473,44 @@ mod tests {
         );
         assert!(StrategyChoice::parse("shared", Some(4)).is_err());
         assert!(StrategyChoice::parse("bogus", None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod partition_tests {
+    use super::*;
+
+    #[test]
+    fn partition_counts_only_and_is_bounded() {
+        let w = |nbins, weighted| Workload {
+            nbins,
+            sample_type: SampleType::I32,
+            weighted,
+        };
+        let p = plan(
+            &w(1 << 24, false),
+            &DeviceLimits::H100,
+            StrategyChoice::Partition,
+        )
+        .unwrap();
+        assert_eq!(p.strategy, Strategy::Partition);
+        assert_eq!(p.bins_per_block, 1 << PARTITION_BITS);
+        assert!(plan(
+            &w(1 << 20, true),
+            &DeviceLimits::H100,
+            StrategyChoice::Partition
+        )
+        .is_err());
+        let too_many = (PARTITION_MAX_BUCKETS << PARTITION_BITS) + 1;
+        assert!(plan(
+            &w(too_many, false),
+            &DeviceLimits::H100,
+            StrategyChoice::Partition
+        )
+        .is_err());
+        assert_eq!(
+            StrategyChoice::parse("partition", None).unwrap(),
+            StrategyChoice::Partition
+        );
     }
 }
