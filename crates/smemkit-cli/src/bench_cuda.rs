@@ -18,12 +18,29 @@ use crate::cli::BenchArgs;
 const WARMUP: usize = 3;
 
 /// Every strategy worth timing for a bin count: the planner's, shared, each cluster size, global.
-fn choices() -> Vec<StrategyChoice> {
+fn all_choices() -> Vec<StrategyChoice> {
     let mut v = vec![StrategyChoice::Auto, StrategyChoice::Shared];
     v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
     v.push(StrategyChoice::Global);
     v.push(StrategyChoice::Partition);
     v
+}
+
+/// The strategies named by `--strategies` (all when none is named).
+fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
+    if names.is_empty() {
+        return Ok(all_choices());
+    }
+    names
+        .iter()
+        .map(
+            |name| match name.strip_prefix("cluster").map(str::parse::<u32>) {
+                Some(Ok(k)) => Ok(StrategyChoice::Cluster(Some(k))),
+                _ => StrategyChoice::parse(name, None)
+                    .with_context(|| format!("--strategies {name}")),
+            },
+        )
+        .collect()
 }
 
 fn short_name(t: SampleType) -> &'static str {
@@ -53,6 +70,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
         .filter(|_| args.log2_n <= 34)
         .context("--log2-n must be at most 34")?;
     let commit = commit();
+    let strategies = choices(&args.strategies)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
@@ -70,8 +88,11 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                 let reference = smemkit::with_samples!(host.as_samples(), s =>
                     smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
                 drop(host);
-                for choice in choices() {
+                for &choice in &strategies {
                     for flipped in [false, true] {
+                        if flipped && !args.flip_aggregation {
+                            continue;
+                        }
                         let mut prepared = match Prepared::new(
                             gpu.clone(),
                             ty,

@@ -147,4 +147,11 @@ pub struct BenchArgs {
     /// Seed of the generated data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// GPU only: strategies to time, comma-separated (auto, shared, cluster2 ... cluster16, global,
+    /// partition); all of them by default.
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Vec<String>,
+    /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).
+    #[arg(long)]
+    pub flip_aggregation: bool,
 }

@@ -266,7 +266,24 @@ fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
             ),
         );
     }
-    if limits.has_clusters() {
+    // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/): for counts of integer
+    // samples the partition passes beat every other strategy just beyond one block (131072 bins:
+    // 418 GB/s uniform, 421 hot, against 341 / 516 for clusters of 4 and 316 / 1525 for global);
+    // between 2^18 and 2^22 bins global atomics with the per-block hot bin win (1M bins: 340
+    // uniform, 1514 hot; partition 203 / 398); beyond 2^22 the counters leave L2 and partition wins
+    // again on uniform data (16M: 156 against 88). Float samples locate each sample twice in the
+    // partition passes, which costs more than it saves near one block (f32, 131072 bins: 174
+    // against 304 for global).
+    let bucketable = plan_partition_ok(w);
+    if bucketable && !w.sample_type.is_float() && w.nbins <= AUTO_PARTITION_SMALL_MAX {
+        return partition_plan(w, limits, format!("{} bins just beyond one block: partition passes measured fastest for integer samples up to {} bins", w.nbins, AUTO_PARTITION_SMALL_MAX))
+            .expect("checked by plan_partition_ok");
+    }
+    if bucketable && w.nbins > AUTO_PARTITION_LARGE_MIN {
+        return partition_plan(w, limits, format!("{} bins of counters would not stay in L2: partition passes measured fastest beyond {} bins", w.nbins, AUTO_PARTITION_LARGE_MIN))
+            .expect("checked by plan_partition_ok");
+    }
+    if w.weighted && limits.has_clusters() {
         if let Some(k) = smallest_cluster(
             bytes,
             smem,
@@ -276,11 +293,29 @@ fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
                 w,
                 limits,
                 k,
-                format!("{} bytes of counters fit a cluster of {} blocks (measured faster than global atomics up to {} blocks)", bytes, k, AUTO_CLUSTER_MAX),
+                format!(
+                    "{} bytes of weight sums fit a cluster of {} blocks",
+                    bytes, k
+                ),
             );
         }
     }
-    global_plan(limits, format!("{} bytes of counters exceed what the measured-fast clusters hold: global atomics in L2", bytes))
+    global_plan(
+        limits,
+        format!(
+            "{} bins: global atomics in L2, with warp aggregation and a per-block hot bin",
+            w.nbins
+        ),
+    )
+}
+
+/// Integer samples up to this many bins go to the partition passes (above one block's capacity).
+pub const AUTO_PARTITION_SMALL_MAX: usize = 1 << 18;
+/// Beyond this many bins the counters leave L2 and the partition passes take over again.
+pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;
+
+fn plan_partition_ok(w: &Workload) -> bool {
+    !w.weighted && w.nbins.div_ceil(1 << PARTITION_BITS) <= PARTITION_MAX_BUCKETS
 }
 
 fn smallest_cluster(bytes: usize, smem: usize, max: u32) -> Option<u32> {
@@ -400,7 +435,7 @@ mod tests {
         assert_eq!(p.strategy, Strategy::Shared);
         assert_eq!(p.grid, 132, "one block per SM at the limit");
         let p = plan(&w(58_109), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-        assert_eq!(p.strategy, Strategy::Cluster { size: 2 });
+        assert_eq!(p.strategy, Strategy::Partition);
     }
 
     #[test]
@@ -415,9 +450,30 @@ mod tests {
     }
 
     #[test]
-    fn huge_bins_go_to_global_memory() {
-        let p = plan(&w(1 << 24), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-        assert_eq!(p.strategy, Strategy::Global);
+    fn bins_beyond_a_block_follow_the_measured_crossovers() {
+        let at = |nbins, t| {
+            plan(
+                &Workload {
+                    nbins,
+                    sample_type: t,
+                    weighted: false,
+                },
+                &DeviceLimits::H100,
+                StrategyChoice::Auto,
+            )
+            .unwrap()
+            .strategy
+        };
+        assert_eq!(at(131_072, SampleType::I32), Strategy::Partition);
+        assert_eq!(at(131_072, SampleType::F32), Strategy::Global);
+        assert_eq!(at(1 << 20, SampleType::I32), Strategy::Global);
+        assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
+        let p = plan(&w(1 << 27), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        assert_eq!(
+            p.strategy,
+            Strategy::Global,
+            "beyond the partition's buckets"
+        );
         assert_eq!(p.shared_bytes, 0);
     }
 
@@ -458,7 +514,7 @@ mod tests {
         };
         assert!(plan(&w(10), &old, StrategyChoice::Cluster(None)).is_err());
         assert_eq!(
-            plan(&w(100_000), &old, StrategyChoice::Auto)
+            plan(&w(1 << 20), &old, StrategyChoice::Auto)
                 .unwrap()
                 .strategy,
             Strategy::Global
