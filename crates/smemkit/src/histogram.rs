@@ -158,11 +158,7 @@ pub fn histogram(
         }
     }
     let binning = Binning::resolve(&options.bins, samples)?;
-    let backend = match options.backend {
-        Backend::Auto if crate::cuda::is_available() => Backend::Cuda,
-        Backend::Auto => Backend::Cpu,
-        b => b,
-    };
+    let backend = crate::cuda::resolve_backend(options.backend);
     let start = Instant::now();
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {

@@ -14,15 +14,23 @@
 pub mod bins;
 pub mod cpu;
 pub mod cuda;
+pub mod element;
 pub mod error;
 pub mod histogram;
 pub mod plan;
+pub mod reverse;
 pub mod sample;
+pub mod stencil;
+pub mod transpose;
 
 pub use bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
 pub use histogram::{
     histogram, Backend, Counts, EngineReport, Histogram, HistogramOptions, Tallies,
 };
 pub use plan::{Strategy, StrategyChoice};
+pub use reverse::{reverse, ReverseKernel};
 pub use sample::{Sample, SampleType, Samples, Weights};
+pub use stencil::{stencil1d, Boundary};
+pub use transpose::transpose;

@@ -2,3 +2,6 @@
 //! machine without a GPU, and it is the reference the GPU engine is tested against.
 
 pub mod histogram;
+pub mod reverse;
+pub mod stencil;
+pub mod transpose;

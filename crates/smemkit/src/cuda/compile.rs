@@ -24,6 +24,21 @@ pub const HISTOGRAM: KernelSource = KernelSource {
     name: "histogram.cu",
     text: include_str!("../../kernels/histogram.cu"),
 };
+/// The 1D stencil with halo.
+pub const STENCIL: KernelSource = KernelSource {
+    name: "stencil.cu",
+    text: include_str!("../../kernels/stencil.cu"),
+};
+/// Padded and unpadded tiled transposes.
+pub const TRANSPOSE: KernelSource = KernelSource {
+    name: "transpose.cu",
+    text: include_str!("../../kernels/transpose.cu"),
+};
+/// Reversal with static, dynamic and carved shared memory.
+pub const REVERSE: KernelSource = KernelSource {
+    name: "reverse.cu",
+    text: include_str!("../../kernels/reverse.cu"),
+};
 /// Device-side generators of benchmark data.
 pub const GENERATE: KernelSource = KernelSource {
     name: "generate.cu",
@@ -228,6 +243,48 @@ mod tests {
         let ptx = compile_uncached(&GENERATE, &options(&root, "compute_90a", &[])).unwrap();
         for k in ["generate_i32", "generate_u8", "generate_f32"] {
             assert!(ptx.contains(&format!(".entry {k}(")), "{k} missing");
+        }
+    }
+
+    #[test]
+    fn array_operation_kernels_compile_for_hopper() {
+        let Some(root) = toolchain() else { return };
+        let types = [
+            "unsigned char",
+            "unsigned short",
+            "unsigned int",
+            "unsigned long long",
+            "float",
+            "double",
+        ];
+        for t in types {
+            let d = [("ELEM_T", t.to_string())];
+            let ptx = compile_uncached(&TRANSPOSE, &options(&root, "compute_90a", &d))
+                .unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert!(
+                ptx.contains(".entry transpose_padded(")
+                    && ptx.contains(".entry transpose_unpadded(")
+            );
+            let ptx = compile_uncached(&REVERSE, &options(&root, "compute_90a", &d))
+                .unwrap_or_else(|e| panic!("{t}: {e}"));
+            for k in ["reverse_static", "reverse_dynamic", "reverse_carved"] {
+                assert!(ptx.contains(&format!(".entry {k}(")), "{t}: {k}");
+            }
+        }
+        for (t, acc, weighted) in [
+            ("float", "float", 1),
+            ("double", "double", 1),
+            ("int", "unsigned int", 0),
+            ("long long", "unsigned long long", 0),
+        ] {
+            let d = [
+                ("ELEM_T", t.to_string()),
+                ("ACC_T", acc.to_string()),
+                ("WEIGHTED", weighted.to_string()),
+            ];
+            let ptx = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d))
+                .unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert!(ptx.contains(".entry stencil1d("), "{t}");
         }
     }
 

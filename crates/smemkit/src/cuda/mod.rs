@@ -8,9 +8,19 @@ pub mod compile;
 pub mod device;
 pub mod histogram;
 pub mod launch;
+pub mod ops;
 pub mod params;
 
 pub use device::{gpu, Gpu};
+
+/// `Auto` becomes `Cuda` when a GPU can be used and `Cpu` otherwise; explicit choices stay.
+pub fn resolve_backend(backend: crate::Backend) -> crate::Backend {
+    match backend {
+        crate::Backend::Auto if is_available() => crate::Backend::Cuda,
+        crate::Backend::Auto => crate::Backend::Cpu,
+        b => b,
+    }
+}
 
 /// True when a CUDA driver and at least one device can be used.
 pub fn is_available() -> bool {

@@ -1,0 +1,31 @@
+//! Matrix transpose of a row-major `rows x cols` array of 1-, 2-, 4- or 8-byte elements, any shape.
+//! The GPU kernel goes through padded shared-memory tiles (see `kernels/transpose.cu`).
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::histogram::Backend;
+
+/// Transposes `input` (`rows x cols`, row-major) into a `cols x rows` row-major array.
+pub fn transpose<T: Element>(
+    input: &[T],
+    rows: usize,
+    cols: usize,
+    backend: Backend,
+) -> Result<Vec<T>> {
+    if rows.checked_mul(cols) != Some(input.len()) {
+        return Err(Error::InvalidArgument(format!(
+            "a {rows} x {cols} matrix has {} elements, the input has {}",
+            rows as u128 * cols as u128,
+            input.len()
+        )));
+    }
+    match crate::cuda::resolve_backend(backend) {
+        Backend::Cuda => crate::cuda::ops::transpose(
+            input,
+            rows,
+            cols,
+            crate::cuda::ops::TransposeKernel::Padded,
+        ),
+        _ => Ok(crate::cpu::transpose::transpose(input, rows, cols)),
+    }
+}
