@@ -25,6 +25,12 @@ pub enum Command {
     Plan(PlanArgs),
     /// Benchmark the histogram engine; prints JSON lines (shared/BENCH.md schema).
     Bench(BenchArgs),
+    /// 1D stencil with a halo over a .npy array (weighted for floats, plain sum for integers).
+    Stencil(crate::ops_cmd::StencilArgs),
+    /// Transpose a 2-D .npy array.
+    Transpose(crate::ops_cmd::TransposeArgs),
+    /// Reverse a .npy array (flat).
+    Reverse(crate::ops_cmd::ReverseArgs),
 }
 
 const HIST_AFTER_HELP: &str = "\

@@ -8,6 +8,7 @@ mod commit;
 mod device;
 mod hist;
 mod input;
+mod ops_cmd;
 mod output;
 mod plan_cmd;
 
@@ -26,6 +27,9 @@ fn main() -> ExitCode {
         Command::Hist(a) => hist::run(a, &mut out),
         Command::Plan(a) => plan_cmd::run(a, &mut out),
         Command::Bench(a) => bench::run(a, &mut out),
+        Command::Stencil(a) => ops_cmd::stencil(a),
+        Command::Transpose(a) => ops_cmd::transpose(a),
+        Command::Reverse(a) => ops_cmd::reverse(a),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

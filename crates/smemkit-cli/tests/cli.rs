@@ -602,3 +602,122 @@ fn bad_inputs_give_one_clear_error_line() {
     }
     assert!(!no_folder.exists() && !dir.path().join("x.xlsx").exists());
 }
+
+/// The data bytes of a little-endian `.npy` written by smemkit (its header is padded to 64 bytes).
+fn npy_data(path: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    bytes[10 + header_len..].to_vec()
+}
+
+#[test]
+fn stencil_transpose_and_reverse_over_npy() {
+    let dir = TempDir::new().unwrap();
+    // A 2 x 3 int32 matrix 0..6.
+    let m: Vec<u8> = (0i32..6).flat_map(|v| v.to_le_bytes()).collect();
+    let mat = write(&dir, "m.npy", &npy("<i4", false, &[2, 3], &m));
+    let out = dir.path().join("t.npy");
+    let r = smemkit(&["transpose", p(&mat), "--out", p(&out), "--backend", "cpu"]);
+    assert!(r.ok, "{}", r.stderr);
+    let t: Vec<i32> = npy_data(&out)
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(t, vec![0, 3, 1, 4, 2, 5]);
+
+    let out = dir.path().join("r.npy");
+    let r = smemkit(&[
+        "reverse",
+        p(&mat),
+        "--out",
+        p(&out),
+        "--backend",
+        "cpu",
+        "--kernel",
+        "carved",
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    let v: Vec<i32> = npy_data(&out)
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(v, vec![5, 4, 3, 2, 1, 0]);
+
+    // Radius 1, plain sums of int32 with zeros beyond the ends: [1, 3, 6, 9, 12, 9].
+    let out = dir.path().join("s.npy");
+    let r = smemkit(&[
+        "stencil",
+        p(&mat),
+        "--radius",
+        "1",
+        "--out",
+        p(&out),
+        "--backend",
+        "cpu",
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    let s: Vec<i32> = npy_data(&out)
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(s, vec![1, 3, 6, 9, 12, 9]);
+
+    // Floats take weights; wrap makes the ends see each other.
+    let f: Vec<u8> = [1.0f32, 2.0, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let fl = write(&dir, "f.npy", &npy("<f4", false, &[3], &f));
+    let out = dir.path().join("sf.npy");
+    let r = smemkit(&[
+        "stencil",
+        p(&fl),
+        "--radius",
+        "1",
+        "--weights",
+        "1,10,100",
+        "--boundary",
+        "wrap",
+        "--out",
+        p(&out),
+        "--backend",
+        "cpu",
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    let s: Vec<f32> = npy_data(&out)
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        s,
+        vec![4.0 + 10.0 + 200.0, 1.0 + 20.0 + 400.0, 2.0 + 40.0 + 100.0]
+    );
+
+    // Bad requests: one error line, no output file.
+    for (args, needle) in [
+        (
+            vec!["stencil", p(&mat), "--radius", "1", "--weights", "1,1,1"],
+            "plain sum",
+        ),
+        (
+            vec!["stencil", p(&fl), "--radius", "65", "--weights", "1"],
+            "radius 65",
+        ),
+        (vec!["transpose", p(&fl)], "2-D"),
+        (
+            vec!["reverse", p(&mat), "--kernel", "shuffle"],
+            "unknown reverse kernel",
+        ),
+    ] {
+        let bad = dir.path().join("bad.npy");
+        let mut all = args.clone();
+        all.extend(["--out", p(&bad), "--backend", "cpu"]);
+        let r = smemkit(&all);
+        assert!(
+            !r.ok && r.stderr.contains(needle) && !r.stderr.contains("panicked"),
+            "{all:?}: {}",
+            r.stderr
+        );
+        assert!(!bad.exists(), "{all:?} left an output file");
+    }
+}
