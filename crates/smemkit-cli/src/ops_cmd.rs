@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use npyz::{Deserialize, NpyFile, Order, Serialize, WriterBuilder};
+use npyz::{Deserialize, NpyFile, Order, WriterBuilder};
 use smemkit::{Backend, Boundary, Element, ReverseKernel, StencilElement};
 
 use crate::output::write_atomic;
@@ -90,10 +90,7 @@ fn read<T: Deserialize>(npy: NpyFile<BufReader<File>>, path: &Path) -> Result<Ar
     })
 }
 
-fn write<T: Serialize + Element>(path: &Path, data: &[T], shape: &[u64]) -> Result<()>
-where
-    T: npyz::AutoSerialize,
-{
+fn write<T: Element + npyz::AutoSerialize>(path: &Path, data: &[T], shape: &[u64]) -> Result<()> {
     write_atomic(path, |w: &mut dyn Write| {
         let mut out = npyz::WriteOptions::<T>::new()
             .default_dtype()
@@ -145,7 +142,7 @@ pub fn stencil(a: &StencilArgs) -> Result<()> {
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let boundary = Boundary::parse(&a.boundary).context("--boundary")?;
     let npy = open(&a.input)?;
-    fn go<T: StencilElement + Deserialize + Serialize + npyz::AutoSerialize>(
+    fn go<T: StencilElement + Deserialize + npyz::AutoSerialize>(
         a: &StencilArgs,
         npy: NpyFile<BufReader<File>>,
         weights: Option<Vec<T>>,
