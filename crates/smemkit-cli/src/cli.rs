@@ -31,6 +31,8 @@ pub enum Command {
     Transpose(crate::ops_cmd::TransposeArgs),
     /// Reverse a .npy array (flat).
     Reverse(crate::ops_cmd::ReverseArgs),
+    /// Shared-memory experiments on the GPU (`banks`); predictions only without a GPU.
+    Lab(crate::lab_cmd::LabArgs),
 }
 
 const HIST_AFTER_HELP: &str = "\

@@ -8,6 +8,7 @@ mod commit;
 mod device;
 mod hist;
 mod input;
+mod lab_cmd;
 mod ops_cmd;
 mod output;
 mod plan_cmd;
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Command::Stencil(a) => ops_cmd::stencil(a),
         Command::Transpose(a) => ops_cmd::transpose(a),
         Command::Reverse(a) => ops_cmd::reverse(a),
+        Command::Lab(a) => lab_cmd::run(a, &mut out),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

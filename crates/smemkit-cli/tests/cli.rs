@@ -721,3 +721,26 @@ fn stencil_transpose_and_reverse_over_npy() {
         assert!(!bad.exists(), "{all:?} left an output file");
     }
 }
+
+#[test]
+fn lab_banks_prints_the_bank_rule() {
+    let r = smemkit(&["lab", "banks"]);
+    assert!(r.ok, "{}", r.stderr);
+    // Stride 32 puts all 32 lanes in one bank, with or without a GPU to measure it.
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.split_whitespace().take(2).eq(["32", "32x"])),
+        "{}",
+        r.stdout
+    );
+    if !smemkit::cuda::is_available() {
+        assert!(r.stdout.contains("predictions only"), "{}", r.stdout);
+    }
+    let r = smemkit(&["lab", "tides"]);
+    assert!(
+        !r.ok && r.stderr.contains("unknown lab experiment"),
+        "{}",
+        r.stderr
+    );
+}

@@ -17,6 +17,7 @@ pub mod cuda;
 pub mod element;
 pub mod error;
 pub mod histogram;
+pub mod lab;
 pub mod plan;
 pub mod reverse;
 pub mod sample;

@@ -39,6 +39,11 @@ pub const REVERSE: KernelSource = KernelSource {
     name: "reverse.cu",
     text: include_str!("../../kernels/reverse.cu"),
 };
+/// The bank-conflict probe.
+pub const LAB: KernelSource = KernelSource {
+    name: "lab.cu",
+    text: include_str!("../../kernels/lab.cu"),
+};
 /// Device-side generators of benchmark data.
 pub const GENERATE: KernelSource = KernelSource {
     name: "generate.cu",
@@ -241,6 +246,8 @@ mod tests {
     fn generators_compile_for_hopper() {
         let Some(root) = toolchain() else { return };
         let ptx = compile_uncached(&GENERATE, &options(&root, "compute_90a", &[])).unwrap();
+        let lab = compile_uncached(&LAB, &options(&root, "compute_90a", &[])).unwrap();
+        assert!(lab.contains(".entry bank_probe("));
         for k in ["generate_i32", "generate_u8", "generate_f32"] {
             assert!(ptx.contains(&format!(".entry {k}(")), "{k} missing");
         }

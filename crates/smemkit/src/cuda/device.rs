@@ -35,9 +35,15 @@ pub(crate) fn cuda_err(context: &str) -> impl Fn(cudarc::driver::DriverError) ->
 /// The process's GPU, opened on first call; the error says why there is none.
 pub fn gpu() -> Result<Arc<Gpu>> {
     static GPU: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
-    GPU.get_or_init(|| open().map(Arc::new).map_err(|e| e.to_string()))
-        .clone()
-        .map_err(Error::CudaUnavailable)
+    GPU.get_or_init(|| {
+        open().map(Arc::new).map_err(|e| match e {
+            // Keep the reason alone: it is wrapped in CudaUnavailable again below.
+            Error::CudaUnavailable(reason) => reason,
+            other => other.to_string(),
+        })
+    })
+    .clone()
+    .map_err(Error::CudaUnavailable)
 }
 
 fn open() -> Result<Gpu> {
