@@ -1,6 +1,6 @@
 //! smemkit: GPU on-chip memory put to work. Histograms in per-block shared memory, in distributed
 //! shared memory across a Hopper thread block cluster, or in global memory, chosen by a planner;
-//! the shared-memory array operations ([`stencil1d`], [`transpose`], [`reverse`]) and the
+//! the shared-memory array operations ([`stencil1d()`], [`transpose()`], [`reverse()`]) and the
 //! bank-conflict lab ([`lab`]); and a rayon CPU engine that runs everything on machines without a
 //! GPU and serves as the reference for the GPU engine.
 //!

@@ -563,6 +563,10 @@ fn count_chunk<T: Sample, C: Codes<T>>(
     ways: usize,
 ) {
     if let Some(n) = codes.integer_bins() {
+        if let Some(xs) = same_type::<T, i32>(chunk) {
+            count_i32(xs, n as u32, scratch, stride, ways);
+            return;
+        }
         // integer bins: codes computed and counted in one loop, four samples per round
         let ic = IntegerCodes { n };
         let code = |x: T| Codes::<T>::code(&ic, x) as usize;
@@ -599,10 +603,163 @@ fn count_chunk<T: Sample, C: Codes<T>>(
     }
 }
 
+/// Samples per batch of the int32 loop.
+const I32_BATCH: usize = 2048;
+/// Spare slots after the `nbins + 3` counters: samples of a block's hot bin are counted in a register
+/// and their increments sent to these slots in rotation (no load-add-store chain on one counter).
+const SPARE: usize = 8;
+/// A bin holding at least this many of [`HOT_PROBES`] evenly spaced samples of a batch is its hot bin.
+const HOT_MIN: usize = 8;
+const HOT_PROBES: usize = 32;
+
+/// The hot bin of a batch of codes, by a majority vote over a few evenly spaced samples, or
+/// `u32::MAX` (no code) when no code holds a large share of them.
+#[inline(always)]
+fn hot_code(xs: &[i32], code: impl Fn(i32) -> u32) -> u32 {
+    let step = (xs.len() / HOT_PROBES).max(1);
+    let (mut cand, mut votes) = (u32::MAX, 0usize);
+    for &x in xs.iter().step_by(step) {
+        let c = code(x);
+        if votes == 0 {
+            cand = c;
+            votes = 1;
+        } else if c == cand {
+            votes += 1;
+        } else {
+            votes -= 1;
+        }
+    }
+    let hits = xs
+        .iter()
+        .step_by(step)
+        .filter(|&&x| code(x) == cand)
+        .count();
+    if hits >= HOT_MIN {
+        cand
+    } else {
+        u32::MAX
+    }
+}
+
+/// One batch of int32 samples to slot indices (vectorisable): `min(x as u32, n)` (every sample
+/// outside `[0, n)` goes to slot `n`), the hot code sent to the spare slots in rotation, plus the
+/// offset of the sample's interleaved copy. Returns (negative samples, hot samples).
+#[inline(always)]
+fn i32_slots(xs: &[i32], out: &mut [u32], n: u32, hot: u32, offs: &[u32; 16]) -> (u32, u32) {
+    let (mut neg, mut hits) = (0u32, 0u32);
+    let mut xq = xs.chunks_exact(16);
+    let mut oq = out.chunks_exact_mut(16);
+    for (x16, o16) in (&mut xq).zip(&mut oq) {
+        for k in 0..16 {
+            let u = x16[k] as u32;
+            neg += u >> 31;
+            let v = u.min(n);
+            let h = v == hot;
+            hits += h as u32;
+            let v = if h { n + 3 + (k as u32 & 7) } else { v };
+            o16[k] = v + offs[k];
+        }
+    }
+    for (k, (o, &x)) in oq
+        .into_remainder()
+        .iter_mut()
+        .zip(xq.remainder())
+        .enumerate()
+    {
+        let u = x as u32;
+        neg += u >> 31;
+        let v = u.min(n);
+        let h = v == hot;
+        hits += h as u32;
+        *o = if h { n + 3 + (k as u32 & 7) } else { v } + offs[k];
+    }
+    (neg, hits)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512vl,avx512bw")]
+unsafe fn i32_slots_avx512(
+    xs: &[i32],
+    out: &mut [u32],
+    n: u32,
+    hot: u32,
+    offs: &[u32; 16],
+) -> (u32, u32) {
+    i32_slots(xs, out, n, hot, offs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn i32_slots_avx2(
+    xs: &[i32],
+    out: &mut [u32],
+    n: u32,
+    hot: u32,
+    offs: &[u32; 16],
+) -> (u32, u32) {
+    i32_slots(xs, out, n, hot, offs)
+}
+
+/// int32 samples, integer bins `[0, n)`: slot indices computed a batch at a time with vector
+/// instructions, then one increment per sample. The below/above split of slot `n` is restored from
+/// the count of negative samples; the hot bin's register count is added back.
+fn count_i32(chunk: &[i32], n: u32, scratch: &mut [u32], stride: usize, ways: usize) {
+    debug_assert!(n as usize + 3 + SPARE <= stride && scratch.len() >= stride * ways);
+    let mut offs = [0u32; 16];
+    for (k, o) in offs.iter_mut().enumerate() {
+        *o = ((k % ways) * stride) as u32;
+    }
+    let scratch = &mut scratch[..stride * ways];
+    let mut neg = 0u64;
+    let mut buf = [0u32; I32_BATCH];
+    #[cfg(target_arch = "x86_64")]
+    let level = if std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512vl")
+        && std::is_x86_feature_detected!("avx512bw")
+    {
+        2
+    } else {
+        std::is_x86_feature_detected!("avx2") as u32
+    };
+    for xs in chunk.chunks(I32_BATCH) {
+        let buf = &mut buf[..xs.len()];
+        let hot = hot_code(xs, |x| (x as u32).min(n));
+        #[cfg(target_arch = "x86_64")]
+        let (ng, hits) = match level {
+            // SAFETY: the CPU has the features these versions are compiled for (checked above).
+            2 => unsafe { i32_slots_avx512(xs, buf, n, hot, &offs) },
+            // SAFETY: as above.
+            1 => unsafe { i32_slots_avx2(xs, buf, n, hot, &offs) },
+            _ => i32_slots(xs, buf, n, hot, &offs),
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let (ng, hits) = i32_slots(xs, buf, n, hot, &offs);
+        neg += ng as u64;
+        if hits > 0 {
+            scratch[hot as usize] += hits;
+        }
+        for &i in buf.iter() {
+            debug_assert!((i as usize) < scratch.len());
+            // SAFETY: a slot index is at most n + 3 + 7 < stride, plus a copy's offset
+            // (k % ways) * stride, so it is below stride * ways == scratch.len().
+            unsafe { *scratch.get_unchecked_mut(i as usize) += 1 };
+        }
+    }
+    // slot n holds every sample outside [0, n): split it into below (negative) and above.
+    let n = n as usize;
+    let mut outside = 0u64;
+    for w in 0..ways {
+        outside += scratch[w * stride + n] as u64;
+        scratch[w * stride + n] = 0;
+    }
+    scratch[n] = neg as u32;
+    scratch[n + 1] += (outside - neg) as u32;
+}
+
 /// Bins below [`PARTITION_MIN_BINS`]: private interleaved counters per worker, merged at the end.
 /// Returns `nbins + 3` slots.
 fn run_counts<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &C) -> Vec<u64> {
-    let stride = nbins + 3;
+    let stride = nbins + 3 + SPARE;
     let ways = ways_for(stride);
     let empty = || (Vec::<u64>::new(), Vec::<u32>::new());
     let (counts, _) = samples
