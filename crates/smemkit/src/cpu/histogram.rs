@@ -597,6 +597,7 @@ fn count_chunk<T: Sample, C: Codes<T>>(
     }
     let mut buf = [0u32; BATCH];
     for xs in chunk.chunks(BATCH) {
+        prefetch_ahead(xs);
         let buf = &mut buf[..xs.len()];
         codes.codes(xs, buf);
         count_codes!(buf.iter().copied(), scratch, stride, ways);
@@ -853,6 +854,7 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
                 }
                 let mut buf = [0u32; BATCH];
                 for xs in chunk.chunks(BATCH) {
+                    prefetch_ahead(xs);
                     let buf = &mut buf[..xs.len()];
                     codes.codes(xs, buf);
                     for &c in buf.iter() {
