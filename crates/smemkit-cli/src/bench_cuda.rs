@@ -43,6 +43,18 @@ fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
         .collect()
 }
 
+/// Powers of two and the 1.5x steps between them, from 2 to 2^24 bins.
+pub fn sweep_bins() -> Vec<usize> {
+    let mut v = Vec::new();
+    for k in 1..=24 {
+        v.push(1usize << k);
+        if k < 24 {
+            v.push(3usize << (k - 1));
+        }
+    }
+    v
+}
+
 fn short_name(t: SampleType) -> &'static str {
     match t {
         SampleType::I32 => "i32",
@@ -75,7 +87,12 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
     let mut out = stdout.lock();
     for dtype in &args.dtype {
         let ty = SampleType::parse(dtype).context("--dtype")?;
-        for &nbins in &args.bins {
+        let bins = if args.sweep {
+            sweep_bins()
+        } else {
+            args.bins.clone()
+        };
+        for &nbins in &bins {
             for dist in &args.dist {
                 let hot = match dist.as_str() {
                     "uniform" => false,

@@ -33,6 +33,8 @@ pub enum Command {
     Reverse(crate::ops_cmd::ReverseArgs),
     /// Shared-memory experiments on the GPU (`banks`); predictions only without a GPU.
     Lab(crate::lab_cmd::LabArgs),
+    /// Plot GB/s against bins from benchmark JSON lines (every strategy and peer).
+    PlotBench(crate::bench_plot::PlotBenchArgs),
 }
 
 const HIST_AFTER_HELP: &str = "\
@@ -162,4 +164,7 @@ pub struct BenchArgs {
     /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).
     #[arg(long)]
     pub flip_aggregation: bool,
+    /// GPU only: sweep the bin counts (powers of two and 1.5x steps from 2 to 2^24) instead of --bins.
+    #[arg(long)]
+    pub sweep: bool,
 }

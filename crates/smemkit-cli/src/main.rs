@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_cuda;
+mod bench_plot;
 mod cli;
 mod commit;
 mod device;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Transpose(a) => ops_cmd::transpose(a),
         Command::Reverse(a) => ops_cmd::reverse(a),
         Command::Lab(a) => lab_cmd::run(a, &mut out),
+        Command::PlotBench(a) => bench_plot::run(a),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

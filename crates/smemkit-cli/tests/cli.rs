@@ -744,3 +744,35 @@ fn lab_banks_prints_the_bank_rule() {
         r.stderr
     );
 }
+
+#[test]
+fn plot_bench_draws_benchmark_lines() {
+    let dir = TempDir::new().unwrap();
+    let rows = [
+        r#"{"impl":"smemkit/shared","op":"hist","dist":"uniform","nbins":256,"dtype":"i32","gbps":2900.0,"correct":true}"#,
+        r#"{"impl":"smemkit/shared","op":"hist","dist":"uniform","nbins":4096,"dtype":"i32","gbps":2800.0,"correct":true}"#,
+        r#"{"impl":"cub","op":"hist","dist":"uniform","nbins":256,"dtype":"i32","gbps":1700.0,"correct":true}"#,
+        "compiler chatter that is not JSON",
+    ];
+    let data = write(&dir, "rows.jsonl", rows.join("\n").as_bytes());
+    let out = dir.path().join("sweep.svg");
+    let r = smemkit(&["plot-bench", p(&data), "--out", p(&out)]);
+    assert!(r.ok, "{}", r.stderr);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        svg.contains("smemkit/shared") && svg.contains("cub"),
+        "legend names every line"
+    );
+    let empty = write(&dir, "empty.jsonl", b"nothing here\n");
+    let r = smemkit(&[
+        "plot-bench",
+        p(&empty),
+        "--out",
+        p(&dir.path().join("e.svg")),
+    ]);
+    assert!(
+        !r.ok && r.stderr.contains("no correct histogram rows"),
+        "{}",
+        r.stderr
+    );
+}

@@ -14,7 +14,7 @@ use super::PlotFormat;
 const MAX_BARS: usize = 1000;
 const SIZE: (u32, u32) = (1200, 700);
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // A font shipped in the dejavu crate always parses; if not, plots lose their labels only.
