@@ -20,6 +20,10 @@ pub const MIN_RUNS: usize = 7;
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     match args.backend.as_str() {
+        "cpu" if args.op != "hist" => bail!(
+            "--op {}: the array operations are benchmarked on the GPU (--backend cuda)",
+            args.op
+        ),
         "cpu" => bench_cpu(args, out),
         "cuda" => crate::bench_cuda::bench_cuda(args),
         other => bail!("--backend {other}: the benchmark runs on cpu or cuda"),

@@ -70,6 +70,9 @@ fn commit() -> String {
 }
 
 pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
+    if args.op != "hist" {
+        return crate::bench_ops::bench_ops(args, &commit());
+    }
     if args.runs < MIN_RUNS {
         bail!(
             "--runs {} is too few: the schema asks for the median of at least {MIN_RUNS}",

@@ -132,6 +132,9 @@ pub struct PlanArgs {
 /// The parsed `bench` flags; the CUDA benchmark takes this struct as it is.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
+    /// Operation: hist, or (GPU only) stencil1d, transpose, reverse.
+    #[arg(long, default_value = "hist")]
+    pub op: String,
     /// Engine to measure: cpu or cuda.
     #[arg(long, default_value = "cpu")]
     pub backend: String,

@@ -776,3 +776,13 @@ fn plot_bench_draws_benchmark_lines() {
         r.stderr
     );
 }
+
+#[test]
+fn array_operation_benchmarks_ask_for_the_gpu() {
+    let r = smemkit(&["bench", "--op", "transpose"]);
+    assert!(!r.ok && r.stderr.contains("on the GPU"), "{}", r.stderr);
+    if !smemkit::cuda::is_available() {
+        let r = smemkit(&["bench", "--backend", "cuda", "--op", "reverse"]);
+        assert!(!r.ok && r.stderr.contains("CUDA"), "{}", r.stderr);
+    }
+}

@@ -96,8 +96,19 @@ pub fn stencil1d<T: StencilElement>(
     weights: Option<&[T]>,
     boundary: Boundary,
 ) -> Result<Vec<T>> {
+    stencil1d_timed(input, radius, weights, boundary, 0).map(|(out, _)| out)
+}
+
+/// The stencil, then `reps` timed repetitions of its kernel (milliseconds each, CUDA events).
+pub fn stencil1d_timed<T: StencilElement>(
+    input: &[T],
+    radius: usize,
+    weights: Option<&[T]>,
+    boundary: Boundary,
+    reps: usize,
+) -> Result<(Vec<T>, Vec<f32>)> {
     if input.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let g = gpu()?;
     g.bind()?;
@@ -122,13 +133,18 @@ pub fn stencil1d<T: StencilElement>(
         block_dim: (STENCIL_BLOCK, 1, 1),
         shared_mem_bytes: shared as u32,
     };
-    let mut l = g.stream.launch_builder(&f);
-    l.arg(&pi).arg(&po).arg(&pw).arg(&n).arg(&r).arg(&b);
-    // SAFETY: stencil1d(in, out, w, n, r, boundary); in and out hold n elements, w 2r+1 (or 1 unused).
-    unsafe { l.launch(cfg) }.map_err(cuda_err("launching the stencil"))?;
-    g.stream.clone_dtoh(&d_out).map_err(cuda_err(
+    let times = run(&g, reps, || {
+        let mut l = g.stream.launch_builder(&f);
+        l.arg(&pi).arg(&po).arg(&pw).arg(&n).arg(&r).arg(&b);
+        // SAFETY: stencil1d(in, out, w, n, r, boundary); in and out hold n elements, w 2r+1 (or 1 unused).
+        unsafe { l.launch(cfg) }
+            .map(|_| ())
+            .map_err(cuda_err("launching the stencil"))
+    })?;
+    let out = g.stream.clone_dtoh(&d_out).map_err(cuda_err(
         "reading the stencil back (the kernel may have failed)",
-    ))
+    ))?;
+    Ok((out, times))
 }
 
 pub fn transpose<T: Element>(
@@ -137,8 +153,19 @@ pub fn transpose<T: Element>(
     cols: usize,
     kernel: TransposeKernel,
 ) -> Result<Vec<T>> {
+    transpose_timed(input, rows, cols, kernel, 0).map(|(out, _)| out)
+}
+
+/// The transpose, then `reps` timed repetitions of its kernel.
+pub fn transpose_timed<T: Element>(
+    input: &[T],
+    rows: usize,
+    cols: usize,
+    kernel: TransposeKernel,
+    reps: usize,
+) -> Result<(Vec<T>, Vec<f32>)> {
     if input.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let g = gpu()?;
     g.bind()?;
@@ -156,18 +183,32 @@ pub fn transpose<T: Element>(
         block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     };
-    let mut l = g.stream.launch_builder(&f);
-    l.arg(&pi).arg(&po).arg(&r).arg(&c);
-    // SAFETY: transpose_*(in, out, rows, cols); both hold rows * cols elements.
-    unsafe { l.launch(cfg) }.map_err(cuda_err("launching the transpose"))?;
-    g.stream.clone_dtoh(&d_out).map_err(cuda_err(
+    let times = run(&g, reps, || {
+        let mut l = g.stream.launch_builder(&f);
+        l.arg(&pi).arg(&po).arg(&r).arg(&c);
+        // SAFETY: transpose_*(in, out, rows, cols); both hold rows * cols elements.
+        unsafe { l.launch(cfg) }
+            .map(|_| ())
+            .map_err(cuda_err("launching the transpose"))
+    })?;
+    let out = g.stream.clone_dtoh(&d_out).map_err(cuda_err(
         "reading the transpose back (the kernel may have failed)",
-    ))
+    ))?;
+    Ok((out, times))
 }
 
 pub fn reverse<T: Element>(input: &[T], kernel: ReverseKernel) -> Result<Vec<T>> {
+    reverse_timed(input, kernel, 0).map(|(out, _)| out)
+}
+
+/// The reversal, then `reps` timed repetitions of its kernel.
+pub fn reverse_timed<T: Element>(
+    input: &[T],
+    kernel: ReverseKernel,
+    reps: usize,
+) -> Result<(Vec<T>, Vec<f32>)> {
     if input.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let g = gpu()?;
     g.bind()?;
@@ -186,17 +227,54 @@ pub fn reverse<T: Element>(input: &[T], kernel: ReverseKernel) -> Result<Vec<T>>
         block_dim: (256, 1, 1),
         shared_mem_bytes: shared,
     };
-    let mut l = g.stream.launch_builder(&f);
-    l.arg(&pi).arg(&po).arg(&n);
-    if kernel != ReverseKernel::Static {
-        l.arg(&REVERSE_TILE);
-    }
-    // SAFETY: reverse_static(in, out, n) / reverse_{dynamic,carved}(in, out, n, tile) with the
-    // shared memory sized for the tile; in and out hold n elements.
-    unsafe { l.launch(cfg) }.map_err(cuda_err("launching the reversal"))?;
-    g.stream.clone_dtoh(&d_out).map_err(cuda_err(
+    let times = run(&g, reps, || {
+        let mut l = g.stream.launch_builder(&f);
+        l.arg(&pi).arg(&po).arg(&n);
+        if kernel != ReverseKernel::Static {
+            l.arg(&REVERSE_TILE);
+        }
+        // SAFETY: reverse_static(in, out, n) / reverse_{dynamic,carved}(in, out, n, tile) with the
+        // shared memory sized for the tile; in and out hold n elements.
+        unsafe { l.launch(cfg) }
+            .map(|_| ())
+            .map_err(cuda_err("launching the reversal"))
+    })?;
+    let out = g.stream.clone_dtoh(&d_out).map_err(cuda_err(
         "reading the reversal back (the kernel may have failed)",
-    ))
+    ))?;
+    Ok((out, times))
+}
+
+/// Runs `launch` once, then `reps` more times between timing events; milliseconds per run.
+fn run(g: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<()>) -> Result<Vec<f32>> {
+    launch()?;
+    if reps == 0 {
+        return Ok(Vec::new());
+    }
+    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let start = g
+        .ctx
+        .new_event(timing)
+        .map_err(cuda_err("creating an event"))?;
+    let end = g
+        .ctx
+        .new_event(timing)
+        .map_err(cuda_err("creating an event"))?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        start
+            .record(&g.stream)
+            .map_err(cuda_err("recording an event"))?;
+        launch()?;
+        end.record(&g.stream)
+            .map_err(cuda_err("recording an event"))?;
+        times.push(
+            start
+                .elapsed_ms(&end)
+                .map_err(cuda_err("timing a kernel (it may have failed)"))?,
+        );
+    }
+    Ok(times)
 }
 
 /// Times the bank probe for each stride (median of 5 after a warm-up) and reports bandwidth and

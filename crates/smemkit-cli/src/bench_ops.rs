@@ -1,0 +1,214 @@
+//! `smemkit bench --backend cuda --op stencil1d|transpose|reverse`: the shared-memory array
+//! operations timed on the GPU (CUDA events, median of the timed runs after one untimed run), GB/s
+//! counting bytes read plus written, with the device copy of the peers (`copy_d2d`) as the anchor.
+//! Each result is checked against the CPU definition at a few thousand random positions (the full
+//! CPU reference of a 1 GiB radius-64 stencil would take minutes).
+
+use std::io::Write;
+
+use anyhow::{bail, Result};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+use serde_json::json;
+use smemkit::cuda::bench::median;
+use smemkit::cuda::ops::{self, TransposeKernel};
+use smemkit::{Boundary, Element, ReverseKernel, StencilElement};
+
+use crate::bench::MIN_RUNS;
+use crate::cli::BenchArgs;
+
+/// Positions checked per result.
+const CHECKS: usize = 4096;
+
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let x = (i as u64 ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            ((x >> 40) as f32) / 16_777_216.0 - 0.5
+        })
+        .collect()
+}
+
+/// What every row names besides its measurement.
+struct Rows<'a> {
+    commit: &'a str,
+    gpu: &'a str,
+}
+
+impl Rows<'_> {
+    fn row(
+        &self,
+        op: &str,
+        variant: &str,
+        bytes: usize,
+        times: &[f32],
+        correct: bool,
+        extra: serde_json::Value,
+    ) -> serde_json::Value {
+        let ms = median(times) as f64;
+        let mut r = json!({
+            "impl": format!("smemkit/{op}-{variant}"),
+            "op": op,
+            "memory": variant,
+            "bytes": bytes,
+            "ms": ms,
+            "gbps": 2.0 * bytes as f64 / (ms / 1e3) / 1e9,
+            "correct": correct,
+            "commit": self.commit,
+            "gpu": self.gpu,
+        });
+        if let (Some(r), Some(e)) = (r.as_object_mut(), extra.as_object()) {
+            r.extend(e.clone());
+        }
+        r
+    }
+}
+
+/// Checks `out[i] == want(i)` at random positions.
+fn spot_check<T: Element>(out: &[T], seed: u64, want: impl Fn(usize) -> T) -> bool {
+    if out.is_empty() {
+        return true;
+    }
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+    (0..CHECKS).all(|_| {
+        let i = r.gen_range(0..out.len());
+        out[i] == want(i)
+    })
+}
+
+fn stencil_at<T: StencilElement>(x: &[T], w: &[T], r: usize, i: usize) -> T {
+    // Zero boundary, left to right with the element's own step (fused multiply-add for floats).
+    let mut acc = T::default();
+    for (j, &wj) in w.iter().enumerate() {
+        let g = i as i64 + j as i64 - r as i64;
+        let v = if (0..x.len() as i64).contains(&g) {
+            x[g as usize]
+        } else {
+            T::default()
+        };
+        acc = T::step(acc, wj, v);
+    }
+    acc
+}
+
+pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
+    if args.runs < MIN_RUNS {
+        bail!(
+            "--runs {} is too few: the schema asks for the median of at least {MIN_RUNS}",
+            args.runs
+        );
+    }
+    let gpu = smemkit::cuda::gpu()?;
+    let n = 1usize << args.log2_n.min(30);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let x = random_f32(n, args.seed);
+    let bytes = n * 4;
+    let rows_of = Rows {
+        commit,
+        gpu: &gpu.name,
+    };
+    match args.op.as_str() {
+        "stencil1d" => {
+            for radius in [1usize, 3, 8, 64] {
+                let w: Vec<f32> = (0..2 * radius + 1)
+                    .map(|j| 1.0 / (j as f32 + 2.0))
+                    .collect();
+                let (res, times) =
+                    ops::stencil1d_timed(&x, radius, Some(&w), Boundary::Zero, args.runs)?;
+                let ok = spot_check(&res, args.seed, |i| stencil_at(&x, &w, radius, i));
+                let r = rows_of.row(
+                    "stencil1d",
+                    "shared",
+                    bytes,
+                    &times,
+                    ok,
+                    json!({"radius": radius, "dtype": "f32"}),
+                );
+                writeln!(out, "{r}")?;
+            }
+        }
+        "transpose" => {
+            let side = 1usize << (args.log2_n.min(30) / 2);
+            let (rows, cols) = (side, n / side);
+            for k in [TransposeKernel::Padded, TransposeKernel::Unpadded] {
+                let name = if k == TransposeKernel::Padded {
+                    "padded"
+                } else {
+                    "unpadded"
+                };
+                // 4-byte elements, then 1 and 8 bytes over the same number of bytes.
+                let (res, times) = ops::transpose_timed(&x, rows, cols, k, args.runs)?;
+                let ok = spot_check(&res, args.seed, |i| x[(i % rows) * cols + i / rows]);
+                writeln!(
+                    out,
+                    "{}",
+                    rows_of.row(
+                        "transpose",
+                        name,
+                        bytes,
+                        &times,
+                        ok,
+                        json!({"dtype": "f32", "rows": rows, "cols": cols})
+                    )
+                )?;
+                let bytes8: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let side8 = 1usize << ((args.log2_n.min(30) + 2) / 2);
+                let (r8, c8) = (side8, bytes8.len() / side8);
+                let (res, times) = ops::transpose_timed(&bytes8, r8, c8, k, args.runs)?;
+                let ok = spot_check(&res, args.seed, |i| bytes8[(i % r8) * c8 + i / r8]);
+                writeln!(
+                    out,
+                    "{}",
+                    rows_of.row(
+                        "transpose",
+                        name,
+                        bytes,
+                        &times,
+                        ok,
+                        json!({"dtype": "u8", "rows": r8, "cols": c8})
+                    )
+                )?;
+                let words: Vec<u64> = x
+                    .chunks_exact(2)
+                    .map(|p| (p[0].to_bits() as u64) << 32 | p[1].to_bits() as u64)
+                    .collect();
+                let side64 = 1usize << ((args.log2_n.min(30) - 1) / 2);
+                let (r64, c64) = (side64, words.len() / side64);
+                let (res, times) = ops::transpose_timed(&words, r64, c64, k, args.runs)?;
+                let ok = spot_check(&res, args.seed, |i| words[(i % r64) * c64 + i / r64]);
+                writeln!(
+                    out,
+                    "{}",
+                    rows_of.row(
+                        "transpose",
+                        name,
+                        bytes,
+                        &times,
+                        ok,
+                        json!({"dtype": "u64", "rows": r64, "cols": c64})
+                    )
+                )?;
+            }
+        }
+        "reverse" => {
+            for (k, name) in [
+                (ReverseKernel::Static, "static"),
+                (ReverseKernel::Dynamic, "dynamic"),
+                (ReverseKernel::Carved, "carved"),
+            ] {
+                let (res, times) = ops::reverse_timed(&x, k, args.runs)?;
+                let ok = spot_check(&res, args.seed, |i| x[n - 1 - i]);
+                writeln!(
+                    out,
+                    "{}",
+                    rows_of.row("reverse", name, bytes, &times, ok, json!({"dtype": "f32"}))
+                )?;
+            }
+        }
+        other => bail!("--op {other}: expected hist, stencil1d, transpose or reverse"),
+    }
+    Ok(())
+}
