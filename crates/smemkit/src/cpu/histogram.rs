@@ -823,10 +823,156 @@ fn run_counts<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &C) ->
     }
 }
 
-/// One worker's share of a partition round: 16-bit offsets per bucket, and the extra slots.
+/// One worker's share of a partition round: 16-bit offsets per bucket (full 64-byte lines in a
+/// region of `cap` lines per bucket, then a spill vector for what does not fit and the last partial
+/// line), the extra slots, and the (code, count) pairs of the batches' hot bins.
 struct Part {
-    buckets: Vec<Vec<u16>>,
+    /// `nbuckets * cap` lines of STAGE offsets from `base` (the first 64-byte aligned element).
+    lines: Vec<u16>,
+    base: usize,
+    filled: Vec<usize>,
+    cap: usize,
+    spill: Vec<Vec<u16>>,
     extra: [u64; 3],
+    hot: Vec<(u32, u64)>,
+}
+
+impl Part {
+    /// The offsets of bucket `b`, as two slices.
+    fn lists(&self, b: usize) -> [&[u16]; 2] {
+        let start = self.base + b * self.cap * STAGE;
+        [
+            &self.lines[start..start + self.filled[b] * STAGE],
+            &self.spill[b],
+        ]
+    }
+}
+
+/// Entries of one bucket's staging line (64 bytes of u16 offsets).
+const STAGE: usize = 32;
+
+/// Writes a full staging line to `dst` with non-temporal stores (no read of the line from memory
+/// before it is overwritten, no eviction of the cache-resident staging and counters).
+#[inline(always)]
+fn store_line(dst: &mut [u16], src: &[u16; STAGE]) {
+    let dst: &mut [u16; STAGE] = dst.try_into().expect("one line");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let d = dst.as_mut_ptr().cast::<__m128i>();
+        let s = src.as_ptr().cast::<__m128i>();
+        assert_eq!(d as usize % 64, 0);
+        for k in 0..4 {
+            // SAFETY: `dst` is 64 bytes long and 64-byte aligned (asserted; a line from
+            // `Part::base` on), so each of the four 16-byte stores is aligned and in bounds; `src`
+            // is 64 bytes long (unaligned loads).
+            unsafe { _mm_stream_si128(d.add(k), _mm_loadu_si128(s.add(k))) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        *dst = *src;
+    }
+}
+
+/// Scatters the codes of `chunk` into `part`: each code is first written to a 64-byte staging line of
+/// its bucket (software write combining; the lines of all buckets stay in L1) and a full line is
+/// written to the bucket's region at once. Codes outside the bins and a batch's hot code go to
+/// staging rows after the buckets that are only counted.
+fn scatter<T: Sample, C: Codes<T>>(chunk: &[T], codes: &C, nbins: usize, part: &mut Part) {
+    let nbuckets = part.filled.len();
+    // rows: buckets, then below / above / NaN, then eight rows that the hot code's samples go to
+    // in rotation (their entries are dropped: the hot samples are counted separately)
+    let hot_row = nbuckets + 3;
+    let mut stage = vec![[0u16; STAGE]; nbuckets + 3 + 8];
+    let mut fill = vec![0u8; nbuckets + 3 + 8];
+    let mut counted = [0u64; 3];
+    let mut buf = [0u32; BATCH];
+    let cap = part.cap;
+    for xs in chunk.chunks(BATCH) {
+        prefetch_ahead(xs);
+        let buf = &mut buf[..xs.len()];
+        codes.codes(xs, buf);
+        let hot = hot_code_of(buf);
+        let hits = buf.iter().filter(|&&c| c == hot).count() as u64;
+        for (i, &c) in buf.iter().enumerate() {
+            let c = c as usize;
+            let row = if c < nbins {
+                c >> BUCKET_BINS_LOG2
+            } else {
+                nbuckets + (c - nbins)
+            };
+            let row = if c as u32 == hot {
+                hot_row + (i & 7)
+            } else {
+                row
+            };
+            let f = fill[row] as usize;
+            stage[row][f] = c as u16;
+            if f + 1 == STAGE {
+                if row < nbuckets {
+                    let k = part.filled[row];
+                    if k < cap {
+                        let at = part.base + (row * cap + k) * STAGE;
+                        store_line(&mut part.lines[at..at + STAGE], &stage[row]);
+                        part.filled[row] = k + 1;
+                    } else {
+                        part.spill[row].extend_from_slice(&stage[row]);
+                    }
+                } else if row < hot_row {
+                    counted[row - nbuckets] += STAGE as u64;
+                }
+                fill[row] = 0;
+            } else {
+                fill[row] = f as u8 + 1;
+            }
+        }
+        if hits > 0 {
+            match part.hot.last_mut() {
+                Some((h, n)) if *h == hot => *n += hits,
+                _ => part.hot.push((hot, hits)),
+            }
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a store fence has no preconditions; it orders the non-temporal stores above before
+    // the return (the buckets are then read by other threads).
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+    for (row, (line, &f)) in stage.iter().zip(&fill).enumerate().take(nbuckets + 3) {
+        if row < nbuckets {
+            part.spill[row].extend_from_slice(&line[..f as usize]);
+        } else {
+            counted[row - nbuckets] += f as u64;
+        }
+    }
+    for (e, c) in part.extra.iter_mut().zip(counted) {
+        *e += c;
+    }
+}
+
+/// The hot code of a batch of codes (see [`hot_code`]).
+#[inline(always)]
+fn hot_code_of(codes: &[u32]) -> u32 {
+    let step = (codes.len() / HOT_PROBES).max(1);
+    let (mut cand, mut votes) = (u32::MAX, 0usize);
+    for &c in codes.iter().step_by(step) {
+        if votes == 0 {
+            cand = c;
+            votes = 1;
+        } else if c == cand {
+            votes += 1;
+        } else {
+            votes -= 1;
+        }
+    }
+    let hits = codes.iter().step_by(step).filter(|&&c| c == cand).count();
+    if hits >= HOT_MIN {
+        cand
+    } else {
+        u32::MAX
+    }
 }
 
 /// Bins from [`PARTITION_MIN_BINS`] on: scatter into buckets of 2^16 bins, then count each bucket in
@@ -839,33 +985,31 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
     for round in samples.chunks(PARTITION_ROUND) {
         let part_len = round.len().div_ceil(workers * 2).max(MIN_CHUNK);
         let nparts = round.len().div_ceil(part_len);
+        let part_len_max = part_len.min(round.len());
+        // a region holds its bucket's expected share plus 1/8 and two lines
+        let cap = (part_len_max / nbuckets + part_len_max / (8 * nbuckets)).div_ceil(STAGE) + 2;
         parts.resize_with(nparts, || Part {
-            buckets: vec![Vec::new(); nbuckets],
+            lines: Vec::new(),
+            base: 0,
+            filled: vec![0; nbuckets],
+            cap,
+            spill: vec![Vec::new(); nbuckets],
             extra: [0; 3],
+            hot: Vec::new(),
         });
         parts
             .par_iter_mut()
             .zip(round.par_chunks(part_len))
             .for_each(|(part, chunk)| {
-                let expected = chunk.len() / nbuckets + chunk.len() / (8 * nbuckets) + 64;
-                for b in part.buckets.iter_mut() {
-                    b.clear();
-                    b.reserve(expected);
+                if part.lines.is_empty() || part.cap != cap {
+                    // zeroed by the allocator (pages mapped on first touch, no writing pass)
+                    part.lines = vec![0u16; (nbuckets * cap + 1) * STAGE];
+                    part.base = part.lines.as_ptr().align_offset(64);
+                    part.cap = cap;
                 }
-                let mut buf = [0u32; BATCH];
-                for xs in chunk.chunks(BATCH) {
-                    prefetch_ahead(xs);
-                    let buf = &mut buf[..xs.len()];
-                    codes.codes(xs, buf);
-                    for &c in buf.iter() {
-                        let c = c as usize;
-                        if c < nbins {
-                            part.buckets[c >> BUCKET_BINS_LOG2].push(c as u16);
-                        } else {
-                            part.extra[c - nbins] += 1;
-                        }
-                    }
-                }
+                part.filled.fill(0);
+                part.spill.iter_mut().for_each(Vec::clear);
+                scatter(chunk, codes, nbins, part);
             });
         let active = &parts[..nparts];
         counts[..nbins]
@@ -875,10 +1019,7 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
                 || vec![0u32; 4 * BUCKET_BINS],
                 |scratch, (b, out)| {
                     count_bucket(
-                        &active
-                            .iter()
-                            .map(|p| p.buckets[b].as_slice())
-                            .collect::<Vec<_>>(),
+                        &active.iter().flat_map(|p| p.lists(b)).collect::<Vec<_>>(),
                         scratch,
                         out,
                     )
@@ -889,6 +1030,10 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
                 counts[nbins + k] += e;
             }
             p.extra = [0; 3];
+            for &(h, n) in &p.hot {
+                counts[h as usize] += n;
+            }
+            p.hot.clear();
         }
     }
     counts
