@@ -60,6 +60,23 @@ pub enum Error {
     StrategyUnsupported { strategy: String, reason: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    #[error("matrix shapes do not agree: {0}")]
+    MatrixShape(String),
+    #[error("matrix {matrix}: leading dimension {ld} is below its {cols} columns")]
+    LeadingDimension {
+        matrix: &'static str,
+        ld: usize,
+        cols: usize,
+    },
+    #[error("matrix {matrix}: {rows} x {cols} with leading dimension {ld} needs {needed} elements, the slice holds {len}")]
+    MatrixTooShort {
+        matrix: &'static str,
+        rows: usize,
+        cols: usize,
+        ld: usize,
+        needed: u128,
+        len: usize,
+    },
 }
 
 /// The library's result type.

@@ -1,8 +1,9 @@
 //! smemkit: GPU on-chip memory put to work. Histograms in per-block shared memory, in distributed
 //! shared memory across a Hopper thread block cluster, or in global memory, chosen by a planner;
-//! the shared-memory array operations ([`stencil1d()`], [`transpose()`], [`reverse()`]) and the
-//! bank-conflict lab ([`lab`]); and a rayon CPU engine that runs everything on machines without a
-//! GPU and serves as the reference for the GPU engine.
+//! the shared-memory array operations ([`stencil1d()`], [`transpose()`], [`reverse()`]), matrix
+//! multiply through shared-memory tiles ([`matmul()`]) and the bank-conflict lab ([`lab`]); and a
+//! rayon CPU engine that runs everything on machines without a GPU and serves as the reference for
+//! the GPU engine.
 //!
 //! ```
 //! use smemkit::{histogram, BinSpec, HistogramOptions, Backend, Samples};
@@ -19,6 +20,7 @@ pub mod element;
 pub mod error;
 pub mod histogram;
 pub mod lab;
+pub mod matmul;
 pub mod plan;
 pub mod reverse;
 pub mod sample;
@@ -31,6 +33,7 @@ pub use error::{Error, Result};
 pub use histogram::{
     histogram, Backend, Counts, EngineReport, Histogram, HistogramOptions, Tallies,
 };
+pub use matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef};
 pub use plan::{Strategy, StrategyChoice};
 pub use reverse::{reverse, ReverseKernel};
 pub use sample::{Sample, SampleType, Samples, Weights};
