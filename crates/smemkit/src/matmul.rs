@@ -226,12 +226,7 @@ pub fn matmul(
         return Ok(());
     }
     match crate::cuda::resolve_backend(backend) {
-        Backend::Cuda => {
-            let _ = kernel;
-            Err(Error::CudaUnavailable(
-                "the GPU matmul kernels are not written yet".into(),
-            ))
-        }
+        Backend::Cuda => crate::cuda::matmul::matmul(&a, &b, &mut c, alpha, beta, kernel),
         _ => {
             crate::cpu::matmul::matmul(&a, &b, &mut c, alpha, beta);
             Ok(())

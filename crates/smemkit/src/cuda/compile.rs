@@ -39,6 +39,11 @@ pub const REVERSE: KernelSource = KernelSource {
     name: "reverse.cu",
     text: include_str!("../../kernels/reverse.cu"),
 };
+/// Matrix multiply: the guide's 16 x 16 tiles, register blocking, vectorised loads, cp.async.
+pub const MATMUL: KernelSource = KernelSource {
+    name: "matmul.cu",
+    text: include_str!("../../kernels/matmul.cu"),
+};
 /// The bank-conflict probe.
 pub const LAB: KernelSource = KernelSource {
     name: "lab.cu",
@@ -292,6 +297,39 @@ mod tests {
             let ptx = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{t}: {e}"));
             assert!(ptx.contains(".entry stencil1d("), "{t}");
+        }
+    }
+
+    #[test]
+    fn matmul_kernels_compile_for_every_transpose_pair() {
+        let Some(root) = toolchain() else { return };
+        // Hopper, and Ampere (the oldest with cp.async) so that the async kernel's PTX is checked
+        // beyond the one architecture.
+        for arch in ["compute_90a", "compute_80"] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let d = crate::cuda::matmul::defines(ta, tb);
+                let ptx = compile_uncached(&MATMUL, &options(&root, arch, &d))
+                    .unwrap_or_else(|e| panic!("{arch} ta {ta} tb {tb}: {e}"));
+                for k in crate::MatmulKernel::ALL {
+                    let name = crate::cuda::matmul::kernel_name(k);
+                    assert!(
+                        ptx.contains(&format!(".entry {name}(")),
+                        "{arch} ta {ta} tb {tb}: {name} missing"
+                    );
+                }
+                // 4-byte copies always (a tile stored transposed); 16-byte ones where a layout
+                // has rows contiguous in memory (A transposed or B not).
+                assert!(
+                    ptx.contains("cp.async.ca.shared.global"),
+                    "{arch}: no cp.async"
+                );
+                if ta || !tb {
+                    assert!(
+                        ptx.contains("cp.async.cg.shared.global"),
+                        "{arch}: no 16-byte cp.async"
+                    );
+                }
+            }
         }
     }
 

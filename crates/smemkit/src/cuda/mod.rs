@@ -1,13 +1,14 @@
 //! The CUDA engine: a device context opened on first use, kernels compiled at run time by NVRTC
-//! ([`compile`]), launches with clusters ([`launch`]), and the histogram strategies
-//! ([`histogram`]). Everything is loaded dynamically: without a driver or a GPU the library still
-//! builds and runs, and [`is_available`] says false.
+//! ([`compile`]), launches with clusters ([`launch`]), the histogram strategies ([`histogram`])
+//! and matrix multiply ([`matmul`]). Everything is loaded dynamically: without a driver or a GPU
+//! the library still builds and runs, and [`is_available`] says false.
 
 pub mod bench;
 pub mod compile;
 pub mod device;
 pub mod histogram;
 pub mod launch;
+pub mod matmul;
 pub mod ops;
 pub mod params;
 

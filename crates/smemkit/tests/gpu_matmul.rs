@@ -1,0 +1,252 @@
+//! The GPU matrix multiply against an f64 reference on fresh random inputs: every kernel, every
+//! pair of transpose flags, alpha/beta, padded leading dimensions, and shapes that are multiples of
+//! no tile (1x1x1, 17x33x65, 1000^3, 4097x4095x4099) beside squares from 1024 to 2048. When beta is
+//! 0 the device's C is NaN-poisoned scratch (and the host's C is NaN too), so an output no thread
+//! wrote, or a read of C the kernel must not make, fails the comparison. Padding between C's rows
+//! must come back untouched.
+//!
+//! The error is relative in the max norm: max |C - ref| / max |ref| < 1e-5. An element-wise
+//! relative error is meaningless where a dot product cancels to nearly zero.
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use smemkit::{matmul, Backend, MatmulKernel, MatrixMut, MatrixRef};
+
+fn rng() -> Xoshiro256PlusPlus {
+    let seed: u64 = rand::random();
+    eprintln!("seed {seed}");
+    Xoshiro256PlusPlus::seed_from_u64(seed)
+}
+
+/// Elements a `rows x cols` view with leading dimension `ld` spans.
+fn span(rows: usize, cols: usize, ld: usize) -> usize {
+    if rows == 0 || cols == 0 {
+        0
+    } else {
+        (rows - 1) * ld + cols
+    }
+}
+
+fn random(r: &mut Xoshiro256PlusPlus, len: usize) -> Vec<f32> {
+    (0..len).map(|_| r.gen_range(-1.0f32..1.0)).collect()
+}
+
+fn strides(x: &MatrixRef<f32>) -> (isize, isize) {
+    if x.transposed {
+        (1, x.ld as isize)
+    } else {
+        (x.ld as isize, 1)
+    }
+}
+
+/// alpha * op(A) * op(B) + beta * C in f64 (dense m x n), by matrixmultiply's dgemm over row
+/// bands on every core; and max |ref|.
+fn reference(
+    a: &MatrixRef<f32>,
+    b: &MatrixRef<f32>,
+    c: &[f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+) -> (Vec<f64>, f64) {
+    let (m, k) = a.op_shape();
+    let n = b.op_shape().1;
+    let af: Vec<f64> = a.data.iter().map(|&v| v as f64).collect();
+    let bf: Vec<f64> = b.data.iter().map(|&v| v as f64).collect();
+    let mut out = vec![0.0f64; m * n];
+    if beta != 0.0 {
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = beta as f64 * c[i * ldc + j] as f64;
+            }
+        }
+    }
+    let (rsa, csa) = strides(a);
+    let (rsb, csb) = strides(b);
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let band = m.div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for (i, chunk) in out.chunks_mut(band * n).enumerate() {
+            let (af, bf) = (&af, &bf);
+            s.spawn(move || {
+                let r0 = i * band;
+                let rows = chunk.len() / n;
+                // SAFETY: op(A)'s rows r0..r0+rows lie in `af` (the same layout as A's checked
+                // view), op(B) in `bf`, and the band's rows x n outputs in `chunk`.
+                unsafe {
+                    matrixmultiply::dgemm(
+                        rows,
+                        k,
+                        n,
+                        alpha as f64,
+                        af.as_ptr().offset(r0 as isize * rsa),
+                        rsa,
+                        csa,
+                        bf.as_ptr(),
+                        rsb,
+                        csb,
+                        1.0,
+                        chunk.as_mut_ptr(),
+                        n as isize,
+                        1,
+                    );
+                }
+            });
+        }
+    });
+    let scale = out.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    (out, scale)
+}
+
+/// One problem: random op(A) (m x k) and op(B) (k x n) stored with the given transposes and row
+/// padding, C with its own padding; every kernel in `kernels` against one reference.
+#[allow(clippy::too_many_arguments)]
+fn case(
+    r: &mut Xoshiro256PlusPlus,
+    (m, n, k): (usize, usize, usize),
+    (ta, tb): (bool, bool),
+    (pad_a, pad_b, pad_c): (usize, usize, usize),
+    alpha: f32,
+    beta: f32,
+    kernels: &[MatmulKernel],
+) {
+    let (ar, ac) = if ta { (k, m) } else { (m, k) };
+    let (br, bc) = if tb { (n, k) } else { (k, n) };
+    let (lda, ldb, ldc) = (ac + pad_a, bc + pad_b, n + pad_c);
+    let av = random(r, span(ar, ac, lda));
+    let bv = random(r, span(br, bc, ldb));
+    let mut c0 = random(r, span(m, n, ldc));
+    if beta == 0.0 {
+        c0.iter_mut().for_each(|v| *v = f32::NAN);
+    }
+    let a = MatrixRef::new(&av, ar, ac).with_ld(lda);
+    let a = if ta { a.transposed() } else { a };
+    let b = MatrixRef::new(&bv, br, bc).with_ld(ldb);
+    let b = if tb { b.transposed() } else { b };
+    let (want, scale) = reference(&a, &b, &c0, ldc, alpha, beta);
+    for &kernel in kernels {
+        let what = format!(
+            "{kernel:?} {m}x{n}x{k} ta {ta} tb {tb} pads {pad_a},{pad_b},{pad_c} alpha {alpha} beta {beta}"
+        );
+        let mut c = c0.clone();
+        matmul(
+            a,
+            b,
+            MatrixMut::new(&mut c, m, n).with_ld(ldc),
+            alpha,
+            beta,
+            Backend::Cuda,
+            kernel,
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let mut worst = 0.0f64;
+        for i in 0..m {
+            for j in 0..n {
+                let got = c[i * ldc + j] as f64;
+                assert!(got.is_finite(), "{what}: C[{i}][{j}] = {got}");
+                worst = worst.max((got - want[i * n + j]).abs());
+            }
+            for j in n..ldc {
+                if let Some(&v) = c.get(i * ldc + j) {
+                    assert_eq!(
+                        v.to_bits(),
+                        c0[i * ldc + j].to_bits(),
+                        "{what}: padding C[{i}][{j}] changed"
+                    );
+                }
+            }
+        }
+        let rel = worst / scale.max(f64::MIN_POSITIVE);
+        eprintln!("{what}: relative error {rel:.2e}");
+        assert!(rel < 1e-5, "{what}: relative error {rel:.2e}");
+    }
+}
+
+const PAIRS: [(bool, bool); 4] = [(false, false), (true, false), (false, true), (true, true)];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_kernel_on_small_and_odd_shapes_with_every_layout() {
+    let mut r = rng();
+    let shapes = [
+        (1, 1, 1),
+        (1, 1, 300),
+        (17, 33, 65),
+        (1, 257, 129),
+        (129, 1, 17),
+        (127, 129, 131),
+        (128, 128, 16),
+        (255, 257, 33),
+        (300, 200, 1),
+    ];
+    for shape in shapes {
+        for pair in PAIRS {
+            // Dense (16-byte paths where ld allows), odd padding (scalar paths), padding by 4.
+            for pads in [(0, 0, 0), (1, 3, 5), (4, 8, 4)] {
+                for (alpha, beta) in [(1.0f32, 0.0f32), (-0.75, 1.5), (2.0, -1.0)] {
+                    case(&mut r, shape, pair, pads, alpha, beta, &MatmulKernel::ALL);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_kernel_on_the_issue_shapes() {
+    let mut r = rng();
+    for shape in [
+        (1000, 1000, 1000),
+        (1024, 1024, 1024),
+        (1536, 1536, 1536),
+        (2048, 2048, 2048),
+        (4097, 4095, 4099),
+    ] {
+        case(
+            &mut r,
+            shape,
+            (false, false),
+            (0, 0, 0),
+            1.0,
+            0.0,
+            &MatmulKernel::ALL,
+        );
+    }
+    // Transposes, alpha/beta and padding at a size no tile divides.
+    for pair in PAIRS {
+        case(
+            &mut r,
+            (1000, 1000, 1000),
+            pair,
+            (3, 4, 1),
+            0.5,
+            -2.0,
+            &MatmulKernel::ALL,
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn column_major_inputs_and_the_auto_backend() {
+    // A column-major 3 x 2 [[1, 2], [3, 4], [5, 6]] (ld 4: one unused element per column) times the
+    // row-major 2 x 1 [1, 1].
+    let a = [1.0f32, 3.0, 5.0, -9.0, 2.0, 4.0, 6.0];
+    let b = [1.0f32, 1.0];
+    for kernel in MatmulKernel::ALL {
+        for backend in [Backend::Cuda, Backend::Auto] {
+            let mut c = [f32::NAN; 3];
+            matmul(
+                MatrixRef::col_major(&a, 3, 2, 4),
+                MatrixRef::new(&b, 2, 1),
+                MatrixMut::new(&mut c, 3, 1),
+                1.0,
+                0.0,
+                backend,
+                kernel,
+            )
+            .unwrap();
+            assert_eq!(c, [3.0, 7.0, 11.0], "{kernel:?} {backend:?}");
+        }
+    }
+}
