@@ -31,6 +31,8 @@ pub enum Command {
     Transpose(crate::ops_cmd::TransposeArgs),
     /// Reverse a .npy array (flat).
     Reverse(crate::ops_cmd::ReverseArgs),
+    /// Matrix multiply of two float32 2-D .npy arrays (GPU: shared-memory tiled kernels).
+    Matmul(crate::matmul_cmd::MatmulArgs),
     /// Shared-memory experiments on the GPU (`banks`); predictions only without a GPU.
     Lab(crate::lab_cmd::LabArgs),
     /// Plot GB/s against bins from benchmark JSON lines (every strategy and peer).

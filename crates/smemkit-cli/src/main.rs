@@ -11,6 +11,7 @@ mod device;
 mod hist;
 mod input;
 mod lab_cmd;
+mod matmul_cmd;
 mod ops_cmd;
 mod output;
 mod plan_cmd;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         Command::Stencil(a) => ops_cmd::stencil(a),
         Command::Transpose(a) => ops_cmd::transpose(a),
         Command::Reverse(a) => ops_cmd::reverse(a),
+        Command::Matmul(a) => matmul_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a, &mut out),
         Command::PlotBench(a) => bench_plot::run(a),
     }

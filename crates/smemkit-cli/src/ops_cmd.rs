@@ -62,19 +62,19 @@ pub struct ReverseArgs {
 }
 
 /// A whole `.npy` array: its elements in file order, shape and memory order.
-struct Array<T> {
-    data: Vec<T>,
-    shape: Vec<u64>,
-    fortran: bool,
+pub(crate) struct Array<T> {
+    pub(crate) data: Vec<T>,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) fortran: bool,
 }
 
-fn open(path: &Path) -> Result<NpyFile<BufReader<File>>> {
+pub(crate) fn open(path: &Path) -> Result<NpyFile<BufReader<File>>> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     NpyFile::new(BufReader::new(f))
         .with_context(|| format!("{} is not a valid .npy file", path.display()))
 }
 
-fn read<T: Deserialize>(npy: NpyFile<BufReader<File>>, path: &Path) -> Result<Array<T>> {
+pub(crate) fn read<T: Deserialize>(npy: NpyFile<BufReader<File>>, path: &Path) -> Result<Array<T>> {
     let shape = npy.shape().to_vec();
     let fortran = npy.order() == Order::Fortran;
     let data = npy
@@ -90,7 +90,11 @@ fn read<T: Deserialize>(npy: NpyFile<BufReader<File>>, path: &Path) -> Result<Ar
     })
 }
 
-fn write<T: Element + npyz::AutoSerialize>(path: &Path, data: &[T], shape: &[u64]) -> Result<()> {
+pub(crate) fn write<T: Element + npyz::AutoSerialize>(
+    path: &Path,
+    data: &[T],
+    shape: &[u64],
+) -> Result<()> {
     write_atomic(path, |w: &mut dyn Write| {
         let mut out = npyz::WriteOptions::<T>::new()
             .default_dtype()
@@ -103,7 +107,7 @@ fn write<T: Element + npyz::AutoSerialize>(path: &Path, data: &[T], shape: &[u64
     })
 }
 
-fn check_out(path: &Path) -> Result<()> {
+pub(crate) fn check_out(path: &Path) -> Result<()> {
     if path.extension().and_then(|e| e.to_str()) != Some("npy") {
         bail!("--out {}: the result is written as .npy", path.display());
     }
@@ -122,7 +126,7 @@ fn check_out(path: &Path) -> Result<()> {
 }
 
 /// The dtype descriptor of the file, like `<f4`.
-fn type_code(npy: &NpyFile<BufReader<File>>) -> Result<(char, u64)> {
+pub(crate) fn type_code(npy: &NpyFile<BufReader<File>>) -> Result<(char, u64)> {
     match npy.dtype() {
         npyz::DType::Plain(t) => {
             let code = match t.type_char() {

@@ -786,3 +786,94 @@ fn array_operation_benchmarks_ask_for_the_gpu() {
         assert!(!r.ok && r.stderr.contains("CUDA"), "{}", r.stderr);
     }
 }
+
+#[test]
+fn matmul_over_npy_with_transposes_and_fortran_order() {
+    let dir = TempDir::new().unwrap();
+    let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let read_f32 = |path: &Path| -> Vec<f32> {
+        npy_data(path)
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    // A = [[1, 2, 3], [4, 5, 6]] (C order), B = [[1, 0], [0, 1], [1, 1]] (C order).
+    let a = write(
+        &dir,
+        "a.npy",
+        &npy("<f4", false, &[2, 3], &f32s(&[1., 2., 3., 4., 5., 6.])),
+    );
+    let b = write(
+        &dir,
+        "b.npy",
+        &npy("<f4", false, &[3, 2], &f32s(&[1., 0., 0., 1., 1., 1.])),
+    );
+    let out = dir.path().join("c.npy");
+    let r = smemkit(&["matmul", p(&a), p(&b), "--out", p(&out), "--backend", "cpu"]);
+    assert!(r.ok, "{}", r.stderr);
+    // A B = [[4, 5], [10, 11]].
+    assert_eq!(read_f32(&out), vec![4., 5., 10., 11.]);
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(String::from_utf8_lossy(&bytes[..128]).contains("(2, 2, )"));
+
+    // B^T A^T = (A B)^T = [[4, 10], [5, 11]].
+    let r = smemkit(&[
+        "matmul",
+        p(&b),
+        p(&a),
+        "--transpose-a",
+        "--transpose-b",
+        "--out",
+        p(&out),
+        "--backend",
+        "cpu",
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(read_f32(&out), vec![4., 10., 5., 11.]);
+
+    // A in Fortran order (its bytes column by column) is the same A.
+    let af = write(
+        &dir,
+        "af.npy",
+        &npy("<f4", true, &[2, 3], &f32s(&[1., 4., 2., 5., 3., 6.])),
+    );
+    let r = smemkit(&[
+        "matmul",
+        p(&af),
+        p(&b),
+        "--out",
+        p(&out),
+        "--backend",
+        "cpu",
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(read_f32(&out), vec![4., 5., 10., 11.]);
+
+    // Bad requests: one error line, no output file.
+    let i32s = write(&dir, "i.npy", &npy("<i4", false, &[2, 2], &[0u8; 16]));
+    let flat = write(
+        &dir,
+        "flat.npy",
+        &npy("<f4", false, &[3], &f32s(&[1., 2., 3.])),
+    );
+    for (args, needle) in [
+        (vec!["matmul", p(&a), p(&a)], "inner dimensions differ"),
+        (vec!["matmul", p(&i32s), p(&b)], "float32"),
+        (vec!["matmul", p(&flat), p(&b)], "2-D"),
+        (
+            vec!["matmul", p(&a), p(&b), "--kernel", "cublas"],
+            "unknown matmul kernel",
+        ),
+    ] {
+        let bad = dir.path().join("bad.npy");
+        let mut all = args.clone();
+        all.extend(["--out", p(&bad), "--backend", "cpu"]);
+        let r = smemkit(&all);
+        assert!(
+            !r.ok && r.stderr.contains(needle) && !r.stderr.contains("panicked"),
+            "{all:?}: {}",
+            r.stderr
+        );
+        assert!(!bad.exists(), "{all:?} left {}", bad.display());
+    }
+}
