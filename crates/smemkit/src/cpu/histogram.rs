@@ -707,6 +707,26 @@ fn i32_slots(xs: &[i32], out: &mut [u32], n: u32, hot: u32, offs: &[u32; 16]) ->
     hits
 }
 
+/// Counters larger than this are prefetched a sub-batch ahead in the int32 loop.
+const I32_PIPELINE_BYTES: usize = 1 << 20;
+
+/// Prefetches the counters of `slots` (for writing).
+#[inline(never)]
+fn prefetch_slots(slots: &[u32], scratch: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    for &i in slots {
+        // SAFETY: a prefetch never faults; `wrapping_add` computes the address without creating
+        // a reference.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                scratch.as_ptr().wrapping_add(i as usize).cast::<i8>(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slots, scratch);
+}
+
 /// One increment per slot index.
 #[inline(never)]
 fn add_slots(slots: &[u32], scratch: &mut [u32]) {
@@ -758,7 +778,14 @@ fn count_i32_plain(chunk: &[i32], n: u32, scratch: &mut [u32], stride: usize, wa
         *o = ((k % ways) * stride) as u32;
     }
     let scratch = &mut scratch[..stride * ways];
-    let mut buf = [0u32; I32_SUB];
+    // Counters beyond L2 and a batch with a hot bin (few misses in the out-of-order window): the
+    // slots of one sub-batch are computed (and their counters prefetched) while those of the
+    // previous one are counted, so the cache misses overlap. Measured: hot data at 1M bins 82 ->
+    // 72 ms; uniform data got slower with it (150 -> 163 ms), so it is off there.
+    let pipelined = stride * ways * 4 > I32_PIPELINE_BYTES;
+    let mut bufs = [[0u32; I32_SUB]; 2];
+    let mut pending = 0usize;
+    let mut cur = 0usize;
     for batch in chunk.chunks(I32_BATCH) {
         let hot = hot_code(batch, |x| {
             let u = x as u32;
@@ -766,6 +793,12 @@ fn count_i32_plain(chunk: &[i32], n: u32, scratch: &mut [u32], stride: usize, wa
         });
         for xs in batch.chunks(I32_SUB) {
             prefetch_ahead(xs);
+            let (a, b) = bufs.split_at_mut(1);
+            let (buf, prev) = if cur == 0 {
+                (&mut a[0], &b[0])
+            } else {
+                (&mut b[0], &a[0])
+            };
             let buf = &mut buf[..xs.len()];
             let hits = i32_slots(xs, buf, n, hot, &offs);
             if hits > 0 {
@@ -773,9 +806,21 @@ fn count_i32_plain(chunk: &[i32], n: u32, scratch: &mut [u32], stride: usize, wa
             }
             // a slot index is at most n + 3 + 7 < stride, plus a copy's offset
             // (k % ways) * stride: below stride * ways == scratch.len()
-            add_slots(buf, scratch);
+            let pipe = pipelined && hot != u32::MAX;
+            if pipe {
+                prefetch_slots(buf, scratch);
+            }
+            add_slots(&prev[..pending], scratch);
+            if pipe {
+                pending = xs.len();
+                cur ^= 1;
+            } else {
+                add_slots(buf, scratch);
+                pending = 0;
+            }
         }
     }
+    add_slots(&bufs[cur ^ 1][..pending], scratch);
     // the loop counts samples above the range in slot n and below it in slot n + 1
     let n = n as usize;
     scratch.swap(n, n + 1);
