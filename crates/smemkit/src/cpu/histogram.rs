@@ -1289,7 +1289,8 @@ mod i32_tests {
             s ^= s << 17;
             s
         };
-        for &n in &[1usize, 5, 256, 40_000] {
+        // 300_000 bins: the pipelined (counter-prefetching) loop
+        for &n in &[1usize, 5, 256, 40_000, 300_000] {
             for hot in [None, Some(3i32), Some(-4), Some(n as i32 + 2)] {
                 let xs: Vec<i32> = (0..50_001)
                     .map(|_| {
