@@ -185,6 +185,92 @@ struct EstimateParams {
     n64: f64,
     denom32: f32,
     n32: f32,
+    /// `n / denom` in float64: the factor of the multiply estimate (see [`fast_estimate`]).
+    scale: f64,
+    /// `n / denom` in float32 (the all-float32 rule's factor).
+    scale32: f32,
+}
+
+impl EstimateParams {
+    fn new(n: usize, denom: f64) -> Self {
+        let (n32, denom32) = (n as f32, denom as f32);
+        EstimateParams {
+            n: n as u32,
+            denom,
+            n64: n as f64,
+            denom32,
+            n32,
+            scale: n as f64 / denom,
+            scale32: n32 / denom32,
+        }
+    }
+}
+
+/// Whether the estimate may be computed with one multiply by the precomputed factor `n / denom`
+/// (float64 for float32 samples with a float64 divisor and for float64 samples, float32 for the
+/// all-float32 rule) instead of numpy's division, without changing any bin. The difference
+/// `x - first` is computed exactly as numpy does, and the correction is the same.
+///
+/// Why no bin changes. For a sample `x` in `[first, last]` let `b` be the unique bin with
+/// `edges[b] <= x < edges[b + 1]` (the last bin closed; [`Binning::resolve`] guarantees strictly
+/// increasing edges with `edges[0] == first` and `edges[n] == last`). numpy's bin is the corrected
+/// estimate: one down if `x < edges[i]`, then one up if `x >= edges[i + 1]` and `i` is not the last
+/// bin. From any estimate in `{b - 1, b, b + 1}` (after truncation and the clamp to `[0, n - 1]`)
+/// this returns `b`: from `b + 1`, `x < edges[b + 1]` takes it down and then keeps it there; from
+/// `b`, neither test holds; from `b - 1`, `x >= edges[b] > edges[b - 1]` rules out the decrement
+/// and `x >= edges[b]` takes it up. So when numpy's estimate and the multiply estimate are both
+/// within one bin of `b`, both rules give `b`, whatever the two estimates are. A truncated estimate
+/// is in `{b - 1, b, b + 1}` when the real number truncated is in `(b - 1, b + 2)`.
+///
+/// The errors, in bins (`W = denom / n`; `U` the spacing of the working precision's numbers just
+/// above `M = max(|first|, |last|)`: a value rounded to magnitude at most `M` moves by at most
+/// `U / 2`, the difference `x - first` (magnitude at most `2M`) by at most `U`):
+/// - float32 samples, range from the caller (numpy's divisor is float64): `first` is the range's
+///   lower end rounded to float32 (`U / 2`), each edge a float64 `linspace` value (within `2^-26 U`
+///   of `lo + i W`) rounded to float32 (`U / 2`), the float32 difference is rounded once (`U`),
+///   and numpy's float64 division and multiply, like the float64 factor and multiply, add a
+///   relative `2^-52`: at most `2^-27` bins for `n <= 2^24`. So the sample's position relative to
+///   `b` is off by at most `U / (2W)` and both estimates by a further `1.5U / W + 2^-27`: both are
+///   in `(b - 2U/W - 2^-26, b + 1 + 2U/W + 2^-26)`. Used when `W >= 8U` (a quarter of a bin).
+/// - float32 samples, range from the data (all float32): the float32 `linspace` edges are within
+///   `3.5U` of `lo + i W` (the step and the product `i * step` rounded, `U` each after the step's
+///   relative error times `i`, then the sum, `U / 2`), the difference is rounded once (`U`), and
+///   either estimate's two float32 roundings add a relative `2^-23`, at most `2 (n + 1) 2^-24`
+///   bins; `W >= 16U` implies `n < 2^21`, so both estimates are in `(b - 0.54, b + 1.54)`.
+/// - float64 (and integer) samples: the float64 `linspace` edges are within `4.5U` of
+///   `lo + i (hi - lo) / n`, the difference is rounded once (`U`), the divisor differs from
+///   `hi - lo` by at most `2U` (integer data with the range from the data: the exact span rounded
+///   once, the ends rounded to float64), and either estimate's two roundings add `2^-28` bins for
+///   `n <= 2^24`: `7.5U / W + 2^-28` in all, under half a bin for `W >= 16U`.
+///
+/// The relative error bounds need a normal factor `n / denom`: with a subnormal range it
+/// overflows (a float32 range `[0, 1e-40]` in 3 bins gave an infinite factor and wrong bins before
+/// this was checked). Subnormal samples and differences are fine: their roundings are absolute
+/// errors of at most half the smallest spacing, `U / 2` at most. Elsewhere (narrower bins, more
+/// than 2^24 bins, an infinite span, a factor that is not normal) numpy's division is kept.
+/// The `fast_estimate_tests` check every edge and the values 1 and 2 ulps either side.
+fn fast_estimate(n: usize, width: f64, min_ulps: f64, ulp: f64, scale_normal: bool) -> bool {
+    n <= FAST_MAX_BINS && scale_normal && width.is_finite() && width >= min_ulps * ulp
+}
+
+/// At most this many bins for the multiply estimate (see [`fast_estimate`]).
+const FAST_MAX_BINS: usize = 1 << 24;
+/// Smallest bin width for the multiply estimate, in spacings of the working precision at the
+/// range's largest magnitude: float32 data with a float64 divisor; the all-float32 rule and
+/// float64 data (see [`fast_estimate`]).
+const FAST_MIN_ULPS_WIDE: f64 = 8.0;
+const FAST_MIN_ULPS: f64 = 16.0;
+
+/// Spacing of the float32 numbers just above `|m|` (infinite for `f32::MAX`).
+fn ulp32(m: f32) -> f64 {
+    let m = m.abs();
+    (f32::from_bits(m.to_bits() + 1) as f64) - m as f64
+}
+
+/// Spacing of the float64 numbers just above `|m|` (infinite for `f64::MAX`).
+fn ulp64(m: f64) -> f64 {
+    let m = m.abs();
+    f64::from_bits(m.to_bits() + 1) - m
 }
 
 // float32 samples, range from the caller: float32 difference, float64 division
@@ -208,6 +294,29 @@ estimate_pass!(est_f64, est_f64_avx2, est_f64_avx512, f64, |x, first, p| (x
     - first)
     / p.denom
     * p.n64);
+// The same three with the multiply estimate (only where [`fast_estimate`] allows it): the
+// difference is still computed as numpy does, then multiplied by the precomputed `n / denom`.
+estimate_pass!(
+    est_f32_wide_mul,
+    est_f32_wide_mul_avx2,
+    est_f32_wide_mul_avx512,
+    f32,
+    |x, first, p| (x - first) as f64 * p.scale
+);
+estimate_pass!(
+    est_f32_narrow_mul,
+    est_f32_narrow_mul_avx2,
+    est_f32_narrow_mul_avx512,
+    f32,
+    |x, first, p| ((x - first) * p.scale32) as f64
+);
+estimate_pass!(
+    est_f64_mul,
+    est_f64_mul_avx2,
+    est_f64_mul_avx512,
+    f64,
+    |x, first, p| (x - first) * p.scale
+);
 
 /// Runs an estimate pass, with AVX2 where the CPU has it.
 macro_rules! run_pass {
@@ -273,29 +382,25 @@ impl<T: Sample> Codes<T> for IntegerCodes {
 struct F32Codes<'a> {
     u: &'a UniformF32,
     n: usize,
-    denom32: f32,
-    n32: f32,
-    n64: f64,
+    p: EstimateParams,
+    /// The estimate is `(x - first) * (n / denom)` (one multiply) instead of numpy's division:
+    /// the same bins (see [`fast_estimate`]).
+    fast: bool,
 }
 
 impl<'a> F32Codes<'a> {
     fn new(u: &'a UniformF32) -> Self {
-        F32Codes {
-            u,
-            n: u.nbins,
-            denom32: u.denom as f32,
-            n32: u.nbins as f32,
-            n64: u.nbins as f64,
-        }
-    }
-    fn params(&self) -> EstimateParams {
-        EstimateParams {
-            n: self.n as u32,
-            denom: self.u.denom,
-            n64: self.n64,
-            denom32: self.denom32,
-            n32: self.n32,
-        }
+        let n = u.nbins;
+        let p = EstimateParams::new(n, u.denom);
+        let ulp = ulp32(u.first.abs().max(u.last.abs()));
+        let fast = if u.denom_is_f64 {
+            let normal = p.scale.is_normal();
+            fast_estimate(n, u.denom / n as f64, FAST_MIN_ULPS_WIDE, ulp, normal)
+        } else {
+            let normal = p.scale32.is_normal();
+            fast_estimate(n, p.denom32 as f64 / n as f64, FAST_MIN_ULPS, ulp, normal)
+        };
+        F32Codes { u, n, p, fast }
     }
 }
 
@@ -305,14 +410,16 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
         let x = x.to_f32();
         let u = self.u;
         let n = self.n;
+        let p = &self.p;
         if !(x >= u.first && x <= u.last) {
             return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
         }
         let diff = x - u.first;
-        let estimate = if u.denom_is_f64 {
-            (diff as f64 / u.denom * self.n64) as i64
-        } else {
-            (diff / self.denom32 * self.n32) as i64
+        let estimate = match (u.denom_is_f64, self.fast) {
+            (true, false) => (diff as f64 / p.denom * p.n64) as i64,
+            (true, true) => (diff as f64 * p.scale) as i64,
+            (false, false) => (diff / p.denom32 * p.n32) as i64,
+            (false, true) => (diff * p.scale32) as i64,
         };
         let e = &u.edges[..=n];
         let mut i = (estimate.max(0) as usize).min(n - 1);
@@ -337,31 +444,52 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
             }
         };
         let u = self.u;
-        let p = self.params();
-        if u.denom_is_f64 {
-            run_pass!(
+        let (e, f, l, p) = (&u.edges[..], u.first, u.last, self.p);
+        match (u.denom_is_f64, self.fast) {
+            (true, false) => run_pass!(
                 est_f32_wide,
                 est_f32_wide_avx2,
                 est_f32_wide_avx512,
                 xs32,
                 out,
-                &u.edges,
-                u.first,
-                u.last,
+                e,
+                f,
+                l,
                 p
-            );
-        } else {
-            run_pass!(
+            ),
+            (true, true) => run_pass!(
+                est_f32_wide_mul,
+                est_f32_wide_mul_avx2,
+                est_f32_wide_mul_avx512,
+                xs32,
+                out,
+                e,
+                f,
+                l,
+                p
+            ),
+            (false, false) => run_pass!(
                 est_f32_narrow,
                 est_f32_narrow_avx2,
                 est_f32_narrow_avx512,
                 xs32,
                 out,
-                &u.edges,
-                u.first,
-                u.last,
+                e,
+                f,
+                l,
                 p
-            );
+            ),
+            (false, true) => run_pass!(
+                est_f32_narrow_mul,
+                est_f32_narrow_mul_avx2,
+                est_f32_narrow_mul_avx512,
+                xs32,
+                out,
+                e,
+                f,
+                l,
+                p
+            ),
         }
     }
 }
@@ -381,16 +509,24 @@ fn same_type<T: 'static, U: 'static>(xs: &[T]) -> Option<&[U]> {
 struct F64Codes<'a> {
     u: &'a UniformF64,
     n: usize,
-    n64: f64,
+    p: EstimateParams,
+    /// The estimate is `(x - first) * (n / denom)`: the same bins (see [`fast_estimate`]).
+    fast: bool,
 }
 
 impl<'a> F64Codes<'a> {
     fn new(u: &'a UniformF64) -> Self {
-        F64Codes {
-            u,
-            n: u.nbins,
-            n64: u.nbins as f64,
-        }
+        let n = u.nbins;
+        let ulp = ulp64(u.first.abs().max(u.last.abs()));
+        let p = EstimateParams::new(n, u.denom);
+        let fast = fast_estimate(
+            n,
+            u.denom / n as f64,
+            FAST_MIN_ULPS,
+            ulp,
+            p.scale.is_normal(),
+        );
+        F64Codes { u, n, p, fast }
     }
 }
 
@@ -403,7 +539,11 @@ impl<T: Sample> Codes<T> for F64Codes<'_> {
         if !(x >= u.first && x <= u.last) {
             return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
         }
-        let estimate = ((x - u.first) / u.denom * self.n64) as i64;
+        let estimate = if self.fast {
+            ((x - u.first) * self.p.scale) as i64
+        } else {
+            ((x - u.first) / u.denom * self.p.n64) as i64
+        };
         let e = &u.edges[..=n];
         let mut i = (estimate.max(0) as usize).min(n - 1);
         i -= (i > 0 && x < e[i]) as usize;
@@ -427,24 +567,22 @@ impl<T: Sample> Codes<T> for F64Codes<'_> {
             }
         };
         let u = self.u;
-        let p = EstimateParams {
-            n: self.n as u32,
-            denom: u.denom,
-            n64: self.n64,
-            denom32: 0.0,
-            n32: 0.0,
-        };
-        run_pass!(
-            est_f64,
-            est_f64_avx2,
-            est_f64_avx512,
-            xs64,
-            out,
-            &u.edges,
-            u.first,
-            u.last,
-            p
-        );
+        let (e, f, l, p) = (&u.edges[..], u.first, u.last, self.p);
+        if self.fast {
+            run_pass!(
+                est_f64_mul,
+                est_f64_mul_avx2,
+                est_f64_mul_avx512,
+                xs64,
+                out,
+                e,
+                f,
+                l,
+                p
+            );
+        } else {
+            run_pass!(est_f64, est_f64_avx2, est_f64_avx512, xs64, out, e, f, l, p);
+        }
     }
 }
 
@@ -1374,27 +1512,27 @@ mod simd_tests {
             xs64[8] = f64::INFINITY;
             xs64[13] = f64::NEG_INFINITY;
             let xs32: Vec<f32> = xs64.iter().map(|&x| x as f32).collect();
-            let p = EstimateParams {
-                n: n as u32,
-                denom: hi - lo,
-                n64: n as f64,
-                denom32: (hi - lo) as f32,
-                n32: n as f32,
-            };
+            let p = EstimateParams::new(n, hi - lo);
             let (f, l) = (lo as f32, hi as f32);
-            let mut want = vec![[0u32; BATCH]; 3];
+            let mut want = vec![[0u32; BATCH]; 6];
             est_f32_wide(&xs32, &mut want[0], &edges32, f, l, p);
             est_f32_narrow(&xs32, &mut want[1], &edges32, f, l, p);
             est_f64(&xs64, &mut want[2], &edges64, lo, hi, p);
+            est_f32_wide_mul(&xs32, &mut want[3], &edges32, f, l, p);
+            est_f32_narrow_mul(&xs32, &mut want[4], &edges32, f, l, p);
+            est_f64_mul(&xs64, &mut want[5], &edges64, lo, hi, p);
             #[cfg(target_arch = "x86_64")]
             {
-                let mut got = vec![[0u32; BATCH]; 3];
+                let mut got = vec![[0u32; BATCH]; 6];
                 if std::is_x86_feature_detected!("avx2") {
                     // SAFETY: AVX2 is present.
                     unsafe {
                         est_f32_wide_avx2(&xs32, &mut got[0], &edges32, f, l, p);
                         est_f32_narrow_avx2(&xs32, &mut got[1], &edges32, f, l, p);
                         est_f64_avx2(&xs64, &mut got[2], &edges64, lo, hi, p);
+                        est_f32_wide_mul_avx2(&xs32, &mut got[3], &edges32, f, l, p);
+                        est_f32_narrow_mul_avx2(&xs32, &mut got[4], &edges32, f, l, p);
+                        est_f64_mul_avx2(&xs64, &mut got[5], &edges64, lo, hi, p);
                     }
                     assert_eq!(got, want, "avx2 {lo} {hi} {n}");
                 }
@@ -1407,6 +1545,9 @@ mod simd_tests {
                         est_f32_wide_avx512(&xs32, &mut got[0], &edges32, f, l, p);
                         est_f32_narrow_avx512(&xs32, &mut got[1], &edges32, f, l, p);
                         est_f64_avx512(&xs64, &mut got[2], &edges64, lo, hi, p);
+                        est_f32_wide_mul_avx512(&xs32, &mut got[3], &edges32, f, l, p);
+                        est_f32_narrow_mul_avx512(&xs32, &mut got[4], &edges32, f, l, p);
+                        est_f64_mul_avx512(&xs64, &mut got[5], &edges64, lo, hi, p);
                     }
                     assert_eq!(got, want, "avx512 {lo} {hi} {n}");
                 }
@@ -1424,5 +1565,372 @@ mod simd_tests {
                 assert_eq!(want[2][k], Codes::<f64>::code(&fc, x), "x={x}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod fast_estimate_tests {
+    use super::*;
+    use crate::bins::BinSpec;
+    use crate::sample::Samples;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// Uniform in [0, 1).
+        fn unit(&mut self) -> f64 {
+            (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    fn up32(x: f32, k: i32) -> f32 {
+        // the k-th float32 after (k > 0) or before (k < 0) x, through zero
+        let mut y = x;
+        for _ in 0..k.unsigned_abs() {
+            y = if k > 0 { y.next_up() } else { y.next_down() };
+        }
+        y
+    }
+
+    fn up64(x: f64, k: i32) -> f64 {
+        let mut y = x;
+        for _ in 0..k.unsigned_abs() {
+            y = if k > 0 { y.next_up() } else { y.next_down() };
+        }
+        y
+    }
+
+    /// Every edge (up to `max_edges` of them, else a random choice) and the values 1 and 2 ulps
+    /// either side, random values over the range and a little beyond, NaN and the infinities.
+    fn inputs<F: Copy>(
+        edges: &[F],
+        rng: &mut Rng,
+        max_edges: usize,
+        random: usize,
+        step: impl Fn(F, i32) -> F,
+        lerp: impl Fn(f64) -> F,
+        special: [F; 3],
+    ) -> Vec<F> {
+        let mut xs = Vec::new();
+        let picks: Vec<usize> = if edges.len() <= max_edges {
+            (0..edges.len()).collect()
+        } else {
+            (0..max_edges)
+                .map(|_| rng.next() as usize % edges.len())
+                .chain([0, edges.len() - 1])
+                .collect()
+        };
+        for i in picks {
+            for k in -2..=2 {
+                xs.push(step(edges[i], k));
+            }
+        }
+        for _ in 0..random {
+            xs.push(lerp(rng.unit() * 1.1 - 0.05));
+        }
+        xs.extend(special);
+        xs
+    }
+
+    /// Codes of `xs` through the scalar rule and the batched (vectorised) loops.
+    fn codes_of<T: Sample, C: Codes<T>>(c: &C, xs: &[T]) -> (Vec<u32>, Vec<u32>) {
+        let scalar = xs.iter().map(|&x| c.code(x)).collect();
+        let mut batched = vec![0u32; xs.len()];
+        for (x, o) in xs.chunks(BATCH).zip(batched.chunks_mut(BATCH)) {
+            c.codes(x, o);
+        }
+        (scalar, batched)
+    }
+
+    fn slot_code(s: Slot, n: usize) -> u32 {
+        match s {
+            Slot::Bin(i) => i as u32,
+            Slot::Below => n as u32,
+            Slot::Above => n as u32 + 1,
+            Slot::Nan => n as u32 + 2,
+        }
+    }
+
+    /// Compares the exact (numpy's division) and the fast (multiply) estimate on `xs`; returns
+    /// whether the fast estimate is selected for `b` and the number of samples whose bin it would
+    /// change if forced.
+    fn compare<T: Sample + std::fmt::Debug>(b: &Binning, xs: &[T], what: &str) -> (bool, usize) {
+        let n = b.nbins();
+        let want: Vec<u32> = xs.iter().map(|&x| slot_code(b.locate(x), n)).collect();
+        let (selected, exact, fast) = match b {
+            Binning::UniformF32(u) => {
+                let mut c = F32Codes::new(u);
+                let selected = c.fast;
+                c.fast = false;
+                let exact = codes_of(&c, xs);
+                c.fast = true;
+                (selected, exact, codes_of(&c, xs))
+            }
+            Binning::UniformF64(u) => {
+                let mut c = F64Codes::new(u);
+                let selected = c.fast;
+                c.fast = false;
+                let exact = codes_of(&c, xs);
+                c.fast = true;
+                (selected, exact, codes_of(&c, xs))
+            }
+            _ => unreachable!(),
+        };
+        // the exact path is numpy's rule (both loops)
+        assert_eq!(exact.0, want, "{what}: exact scalar");
+        assert_eq!(exact.1, want, "{what}: exact batched");
+        let bad = (0..xs.len())
+            .filter(|&k| fast.0[k] != want[k] || fast.1[k] != want[k])
+            .count();
+        if selected {
+            // where the multiply is used, it changes nothing
+            for k in 0..xs.len() {
+                assert_eq!(fast.0[k], want[k], "{what}: fast scalar, x = {:?}", xs[k]);
+                assert_eq!(fast.1[k], want[k], "{what}: fast batched, x = {:?}", xs[k]);
+            }
+        }
+        (selected, bad)
+    }
+
+    const RANGES: &[(f64, f64)] = &[
+        (0.1, 0.7),
+        (-1e6, 1e6 + 3.0),
+        (0.0, 256.0),
+        (0.0, 131072.0),
+        (0.0, 1048576.0),
+        (-5.0, 5.0),
+        (-3.3, 1e-3),
+        (1.0, 1.0 + 1.0 / 32.0),
+        (-1.0, -0.999),
+        (1e-30, 3e-30),
+        (0.0, 1e-40),
+        (1e30, 3.5e30),
+        (-7.25e5, 123.456),
+        (16777000.0, 16777300.0),
+        (0.0, 1e-310),
+        (-1e-310, 1e-300),
+        (-1e308, 1.7e308),
+        (-3e38, 3.3e38),
+    ];
+    const NBINS: &[usize] = &[
+        1,
+        2,
+        3,
+        7,
+        10,
+        64,
+        100,
+        255,
+        256,
+        1000,
+        4096,
+        10007,
+        32768,
+        131072,
+        1 << 20,
+    ];
+
+    /// The fast (multiply) and exact (division) estimates give the same bins wherever the fast one
+    /// is selected: float32 data with the range from the caller (float64 divisor) and from the data
+    /// (all float32), on every edge and 1 and 2 ulps either side, and random values.
+    #[test]
+    fn fast_and_exact_estimates_agree_f32() {
+        let mut rng = Rng(0x853c49e6748fea9b);
+        let (mut selected, mut cases) = (0, 0);
+        for &(lo, hi) in RANGES {
+            for &n in NBINS {
+                let data = [lo as f32, hi as f32];
+                for range in [Some((lo, hi)), None] {
+                    let spec = BinSpec::Uniform { nbins: n, range };
+                    let Ok(b) = Binning::resolve(&spec, Samples::F32(&data)) else {
+                        continue; // more bins than float32 can separate
+                    };
+                    let edges: Vec<f32> = match &b {
+                        Binning::UniformF32(u) => u.edges.clone(),
+                        _ => unreachable!(),
+                    };
+                    let (l, h) = (edges[0] as f64, edges[n] as f64);
+                    let xs = inputs(
+                        &edges,
+                        &mut rng,
+                        40_000,
+                        4000,
+                        up32,
+                        |t| (l + (h - l) * t) as f32,
+                        [f32::NAN, f32::INFINITY, f32::NEG_INFINITY],
+                    );
+                    let what = format!("f32 [{lo:e}, {hi:e}] {n} bins, range {range:?}");
+                    let (sel, bad) = compare(&b, &xs, &what);
+                    cases += 1;
+                    selected += sel as usize;
+                    if !sel && bad > 0 {
+                        eprintln!("{what}: (exact path kept) forced multiply would move {bad}");
+                    }
+                }
+            }
+        }
+        assert!(selected > cases / 2, "{selected} of {cases}");
+    }
+
+    /// The same for float64 data (range from the caller and from the data) and for integer data
+    /// whose divisor is the exact span (not `hi - lo`).
+    #[test]
+    fn fast_and_exact_estimates_agree_f64() {
+        let mut rng = Rng(0xda3e39cb94b95bdb);
+        let (mut selected, mut cases) = (0, 0);
+        for &(lo, hi) in RANGES {
+            for &n in NBINS {
+                let data = [lo, hi];
+                for range in [Some((lo, hi)), None] {
+                    let spec = BinSpec::Uniform { nbins: n, range };
+                    let Ok(b) = Binning::resolve(&spec, Samples::F64(&data)) else {
+                        continue;
+                    };
+                    let edges = b.edges();
+                    let xs = inputs(
+                        &edges,
+                        &mut rng,
+                        40_000,
+                        4000,
+                        up64,
+                        |t| lo + (hi - lo) * t,
+                        [f64::NAN, f64::INFINITY, f64::NEG_INFINITY],
+                    );
+                    let what = format!("f64 [{lo:e}, {hi:e}] {n} bins, range {range:?}");
+                    let (sel, bad) = compare(&b, &xs, &what);
+                    cases += 1;
+                    selected += sel as usize;
+                    if !sel && bad > 0 {
+                        eprintln!("{what}: (exact path kept) forced multiply would move {bad}");
+                    }
+                }
+            }
+        }
+        assert!(selected > cases / 2, "{selected} of {cases}");
+        // int64 data near 2^62 and 2^53: the ends are rounded to float64, the divisor is the exact
+        // span rounded once
+        for &(lo, hi) in &[
+            (-(1i64 << 62) + 1, (1i64 << 62) - 3),
+            ((1i64 << 53) + 1, (1i64 << 53) + 1000),
+            (-(1i64 << 53) - 3, 7),
+            (-5, 1_000_001),
+        ] {
+            for &n in &[1usize, 3, 10, 256, 999, 4096, 65536] {
+                let mut xs: Vec<i64> = (0..20_000)
+                    .map(|_| lo.wrapping_add((rng.next() % (hi.abs_diff(lo) + 1)) as i64))
+                    .collect();
+                xs.extend([lo, hi, lo + 1, hi - 1]);
+                let spec = BinSpec::Uniform {
+                    nbins: n,
+                    range: None,
+                };
+                let Ok(b) = Binning::resolve(&spec, Samples::I64(&xs)) else {
+                    continue;
+                };
+                // integers converted to float64 on and around every edge
+                let edges = b.edges();
+                let picks = inputs(&edges, &mut rng, 40_000, 0, up64, |_| 0.0, [0.0; 3]);
+                xs.extend(picks.iter().map(|&e| e as i64));
+                compare(&b, &xs, &format!("i64 [{lo}, {hi}] {n} bins"));
+            }
+        }
+    }
+
+    /// Random ranges whose bins are just wide enough for the multiply estimate (8 to 12 ulps for
+    /// float32 with a float64 divisor, 16 to 24 otherwise), where the error bound is tightest.
+    #[test]
+    fn fast_and_exact_estimates_agree_near_threshold() {
+        let mut rng = Rng(0x6a09e667f3bcc909);
+        let mut selected = 0;
+        for case in 0..240 {
+            let e = (rng.next() % 61) as i32 - 30;
+            let sign = if rng.next() % 2 == 0 { 1.0 } else { -1.0 };
+            let m = sign * 2f64.powi(e) * (1.0 + rng.unit());
+            let n = 1 + (rng.next() % 5000) as usize;
+            let wide = case % 3 == 0;
+            let f64_data = case % 3 == 2;
+            let ulps = if wide { 8.0 } else { 16.0 } * (1.0 + 0.5 * rng.unit());
+            let ulp = if f64_data { ulp64(m) } else { ulp32(m as f32) };
+            let span = n as f64 * ulps * ulp * 1.001;
+            // one end near m, the other `span` away (either direction)
+            let (lo, hi) = if rng.next() % 2 == 0 {
+                (m, m + span)
+            } else {
+                (m - span, m)
+            };
+            let spec = BinSpec::Uniform {
+                nbins: n,
+                range: wide.then_some((lo, hi)),
+            };
+            let what = format!("near threshold [{lo:e}, {hi:e}] {n} bins, case {case}");
+            let mut r = Rng(rng.next() | 1);
+            let (sel, _) = if f64_data {
+                let spec = BinSpec::Uniform {
+                    nbins: n,
+                    range: (case % 2 == 0).then_some((lo, hi)),
+                };
+                let Ok(b) = Binning::resolve(&spec, Samples::F64(&[lo, hi])) else {
+                    continue;
+                };
+                let edges = b.edges();
+                let xs = inputs(
+                    &edges,
+                    &mut r,
+                    1 << 20,
+                    2000,
+                    up64,
+                    |t| lo + (hi - lo) * t,
+                    [0.0; 3],
+                );
+                compare(&b, &xs, &what)
+            } else {
+                let data = [lo as f32, hi as f32];
+                let Ok(b) = Binning::resolve(&spec, Samples::F32(&data)) else {
+                    continue;
+                };
+                let edges: Vec<f32> = b.edges().iter().map(|&e| e as f32).collect();
+                let (l, h) = (edges[0] as f64, edges[n] as f64);
+                let lerp = |t: f64| (l + (h - l) * t) as f32;
+                let xs = inputs(&edges, &mut r, 1 << 20, 2000, up32, lerp, [0.0; 3]);
+                compare(&b, &xs, &what)
+            };
+            selected += sel as usize;
+        }
+        eprintln!("near threshold: {selected} of 240 cases use the multiply estimate");
+        // most of them are at or above the threshold (rounding of the ends moves a few below)
+        assert!(selected > 120, "{selected}");
+    }
+
+    /// The multiply estimate is chosen where the bins are wide enough, and not elsewhere.
+    #[test]
+    fn fast_estimate_selection() {
+        let f32_fast = |lo: f64, hi: f64, n: usize| {
+            let b = Binning::resolve(
+                &BinSpec::Uniform {
+                    nbins: n,
+                    range: Some((lo, hi)),
+                },
+                Samples::F32(&[]),
+            )
+            .unwrap();
+            match &b {
+                Binning::UniformF32(u) => F32Codes::new(u).fast,
+                _ => unreachable!(),
+            }
+        };
+        // the benchmark's bins: [0, n) with width 1
+        for n in [256, 4096, 32768, 131072, 1 << 20] {
+            assert!(f32_fast(0.0, n as f64, n), "{n}");
+        }
+        // width 1 at 2^21: 4 ulps of float32
+        assert!(!f32_fast(0.0, (1 << 21) as f64, 1 << 21));
+        // [1, 1 + 2^-5] in 100000 bins: ~2.6 ulps wide
+        assert!(!f32_fast(1.0, 1.0 + 1.0 / 32.0, 100_000));
+        assert!(f32_fast(0.1, 0.7, 1000));
     }
 }
