@@ -421,11 +421,7 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
             (false, false) => (diff / p.denom32 * p.n32) as i64,
             (false, true) => (diff * p.scale32) as i64,
         };
-        let e = &u.edges[..=n];
-        let mut i = (estimate.max(0) as usize).min(n - 1);
-        i -= (i > 0 && x < e[i]) as usize;
-        i += (i != n - 1 && x >= e[i + 1]) as usize;
-        i as u32
+        correct(estimate, x, &u.edges[..=n])
     }
 
     #[inline(always)]
@@ -544,11 +540,7 @@ impl<T: Sample> Codes<T> for F64Codes<'_> {
         } else {
             ((x - u.first) / u.denom * self.p.n64) as i64
         };
-        let e = &u.edges[..=n];
-        let mut i = (estimate.max(0) as usize).min(n - 1);
-        i -= (i > 0 && x < e[i]) as usize;
-        i += (i != n - 1 && x >= e[i + 1]) as usize;
-        i as u32
+        correct(estimate, x, &u.edges[..=n])
     }
 
     #[inline(always)]
@@ -1566,6 +1558,18 @@ mod simd_tests {
             }
         }
     }
+}
+
+/// numpy's correction of a bin estimate against the real edges `e` (`n + 1` of them), branch-free:
+/// the estimate is clamped into range, moved down if `x` lies below its lower edge, then up if `x`
+/// reaches the next edge (the last bin is closed). `bins.rs` has the reference form.
+#[inline(always)]
+fn correct<P: PartialOrd + Copy>(estimate: i64, x: P, e: &[P]) -> u32 {
+    let n = e.len() - 1;
+    let mut i = (estimate.max(0) as usize).min(n - 1);
+    i -= (i > 0 && x < e[i]) as usize;
+    i += (i != n - 1 && x >= e[i + 1]) as usize;
+    i as u32
 }
 
 #[cfg(test)]
