@@ -93,6 +93,37 @@ fn stencil_at<T: StencilElement>(x: &[T], w: &[T], r: usize, i: usize) -> T {
     acc
 }
 
+/// One transpose kernel timed on arrays of any element size.
+struct Transpose<'a> {
+    kernel: TransposeKernel,
+    runs: usize,
+    seed: u64,
+    rows_of: &'a Rows<'a>,
+    bytes: usize,
+}
+
+impl Transpose<'_> {
+    /// Times the transpose of `data` (`2^log2_len` elements) as a `2^(log2_len / 2)`-row matrix.
+    fn row<T: Element>(&self, data: &[T], log2_len: u32, dtype: &str) -> Result<serde_json::Value> {
+        let rows = 1usize << (log2_len / 2);
+        let cols = data.len() / rows;
+        let (res, times) = ops::transpose_timed(data, rows, cols, self.kernel, self.runs)?;
+        let ok = spot_check(&res, self.seed, |i| data[(i % rows) * cols + i / rows]);
+        let name = match self.kernel {
+            TransposeKernel::Padded => "padded",
+            TransposeKernel::Unpadded => "unpadded",
+        };
+        Ok(self.rows_of.row(
+            "transpose",
+            name,
+            self.bytes,
+            &times,
+            ok,
+            json!({"dtype": dtype, "rows": rows, "cols": cols}),
+        ))
+    }
+}
+
 pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
     if args.runs < MIN_RUNS {
         bail!(
@@ -131,66 +162,24 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
             }
         }
         "transpose" => {
-            let side = 1usize << (args.log2_n.min(30) / 2);
-            let (rows, cols) = (side, n / side);
+            // 4-byte elements, then 1 and 8 bytes over the same number of bytes (built once).
+            let log2 = args.log2_n.min(30);
+            let bytes8: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let words: Vec<u64> = x
+                .chunks_exact(2)
+                .map(|p| (p[0].to_bits() as u64) << 32 | p[1].to_bits() as u64)
+                .collect();
             for k in [TransposeKernel::Padded, TransposeKernel::Unpadded] {
-                let name = if k == TransposeKernel::Padded {
-                    "padded"
-                } else {
-                    "unpadded"
+                let run = Transpose {
+                    kernel: k,
+                    runs: args.runs,
+                    seed: args.seed,
+                    rows_of: &rows_of,
+                    bytes,
                 };
-                // 4-byte elements, then 1 and 8 bytes over the same number of bytes.
-                let (res, times) = ops::transpose_timed(&x, rows, cols, k, args.runs)?;
-                let ok = spot_check(&res, args.seed, |i| x[(i % rows) * cols + i / rows]);
-                writeln!(
-                    out,
-                    "{}",
-                    rows_of.row(
-                        "transpose",
-                        name,
-                        bytes,
-                        &times,
-                        ok,
-                        json!({"dtype": "f32", "rows": rows, "cols": cols})
-                    )
-                )?;
-                let bytes8: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-                let side8 = 1usize << ((args.log2_n.min(30) + 2) / 2);
-                let (r8, c8) = (side8, bytes8.len() / side8);
-                let (res, times) = ops::transpose_timed(&bytes8, r8, c8, k, args.runs)?;
-                let ok = spot_check(&res, args.seed, |i| bytes8[(i % r8) * c8 + i / r8]);
-                writeln!(
-                    out,
-                    "{}",
-                    rows_of.row(
-                        "transpose",
-                        name,
-                        bytes,
-                        &times,
-                        ok,
-                        json!({"dtype": "u8", "rows": r8, "cols": c8})
-                    )
-                )?;
-                let words: Vec<u64> = x
-                    .chunks_exact(2)
-                    .map(|p| (p[0].to_bits() as u64) << 32 | p[1].to_bits() as u64)
-                    .collect();
-                let side64 = 1usize << ((args.log2_n.min(30) - 1) / 2);
-                let (r64, c64) = (side64, words.len() / side64);
-                let (res, times) = ops::transpose_timed(&words, r64, c64, k, args.runs)?;
-                let ok = spot_check(&res, args.seed, |i| words[(i % r64) * c64 + i / r64]);
-                writeln!(
-                    out,
-                    "{}",
-                    rows_of.row(
-                        "transpose",
-                        name,
-                        bytes,
-                        &times,
-                        ok,
-                        json!({"dtype": "u64", "rows": r64, "cols": c64})
-                    )
-                )?;
+                writeln!(out, "{}", run.row(&x, log2, "f32")?)?;
+                writeln!(out, "{}", run.row(&bytes8, log2 + 2, "u8")?)?;
+                writeln!(out, "{}", run.row(&words, log2.saturating_sub(1), "u64")?)?;
             }
         }
         "reverse" => {
