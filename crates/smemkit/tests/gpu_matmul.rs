@@ -52,7 +52,13 @@ fn reference(
     beta: f32,
     magnitude: bool,
 ) -> Vec<f64> {
-    let f = |v: f32| if magnitude { (v as f64).abs() } else { v as f64 };
+    let f = |v: f32| {
+        if magnitude {
+            (v as f64).abs()
+        } else {
+            v as f64
+        }
+    };
     let (alpha, beta) = (f(alpha), f(beta));
     let (m, k) = a.op_shape();
     let n = b.op_shape().1;
