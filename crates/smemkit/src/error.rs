@@ -58,6 +58,16 @@ pub enum Error {
     },
     #[error("strategy {strategy} cannot run this histogram: {reason}")]
     StrategyUnsupported { strategy: String, reason: String },
+    #[error("{what} ({bytes} bytes) failed: {message} (page-locked memory is limited by `ulimit -l` and by physical memory)")]
+    HostMemory {
+        what: String,
+        bytes: usize,
+        message: String,
+    },
+    #[error("reading {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("not implemented: {0}")]
+    NotImplemented(String),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("matrix shapes do not agree: {0}")]

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::bins::{BinSpec, Binning, OutOfRange};
+use crate::cuda::stream::{StreamInput, StreamMode, StreamOptions};
 use crate::error::{Error, Result};
 use crate::plan::StrategyChoice;
 use crate::sample::{Samples, Weights};
@@ -40,6 +41,11 @@ pub struct HistogramOptions {
     pub backend: Backend,
     /// GPU strategy: the planner's choice unless forced (ignored by the CPU engine).
     pub strategy: StrategyChoice,
+    /// GPU: whether the input streams through page-locked staging buffers, copies overlapped
+    /// with kernels ([`crate::cuda::stream`]); by default when it is large.
+    pub stream: StreamMode,
+    /// GPU: the streaming pipeline's sizes.
+    pub stream_options: StreamOptions,
 }
 
 impl HistogramOptions {
@@ -49,6 +55,8 @@ impl HistogramOptions {
             policy: OutOfRange::Ignore,
             backend: Backend::Auto,
             strategy: StrategyChoice::Auto,
+            stream: StreamMode::Auto,
+            stream_options: StreamOptions::default(),
         }
     }
     pub fn policy(mut self, policy: OutOfRange) -> Self {
@@ -61,6 +69,14 @@ impl HistogramOptions {
     }
     pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
         self.strategy = strategy;
+        self
+    }
+    pub fn stream(mut self, mode: StreamMode) -> Self {
+        self.stream = mode;
+        self
+    }
+    pub fn stream_options(mut self, options: StreamOptions) -> Self {
+        self.stream_options = options;
         self
     }
 }
@@ -149,6 +165,17 @@ pub fn histogram(
     weights: Option<Weights<'_>>,
     options: &HistogramOptions,
 ) -> Result<Histogram> {
+    histogram_with_progress(samples, weights, options, None)
+}
+
+/// [`histogram`], telling `progress` the bytes of samples handed to the GPU so far when the
+/// input streams (other engines do not call it).
+pub fn histogram_with_progress(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    options: &HistogramOptions,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<Histogram> {
     if let Some(w) = &weights {
         if w.len() != samples.len() {
             return Err(Error::WeightsLength {
@@ -168,6 +195,18 @@ pub fn histogram(
                 r.tallies,
                 format!("rayon, {} threads", rayon::current_num_threads()),
             )
+        }
+        Backend::Cuda if streams(samples.byte_len(), options)? => {
+            let r = crate::cuda::stream::histogram(
+                &StreamInput::Host(samples),
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+                &options.stream_options,
+                progress,
+            )?;
+            (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda => {
             let r = crate::cuda::histogram::histogram(
@@ -200,4 +239,18 @@ pub fn histogram(
         engine: EngineReport { backend, detail },
         elapsed,
     })
+}
+
+/// Whether a GPU histogram of `bytes` streams (the free device memory is asked only on `Auto`).
+fn streams(bytes: usize, options: &HistogramOptions) -> Result<bool> {
+    let room = match (options.stream, options.stream_options.device_budget) {
+        (StreamMode::Auto, Some(budget)) => budget,
+        (StreamMode::Auto, None) => crate::cuda::gpu()?.memory()?.0,
+        _ => 0,
+    };
+    Ok(crate::cuda::stream::should_stream(
+        options.stream,
+        bytes,
+        room,
+    ))
 }

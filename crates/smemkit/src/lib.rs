@@ -28,10 +28,12 @@ pub mod stencil;
 pub mod transpose;
 
 pub use bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use cuda::stream::{StreamMode, StreamOptions};
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
 pub use histogram::{
-    histogram, Backend, Counts, EngineReport, Histogram, HistogramOptions, Tallies,
+    histogram, histogram_with_progress, Backend, Counts, EngineReport, Histogram, HistogramOptions,
+    Tallies,
 };
 pub use matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef};
 pub use plan::{Strategy, StrategyChoice};

@@ -7,10 +7,12 @@ pub mod bench;
 pub mod compile;
 pub mod device;
 pub mod histogram;
+pub mod host_memory;
 pub mod launch;
 pub mod matmul;
 pub mod ops;
 pub mod params;
+pub mod stream;
 
 pub use device::{gpu, Gpu};
 
