@@ -467,11 +467,18 @@ fn run_host<T: Sample + DeviceRepr>(
     })
 }
 
-/// Samples per batch of the partition passes (the index array holds one u32 per sample).
+/// Samples per batch of the partition passes (the index array holds one u16 per sample).
 pub const PARTITION_BATCH: usize = 1 << 28;
+
+/// Samples each thread of the scatter pass sorts per tile (`PART_K` in `histogram.cu`).
+const PARTITION_TILE_PER_THREAD: usize = 16;
+
+// The index array holds each bin's offset within its bucket in 16 bits.
+const _: () = assert!(plan::PARTITION_BITS <= 16);
 
 /// The partition strategy's later passes, launch sizes and buffers (see `histogram.cu`).
 struct Partition {
+    scan: cudarc::driver::CudaFunction,
     scatter: cudarc::driver::CudaFunction,
     bins: cudarc::driver::CudaFunction,
     nbuckets: usize,
@@ -485,7 +492,7 @@ struct PartitionBuffers {
     bucket_counts: CudaSlice<u64>,
     cursor: CudaSlice<u64>,
     offsets: CudaSlice<u64>,
-    idx: Option<CudaSlice<u32>>,
+    idx: Option<CudaSlice<u16>>,
 }
 
 impl Partition {
@@ -502,6 +509,7 @@ impl Partition {
             &format!("hist_part_scatter_{}", mode_name(binning)),
         )?;
         let bins = gpu.function(&HISTOGRAM, &defines, "hist_part_bins")?;
+        let scan = gpu.function(&HISTOGRAM, &defines, "hist_part_scan")?;
         let nbuckets = binning.nbins().div_ceil(1 << plan::PARTITION_BITS);
         let optin = gpu.limits.smem_per_block_optin;
         let grid = |f: &cudarc::driver::CudaFunction, shared: u32| -> Result<u32> {
@@ -541,6 +549,7 @@ impl Partition {
             idx: None,
         };
         Ok(Partition {
+            scan,
             scatter,
             bins,
             nbuckets,
@@ -555,8 +564,9 @@ impl Partition {
         (nbuckets * 4) as u32
     }
 
+    /// Per bucket a u64 base and two u32 counters, then the tile's bins (see `part_scatter`).
     fn scatter_shared(nbuckets: usize) -> u32 {
-        (nbuckets * 12) as u32
+        (nbuckets * 16 + plan::BLOCK_THREADS as usize * PARTITION_TILE_PER_THREAD * 4) as u32
     }
 
     /// # Safety
@@ -576,7 +586,7 @@ impl Partition {
         if !bufs.idx.as_ref().is_some_and(|b| b.len() >= batch) {
             // SAFETY: every index the third pass reads was written by the second.
             bufs.idx = Some(
-                unsafe { stream.alloc::<u32>(batch.max(1)) }
+                unsafe { stream.alloc::<u16>(batch.max(1)) }
                     .map_err(cuda_err("allocating the partition index array"))?,
             );
         }
@@ -606,24 +616,23 @@ impl Partition {
             // SAFETY: hist_part_count_*(in, n, BinParams, bits, nbuckets, bucket_counts, tallies).
             unsafe { b.launch(cfg(self.count_grid, Self::count_shared(self.nbuckets))) }
                 .map_err(cuda_err("launching the bucket count"))?;
-            let counts = stream
-                .clone_dtoh(&bufs.bucket_counts)
-                .map_err(cuda_err("reading bucket counts (a kernel may have failed)"))?;
-            let mut offsets = Vec::with_capacity(counts.len() + 1);
-            let mut total = 0u64;
-            for c in &counts {
-                offsets.push(total);
-                total += c;
-            }
-            offsets.push(total);
-            stream
-                .memcpy_htod(&offsets, &mut bufs.offsets)
-                .map_err(cuda_err("copying bucket offsets"))?;
-            stream
-                .memcpy_htod(&offsets[..counts.len()], &mut bufs.cursor)
-                .map_err(cuda_err("copying bucket cursors"))?;
             let cursor_ptr = bufs.cursor.device_ptr(stream).0;
             let offsets_ptr = bufs.offsets.device_ptr(stream).0;
+            let mut b = stream.launch_builder(&self.scan);
+            b.arg(&counts_ptr)
+                .arg(&nb)
+                .arg(&offsets_ptr)
+                .arg(&cursor_ptr);
+            // SAFETY: hist_part_scan(counts, nbuckets, offsets, cursor): nbuckets counts in,
+            // nbuckets + 1 offsets and nbuckets cursors out; one block of 1024 threads.
+            unsafe {
+                b.launch(LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (1024, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }
+            .map_err(cuda_err("launching the bucket offsets scan"))?;
             let idx_ptr = bufs
                 .idx
                 .as_ref()

@@ -266,18 +266,24 @@ fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
             ),
         );
     }
-    // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/): for counts of integer
-    // samples the partition passes beat every other strategy just beyond one block (131072 bins:
-    // 418 GB/s uniform, 421 hot, against 341 / 516 for clusters of 4 and 316 / 1525 for global);
-    // between 2^18 and 2^22 bins global atomics with the per-block hot bin win (1M bins: 340
-    // uniform, 1514 hot; partition 203 / 398); beyond 2^22 the counters leave L2 and partition wins
-    // again on uniform data (16M: 156 against 88). Float samples locate each sample twice in the
-    // partition passes, which costs more than it saves near one block (f32, 131072 bins: 174
-    // against 304 for global).
+    // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/). Counts of integer
+    // samples: the partition passes beat every other strategy beyond one block (131072 bins, run 3:
+    // 418 GB/s uniform against 341 for clusters of 4 and 316 for global; run 4 sorts each scatter
+    // tile in shared memory and stores 16-bit indices, which is what makes them win at 1M bins too).
+    // Float samples locate each sample twice in the partition passes, which costs more than it
+    // saves while the counters stay in L2 (f32, 131072 bins: 174 against 304 for global); beyond
+    // 2^22 bins the counters leave L2 and partition wins for them too.
     let bucketable = plan_partition_ok(w);
-    if bucketable && !w.sample_type.is_float() && w.nbins <= AUTO_PARTITION_SMALL_MAX {
-        return partition_plan(w, limits, format!("{} bins just beyond one block: partition passes measured fastest for integer samples up to {} bins", w.nbins, AUTO_PARTITION_SMALL_MAX))
-            .expect("checked by plan_partition_ok");
+    if bucketable && !w.sample_type.is_float() {
+        return partition_plan(
+            w,
+            limits,
+            format!(
+                "{} bins of integer samples beyond one block: partition passes measured fastest",
+                w.nbins
+            ),
+        )
+        .expect("checked by plan_partition_ok");
     }
     if bucketable && w.nbins > AUTO_PARTITION_LARGE_MIN {
         return partition_plan(w, limits, format!("{} bins of counters would not stay in L2: partition passes measured fastest beyond {} bins", w.nbins, AUTO_PARTITION_LARGE_MIN))
@@ -309,9 +315,7 @@ fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
     )
 }
 
-/// Integer samples up to this many bins go to the partition passes (above one block's capacity).
-pub const AUTO_PARTITION_SMALL_MAX: usize = 1 << 18;
-/// Beyond this many bins the counters leave L2 and the partition passes take over again.
+/// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
 pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;
 
 fn plan_partition_ok(w: &Workload) -> bool {
@@ -466,7 +470,9 @@ mod tests {
         };
         assert_eq!(at(131_072, SampleType::I32), Strategy::Partition);
         assert_eq!(at(131_072, SampleType::F32), Strategy::Global);
-        assert_eq!(at(1 << 20, SampleType::I32), Strategy::Global);
+        assert_eq!(at(1 << 20, SampleType::I32), Strategy::Partition);
+        assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
+        assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
         assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
         let p = plan(&w(1 << 27), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(
@@ -514,7 +520,7 @@ mod tests {
         };
         assert!(plan(&w(10), &old, StrategyChoice::Cluster(None)).is_err());
         assert_eq!(
-            plan(&w(1 << 20), &old, StrategyChoice::Auto)
+            plan(&w(1 << 27), &old, StrategyChoice::Auto)
                 .unwrap()
                 .strategy,
             Strategy::Global
