@@ -70,6 +70,9 @@ fn commit() -> String {
 }
 
 pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
+    if matches!(args.op.as_str(), "h2d" | "hist-stream") {
+        return crate::bench_stream::run(args, &commit());
+    }
     if args.op != "hist" {
         return crate::bench_ops::bench_ops(args, &commit());
     }

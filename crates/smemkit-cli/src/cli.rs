@@ -110,6 +110,17 @@ pub struct HistArgs {
     /// Do not print the terminal bar chart.
     #[arg(long)]
     pub no_chart: bool,
+    /// GPU: stream the input through page-locked buffers, copies overlapped with the kernel (the
+    /// default for inputs of 256 MiB or more, or larger than the device's free memory).
+    #[arg(long, conflicts_with = "no_stream")]
+    pub stream: bool,
+    /// GPU: never stream (copy the input in large synchronous batches).
+    #[arg(long)]
+    pub no_stream: bool,
+    /// GPU: device memory the streaming buffers may use, in MiB (default: half the free memory);
+    /// inputs larger than it stream.
+    #[arg(long, value_name = "MIB")]
+    pub device_budget: Option<usize>,
 }
 
 #[derive(Debug, Args)]

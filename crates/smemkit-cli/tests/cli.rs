@@ -877,3 +877,29 @@ fn matmul_over_npy_with_transposes_and_fortran_order() {
         assert!(!bad.exists(), "{all:?} left {}", bad.display());
     }
 }
+
+#[test]
+fn stream_flags_are_checked_before_any_work() {
+    let gen = [
+        "hist",
+        "--generate",
+        "uniform",
+        "--count",
+        "100",
+        "--bins",
+        "4",
+    ];
+    let with = |extra: &[&str]| smemkit(&[&gen[..], extra].concat());
+    let r = with(&["--stream", "--no-stream"]);
+    assert!(!r.ok && r.stderr.contains("--no-stream"), "{}", r.stderr);
+    let r = with(&["--stream", "--backend", "cpu"]);
+    assert!(!r.ok && r.stderr.contains("GPU"), "{}", r.stderr);
+    let r = with(&["--device-budget", "0", "--backend", "cuda"]);
+    assert!(
+        !r.ok && r.stderr.contains("--device-budget"),
+        "{}",
+        r.stderr
+    );
+    // --no-stream changes nothing on the CPU.
+    assert!(with(&["--no-stream", "--backend", "cpu"]).ok);
+}

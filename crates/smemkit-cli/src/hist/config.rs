@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use smemkit::{Backend, BinSpec, OutOfRange, SampleType, StrategyChoice};
+use smemkit::{Backend, BinSpec, OutOfRange, SampleType, StrategyChoice, StreamMode};
 
 use crate::cli::HistArgs;
 use crate::input::generate::Dist;
@@ -82,6 +82,10 @@ pub struct HistConfig {
     pub out: Option<(PathBuf, OutFormat)>,
     pub plot: Option<(PathBuf, PlotFormat)>,
     pub chart: bool,
+    /// GPU: stream the input (`--stream`, `--no-stream`, or by size).
+    pub stream: StreamMode,
+    /// GPU: device memory the streaming buffers may use, in bytes.
+    pub device_budget: Option<usize>,
 }
 
 /// Parses `LO:HI`. LO >= HI is refused here although the library widens `lo == hi` as numpy
@@ -204,7 +208,25 @@ impl HistConfig {
                 bail!("--weights: cannot read {}: no such file", w.display());
             }
         }
+        let stream = match (a.stream, a.no_stream) {
+            (true, _) => StreamMode::Always,
+            (_, true) => StreamMode::Never,
+            _ => StreamMode::Auto,
+        };
+        if (a.stream || a.device_budget.is_some()) && backend == Backend::Cpu {
+            bail!("--stream and --device-budget apply to the GPU engine, not --backend cpu");
+        }
+        let device_budget = match a.device_budget {
+            Some(0) => bail!("--device-budget must be at least 1 MiB"),
+            Some(mib) => Some(
+                mib.checked_mul(1 << 20)
+                    .context("--device-budget is larger than this machine can address")?,
+            ),
+            None => None,
+        };
         Ok(HistConfig {
+            stream,
+            device_budget,
             source,
             bins,
             weights: a.weights.clone(),

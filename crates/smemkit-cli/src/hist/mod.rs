@@ -7,12 +7,12 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use smemkit::{histogram, BinSpec, Histogram, HistogramOptions};
+use smemkit::{histogram_with_progress, BinSpec, Histogram, HistogramOptions, StreamOptions};
 
 use crate::cli::HistArgs;
 use crate::input::generate::{generate, GenSpec};
 use crate::input::weights::WeightData;
-use crate::input::{read_file, SampleData};
+use crate::input::{progress, read_file, SampleData};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
 
@@ -31,8 +31,27 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let options = HistogramOptions::new(spec.clone())
         .policy(config.policy)
         .backend(config.backend)
-        .strategy(config.strategy);
-    let h = histogram(samples, weights.as_ref().map(WeightData::weights), &options)?;
+        .strategy(config.strategy)
+        .stream(config.stream)
+        .stream_options(StreamOptions {
+            device_budget: config.device_budget,
+            ..StreamOptions::default()
+        });
+    // Shown (on a terminal, for large inputs) only once the input streams: the library reports
+    // the bytes handed to the GPU, and the bar shows them with the rate in GB/s.
+    let bar = std::sync::OnceLock::new();
+    let total = samples.byte_len() as u64;
+    let report = |bytes: u64| bar.get_or_init(|| stream_bar(total)).set_position(bytes);
+    let h = histogram_with_progress(
+        samples,
+        weights.as_ref().map(WeightData::weights),
+        &options,
+        Some(&report),
+    );
+    if let Some(b) = bar.get() {
+        b.finish_and_clear();
+    }
+    let h = h?;
     let facts = InputFacts {
         what,
         dtype: samples.sample_type().name(),
@@ -87,6 +106,17 @@ fn load(config: &HistConfig) -> Result<(SampleData, String)> {
             Ok((data, format!("generated {} (seed {seed})", dist.name())))
         }
     }
+}
+
+/// A bar over `total` bytes streamed to the GPU, in decimal units (GB/s, as the benchmarks count).
+fn stream_bar(total: u64) -> indicatif::ProgressBar {
+    let bar = progress::bar(total, "streaming to the GPU");
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:40}] {decimal_bytes}/{decimal_total_bytes} ({decimal_bytes_per_sec}, {eta})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
 }
 
 fn describe_bins(spec: &BinSpec, h: &Histogram) -> String {

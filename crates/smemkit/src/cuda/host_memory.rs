@@ -423,3 +423,82 @@ pub unsafe fn copy_htod_async(
     let r = unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, bytes, stream) };
     super::launch::check(r, "copying host memory to the device")
 }
+
+/// Where a timed host-to-device copy reads from (`smemkit bench --op h2d`).
+pub enum CopySource<'a> {
+    /// Pageable memory: the driver stages the copy through bounce buffers of its own.
+    Pageable(&'a [u8]),
+    Pinned(&'a PinnedBuffer<u8>),
+    Registered(&'a Registered<'a, u8>),
+    /// Read by the device through the mapped address (a device-to-device copy whose source lies
+    /// across the bus).
+    Mapped(&'a MappedBuffer<u8>),
+}
+
+impl CopySource<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            CopySource::Pageable(b) => b,
+            CopySource::Pinned(b) => b.as_slice(),
+            CopySource::Registered(r) => r.as_slice(),
+            CopySource::Mapped(m) => m.as_slice(),
+        }
+    }
+}
+
+/// Times `runs` copies of all of `src` into a device buffer (after `warmup` untimed ones) with
+/// CUDA events around each; milliseconds per copy, and whether the device then held exactly the
+/// source's bytes.
+pub fn time_copy(
+    gpu: &Gpu,
+    src: &CopySource<'_>,
+    warmup: usize,
+    runs: usize,
+) -> Result<(Vec<f32>, bool)> {
+    use super::device::cuda_err;
+    use cudarc::driver::DevicePtr;
+    gpu.bind()?;
+    let host = src.bytes();
+    let bytes = host.len();
+    let stream = &gpu.stream;
+    let dev = stream
+        .alloc_zeros::<u8>(bytes.max(1))
+        .map_err(cuda_err("allocating the copy's device buffer"))?;
+    let dst = dev.device_ptr(stream).0;
+    let event = || {
+        gpu.ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("creating an event"))
+    };
+    let (start, end) = (event()?, event()?);
+    let mut times = Vec::with_capacity(runs);
+    for i in 0..warmup + runs {
+        start
+            .record(stream)
+            .map_err(cuda_err("recording an event"))?;
+        match src {
+            CopySource::Mapped(m) if bytes > 0 => {
+                // SAFETY: `m.device_ptr()` addresses `bytes` mapped bytes and `dst` a device
+                // buffer of at least `bytes`; both outlive the synchronisation below.
+                let r = unsafe {
+                    sys::cuMemcpyDtoDAsync_v2(dst, m.device_ptr(), bytes, stream.cu_stream())
+                };
+                super::launch::check(r, "copying from mapped host memory")?;
+            }
+            // SAFETY: `dst` holds `bytes`; `host` outlives the synchronisation below.
+            _ => unsafe { copy_htod_async(dst, host.as_ptr(), bytes, stream.cu_stream())? },
+        }
+        end.record(stream).map_err(cuda_err("recording an event"))?;
+        end.synchronize()
+            .map_err(cuda_err("waiting for a timed copy"))?;
+        if i >= warmup {
+            times.push(
+                start
+                    .elapsed_ms(&end)
+                    .map_err(cuda_err("reading an event"))?,
+            );
+        }
+    }
+    let back = stream.clone_dtoh(&dev).map_err(cuda_err("copying back"))?;
+    Ok((times, back[..bytes] == *host))
+}
