@@ -25,6 +25,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
             args.op
         ),
         "cpu" => bench_cpu(args, out),
+        "cuda" if args.op == "sgemm" => crate::bench_sgemm::run(args, out),
         "cuda" => crate::bench_cuda::bench_cuda(args),
         other => bail!("--backend {other}: the benchmark runs on cpu or cuda"),
     }

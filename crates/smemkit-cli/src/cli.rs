@@ -145,7 +145,7 @@ pub struct PlanArgs {
 /// The parsed `bench` flags; the CUDA benchmark takes this struct as it is.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Operation: hist, or (GPU only) stencil1d, transpose, reverse.
+    /// Operation: hist, or (GPU only) stencil1d, transpose, reverse, sgemm.
     #[arg(long, default_value = "hist")]
     pub op: String,
     /// Engine to measure: cpu or cuda.
@@ -180,6 +180,16 @@ pub struct BenchArgs {
     /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).
     #[arg(long)]
     pub flip_aggregation: bool,
+    /// sgemm only: kernels to time, comma-separated (tiled16, regblock, vec4, async, warp, auto,
+    /// cublas; tf32 with --precision tf32); all of the precision's by default.
+    #[arg(long, value_delimiter = ',')]
+    pub kernel: Vec<String>,
+    /// sgemm only: shapes, comma-separated, each N (a square) or MxNxK; the eight by default.
+    #[arg(long, value_delimiter = ',')]
+    pub shapes: Vec<String>,
+    /// sgemm only: fp32, or tf32 (the TF32 tensor-core kernel against cuBLAS in TF32 math).
+    #[arg(long, default_value = "fp32")]
+    pub precision: String,
     /// GPU only: sweep the bin counts (powers of two and 1.5x steps from 2 to 2^24) instead of --bins.
     #[arg(long)]
     pub sweep: bool,

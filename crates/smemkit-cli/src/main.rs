@@ -5,6 +5,7 @@ mod bench;
 mod bench_cuda;
 mod bench_ops;
 mod bench_plot;
+mod bench_sgemm;
 mod bench_stream;
 mod cli;
 mod commit;

@@ -20,8 +20,9 @@ pub struct MatmulArgs {
     /// Output .npy: float32, C order.
     #[arg(long)]
     pub out: PathBuf,
-    /// GPU kernel: tiled16, regblock, vec4 or async.
-    #[arg(long, default_value = "async")]
+    /// GPU kernel: tiled16, regblock, vec4, async, warp, auto (autotuned, cached on disk) or tf32
+    /// (tensor cores, TF32 precision: only when asked for).
+    #[arg(long, default_value = "auto")]
     pub kernel: String,
     /// auto, cpu or cuda.
     #[arg(long, default_value = "auto")]

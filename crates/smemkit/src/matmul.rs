@@ -111,7 +111,7 @@ impl<'a, T> MatrixMut<'a, T> {
 
 /// Which GPU kernel multiplies; each step of the progression stays selectable so that it can be
 /// measured. The CPU backend ignores the choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MatmulKernel {
     /// The CUDA programming guide's kernel: 16 x 16 tiles in shared memory, one output per thread.
     Tiled16,
@@ -120,16 +120,29 @@ pub enum MatmulKernel {
     /// As `RegisterBlocked`, with 16-byte global and shared loads and a transposed, padded A tile.
     Vectorized,
     /// As `Vectorized` with BK = 16, double-buffered shared memory filled by `cp.async`.
-    #[default]
     AsyncCopy,
+    /// Warp tiling (each warp owns a 64 x 32 tile of C, each lane 8 x 8 of it) over a three-stage
+    /// shared-memory pipeline: `cp.async` for operands laid out along M or N, register-staged
+    /// transposing loads for the others; blocks ordered for L2 reuse.
+    WarpTiled,
+    /// The autotuner's choice for the shape class among the warp-tiled configurations and
+    /// `AsyncCopy`, measured once on the device and cached on disk.
+    #[default]
+    Auto,
+    /// TF32 tensor cores (inputs rounded to a 10-bit mantissa, FP32 accumulation): not FP32
+    /// accurate (relative error around 1e-3), so never chosen unless asked for by name.
+    Tf32,
 }
 
 impl MatmulKernel {
-    pub const ALL: [MatmulKernel; 4] = [
+    /// The FP32 kernels (everything but [`MatmulKernel::Tf32`]).
+    pub const ALL: [MatmulKernel; 6] = [
         MatmulKernel::Tiled16,
         MatmulKernel::RegisterBlocked,
         MatmulKernel::Vectorized,
         MatmulKernel::AsyncCopy,
+        MatmulKernel::WarpTiled,
+        MatmulKernel::Auto,
     ];
 
     /// The name used on the command line.
@@ -139,16 +152,20 @@ impl MatmulKernel {
             MatmulKernel::RegisterBlocked => "regblock",
             MatmulKernel::Vectorized => "vec4",
             MatmulKernel::AsyncCopy => "async",
+            MatmulKernel::WarpTiled => "warp",
+            MatmulKernel::Auto => "auto",
+            MatmulKernel::Tf32 => "tf32",
         }
     }
 
     pub fn parse(text: &str) -> Result<Self> {
         Self::ALL
             .into_iter()
+            .chain([MatmulKernel::Tf32])
             .find(|k| k.name() == text)
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "unknown matmul kernel `{text}` (expected tiled16, regblock, vec4 or async)"
+                    "unknown matmul kernel `{text}` (expected tiled16, regblock, vec4, async, warp, auto or tf32)"
                 ))
             })
     }

@@ -5,12 +5,56 @@
 //! wrote, or a read of C the kernel must not make, fails the comparison. Padding between C's rows
 //! must come back untouched.
 //!
-//! The error is relative in the max norm: max |C - ref| / max |ref| < 1e-5. An element-wise
-//! relative error is meaningless where a dot product cancels to nearly zero.
+//! Beyond the public kernel choices, every variant the library can launch (each warp-tiled
+//! configuration the autotuner may pick) runs with its operands aligned and misaligned on the
+//! device (the 16-byte paths must switch off), cuBLAS is checked through the same harness (its
+//! operand swap), and the TF32 mode against a TF32-sized bound.
+//!
+//! The error is componentwise: |C - ref| / (|alpha||A||B| + |beta||C|) < 1e-5 per entry (2e-3 for
+//! TF32), so an entry whose dot product cancels is judged against its terms, not its value.
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use smemkit::cuda::autotune;
+use smemkit::cuda::cublas::CublasMath;
+use smemkit::cuda::matmul::{matmul_with, Engine, Variant, WarpConfig};
 use smemkit::{matmul, Backend, MatmulKernel, MatrixMut, MatrixRef};
+
+/// How one case multiplies: through the public API with a kernel choice, or with an explicit
+/// engine, the operands aligned on the device or placed 4 bytes off (`true`).
+#[derive(Debug, Clone, Copy)]
+enum Run {
+    Kernel(MatmulKernel),
+    With(Engine, bool),
+}
+
+/// Every FP32 kernel choice of the public API.
+fn kernels() -> Vec<Run> {
+    MatmulKernel::ALL.into_iter().map(Run::Kernel).collect()
+}
+
+/// Every FP32 variant the library can launch, aligned and misaligned: the four kernels of
+/// matmul.cu and every warp-tiled configuration (the autotuner may pick any of them).
+fn every_variant() -> Vec<Run> {
+    let mut v: Vec<Variant> = [
+        MatmulKernel::Tiled16,
+        MatmulKernel::RegisterBlocked,
+        MatmulKernel::Vectorized,
+        MatmulKernel::AsyncCopy,
+    ]
+    .into_iter()
+    .map(Variant::Classic)
+    .collect();
+    v.extend(WarpConfig::CANDIDATES.iter().map(|c| Variant::Warp(*c)));
+    v.iter()
+        .flat_map(|&x| {
+            [
+                Run::With(Engine::Variant(x), false),
+                Run::With(Engine::Variant(x), true),
+            ]
+        })
+        .collect()
+}
 
 fn rng() -> Xoshiro256PlusPlus {
     let seed: u64 = rand::random();
@@ -109,16 +153,31 @@ fn reference(
 }
 
 /// One problem: random op(A) (m x k) and op(B) (k x n) stored with the given transposes and row
-/// padding, C with its own padding; every kernel in `kernels` against one reference.
+/// padding, C with its own padding; every run in `kernels` against one reference, within 1e-5.
 #[allow(clippy::too_many_arguments)]
 fn case(
+    r: &mut Xoshiro256PlusPlus,
+    shape: (usize, usize, usize),
+    pair: (bool, bool),
+    pads: (usize, usize, usize),
+    alpha: f32,
+    beta: f32,
+    kernels: &[Run],
+) {
+    case_within(r, shape, pair, pads, alpha, beta, kernels, 1e-5);
+}
+
+/// As [`case`] with a componentwise tolerance `tol`.
+#[allow(clippy::too_many_arguments)]
+fn case_within(
     r: &mut Xoshiro256PlusPlus,
     (m, n, k): (usize, usize, usize),
     (ta, tb): (bool, bool),
     (pad_a, pad_b, pad_c): (usize, usize, usize),
     alpha: f32,
     beta: f32,
-    kernels: &[MatmulKernel],
+    kernels: &[Run],
+    tol: f64,
 ) {
     let (ar, ac) = if ta { (k, m) } else { (m, k) };
     let (br, bc) = if tb { (n, k) } else { (k, n) };
@@ -140,15 +199,14 @@ fn case(
             "{kernel:?} {m}x{n}x{k} ta {ta} tb {tb} pads {pad_a},{pad_b},{pad_c} alpha {alpha} beta {beta}"
         );
         let mut c = c0.clone();
-        matmul(
-            a,
-            b,
-            MatrixMut::new(&mut c, m, n).with_ld(ldc),
-            alpha,
-            beta,
-            Backend::Cuda,
-            kernel,
-        )
+        let out = MatrixMut::new(&mut c, m, n).with_ld(ldc);
+        match kernel {
+            Run::Kernel(kernel) => matmul(a, b, out, alpha, beta, Backend::Cuda, kernel),
+            Run::With(engine, misalign) => {
+                let mut out = out;
+                matmul_with(&a, &b, &mut out, alpha, beta, engine, misalign)
+            }
+        }
         .unwrap_or_else(|e| panic!("{what}: {e}"));
         let mut worst = 0.0f64;
         for i in 0..m {
@@ -172,7 +230,10 @@ fn case(
         // entry whose terms cancel (a 1x1 result of a long dot product) is judged fairly.
         let rel = worst;
         eprintln!("{what}: relative error {rel:.2e}");
-        assert!(rel < 1e-5, "{what}: relative error {rel:.2e}");
+        assert!(
+            rel < tol,
+            "{what}: relative error {rel:.2e} (tolerance {tol:.0e})"
+        );
     }
 }
 
@@ -198,7 +259,7 @@ fn every_kernel_on_small_and_odd_shapes_with_every_layout() {
             // Dense (16-byte paths where ld allows), odd padding (scalar paths), padding by 4.
             for pads in [(0, 0, 0), (1, 3, 5), (4, 8, 4)] {
                 for (alpha, beta) in [(1.0f32, 0.0f32), (-0.75, 1.5), (2.0, -1.0)] {
-                    case(&mut r, shape, pair, pads, alpha, beta, &MatmulKernel::ALL);
+                    case(&mut r, shape, pair, pads, alpha, beta, &kernels());
                 }
             }
         }
@@ -223,7 +284,7 @@ fn every_kernel_on_the_issue_shapes() {
             (0, 0, 0),
             1.0,
             0.0,
-            &MatmulKernel::ALL,
+            &kernels(),
         );
     }
     // Transposes, alpha/beta and padding at a size no tile divides.
@@ -235,7 +296,7 @@ fn every_kernel_on_the_issue_shapes() {
             (3, 4, 1),
             0.5,
             -2.0,
-            &MatmulKernel::ALL,
+            &kernels(),
         );
     }
 }
@@ -262,5 +323,119 @@ fn column_major_inputs_and_the_auto_backend() {
             .unwrap();
             assert_eq!(c, [3.0, 7.0, 11.0], "{kernel:?} {backend:?}");
         }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_variant_aligned_and_misaligned_on_odd_shapes() {
+    let mut r = rng();
+    for shape in [
+        (1, 1, 1),
+        (17, 33, 65),
+        (127, 129, 131),
+        (255, 257, 33),
+        (130, 66, 300),
+    ] {
+        for pair in PAIRS {
+            for pads in [(0, 0, 0), (1, 3, 5), (4, 8, 4)] {
+                for (alpha, beta) in [(1.0f32, 0.0f32), (-0.75, 1.5)] {
+                    case(&mut r, shape, pair, pads, alpha, beta, &every_variant());
+                }
+            }
+        }
+    }
+    // A product with several block rows and columns of every tile size, and a long K.
+    case(
+        &mut r,
+        (513, 385, 1031),
+        (false, false),
+        (0, 0, 0),
+        1.0,
+        0.0,
+        &every_variant(),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublas_peer_agrees_with_the_reference_for_every_layout() {
+    // Checks the operand swap that turns the row-major product into cuBLAS's column-major one.
+    let mut r = rng();
+    let fp32 = [Run::With(Engine::Cublas(CublasMath::Fp32), false)];
+    for pair in PAIRS {
+        for pads in [(0, 0, 0), (1, 3, 5)] {
+            case(&mut r, (67, 45, 33), pair, pads, 0.5, -2.0, &fp32);
+            case(&mut r, (1000, 1000, 1000), pair, pads, 1.0, 0.0, &fp32);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tf32_kernel_and_cublas_tf32_stay_within_tf32_rounding() {
+    // TF32 keeps 10 of FP32's 23 mantissa bits: each product errs by up to about 2^-10 of its
+    // magnitude, so the componentwise bound is 2e-3 (and an FP32-accurate result would pass too:
+    // the test shows the mode works, not that it is less accurate).
+    let mut r = rng();
+    let tf32 = [
+        Run::Kernel(MatmulKernel::Tf32),
+        Run::With(Engine::Variant(Variant::Tf32(WarpConfig::TF32)), true),
+        Run::With(Engine::Cublas(CublasMath::Tf32), false),
+    ];
+    for pair in PAIRS {
+        for pads in [(0, 0, 0), (1, 3, 5)] {
+            for shape in [(1, 1, 1), (17, 33, 65), (255, 257, 33), (1000, 1000, 1000)] {
+                case_within(&mut r, shape, pair, pads, 0.5, -2.0, &tf32, 2e-3);
+                case_within(&mut r, shape, pair, pads, 1.0, 0.0, &tf32, 2e-3);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn autotuner_times_every_candidate_and_remembers_its_choice() {
+    use smemkit::cuda::matmul::DenseProduct;
+    let g = smemkit::cuda::gpu().unwrap();
+    g.bind().unwrap();
+    let (m, n, k) = (1000, 1000, 1000);
+    let a = vec![0.5f32; m * k];
+    let b = vec![0.25f32; k * n];
+    let d = DenseProduct::upload(&g, &a, &b, (m, n, k)).unwrap();
+    let (best, times) = autotune::measure(&g, &d.problem).unwrap();
+    for (v, t) in &times {
+        eprintln!("{:40} {:?} ms", v.name(), t);
+        assert!(t.is_some(), "{} could not run", v.name());
+    }
+    assert_eq!(times.len(), autotune::candidates().len());
+    eprintln!("fastest: {}", best.name());
+    let chosen = autotune::choose(&g, &d.problem).unwrap();
+    assert_eq!(autotune::cached(&g, &d.problem), Some(chosen));
+    // The tuner wrote to scratch: C is still the NaN it was created with.
+    assert!(d.read_c(&g).unwrap().iter().all(|v| v.is_nan()));
+}
+
+/// Small enough for compute-sanitizer (memcheck, racecheck, synccheck): every variant, TF32
+/// included, once per layout on a shape that is a multiple of no tile, aligned and misaligned.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_run_for_sanitizers() {
+    let mut r = rng();
+    let tf32 = [
+        Run::With(Engine::Variant(Variant::Tf32(WarpConfig::TF32)), false),
+        Run::With(Engine::Variant(Variant::Tf32(WarpConfig::TF32)), true),
+    ];
+    for pair in PAIRS {
+        case(
+            &mut r,
+            (67, 45, 33),
+            pair,
+            (1, 0, 3),
+            1.0,
+            0.5,
+            &every_variant(),
+        );
+        case_within(&mut r, (67, 45, 33), pair, (1, 0, 3), 1.0, 0.5, &tf32, 2e-3);
     }
 }

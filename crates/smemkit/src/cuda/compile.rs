@@ -44,6 +44,12 @@ pub const MATMUL: KernelSource = KernelSource {
     name: "matmul.cu",
     text: include_str!("../../kernels/matmul.cu"),
 };
+/// Matrix multiply with warp tiling and a multi-stage cp.async pipeline (FP32, and TF32 tensor
+/// cores with `-DTF32=1`), one tile configuration per compilation.
+pub const MATMUL_WARP: KernelSource = KernelSource {
+    name: "matmul_warp.cu",
+    text: include_str!("../../kernels/matmul_warp.cu"),
+};
 /// The bank-conflict probe.
 pub const LAB: KernelSource = KernelSource {
     name: "lab.cu",
@@ -107,7 +113,9 @@ fn memory_cache() -> &'static Mutex<HashMap<String, Arc<String>>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-fn disk_cache_dir() -> Option<PathBuf> {
+/// The folder of the on-disk caches: `SMEMKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/smemkit/ptx` or
+/// `~/.cache/smemkit/ptx`. The compiled PTX and the matmul autotuner's choices live there.
+pub(crate) fn disk_cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SMEMKIT_CACHE_DIR") {
         return Some(PathBuf::from(d));
     }
@@ -310,7 +318,12 @@ mod tests {
                 let d = crate::cuda::matmul::defines(ta, tb);
                 let ptx = compile_uncached(&MATMUL, &options(&root, arch, &d))
                     .unwrap_or_else(|e| panic!("{arch} ta {ta} tb {tb}: {e}"));
-                for k in crate::MatmulKernel::ALL {
+                for k in [
+                    crate::MatmulKernel::Tiled16,
+                    crate::MatmulKernel::RegisterBlocked,
+                    crate::MatmulKernel::Vectorized,
+                    crate::MatmulKernel::AsyncCopy,
+                ] {
                     let name = crate::cuda::matmul::kernel_name(k);
                     assert!(
                         ptx.contains(&format!(".entry {name}(")),
@@ -330,6 +343,43 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn warp_tiled_matmul_compiles_for_every_configuration() {
+        use crate::cuda::matmul::{warp_defines, WarpConfig};
+        let Some(root) = toolchain() else { return };
+        let pairs = [(false, false), (true, false), (false, true), (true, true)];
+        // Every layout with the default tiles (FP32 and TF32), on Hopper and Ampere.
+        for arch in ["compute_90a", "compute_80"] {
+            for (ta, tb) in pairs {
+                for (tf32, entry) in [(false, "matmul_warp"), (true, "matmul_tf32")] {
+                    let config = if tf32 {
+                        WarpConfig::TF32
+                    } else {
+                        WarpConfig::DEFAULT
+                    };
+                    let d = warp_defines(&config, ta, tb, tf32);
+                    let ptx = compile_uncached(&MATMUL_WARP, &options(&root, arch, &d))
+                        .unwrap_or_else(|e| panic!("{arch} ta {ta} tb {tb} tf32 {tf32}: {e}"));
+                    assert!(ptx.contains(&format!(".entry {entry}(")), "{entry} missing");
+                    if tf32 {
+                        assert!(ptx.contains("mma.sync.aligned.m16n8k8"), "no mma");
+                    }
+                    // A operand with M contiguous (transposed) or B with N contiguous: cp.async.
+                    if ta || !tb {
+                        assert!(ptx.contains("cp.async.cg.shared.global"), "no cp.async");
+                    }
+                }
+            }
+        }
+        // Every autotuner candidate, on the layout the benchmark uses.
+        for c in WarpConfig::CANDIDATES {
+            let d = warp_defines(&c, false, false, false);
+            let ptx = compile_uncached(&MATMUL_WARP, &options(&root, "compute_90a", &d))
+                .unwrap_or_else(|e| panic!("{}: {e}", c.name()));
+            assert!(ptx.contains(".entry matmul_warp("), "{}", c.name());
         }
     }
 

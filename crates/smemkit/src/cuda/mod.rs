@@ -3,8 +3,10 @@
 //! and matrix multiply ([`matmul`]). Everything is loaded dynamically: without a driver or a GPU
 //! the library still builds and runs, and [`is_available`] says false.
 
+pub mod autotune;
 pub mod bench;
 pub mod compile;
+pub mod cublas;
 pub mod device;
 pub mod histogram;
 pub mod host_memory;

@@ -1,0 +1,424 @@
+// FP32 matrix multiply with warp tiling and a multi-stage shared-memory pipeline, C = alpha * op(A)
+// * op(B) + beta * C (row-major, leading dimensions, any M, N, K), plus an optional TF32
+// tensor-core variant built on the same pipeline. One configuration per compilation, so that the
+// autotuner can compare tile shapes:
+//
+//   BM x BN   block tile of C;            BK       depth of one shared-memory stage;
+//   WM x WN   warp tile (WM/8 * WN/8 = 32: each thread owns 8 x 8 outputs, as 2 x 2 sub-tiles of
+//             4 x 4, so that every fragment read from shared memory is one 16-byte load);
+//   STAGES    shared-memory stages (2 = double buffering);  MINB  blocks per SM to aim for;
+//   PAD       floats of padding per shared-memory row (rows stay 16-byte aligned).
+//
+// Shared memory always holds op(A) as As[k][m] and op(B) as Bs[k][n] (k-major). An operand whose
+// memory layout already has consecutive m (or n) consecutive (A transposed, B not transposed) is
+// copied by cp.async straight into its stage (16 bytes per copy when aligned); the other layout
+// (k contiguous) goes through registers: 16-byte global loads issued before the current stage is
+// multiplied and stored transposed after it, so that their latency hides behind the arithmetic.
+//
+// The warps of a block form a (BM/WM) x (BN/WN) grid; the 32 lanes of a warp a (WM/8) x (WN/8)
+// grid. A lane's rows are wm + s*WM/2 + tm*4 + {0..3} (s = 0, 1), its columns wn + s*WN/2 + tn*4 +
+// {0..3}: per k, a warp reads WM/8 distinct float4 of A and WN/8 of B, consecutive, so without bank
+// conflicts. Blocks are numbered in groups of GROUP_M block rows so that consecutive blocks share
+// panels of A and B in L2.
+//
+// Host contract: as matmul.cu (M, N, K >= 1, below 2^30; vec_* only where base and ld are
+// multiples of 4 floats; C not read when beta == 0); the grid is 1-D with exactly
+// ceil(M/BM) * ceil(N/BN) blocks of THREADS threads and SMEM_BYTES of dynamic shared memory.
+
+#ifndef TRANS_A
+#error "TRANS_A must be defined by the host"
+#endif
+#ifndef TRANS_B
+#error "TRANS_B must be defined by the host"
+#endif
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 16
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 32
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef MINB
+#define MINB 1
+#endif
+#ifndef PAD
+#define PAD 4
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef TF32
+#define TF32 0
+#endif
+
+#define A_MN_CONTIG (TRANS_A != 0)
+#define B_MN_CONTIG (TRANS_B == 0)
+
+typedef long long i64;
+
+constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+constexpr int THREADS = WARPS_M * WARPS_N * 32;
+constexpr int LDA_S = BM + PAD, LDB_S = BN + PAD;
+constexpr int A_STAGE = BK * LDA_S, B_STAGE = BK * LDB_S;
+
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
+static_assert(BK % 8 == 0, "BK must be a multiple of 8");
+static_assert(PAD % 4 == 0, "rows must stay 16-byte aligned");
+static_assert(STAGES >= 2, "at least two stages");
+static_assert((BM * BK / 4) % THREADS == 0 && (BN * BK / 4) % THREADS == 0,
+              "every thread copies whole 4-float groups of each tile");
+#if !TF32
+static_assert((WM / 8) * (WN / 8) == 32, "a warp's lanes tile WM x WN with 8 x 8 each");
+#else
+static_assert(WM % 16 == 0 && WN % 8 == 0, "TF32 warp tiles are made of 16 x 8 mma tiles");
+#endif
+
+// Offset of X(mn, k).
+template <bool MN_CONTIG>
+__device__ __forceinline__ i64 offset(int mn, int k, i64 ld) {
+    return MN_CONTIG ? (i64)k * ld + mn : (i64)mn * ld + k;
+}
+
+__device__ __forceinline__ float blend(float acc, float alpha, float beta, const float* old) {
+    return beta == 0.0f ? alpha * acc : alpha * acc + beta * *old;
+}
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+}
+
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, int bytes) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// One operand's traffic between global memory and a k-major stage S[k][mn] (row stride LDS) for
+// a BMN x BK tile at (mn0, k0). MN_CONTIG layouts are copied asynchronously; the others are loaded
+// into `reg` by `fetch` and written into the stage by `stash`.
+template <bool MN_CONTIG, int BMN, int LDS>
+struct Operand {
+    static constexpr int GROUPS = BMN * BK / 4 / THREADS;  // 4-float groups per thread
+    float reg[MN_CONTIG ? 1 : GROUPS * 4];
+
+    // MN_CONTIG: start the copies of the tile into S (elements outside X become zeros).
+    __device__ __forceinline__ void copy_async(float* S, const float* __restrict__ p, i64 ld,
+                                               int mn0, int k0, int MN, int K, bool vec) {
+        if (vec) {
+#pragma unroll
+            for (int i = 0; i < GROUPS; ++i) {
+                const int g = threadIdx.x + i * THREADS;
+                const int mn = (g % (BMN / 4)) * 4, k = g / (BMN / 4);
+                const int gmn = mn0 + mn, gk = k0 + k;
+                const int bytes = gk < K ? 4 * max(0, min(4, MN - gmn)) : 0;
+                cp_async16(&S[k * LDS + mn], bytes ? p + offset<true>(gmn, gk, ld) : p, bytes);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < GROUPS * 4; ++i) {
+                const int e = threadIdx.x + i * THREADS;
+                const int mn = e % BMN, k = e / BMN;
+                const int gmn = mn0 + mn, gk = k0 + k;
+                const bool in = gmn < MN && gk < K;
+                cp_async4(&S[k * LDS + mn], in ? p + offset<true>(gmn, gk, ld) : p, in ? 4 : 0);
+            }
+        }
+    }
+
+    // k contiguous: load the tile's groups of 4 consecutive k into registers.
+    __device__ __forceinline__ void fetch(const float* __restrict__ p, i64 ld, int mn0, int k0,
+                                          int MN, int K, bool vec) {
+#pragma unroll
+        for (int i = 0; i < GROUPS; ++i) {
+            const int g = threadIdx.x + i * THREADS;
+            const int mn = g / (BK / 4), k = (g % (BK / 4)) * 4;
+            const int gmn = mn0 + mn, gk = k0 + k;
+            if (vec && gmn < MN && gk + 3 < K) {
+                const float4 t = *reinterpret_cast<const float4*>(p + offset<false>(gmn, gk, ld));
+                reg[4 * i] = t.x, reg[4 * i + 1] = t.y, reg[4 * i + 2] = t.z, reg[4 * i + 3] = t.w;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    reg[4 * i + j] =
+                        (gmn < MN && gk + j < K) ? p[offset<false>(gmn, gk + j, ld)] : 0.0f;
+            }
+        }
+    }
+
+    // Writes the fetched groups down the columns of S (the transposed tile).
+    __device__ __forceinline__ void stash(float* S) const {
+#pragma unroll
+        for (int i = 0; i < GROUPS; ++i) {
+            const int g = threadIdx.x + i * THREADS;
+            const int mn = g / (BK / 4), k = (g % (BK / 4)) * 4;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) S[(k + j) * LDS + mn] = reg[4 * i + j];
+        }
+    }
+
+    // Starts loading the tile into stage S: asynchronously, or into registers (then `stash`).
+    __device__ __forceinline__ void start(float* S, const float* __restrict__ p, i64 ld, int mn0,
+                                          int k0, int MN, int K, bool vec) {
+        if (MN_CONTIG)
+            copy_async(S, p, ld, mn0, k0, MN, K, vec);
+        else
+            fetch(p, ld, mn0, k0, MN, K, vec);
+    }
+
+    __device__ __forceinline__ void finish(float* S) const {
+        if (!MN_CONTIG) stash(S);
+    }
+};
+
+// The block's tile of C, with GROUP_M block rows per group: blocks pid, pid + 1, ... walk down a
+// group's rows before moving to the next column, so a wave of resident blocks touches few panels.
+__device__ __forceinline__ void block_tile(int M, int N, int& m0, int& n0) {
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int pid = blockIdx.x;
+    const int per_group = GROUP_M * tiles_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int rows = min(tiles_m - first_m, GROUP_M);
+    const int in_group = pid % per_group;
+    m0 = (first_m + in_group % rows) * BM;
+    n0 = (in_group / rows) * BN;
+}
+
+#if !TF32
+
+// ---------------------------------------------------------------------------------------------
+// FP32 on the CUDA cores.
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+    matmul_warp(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                int M, int N, int K, i64 lda, i64 ldb, i64 ldc, float alpha, float beta,
+                int vec_a, int vec_b, int vec_c) {
+    extern __shared__ __align__(16) float smem[];
+    float* As = smem;
+    float* Bs = smem + STAGES * A_STAGE;
+    int m0, n0;
+    block_tile(M, N, m0, n0);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    const int tm = lane / (WN / 8), tn = lane % (WN / 8);
+    const int ra = wm + tm * 4, rb = wn + tn * 4;  // first row / column of sub-tile 0
+
+    Operand<A_MN_CONTIG, BM, LDA_S> opa;
+    Operand<B_MN_CONTIG, BN, LDB_S> opb;
+    const bool va = vec_a != 0, vb = vec_b != 0;
+
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+
+    const int tiles = (K + BK - 1) / BK;
+    // Prologue: stages 0 .. STAGES-2 (register-staged parts are stored at once).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) {
+            opa.start(As + s * A_STAGE, a, lda, m0, s * BK, M, K, va);
+            opb.start(Bs + s * B_STAGE, b, ldb, n0, s * BK, N, K, vb);
+            opa.finish(As + s * A_STAGE);
+            opb.finish(Bs + s * B_STAGE);
+        }
+        cp_async_commit();  // one group per stage, empty or not, so that the counting holds
+    }
+    for (int t = 0; t < tiles; ++t) {
+        // Groups committed so far: STAGES - 1 + t; tile t is group t.
+        cp_async_wait<STAGES - 2>();
+        // Tile t is visible to the block, and every thread is done with tile t - 1, whose stage
+        // the loads below refill.
+        __syncthreads();
+        const int nt = t + STAGES - 1, ns = nt % STAGES;
+        if (nt < tiles) {
+            opa.start(As + ns * A_STAGE, a, lda, m0, nt * BK, M, K, va);
+            opb.start(Bs + ns * B_STAGE, b, ldb, n0, nt * BK, N, K, vb);
+        }
+        cp_async_commit();
+        const float* as = As + (t % STAGES) * A_STAGE;
+        const float* bs = Bs + (t % STAGES) * B_STAGE;
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            const float4 a0 = *reinterpret_cast<const float4*>(&as[k * LDA_S + ra]);
+            const float4 a1 = *reinterpret_cast<const float4*>(&as[k * LDA_S + ra + WM / 2]);
+            const float4 b0 = *reinterpret_cast<const float4*>(&bs[k * LDB_S + rb]);
+            const float4 b1 = *reinterpret_cast<const float4*>(&bs[k * LDB_S + rb + WN / 2]);
+            const float ar[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const float br[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+        }
+        // Stage ns was last read for tile t - 1 (before this iteration's barrier); tile nt is
+        // read after the barrier of iteration nt >= t + 1.
+        if (nt < tiles) {
+            opa.finish(As + ns * A_STAGE);
+            opb.finish(Bs + ns * B_STAGE);
+        }
+    }
+    cp_async_wait<0>();  // only empty groups can remain; leave none behind
+
+    const bool vc = vec_c != 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int m = m0 + ra + (i < 4 ? i : WM / 2 + i - 4);
+        if (m >= M) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int n = n0 + rb + h * (WN / 2);
+            float* p = c + (i64)m * ldc + n;
+            const float* r = &acc[i][h * 4];
+            if (vc && n + 3 < N) {
+                float4 v = make_float4(alpha * r[0], alpha * r[1], alpha * r[2], alpha * r[3]);
+                if (beta != 0.0f) {
+                    const float4 old = *reinterpret_cast<const float4*>(p);
+                    v.x += beta * old.x, v.y += beta * old.y, v.z += beta * old.z,
+                        v.w += beta * old.w;
+                }
+                *reinterpret_cast<float4*>(p) = v;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (n + j < N) p[j] = blend(r[j], alpha, beta, p + j);
+            }
+        }
+    }
+}
+
+#else
+
+// ---------------------------------------------------------------------------------------------
+// TF32 on the tensor cores (mma.sync m16n8k8): inputs rounded to TF32 (10-bit mantissa),
+// products accumulated in FP32. Never chosen unless asked for. Each warp owns a WM x WN tile made
+// of (WM/16) x (WN/8) mma tiles; fragments are read from the same k-major stages as the FP32
+// kernel (PAD 8 makes those reads conflict-free).
+
+constexpr int MT = WM / 16, NT = WN / 8;
+
+__device__ __forceinline__ unsigned to_tf32(float x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+    matmul_tf32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                int M, int N, int K, i64 lda, i64 ldb, i64 ldc, float alpha, float beta,
+                int vec_a, int vec_b, int vec_c) {
+    extern __shared__ __align__(16) float smem[];
+    float* As = smem;
+    float* Bs = smem + STAGES * A_STAGE;
+    int m0, n0;
+    block_tile(M, N, m0, n0);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    const int gid = lane / 4, tig = lane % 4;  // the PTX ISA's groupID and threadID_in_group
+
+    Operand<A_MN_CONTIG, BM, LDA_S> opa;
+    Operand<B_MN_CONTIG, BN, LDB_S> opb;
+    const bool va = vec_a != 0, vb = vec_b != 0;
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+    const int tiles = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) {
+            opa.start(As + s * A_STAGE, a, lda, m0, s * BK, M, K, va);
+            opb.start(Bs + s * B_STAGE, b, ldb, n0, s * BK, N, K, vb);
+            opa.finish(As + s * A_STAGE);
+            opb.finish(Bs + s * B_STAGE);
+        }
+        cp_async_commit();
+    }
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        const int nt = t + STAGES - 1, ns = nt % STAGES;
+        if (nt < tiles) {
+            opa.start(As + ns * A_STAGE, a, lda, m0, nt * BK, M, K, va);
+            opb.start(Bs + ns * B_STAGE, b, ldb, n0, nt * BK, N, K, vb);
+        }
+        cp_async_commit();
+        const float* as = As + (t % STAGES) * A_STAGE;
+        const float* bs = Bs + (t % STAGES) * B_STAGE;
+#pragma unroll
+        for (int k = 0; k < BK; k += 8) {
+            unsigned af[MT][4], bf[NT][2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const int m = wm + i * 16 + gid;
+                af[i][0] = to_tf32(as[(k + tig) * LDA_S + m]);
+                af[i][1] = to_tf32(as[(k + tig) * LDA_S + m + 8]);
+                af[i][2] = to_tf32(as[(k + tig + 4) * LDA_S + m]);
+                af[i][3] = to_tf32(as[(k + tig + 4) * LDA_S + m + 8]);
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int n = wn + j * 8 + gid;
+                bf[j][0] = to_tf32(bs[(k + tig) * LDB_S + n]);
+                bf[j][1] = to_tf32(bs[(k + tig + 4) * LDB_S + n]);
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+                    asm volatile(
+                        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                        : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]),
+                          "+f"(acc[i][j][3])
+                        : "r"(af[i][0]), "r"(af[i][1]), "r"(af[i][2]), "r"(af[i][3]),
+                          "r"(bf[j][0]), "r"(bf[j][1]));
+        }
+        if (nt < tiles) {
+            opa.finish(As + ns * A_STAGE);
+            opb.finish(Bs + ns * B_STAGE);
+        }
+    }
+    cp_async_wait<0>();
+
+    // Accumulator r of mma tile (i, j) is C(wm + i*16 + gid + 8*(r/2), wn + j*8 + 2*tig + r%2).
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int m = m0 + wm + i * 16 + gid + 8 * (r / 2);
+                const int n = n0 + wn + j * 8 + 2 * tig + r % 2;
+                if (m < M && n < N) {
+                    float* p = c + (i64)m * ldc + n;
+                    *p = blend(acc[i][j][r], alpha, beta, p);
+                }
+            }
+    (void)vec_c;
+}
+
+#endif
