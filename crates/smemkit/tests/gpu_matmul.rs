@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::cuda::autotune;
 use smemkit::cuda::cublas::CublasMath;
-use smemkit::cuda::matmul::{matmul_with, Engine, Variant, WarpConfig};
+use smemkit::cuda::matmul::{compile_variant, matmul_with, Engine, Variant, WarpConfig};
 use smemkit::{matmul, Backend, MatmulKernel, MatrixMut, MatrixRef};
 
 /// How one case multiplies: through the public API with a kernel choice, or with an explicit
@@ -326,9 +326,35 @@ fn column_major_inputs_and_the_auto_backend() {
     }
 }
 
+/// Compiles every variant of `runs` for every transpose pair on all cores (NVRTC is
+/// single-threaded; one by one, the dozens of modules would take most of a minute).
+fn precompile(runs: &[Run]) {
+    let g = smemkit::cuda::gpu().unwrap();
+    let mut jobs: Vec<(Variant, (bool, bool))> = Vec::new();
+    for run in runs {
+        if let Run::With(Engine::Variant(v), _) = run {
+            for pair in PAIRS {
+                if !jobs.contains(&(*v, pair)) {
+                    jobs.push((*v, pair));
+                }
+            }
+        }
+    }
+    std::thread::scope(|s| {
+        for (v, (ta, tb)) in jobs {
+            let g = &g;
+            s.spawn(move || {
+                g.bind().unwrap();
+                compile_variant(g, v, ta, tb).unwrap_or_else(|e| panic!("{}: {e}", v.name()))
+            });
+        }
+    });
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_variant_aligned_and_misaligned_on_odd_shapes() {
+    precompile(&every_variant());
     let mut r = rng();
     for shape in [
         (1, 1, 1),
@@ -421,6 +447,7 @@ fn autotuner_times_every_candidate_and_remembers_its_choice() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn small_run_for_sanitizers() {
+    precompile(&every_variant());
     let mut r = rng();
     let tf32 = [
         Run::With(Engine::Variant(Variant::Tf32(WarpConfig::TF32)), false),

@@ -17,7 +17,9 @@ use sha2::{Digest, Sha256};
 
 use super::compile::{disk_cache_dir, MATMUL, MATMUL_WARP};
 use super::device::Gpu;
-use super::matmul::{nan_buffer, prepare, time_launches, DeviceGemm, Variant, WarpConfig};
+use super::matmul::{
+    compile_variant, nan_buffer, prepare, time_launches, DeviceGemm, Variant, WarpConfig,
+};
 use crate::error::Result;
 use crate::matmul::{span, MatmulKernel};
 
@@ -157,6 +159,17 @@ pub fn measure(g: &Gpu, p: &DeviceGemm) -> Result<(Variant, Timings)> {
         beta: 0.0,
         ..*p
     };
+    // Compile every candidate first, all at once (NVRTC is single-threaded per program); a
+    // candidate that fails to compile is skipped below like one that cannot launch.
+    std::thread::scope(|s| {
+        for v in candidates() {
+            s.spawn(move || {
+                let _ = g
+                    .bind()
+                    .and_then(|()| compile_variant(g, v, p.trans_a, p.trans_b));
+            });
+        }
+    });
     let mut results = Vec::new();
     for v in candidates() {
         let t = match prepare(g, &problem, v) {

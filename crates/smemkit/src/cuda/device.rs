@@ -124,25 +124,27 @@ impl Gpu {
         let root = compile::cuda_root()?;
         let options = compile::options(&root, &self.arch, defines);
         let key = format!("{}|{}", src.name, options.join(" "));
-        let module = {
-            let mut modules = self.modules.lock().expect("module lock");
-            match modules.get(&key) {
-                Some(m) => m.clone(),
-                None => {
-                    let ptx = compile::compile(
-                        src,
-                        &options,
-                        &format!("driver {}", self.driver_version),
-                    )?;
-                    let m = self
-                        .ctx
-                        .load_module(Ptx::from_src(ptx.as_str()))
-                        .map_err(cuda_err(
-                            "loading a compiled module (does the driver accept this PTX?)",
-                        ))?;
-                    modules.insert(key, m.clone());
-                    m
-                }
+        // Compiled and loaded outside the lock, so that threads needing different modules (the
+        // matmul tests and tuner want dozens) compile in parallel; a module two threads both
+        // compiled is kept once.
+        let cached = self.modules.lock().expect("module lock").get(&key).cloned();
+        let module = match cached {
+            Some(m) => m,
+            None => {
+                let ptx =
+                    compile::compile(src, &options, &format!("driver {}", self.driver_version))?;
+                let m = self
+                    .ctx
+                    .load_module(Ptx::from_src(ptx.as_str()))
+                    .map_err(cuda_err(
+                        "loading a compiled module (does the driver accept this PTX?)",
+                    ))?;
+                self.modules
+                    .lock()
+                    .expect("module lock")
+                    .entry(key)
+                    .or_insert(m)
+                    .clone()
             }
         };
         module.load_function(function).map_err(|e| Error::Cuda {

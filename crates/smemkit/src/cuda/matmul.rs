@@ -319,6 +319,13 @@ impl DeviceGemm {
     }
 }
 
+/// Compiles and loads the variant's kernel for a pair of transpose flags (through the caches), so
+/// that later launches find it ready; callers may do this from several threads at once.
+pub fn compile_variant(g: &Gpu, variant: Variant, trans_a: bool, trans_b: bool) -> Result<()> {
+    let (src, defs, name, _, _) = variant.compile_unit(trans_a, trans_b);
+    g.function(src, &defs, name).map(|_| ())
+}
+
 /// A kernel bound to a product, ready to launch on the device's stream.
 pub struct PreparedGemm {
     func: CudaFunction,
