@@ -112,24 +112,55 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // One operand's traffic between global memory and a k-major stage S[k][mn] (row stride LDS) for
-// a BMN x BK tile at (mn0, k0). MN_CONTIG layouts are copied asynchronously; the others are loaded
-// into `reg` by `fetch` and written into the stage by `stash`.
+// BMN x BK tiles at mn0, taken in order k0 = 0, BK, 2 BK, ... (each `start` issues the next tile).
+// MN_CONTIG layouts are copied asynchronously; the others are loaded into `reg` by `start` and
+// written into the stage by `finish`.
+//
+// With `vec` (16-byte aligned base and ld), a thread owns GROUPS groups of 4 elements consecutive
+// in memory, whose addresses are computed once and advanced by one tile per `start`; only the
+// tile that crosses K checks k. Without `vec`, every element is its own bounds-checked access.
 template <bool MN_CONTIG, int BMN, int LDS>
 struct Operand {
     static constexpr int GROUPS = BMN * BK / 4 / THREADS;  // 4-float groups per thread
+    const float* __restrict__ p;
+    i64 ld;
+    int mn0, MN;
+    bool vec;
+    const float* ptr[GROUPS];  // the group's address in the next tile (p when outside X)
+    int live[GROUPS];          // MN_CONTIG: bytes of the group inside X along mn; else row inside X
     float reg[MN_CONTIG ? 1 : GROUPS * 4];
 
-    // MN_CONTIG: start the copies of the tile into S (elements outside X become zeros).
-    __device__ __forceinline__ void copy_async(float* S, const float* __restrict__ p, i64 ld,
-                                               int mn0, int k0, int MN, int K, bool vec) {
+    // Position of group i within a tile.
+    static __device__ __forceinline__ int group_mn(int i) {
+        const int g = threadIdx.x + i * THREADS;
+        return MN_CONTIG ? (g % (BMN / 4)) * 4 : g / (BK / 4);
+    }
+    static __device__ __forceinline__ int group_k(int i) {
+        const int g = threadIdx.x + i * THREADS;
+        return MN_CONTIG ? g / (BMN / 4) : (g % (BK / 4)) * 4;
+    }
+
+    __device__ __forceinline__ void init(const float* __restrict__ p_, i64 ld_, int mn0_, int MN_,
+                                         bool vec_) {
+        p = p_, ld = ld_, mn0 = mn0_, MN = MN_, vec = vec_;
+#pragma unroll
+        for (int i = 0; i < GROUPS; ++i) {
+            const int gmn = mn0 + group_mn(i), k = group_k(i);
+            live[i] = MN_CONTIG ? 4 * max(0, min(4, MN - gmn)) : (gmn < MN);
+            ptr[i] = live[i] ? p + offset<MN_CONTIG>(gmn, k, ld) : p;
+        }
+    }
+
+    // MN_CONTIG: start the copies of the tile at k0 into S (elements outside X become zeros).
+    __device__ __forceinline__ void copy_async(float* S, int k0, int K) {
         if (vec) {
+            const bool full = k0 + BK <= K;
 #pragma unroll
             for (int i = 0; i < GROUPS; ++i) {
-                const int g = threadIdx.x + i * THREADS;
-                const int mn = (g % (BMN / 4)) * 4, k = g / (BMN / 4);
-                const int gmn = mn0 + mn, gk = k0 + k;
-                const int bytes = gk < K ? 4 * max(0, min(4, MN - gmn)) : 0;
-                cp_async16(&S[k * LDS + mn], bytes ? p + offset<true>(gmn, gk, ld) : p, bytes);
+                const int mn = group_mn(i), k = group_k(i);
+                const int bytes = (full || k0 + k < K) ? live[i] : 0;
+                cp_async16(&S[k * LDS + mn], bytes ? ptr[i] : p, bytes);
+                if (live[i]) ptr[i] += (i64)BK * ld;
             }
         } else {
 #pragma unroll
@@ -144,22 +175,22 @@ struct Operand {
     }
 
     // k contiguous: load the tile's groups of 4 consecutive k into registers.
-    __device__ __forceinline__ void fetch(const float* __restrict__ p, i64 ld, int mn0, int k0,
-                                          int MN, int K, bool vec) {
+    __device__ __forceinline__ void fetch(int k0, int K) {
+        const bool full = k0 + BK <= K;
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
-            const int g = threadIdx.x + i * THREADS;
-            const int mn = g / (BK / 4), k = (g % (BK / 4)) * 4;
-            const int gmn = mn0 + mn, gk = k0 + k;
-            if (vec && gmn < MN && gk + 3 < K) {
-                const float4 t = *reinterpret_cast<const float4*>(p + offset<false>(gmn, gk, ld));
+            const int k = group_k(i);
+            if (vec && live[i] && (full || k0 + k + 3 < K)) {
+                const float4 t = *reinterpret_cast<const float4*>(ptr[i]);
                 reg[4 * i] = t.x, reg[4 * i + 1] = t.y, reg[4 * i + 2] = t.z, reg[4 * i + 3] = t.w;
             } else {
+                const int gmn = mn0 + group_mn(i);
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
                     reg[4 * i + j] =
-                        (gmn < MN && gk + j < K) ? p[offset<false>(gmn, gk + j, ld)] : 0.0f;
+                        (gmn < MN && k0 + k + j < K) ? p[offset<false>(gmn, k0 + k + j, ld)] : 0.0f;
             }
+            if (live[i]) ptr[i] += BK;
         }
     }
 
@@ -167,20 +198,19 @@ struct Operand {
     __device__ __forceinline__ void stash(float* S) const {
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
-            const int g = threadIdx.x + i * THREADS;
-            const int mn = g / (BK / 4), k = (g % (BK / 4)) * 4;
+            const int mn = group_mn(i), k = group_k(i);
 #pragma unroll
             for (int j = 0; j < 4; ++j) S[(k + j) * LDS + mn] = reg[4 * i + j];
         }
     }
 
-    // Starts loading the tile into stage S: asynchronously, or into registers (then `stash`).
-    __device__ __forceinline__ void start(float* S, const float* __restrict__ p, i64 ld, int mn0,
-                                          int k0, int MN, int K, bool vec) {
+    // Starts loading the next tile (at k0) into stage S: asynchronously, or into registers (then
+    // `finish`).
+    __device__ __forceinline__ void start(float* S, int k0, int K) {
         if (MN_CONTIG)
-            copy_async(S, p, ld, mn0, k0, MN, K, vec);
+            copy_async(S, k0, K);
         else
-            fetch(p, ld, mn0, k0, MN, K, vec);
+            fetch(k0, K);
     }
 
     __device__ __forceinline__ void finish(float* S) const {
@@ -222,7 +252,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 
     Operand<A_MN_CONTIG, BM, LDA_S> opa;
     Operand<B_MN_CONTIG, BN, LDB_S> opb;
-    const bool va = vec_a != 0, vb = vec_b != 0;
+    opa.init(a, lda, m0, M, vec_a != 0);
+    opb.init(b, ldb, n0, N, vec_b != 0);
 
     float acc[8][8];
 #pragma unroll
@@ -235,8 +266,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) {
-            opa.start(As + s * A_STAGE, a, lda, m0, s * BK, M, K, va);
-            opb.start(Bs + s * B_STAGE, b, ldb, n0, s * BK, N, K, vb);
+            opa.start(As + s * A_STAGE, s * BK, K);
+            opb.start(Bs + s * B_STAGE, s * BK, K);
             opa.finish(As + s * A_STAGE);
             opb.finish(Bs + s * B_STAGE);
         }
@@ -250,8 +281,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
         __syncthreads();
         const int nt = t + STAGES - 1, ns = nt % STAGES;
         if (nt < tiles) {
-            opa.start(As + ns * A_STAGE, a, lda, m0, nt * BK, M, K, va);
-            opb.start(Bs + ns * B_STAGE, b, ldb, n0, nt * BK, N, K, vb);
+            opa.start(As + ns * A_STAGE, nt * BK, K);
+            opb.start(Bs + ns * B_STAGE, nt * BK, K);
         }
         cp_async_commit();
         const float* as = As + (t % STAGES) * A_STAGE;
@@ -336,7 +367,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 
     Operand<A_MN_CONTIG, BM, LDA_S> opa;
     Operand<B_MN_CONTIG, BN, LDB_S> opb;
-    const bool va = vec_a != 0, vb = vec_b != 0;
+    opa.init(a, lda, m0, M, vec_a != 0);
+    opb.init(b, ldb, n0, N, vec_b != 0);
 
     float acc[MT][NT][4];
 #pragma unroll
@@ -350,8 +382,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) {
-            opa.start(As + s * A_STAGE, a, lda, m0, s * BK, M, K, va);
-            opb.start(Bs + s * B_STAGE, b, ldb, n0, s * BK, N, K, vb);
+            opa.start(As + s * A_STAGE, s * BK, K);
+            opb.start(Bs + s * B_STAGE, s * BK, K);
             opa.finish(As + s * A_STAGE);
             opb.finish(Bs + s * B_STAGE);
         }
@@ -362,8 +394,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
         __syncthreads();
         const int nt = t + STAGES - 1, ns = nt % STAGES;
         if (nt < tiles) {
-            opa.start(As + ns * A_STAGE, a, lda, m0, nt * BK, M, K, va);
-            opb.start(Bs + ns * B_STAGE, b, ldb, n0, nt * BK, N, K, vb);
+            opa.start(As + ns * A_STAGE, nt * BK, K);
+            opb.start(Bs + ns * B_STAGE, nt * BK, K);
         }
         cp_async_commit();
         const float* as = As + (t % STAGES) * A_STAGE;

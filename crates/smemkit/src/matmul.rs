@@ -121,9 +121,9 @@ pub enum MatmulKernel {
     Vectorized,
     /// As `Vectorized` with BK = 16, double-buffered shared memory filled by `cp.async`.
     AsyncCopy,
-    /// Warp tiling (each warp owns a 64 x 32 tile of C, each lane 8 x 8 of it) over a three-stage
-    /// shared-memory pipeline: `cp.async` for operands laid out along M or N, register-staged
-    /// transposing loads for the others; blocks ordered for L2 reuse.
+    /// Warp tiling (128 x 128 block tiles, each warp owns 64 x 32 of C, each lane 8 x 8 of it) over
+    /// a four-stage shared-memory pipeline (BK = 8): `cp.async` for operands laid out along M or N,
+    /// register-staged transposing loads for the others; blocks ordered for L2 reuse.
     WarpTiled,
     /// The autotuner's choice for the shape class among the warp-tiled configurations and
     /// `AsyncCopy`, measured once on the device and cached on disk.
