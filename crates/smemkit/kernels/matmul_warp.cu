@@ -22,8 +22,9 @@
 // panels of A and B in L2.
 //
 // Host contract: as matmul.cu (M, N, K >= 1, below 2^30; vec_* only where base and ld are
-// multiples of 4 floats; C not read when beta == 0); the grid is 1-D with exactly
-// ceil(M/BM) * ceil(N/BN) blocks of THREADS threads and SMEM_BYTES of dynamic shared memory.
+// multiples of 4 floats; C not read when beta == 0); the grid is exactly ceil(M/BM) * ceil(N/BN)
+// blocks along x (times the K splits along y, see k_range) of THREADS threads, with
+// STAGES * BK * (BM + BN + 2 PAD) * 4 bytes of dynamic shared memory.
 
 #ifndef TRANS_A
 #error "TRANS_A must be defined by the host"
@@ -112,7 +113,8 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // One operand's traffic between global memory and a k-major stage S[k][mn] (row stride LDS) for
-// BMN x BK tiles at mn0, taken in order k0 = 0, BK, 2 BK, ... (each `start` issues the next tile).
+// BMN x BK tiles at mn0, taken in order k0 = kbase, kbase + BK, ... (each `start` issues the next
+// tile).
 // MN_CONTIG layouts are copied asynchronously; the others are loaded into `reg` by `start` and
 // written into the stage by `finish`.
 //
@@ -140,12 +142,13 @@ struct Operand {
         return MN_CONTIG ? g / (BMN / 4) : (g % (BK / 4)) * 4;
     }
 
+    // The first tile `start` issues is the one at k0 = kbase.
     __device__ __forceinline__ void init(const float* __restrict__ p_, i64 ld_, int mn0_, int MN_,
-                                         bool vec_) {
+                                         int kbase, bool vec_) {
         p = p_, ld = ld_, mn0 = mn0_, MN = MN_, vec = vec_;
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
-            const int gmn = mn0 + group_mn(i), k = group_k(i);
+            const int gmn = mn0 + group_mn(i), k = kbase + group_k(i);
             live[i] = MN_CONTIG ? 4 * max(0, min(4, MN - gmn)) : (gmn < MN);
             ptr[i] = live[i] ? p + offset<MN_CONTIG>(gmn, k, ld) : p;
         }
@@ -231,6 +234,32 @@ __device__ __forceinline__ void block_tile(int M, int N, int& m0, int& n0) {
     n0 = (in_group / rows) * BN;
 }
 
+// Split K: gridDim.y blocks share each tile of C, block y taking K tiles [t0, t1) and writing its
+// partial product to slice y of a workspace (the host passes it as C, with ldc = N, alpha 1 and
+// beta 0), which `matmul_splitk_reduce` sums into C. gridDim.y = 1 is the plain product.
+// Returns the offset of the block's slice of C.
+__device__ __forceinline__ i64 k_range(int K, int M, i64 ldc, int& t0, int& tiles) {
+    const int all = (K + BK - 1) / BK;
+    t0 = (int)((i64)blockIdx.y * all / gridDim.y);
+    tiles = (int)((i64)(blockIdx.y + 1) * all / gridDim.y) - t0;
+    return (i64)blockIdx.y * M * ldc;
+}
+
+// C = alpha * (sum of the `splits` slices of w, each M x N dense) + beta * C (C read only when
+// beta != 0), in a fixed order: the result does not depend on scheduling.
+extern "C" __global__ void matmul_splitk_reduce(const float* __restrict__ w, float* __restrict__ c,
+                                                int M, int N, i64 ldc, int splits, float alpha,
+                                                float beta) {
+    const i64 total = (i64)M * N;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (i64)gridDim.x * blockDim.x) {
+        float sum = 0.0f;
+        for (int j = 0; j < splits; ++j) sum += w[j * total + e];
+        float* p = c + (e / N) * ldc + e % N;
+        *p = blend(sum, alpha, beta, p);
+    }
+}
+
 #if !TF32
 
 // ---------------------------------------------------------------------------------------------
@@ -252,8 +281,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 
     Operand<A_MN_CONTIG, BM, LDA_S> opa;
     Operand<B_MN_CONTIG, BN, LDB_S> opb;
-    opa.init(a, lda, m0, M, vec_a != 0);
-    opb.init(b, ldb, n0, N, vec_b != 0);
+    int t0, tiles;
+    c += k_range(K, M, ldc, t0, tiles);
+    opa.init(a, lda, m0, M, t0 * BK, vec_a != 0);
+    opb.init(b, ldb, n0, N, t0 * BK, vec_b != 0);
 
     float acc[8][8];
 #pragma unroll
@@ -261,13 +292,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
 
-    const int tiles = (K + BK - 1) / BK;
     // Prologue: stages 0 .. STAGES-2 (register-staged parts are stored at once).
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) {
-            opa.start(As + s * A_STAGE, s * BK, K);
-            opb.start(Bs + s * B_STAGE, s * BK, K);
+            opa.start(As + s * A_STAGE, (t0 + s) * BK, K);
+            opb.start(Bs + s * B_STAGE, (t0 + s) * BK, K);
             opa.finish(As + s * A_STAGE);
             opb.finish(Bs + s * B_STAGE);
         }
@@ -281,8 +311,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
         __syncthreads();
         const int nt = t + STAGES - 1, ns = nt % STAGES;
         if (nt < tiles) {
-            opa.start(As + ns * A_STAGE, nt * BK, K);
-            opb.start(Bs + ns * B_STAGE, nt * BK, K);
+            opa.start(As + ns * A_STAGE, (t0 + nt) * BK, K);
+            opb.start(Bs + ns * B_STAGE, (t0 + nt) * BK, K);
         }
         cp_async_commit();
         const float* as = As + (t % STAGES) * A_STAGE;
@@ -367,8 +397,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 
     Operand<A_MN_CONTIG, BM, LDA_S> opa;
     Operand<B_MN_CONTIG, BN, LDB_S> opb;
-    opa.init(a, lda, m0, M, vec_a != 0);
-    opb.init(b, ldb, n0, N, vec_b != 0);
+    int t0, tiles;
+    c += k_range(K, M, ldc, t0, tiles);
+    opa.init(a, lda, m0, M, t0 * BK, vec_a != 0);
+    opb.init(b, ldb, n0, N, t0 * BK, vec_b != 0);
 
     float acc[MT][NT][4];
 #pragma unroll
@@ -378,12 +410,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
 
-    const int tiles = (K + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) {
-            opa.start(As + s * A_STAGE, s * BK, K);
-            opb.start(Bs + s * B_STAGE, s * BK, K);
+            opa.start(As + s * A_STAGE, (t0 + s) * BK, K);
+            opb.start(Bs + s * B_STAGE, (t0 + s) * BK, K);
             opa.finish(As + s * A_STAGE);
             opb.finish(Bs + s * B_STAGE);
         }
@@ -394,8 +425,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
         __syncthreads();
         const int nt = t + STAGES - 1, ns = nt % STAGES;
         if (nt < tiles) {
-            opa.start(As + ns * A_STAGE, nt * BK, K);
-            opb.start(Bs + ns * B_STAGE, nt * BK, K);
+            opa.start(As + ns * A_STAGE, (t0 + nt) * BK, K);
+            opb.start(Bs + ns * B_STAGE, (t0 + nt) * BK, K);
         }
         cp_async_commit();
         const float* as = As + (t % STAGES) * A_STAGE;

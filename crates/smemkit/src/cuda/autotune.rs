@@ -150,7 +150,7 @@ pub type Timings = Vec<(Variant, Option<f32>)>;
 
 /// Times every candidate on `p` (C to scratch, beta 0) and returns the fastest with every
 /// candidate's median milliseconds (`None` where a candidate could not run, e.g. too little
-/// shared memory).
+/// shared memory, or was not worth running: split K on a grid that fills the GPU).
 pub fn measure(g: &Gpu, p: &DeviceGemm) -> Result<(Variant, Timings)> {
     let c_len = span(p.m, p.n, p.ldc).unwrap_or(0);
     let scratch = nan_buffer(g, c_len)?;
@@ -172,6 +172,15 @@ pub fn measure(g: &Gpu, p: &DeviceGemm) -> Result<(Variant, Timings)> {
     });
     let mut results = Vec::new();
     for v in candidates() {
+        // Split K only pays where the unsplit grid leaves SMs idle (and its workspace grows with
+        // M x N).
+        if let Variant::Warp(c) = v {
+            let unsplit = WarpConfig { split: 1, ..c }.blocks(p.m, p.n);
+            if c.split > 1 && unsplit >= g.limits.sm_count as usize {
+                results.push((v, None));
+                continue;
+            }
+        }
         let t = match prepare(g, &problem, v) {
             Ok(prepared) => {
                 let times = time_launches(g, 1, RUNS, &|| {

@@ -364,6 +364,10 @@ mod tests {
                     let ptx = compile_uncached(&MATMUL_WARP, &options(&root, arch, &d))
                         .unwrap_or_else(|e| panic!("{arch} ta {ta} tb {tb} tf32 {tf32}: {e}"));
                     assert!(ptx.contains(&format!(".entry {entry}(")), "{entry} missing");
+                    assert!(
+                        ptx.contains(".entry matmul_splitk_reduce("),
+                        "no split-K reduction"
+                    );
                     if tf32 {
                         assert!(ptx.contains("mma.sync.aligned.m16n8k8"), "no mma");
                     }

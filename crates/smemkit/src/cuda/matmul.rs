@@ -41,6 +41,10 @@ pub struct WarpConfig {
     pub stages: u32,
     /// Blocks per SM asked of the compiler (`__launch_bounds__`): 2 caps registers at 128.
     pub min_blocks: u32,
+    /// K split in this many parts (a launch parameter, not compiled in): each part writes a
+    /// partial product to a workspace that a second kernel sums into C, so that products with
+    /// few tiles of C still fill the GPU. 1: no split.
+    pub split: u32,
 }
 
 impl WarpConfig {
@@ -54,6 +58,7 @@ impl WarpConfig {
         wn: 32,
         stages: 4,
         min_blocks: 2,
+        split: 1,
     };
 
     /// The TF32 kernel's tiles: 8 warps, each 4 x 4 mma tiles of 16 x 8.
@@ -65,11 +70,13 @@ impl WarpConfig {
         wn: 32,
         stages: 3,
         min_blocks: 1,
+        split: 1,
     };
 
     /// The configurations the autotuner measures (the default first). Registers by ptxas 13.0
-    /// for sm_90a (NN layout): 128, 128, 155, 179, 179, 203, 235; none spills.
-    pub const CANDIDATES: [WarpConfig; 7] = [
+    /// for sm_90a (NN layout): 128, 128, 155, 179, 179, 203, 235; none spills. The split-K ones
+    /// are measured only for products with fewer tiles than the GPU has SMs.
+    pub const CANDIDATES: [WarpConfig; 9] = [
         WarpConfig::DEFAULT,
         WarpConfig {
             stages: 3,
@@ -109,6 +116,15 @@ impl WarpConfig {
             wn: 64,
             stages: 3,
             min_blocks: 4,
+            split: 1,
+        },
+        WarpConfig {
+            split: 2,
+            ..WarpConfig::DEFAULT
+        },
+        WarpConfig {
+            split: 4,
+            ..WarpConfig::DEFAULT
         },
     ];
 
@@ -132,12 +148,22 @@ impl WarpConfig {
         self.stages * self.bk * (self.bm + pad + self.bn + pad) * 4
     }
 
-    /// A printable, parseable name, e.g. `128x128x16-w64x32-s3-b1`.
+    /// A printable, parseable name, e.g. `128x128x16-w64x32-s3-b1` (`-k2` appended for a split).
     pub fn name(&self) -> String {
+        let split = if self.split > 1 {
+            format!("-k{}", self.split)
+        } else {
+            String::new()
+        };
         format!(
-            "{}x{}x{}-w{}x{}-s{}-b{}",
+            "{}x{}x{}-w{}x{}-s{}-b{}{split}",
             self.bm, self.bn, self.bk, self.wm, self.wn, self.stages, self.min_blocks
         )
+    }
+
+    /// Blocks of the product's grid: tiles of C times the K split.
+    pub fn blocks(&self, m: usize, n: usize) -> usize {
+        m.div_ceil(self.bm as usize) * n.div_ceil(self.bn as usize) * self.split.max(1) as usize
     }
 
     fn defines(&self, trans_a: bool, trans_b: bool, tf32: bool) -> Vec<(&'static str, String)> {
@@ -336,7 +362,15 @@ pub struct PreparedGemm {
     func: CudaFunction,
     cfg: LaunchConfig,
     problem: DeviceGemm,
+    /// Split K: the partial products and the kernel that sums them into C.
+    split: Option<SplitK>,
     pub variant: Variant,
+}
+
+struct SplitK {
+    parts: u32,
+    workspace: CudaSlice<f32>,
+    reduce: CudaFunction,
 }
 
 /// Compiles (or takes from the caches) the variant's kernel and sizes its grid for `p`.
@@ -344,7 +378,7 @@ pub fn prepare(g: &Gpu, p: &DeviceGemm, variant: Variant) -> Result<PreparedGemm
     p.validate()?;
     let (src, defs, name, threads, smem) = variant.compile_unit(p.trans_a, p.trans_b);
     let func = g.function(src, &defs, name)?;
-    let grid = match variant {
+    let config = match variant {
         Variant::Classic(k) => {
             let (_, tile, block) = classic_shape(k);
             let grid = (p.n.div_ceil(tile), p.m.div_ceil(tile));
@@ -364,16 +398,17 @@ pub fn prepare(g: &Gpu, p: &DeviceGemm, variant: Variant) -> Result<PreparedGemm
                     shared_mem_bytes: 0,
                 },
                 problem: *p,
+                split: None,
                 variant,
             });
         }
-        Variant::Warp(c) | Variant::Tf32(c) => {
-            p.m.div_ceil(c.bm as usize) * p.n.div_ceil(c.bn as usize)
-        }
+        Variant::Warp(c) | Variant::Tf32(c) => c,
     };
-    if grid > i32::MAX as usize {
+    let tiles = p.m.div_ceil(config.bm as usize) * p.n.div_ceil(config.bn as usize);
+    let parts = config.split.max(1);
+    if tiles > i32::MAX as usize || parts > 65_535 {
         return Err(Error::InvalidArgument(format!(
-            "{} x {} needs {grid} blocks of {}; the kernel numbers them with an int",
+            "{} x {} needs {tiles} blocks (split {parts}) of {}; the kernel numbers them with an int",
             p.m,
             p.n,
             variant.name()
@@ -389,21 +424,39 @@ pub fn prepare(g: &Gpu, p: &DeviceGemm, variant: Variant) -> Result<PreparedGemm
     prepare_function(
         &func,
         &LaunchShape {
-            grid: grid as u32,
+            grid: tiles as u32,
             block: threads,
             shared_bytes: smem,
             cluster: 1,
         },
         g.limits.smem_per_block_optin,
     )?;
+    let split = if parts > 1 {
+        let len = (parts as usize)
+            .checked_mul(p.m)
+            .and_then(|x| x.checked_mul(p.n))
+            .ok_or_else(|| Error::InvalidArgument("split-K workspace too large".into()))?;
+        // SAFETY: every slice is written by the split kernel (each block of each part writes its
+        // whole tile, zeros where its K range is empty) before the reduction reads it.
+        let workspace = unsafe { g.stream.alloc::<f32>(len) }
+            .map_err(cuda_err("allocating the split-K workspace"))?;
+        Some(SplitK {
+            parts,
+            workspace,
+            reduce: g.function(src, &defs, "matmul_splitk_reduce")?,
+        })
+    } else {
+        None
+    };
     Ok(PreparedGemm {
         func,
         cfg: LaunchConfig {
-            grid_dim: (grid as u32, 1, 1),
+            grid_dim: (tiles as u32, parts, 1),
             block_dim: (threads, 1, 1),
             shared_mem_bytes: smem,
         },
         problem: *p,
+        split,
         variant,
     })
 }
@@ -423,19 +476,50 @@ impl PreparedGemm {
     pub unsafe fn launch(&self, g: &Gpu) -> Result<()> {
         let p = &self.problem;
         let (mi, ni, ki) = (p.m as i32, p.n as i32, p.k as i32);
-        let (lda, ldb, ldc) = (p.lda as i64, p.ldb as i64, p.ldc as i64);
+        let (lda, ldb) = (p.lda as i64, p.ldb as i64);
         let (vec_a, vec_b, vec_c) = p.vec_flags();
+        // Split K: the parts go to the dense workspace (ldc = N, alpha 1, beta 0).
+        let (c, ldc, alpha, beta, vec_c) = match &self.split {
+            Some(s) => (
+                s.workspace.device_ptr(&g.stream).0,
+                p.n as i64,
+                1.0f32,
+                0.0f32,
+                (p.n % 4 == 0) as i32,
+            ),
+            None => (p.c, p.ldc as i64, p.alpha, p.beta, vec_c),
+        };
         let mut l = g.stream.launch_builder(&self.func);
-        l.arg(&p.a).arg(&p.b).arg(&p.c);
+        l.arg(&p.a).arg(&p.b).arg(&c);
         l.arg(&mi).arg(&ni).arg(&ki);
         l.arg(&lda).arg(&ldb).arg(&ldc);
-        l.arg(&p.alpha).arg(&p.beta);
+        l.arg(&alpha).arg(&beta);
         l.arg(&vec_a).arg(&vec_b).arg(&vec_c);
         // SAFETY: every matmul kernel takes (a, b, c, M, N, K, lda, ldb, ldc, alpha, beta, vec_a,
         // vec_b, vec_c); `prepare` validated the sizes (1..=2^30) and leading dimensions, the vec
-        // flags are set only for 16-byte aligned addresses with ld % 4 == 0, and the caller
-        // guarantees the memory.
+        // flags are set only for 16-byte aligned addresses with ld % 4 == 0 (the workspace is a
+        // fresh allocation), and the caller guarantees the memory; the workspace holds
+        // parts x M x N floats, one dense slice per part (grid y).
         unsafe { l.launch(self.cfg) }.map_err(cuda_err("launching a matmul kernel"))?;
+        if let Some(s) = &self.split {
+            let parts = s.parts as i32;
+            let (ldc, alpha, beta) = (p.ldc as i64, p.alpha, p.beta);
+            let blocks = (p.m * p.n).div_ceil(256).clamp(1, 65_535 * 32) as u32;
+            let mut r = g.stream.launch_builder(&s.reduce);
+            r.arg(&c).arg(&p.c).arg(&mi).arg(&ni).arg(&ldc);
+            r.arg(&parts).arg(&alpha).arg(&beta);
+            // SAFETY: matmul_splitk_reduce(w, c, M, N, ldc, splits, alpha, beta): w is the
+            // workspace the launch above filled on this stream, c the caller's C (M x N, ldc);
+            // the grid-stride loop covers M * N with any grid.
+            unsafe {
+                r.launch(LaunchConfig {
+                    grid_dim: (blocks, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }
+            .map_err(cuda_err("launching the split-K reduction"))?;
+        }
         Ok(())
     }
 }
@@ -768,6 +852,13 @@ mod tests {
             assert!(t * c.min_blocks <= 2048, "{}", c.name());
         }
         assert_eq!(WarpConfig::DEFAULT.smem_bytes(false), 4 * 8 * 264 * 4);
+        let split = WarpConfig {
+            split: 4,
+            ..WarpConfig::DEFAULT
+        };
+        assert_eq!(split.name(), "128x128x8-w64x32-s4-b2-k4");
+        assert_eq!(split.blocks(1000, 1000), 8 * 8 * 4);
+        assert_eq!(WarpConfig::DEFAULT.blocks(129, 128), 2);
         assert_eq!(
             Variant::Warp(WarpConfig::DEFAULT).name(),
             "warp:128x128x8-w64x32-s4-b2"
