@@ -604,7 +604,7 @@ extern "C" __global__ void __launch_bounds__(512) hist_part_bins(const unsigned 
         unsigned long long* bucket_counts, unsigned long long* t) {                                            \
         part_count<MODE>(in, n, p, bits, nbuckets, bucket_counts, t);                                          \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(512) hist_part_scatter_##MNAME(                                \
+    extern "C" __global__ void __launch_bounds__(512, 2) hist_part_scatter_##MNAME(                             \
         const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,               \
         unsigned long long* cursor, unsigned short* idx) {                                                     \
         part_scatter<MODE>(in, n, p, bits, nbuckets, cursor, idx);                                             \

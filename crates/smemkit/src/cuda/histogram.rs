@@ -597,9 +597,18 @@ impl Partition {
             block_dim: (plan::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: shared,
         };
+        // Diagnostic for kernel work: SMEMKIT_PROFILE_PARTITION=1 prints each pass's time.
+        let profile = PassProfile::from_env(&p.gpu)?;
+        let mark = |i: usize| -> Result<()> {
+            match &profile {
+                Some(prof) => prof.record(i, stream),
+                None => Ok(()),
+            }
+        };
         let mut start = 0usize;
         while start < n {
             let len = (n - start).min(PARTITION_BATCH);
+            mark(0)?;
             let (in_ptr, len64) = (input + start as u64 * elem, len as u64);
             stream
                 .memset_zeros(&mut bufs.bucket_counts)
@@ -616,6 +625,7 @@ impl Partition {
             // SAFETY: hist_part_count_*(in, n, BinParams, bits, nbuckets, bucket_counts, tallies).
             unsafe { b.launch(cfg(self.count_grid, Self::count_shared(self.nbuckets))) }
                 .map_err(cuda_err("launching the bucket count"))?;
+            mark(1)?;
             let cursor_ptr = bufs.cursor.device_ptr(stream).0;
             let offsets_ptr = bufs.offsets.device_ptr(stream).0;
             let mut b = stream.launch_builder(&self.scan);
@@ -633,6 +643,7 @@ impl Partition {
                 })
             }
             .map_err(cuda_err("launching the bucket offsets scan"))?;
+            mark(2)?;
             let idx_ptr = bufs
                 .idx
                 .as_ref()
@@ -651,6 +662,7 @@ impl Partition {
             // at least `len` entries and the cursors start at the offsets of the counted samples.
             unsafe { b.launch(cfg(self.scatter_grid, Self::scatter_shared(self.nbuckets))) }
                 .map_err(cuda_err("launching the scatter"))?;
+            mark(3)?;
             let nbins = p.nbins as u64;
             let mut b = stream.launch_builder(&self.bins);
             b.arg(&idx_ptr)
@@ -662,8 +674,56 @@ impl Partition {
             // SAFETY: hist_part_bins(idx, offsets, nbuckets, bits, nbins, out); out holds nbins u64.
             unsafe { b.launch(cfg(self.bins_grid, 4 << bits)) }
                 .map_err(cuda_err("launching the bucket histograms"))?;
+            mark(4)?;
+            if let Some(prof) = &profile {
+                prof.report(len)?;
+            }
             start += len;
         }
+        Ok(())
+    }
+}
+
+/// Events between the partition passes, for `SMEMKIT_PROFILE_PARTITION` (kernel tuning only).
+struct PassProfile {
+    events: Vec<cudarc::driver::CudaEvent>,
+}
+
+impl PassProfile {
+    const PASSES: [&'static str; 4] = ["count", "scan", "scatter", "bins"];
+
+    fn from_env(gpu: &Gpu) -> Result<Option<PassProfile>> {
+        if std::env::var_os("SMEMKIT_PROFILE_PARTITION").is_none() {
+            return Ok(None);
+        }
+        let events = (0..=Self::PASSES.len())
+            .map(|_| {
+                gpu.ctx
+                    .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(cuda_err("creating a profiling event"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(PassProfile { events }))
+    }
+
+    fn record(&self, i: usize, stream: &cudarc::driver::CudaStream) -> Result<()> {
+        self.events[i]
+            .record(stream)
+            .map_err(cuda_err("recording a profiling event"))
+    }
+
+    fn report(&self, samples: usize) -> Result<()> {
+        let last = self.events.last().expect("one event per pass boundary");
+        last.synchronize()
+            .map_err(cuda_err("waiting for the partition passes"))?;
+        let mut line = format!("partition passes, {samples} samples:");
+        for (i, name) in Self::PASSES.iter().enumerate() {
+            let ms = self.events[i]
+                .elapsed_ms(&self.events[i + 1])
+                .map_err(cuda_err("reading a profiling event"))?;
+            line += &format!(" {name} {ms:.3} ms");
+        }
+        eprintln!("{line}");
         Ok(())
     }
 }
