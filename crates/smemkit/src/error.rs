@@ -48,6 +48,12 @@ pub enum Error {
     },
     #[error("the CUDA backend is not available: {0}")]
     CudaUnavailable(String),
+    #[error("there is no CUDA device {ordinal}: the driver reports {count}")]
+    DeviceNotFound { ordinal: usize, count: usize },
+    #[error("several GPUs: {0}")]
+    MultiGpu(String),
+    #[error("NCCL error in {context}: {message}")]
+    Nccl { context: String, message: String },
     #[error("CUDA error in {context}: {message}")]
     Cuda { context: String, message: String },
     #[error("NVRTC could not compile {kernel} with options {options:?}:\n{log}")]

@@ -1,5 +1,7 @@
-//! The device: one context on GPU 0 with one stream, its limits read from the driver, and the
-//! compiled modules loaded into it. Opened once per process on first use.
+//! The devices: one context per GPU with one stream, its limits read from the driver, and the
+//! compiled modules loaded into it. Each GPU is opened once per process on first use; [`gpu`] is
+//! GPU 0, the one every single-device path uses, and [`gpu_at`] any other (several GPUs through
+//! NCCL, `crate::cuda::multi`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,6 +16,8 @@ use crate::plan::DeviceLimits;
 
 /// An opened GPU.
 pub struct Gpu {
+    /// The device's ordinal, as the driver counts them.
+    pub ordinal: usize,
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub limits: DeviceLimits,
@@ -32,35 +36,66 @@ pub(crate) fn cuda_err(context: &str) -> impl Fn(cudarc::driver::DriverError) ->
     }
 }
 
-/// The process's GPU, opened on first call; the error says why there is none.
+/// Devices a process can open (ordinals 0 to this, exclusive).
+pub const MAX_DEVICES: usize = 64;
+
+/// The process's GPU (device 0), opened on first call; the error says why there is none.
 pub fn gpu() -> Result<Arc<Gpu>> {
-    static GPU: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
-    GPU.get_or_init(|| {
-        open().map(Arc::new).map_err(|e| match e {
-            // Keep the reason alone: it is wrapped in CudaUnavailable again below.
-            Error::CudaUnavailable(reason) => reason,
-            other => other.to_string(),
-        })
-    })
-    .clone()
-    .map_err(Error::CudaUnavailable)
+    gpu_at(0)
 }
 
-fn open() -> Result<Gpu> {
+/// GPU `ordinal`, opened on its first call (each GPU once per process); the error says why it
+/// cannot be used.
+pub fn gpu_at(ordinal: usize) -> Result<Arc<Gpu>> {
+    static GPUS: [OnceLock<std::result::Result<Arc<Gpu>, String>>; MAX_DEVICES] =
+        [const { OnceLock::new() }; MAX_DEVICES];
+    let count = if ordinal == 0 { 1 } else { device_count()? };
+    if ordinal >= count || ordinal >= MAX_DEVICES {
+        return Err(Error::DeviceNotFound { ordinal, count });
+    }
+    GPUS[ordinal]
+        .get_or_init(|| {
+            open(ordinal).map(Arc::new).map_err(|e| match e {
+                // Keep the reason alone: it is wrapped in CudaUnavailable again below.
+                Error::CudaUnavailable(reason) => reason,
+                other => other.to_string(),
+            })
+        })
+        .clone()
+        .map_err(Error::CudaUnavailable)
+}
+
+/// The number of CUDA devices the driver reports (an error without a driver).
+pub fn device_count() -> Result<usize> {
+    init_driver()?;
+    let count = CudaContext::device_count().map_err(cuda_err("counting devices"))?;
+    Ok(count.max(0) as usize)
+}
+
+fn init_driver() -> Result<()> {
     // SAFETY: only probes whether libcuda can be opened.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err(Error::CudaUnavailable(
             "no CUDA driver (libcuda.so) on this machine".into(),
         ));
     }
-    cudarc::driver::result::init().map_err(cuda_err("initialising the CUDA driver"))?;
-    let count = CudaContext::device_count().map_err(cuda_err("counting devices"))?;
+    cudarc::driver::result::init().map_err(cuda_err("initialising the CUDA driver"))
+}
+
+fn open(ordinal: usize) -> Result<Gpu> {
+    let count = device_count()?;
     if count < 1 {
         return Err(Error::CudaUnavailable(
             "the CUDA driver reports no device".into(),
         ));
     }
-    let ctx = CudaContext::new(0).map_err(cuda_err("opening device 0"))?;
+    if ordinal >= count {
+        return Err(Error::DeviceNotFound { ordinal, count });
+    }
+    let ctx = CudaContext::new(ordinal).map_err(|e| Error::Cuda {
+        context: format!("opening device {ordinal}"),
+        message: format!("{e:?}"),
+    })?;
     // Kernels of one histogram share buffers only on this one stream: cudarc's per-buffer event
     // tracking would add nothing but overhead.
     // SAFETY: every buffer of the engine is used on `stream` only.
@@ -103,6 +138,7 @@ fn open() -> Result<Gpu> {
     };
     let name = ctx.name().map_err(cuda_err("reading the device name"))?;
     Ok(Gpu {
+        ordinal,
         ctx,
         stream,
         limits,

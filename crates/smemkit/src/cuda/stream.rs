@@ -409,6 +409,81 @@ impl Streamer {
         weights: Option<Weights<'_>>,
         progress: Option<&(dyn Fn(u64) + Sync)>,
     ) -> Result<CudaResult> {
+        self.gpu.bind()?;
+        let gpu = self.gpu.clone();
+        let stream = &gpu.stream;
+        let weighted = self.weights != WeightKind::None;
+        let nbins = prepared.nbins.max(1);
+        let tallies = stream
+            .alloc_zeros::<u64>(3)
+            .map_err(cuda_err("allocating tallies"))?;
+        let counts = stream
+            .alloc_zeros::<u64>(if weighted { 0 } else { nbins })
+            .map_err(cuda_err("allocating counters"))?;
+        let sums = stream
+            .alloc_zeros::<f64>(if weighted { nbins } else { 0 })
+            .map_err(cuda_err("allocating sums"))?;
+        let out_ptr = if weighted {
+            sums.device_ptr(stream).0
+        } else {
+            counts.device_ptr(stream).0
+        };
+        let t_ptr = tallies.device_ptr(stream).0;
+        // SAFETY: `out_ptr` holds nbins counters (or sums) of the prepared kind and `t_ptr` 3
+        // tallies, allocated above and alive until the copies below have synchronised.
+        unsafe { self.run_into(prepared, input, weights, out_ptr, t_ptr, progress)? };
+        let t = stream.clone_dtoh(&tallies).map_err(cuda_err(
+            "reading the tallies back (a copy or kernel may have failed)",
+        ))?;
+        let counts = if weighted {
+            let mut v = stream
+                .clone_dtoh(&sums)
+                .map_err(cuda_err("reading the sums back"))?;
+            v.truncate(prepared.nbins);
+            Counts::Weighted(v)
+        } else {
+            let mut v = stream
+                .clone_dtoh(&counts)
+                .map_err(cuda_err("reading the counts back"))?;
+            v.truncate(prepared.nbins);
+            Counts::Unweighted(v)
+        };
+        self.copy
+            .synchronize()
+            .map_err(cuda_err("finishing the copies"))?;
+        Ok(CudaResult {
+            counts,
+            tallies: Tallies {
+                below: t[0],
+                above: t[1],
+                nan: t[2],
+            },
+            detail: format!(
+                "{}, streamed in chunks of {} samples through {} slots",
+                prepared.detail(),
+                self.chunk_samples,
+                self.slots.len()
+            ),
+        })
+    }
+
+    /// Streams `input` (and `weights`, from pageable memory) through `prepared`, adding into the
+    /// device counters at `out_ptr` (u64 counts, or f64 sums with weights, `nbins` long) and the 3
+    /// tallies at `t_ptr`: the counters stay on the device (several GPUs reduce them with NCCL).
+    /// Both streams are drained before it returns, errors included.
+    ///
+    /// # Safety
+    /// `out_ptr` and `t_ptr` must be device allocations of this pipeline's context holding
+    /// `nbins` counters of the prepared kind and 3 u64 tallies.
+    pub unsafe fn run_into(
+        &mut self,
+        prepared: &Prepared,
+        input: &StreamInput<'_>,
+        weights: Option<Weights<'_>>,
+        out_ptr: u64,
+        t_ptr: u64,
+        progress: Option<&(dyn Fn(u64) + Sync)>,
+    ) -> Result<()> {
         if prepared.sample_type != self.sample_type || input.sample_type() != self.sample_type {
             return Err(Error::InvalidArgument(format!(
                 "the pipeline streams {} samples; the kernel takes {} and the input holds {}",
@@ -450,22 +525,6 @@ impl Streamer {
         let gpu = self.gpu.clone();
         let stream = &gpu.stream;
         let weighted = self.weights != WeightKind::None;
-        let nbins = prepared.nbins.max(1);
-        let tallies = stream
-            .alloc_zeros::<u64>(3)
-            .map_err(cuda_err("allocating tallies"))?;
-        let counts = stream
-            .alloc_zeros::<u64>(if weighted { 0 } else { nbins })
-            .map_err(cuda_err("allocating counters"))?;
-        let sums = stream
-            .alloc_zeros::<f64>(if weighted { nbins } else { 0 })
-            .map_err(cuda_err("allocating sums"))?;
-        let out_ptr = if weighted {
-            sums.device_ptr(stream).0
-        } else {
-            counts.device_ptr(stream).0
-        };
-        let t_ptr = tallies.device_ptr(stream).0;
         // Whatever happens below, no copy may still read the caller's memory (or the slots) after
         // this function returns.
         let _drain = Drain {
@@ -538,39 +597,7 @@ impl Streamer {
                 p((start * self.sample_type.size()) as u64);
             }
         }
-        let t = stream.clone_dtoh(&tallies).map_err(cuda_err(
-            "reading the tallies back (a copy or kernel may have failed)",
-        ))?;
-        let counts = if weighted {
-            let mut v = stream
-                .clone_dtoh(&sums)
-                .map_err(cuda_err("reading the sums back"))?;
-            v.truncate(prepared.nbins);
-            Counts::Weighted(v)
-        } else {
-            let mut v = stream
-                .clone_dtoh(&counts)
-                .map_err(cuda_err("reading the counts back"))?;
-            v.truncate(prepared.nbins);
-            Counts::Unweighted(v)
-        };
-        self.copy
-            .synchronize()
-            .map_err(cuda_err("finishing the copies"))?;
-        Ok(CudaResult {
-            counts,
-            tallies: Tallies {
-                below: t[0],
-                above: t[1],
-                nan: t[2],
-            },
-            detail: format!(
-                "{}, streamed in chunks of {} samples through {} slots",
-                prepared.detail(),
-                self.chunk_samples,
-                self.slots.len()
-            ),
-        })
+        Ok(())
     }
 }
 
