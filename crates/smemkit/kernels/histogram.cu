@@ -488,16 +488,42 @@ __device__ unsigned block_exclusive_scan(const unsigned* in, unsigned* out, unsi
 #define PART_K 16
 #define NO_BIN 0xffffffffu
 
-// Shared memory: base (u64) and count, local offset (u32) per bucket, then the tile's bins (u32).
+// A sample's rank among the tile's samples of its bucket. With split_bits > 0 (the bucket number has
+// at most that many bits) the warp first finds the lanes that share its bucket from one ballot per
+// bit, and only the lowest of them updates the shared counter, for all of them: few buckets (or one
+// hot bucket) would otherwise serialise 32 returning atomics on a handful of addresses. Every lane
+// of the warp must call this (it votes even for a sample that lands in no bin).
+__device__ __forceinline__ unsigned bucket_rank(unsigned bin, unsigned bits, unsigned split_bits, unsigned* cnt) {
+    const bool valid = bin != NO_BIN;
+    const unsigned bucket = bin >> bits;
+    if (split_bits == 0) return valid ? atomicAdd(cnt + bucket, 1u) : 0u;
+    unsigned peers = __ballot_sync(0xffffffffu, valid);
+    if (!valid) peers = ~peers;
+    for (unsigned bit = 0; bit < split_bits; bit++) {
+        const bool set = (bucket >> bit) & 1u;
+        const unsigned vote = __ballot_sync(0xffffffffu, set);
+        peers &= set ? vote : ~vote;
+    }
+    const unsigned lane = threadIdx.x & 31;
+    const unsigned leader = __ffs(peers) - 1;
+    unsigned first = 0;
+    if (valid && lane == leader) first = atomicAdd(cnt + bucket, (unsigned)__popc(peers));
+    first = __shfl_sync(0xffffffffu, first, leader);
+    return first + (unsigned)__popc(peers & ((1u << lane) - 1u));
+}
+
+// Shared memory per bucket: the count, the local offset and the shift from a tile position to the
+// index array position (u32: a batch holds at most 2^28 samples); then the tile's bins (u32).
 template <int MODE>
 __device__ void part_scatter(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned bits,
-                             unsigned nbuckets, unsigned long long* cursor, unsigned short* __restrict__ idx) {
+                             unsigned nbuckets, unsigned split_bits, unsigned long long* cursor,
+                             unsigned short* __restrict__ idx) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned warp_sums[32];
-    unsigned long long* base = reinterpret_cast<unsigned long long*>(smem_raw);
-    unsigned* cnt = reinterpret_cast<unsigned*>(base + nbuckets);
+    unsigned* cnt = reinterpret_cast<unsigned*>(smem_raw);
     unsigned* local = cnt + nbuckets;
-    unsigned* staged = local + nbuckets;
+    unsigned* shift = local + nbuckets;
+    unsigned* staged = shift + nbuckets;
     const unsigned mask = (1u << bits) - 1;
     const unsigned long long tile = (unsigned long long)blockDim.x * PART_K;
     const unsigned long long ntiles = (n + tile - 1) / tile;
@@ -507,27 +533,29 @@ __device__ void part_scatter(const sample_t* __restrict__ in, unsigned long long
         __syncthreads();
         unsigned bin[PART_K];
         unsigned rank[PART_K];
+        const sample_t* tin = in + t0 * tile + threadIdx.x;
+        const long long left = (long long)(n - t0 * tile) - (long long)threadIdx.x;
 #pragma unroll
         for (int k = 0; k < PART_K; k++) {
-            unsigned long long i = t0 * tile + (unsigned long long)k * blockDim.x + threadIdx.x;
-            long long b = i < n ? resolve(locate<MODE>(in[i], p), p, ignored) : -1;
+            long long b = (long long)k * blockDim.x < left ? resolve(locate<MODE>(tin[k * blockDim.x], p), p, ignored) : -1;
             bin[k] = b >= 0 ? (unsigned)b : NO_BIN;
         }
 #pragma unroll
-        for (int k = 0; k < PART_K; k++) rank[k] = bin[k] != NO_BIN ? atomicAdd(cnt + (bin[k] >> bits), 1u) : 0;
+        for (int k = 0; k < PART_K; k++) rank[k] = bucket_rank(bin[k], bits, split_bits, cnt);
         __syncthreads();
         const unsigned valid = block_exclusive_scan(cnt, local, nbuckets, warp_sums);
+        // Tile position j of bucket b goes to index position base_b + (j - local_b); the sum wraps
+        // modulo 2^32 through the shift and comes out exact because positions stay below 2^28.
         for (unsigned b = threadIdx.x; b < nbuckets; b += blockDim.x)
-            if (cnt[b]) base[b] = atomicAdd(cursor + b, (unsigned long long)cnt[b]);
+            if (cnt[b]) shift[b] = (unsigned)atomicAdd(cursor + b, (unsigned long long)cnt[b]) - local[b];
 #pragma unroll
         for (int k = 0; k < PART_K; k++)
             if (bin[k] != NO_BIN) staged[local[bin[k] >> bits] + rank[k]] = bin[k];
         __syncthreads();
         // Consecutive threads write consecutive entries of one bucket's run.
         for (unsigned j = threadIdx.x; j < valid; j += blockDim.x) {
-            unsigned v = staged[j];
-            unsigned b = v >> bits;
-            idx[base[b] + (j - local[b])] = (unsigned short)(v & mask);
+            const unsigned v = staged[j];
+            idx[shift[v >> bits] + j] = (unsigned short)(v & mask);
         }
         __syncthreads();
     }
@@ -606,8 +634,8 @@ extern "C" __global__ void __launch_bounds__(512) hist_part_bins(const unsigned 
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(512, 2) hist_part_scatter_##MNAME(                             \
         const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,               \
-        unsigned long long* cursor, unsigned short* idx) {                                                     \
-        part_scatter<MODE>(in, n, p, bits, nbuckets, cursor, idx);                                             \
+        unsigned split_bits, unsigned long long* cursor, unsigned short* idx) {                                \
+        part_scatter<MODE>(in, n, p, bits, nbuckets, split_bits, cursor, idx);                                             \
     }
 
 #define HIST_MODE(MODE, MNAME)                                             \

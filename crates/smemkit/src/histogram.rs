@@ -5,6 +5,8 @@
 use std::time::{Duration, Instant};
 
 use crate::bins::{BinSpec, Binning, OutOfRange};
+use crate::cuda::multi::DeviceSet;
+use crate::cuda::ranks::RankSpec;
 use crate::cuda::stream::{StreamInput, StreamMode, StreamOptions};
 use crate::error::{Error, Result};
 use crate::plan::StrategyChoice;
@@ -46,6 +48,12 @@ pub struct HistogramOptions {
     pub stream: StreamMode,
     /// GPU: the streaming pipeline's sizes.
     pub stream_options: StreamOptions,
+    /// GPU: which GPUs; more than one splits the input into a shard per GPU and sums the counters
+    /// with NCCL ([`crate::cuda::multi`]; host input always streams there).
+    pub devices: DeviceSet,
+    /// GPU: this process is one rank of several, each histogramming its slice of the same input
+    /// ([`crate::cuda::ranks`]); every rank gets the whole histogram.
+    pub ranks: Option<RankSpec>,
 }
 
 impl HistogramOptions {
@@ -57,6 +65,8 @@ impl HistogramOptions {
             strategy: StrategyChoice::Auto,
             stream: StreamMode::Auto,
             stream_options: StreamOptions::default(),
+            devices: DeviceSet::Default,
+            ranks: None,
         }
     }
     pub fn policy(mut self, policy: OutOfRange) -> Self {
@@ -77,6 +87,14 @@ impl HistogramOptions {
     }
     pub fn stream_options(mut self, options: StreamOptions) -> Self {
         self.stream_options = options;
+        self
+    }
+    pub fn devices(mut self, devices: DeviceSet) -> Self {
+        self.devices = devices;
+        self
+    }
+    pub fn ranks(mut self, ranks: Option<RankSpec>) -> Self {
+        self.ranks = ranks;
         self
     }
 }
@@ -186,6 +204,23 @@ pub fn histogram_with_progress(
     }
     let binning = Binning::resolve(&options.bins, samples)?;
     let backend = crate::cuda::resolve_backend(options.backend);
+    if backend != Backend::Cuda
+        && (options.ranks.is_some() || options.devices != DeviceSet::Default)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{} need the CUDA backend, and this histogram runs on the CPU{}",
+            if options.ranks.is_some() {
+                "several ranks (SMEMKIT_RANK)"
+            } else {
+                "a device set"
+            },
+            if options.backend == Backend::Auto {
+                " (no usable GPU)"
+            } else {
+                ""
+            }
+        )));
+    }
     let start = Instant::now();
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
@@ -195,6 +230,33 @@ pub fn histogram_with_progress(
                 r.tallies,
                 format!("rayon, {} threads", rayon::current_num_threads()),
             )
+        }
+        Backend::Cuda if options.ranks.is_some() => {
+            let spec = options.ranks.as_ref().expect("checked by the guard");
+            let r = crate::cuda::ranks::histogram(
+                spec,
+                samples,
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+                &options.stream_options,
+                progress,
+            )?;
+            (r.counts, r.tallies, r.detail)
+        }
+        Backend::Cuda if options.devices != DeviceSet::Default => {
+            let r = crate::cuda::multi::histogram(
+                samples,
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+                &options.stream_options,
+                &options.devices.resolve()?,
+                progress,
+            )?;
+            (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if streams(samples.byte_len(), options)? => {
             let r = crate::cuda::stream::histogram(

@@ -28,6 +28,8 @@ pub mod stencil;
 pub mod transpose;
 
 pub use bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use cuda::multi::DeviceSet;
+pub use cuda::ranks::RankSpec;
 pub use cuda::stream::{StreamMode, StreamOptions};
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};

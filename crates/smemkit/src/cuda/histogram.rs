@@ -473,6 +473,9 @@ pub const PARTITION_BATCH: usize = 1 << 28;
 /// Samples each thread of the scatter pass sorts per tile (`PART_K` in `histogram.cu`).
 const PARTITION_TILE_PER_THREAD: usize = 16;
 
+/// Bucket counts up to which the scatter ranks samples by warp votes (see `Partition::split_bits`).
+const PARTITION_SPLIT_MAX_BUCKETS: usize = 256;
+
 // The index array holds each bin's offset within its bucket in 16 bits.
 const _: () = assert!(plan::PARTITION_BITS <= 16);
 
@@ -564,9 +567,25 @@ impl Partition {
         (nbuckets * 4) as u32
     }
 
-    /// Per bucket a u64 base and two u32 counters, then the tile's bins (see `part_scatter`).
+    /// Per bucket three u32 (count, local offset, shift), then the tile's bins (see `part_scatter`).
     fn scatter_shared(nbuckets: usize) -> u32 {
-        (nbuckets * 16 + plan::BLOCK_THREADS as usize * PARTITION_TILE_PER_THREAD * 4) as u32
+        (nbuckets * 12 + plan::BLOCK_THREADS as usize * PARTITION_TILE_PER_THREAD * 4) as u32
+    }
+
+    /// Bits of the bucket number that the scatter's warps vote on to rank samples with one shared
+    /// atomic per group of lanes (0: one atomic per sample). The votes pay where a warp's lanes share
+    /// few buckets; SMEMKIT_PARTITION_SPLIT_MAX_BUCKETS overrides the bucket count up to which they
+    /// are used (kernel tuning only).
+    fn split_bits(nbuckets: usize) -> u32 {
+        let max = std::env::var("SMEMKIT_PARTITION_SPLIT_MAX_BUCKETS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(PARTITION_SPLIT_MAX_BUCKETS);
+        if nbuckets > max || nbuckets < 2 {
+            0
+        } else {
+            usize::BITS - (nbuckets - 1).leading_zeros()
+        }
     }
 
     /// # Safety
@@ -591,6 +610,7 @@ impl Partition {
             );
         }
         let (bits, nb) = (plan::PARTITION_BITS, self.nbuckets as u32);
+        let split_bits = Self::split_bits(self.nbuckets);
         let elem = p.sample_type.size() as u64;
         let cfg = |grid: u32, shared: u32| LaunchConfig {
             grid_dim: (grid, 1, 1),
@@ -656,9 +676,10 @@ impl Partition {
                 .arg(&p.params)
                 .arg(&bits)
                 .arg(&nb)
+                .arg(&split_bits)
                 .arg(&cursor_ptr)
                 .arg(&idx_ptr);
-            // SAFETY: hist_part_scatter_*(in, n, BinParams, bits, nbuckets, cursor, idx); idx holds
+            // SAFETY: hist_part_scatter_*(in, n, BinParams, bits, nbuckets, split_bits, cursor, idx); idx holds
             // at least `len` entries and the cursors start at the offsets of the counted samples.
             unsafe { b.launch(cfg(self.scatter_grid, Self::scatter_shared(self.nbuckets))) }
                 .map_err(cuda_err("launching the scatter"))?;

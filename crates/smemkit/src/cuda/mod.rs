@@ -1,7 +1,8 @@
 //! The CUDA engine: a device context opened on first use, kernels compiled at run time by NVRTC
 //! ([`compile`]), launches with clusters ([`launch`]), the histogram strategies ([`histogram`])
-//! and matrix multiply ([`matmul`]). Everything is loaded dynamically: without a driver or a GPU
-//! the library still builds and runs, and [`is_available`] says false.
+//! and matrix multiply ([`matmul`]); several GPUs and processes through NCCL ([`multi`],
+//! [`ranks`]). Everything is loaded dynamically: without a driver or a GPU the library still
+//! builds and runs, and [`is_available`] says false.
 
 pub mod autotune;
 pub mod bench;
@@ -12,11 +13,15 @@ pub mod histogram;
 pub mod host_memory;
 pub mod launch;
 pub mod matmul;
+pub mod multi;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 pub mod ops;
 pub mod params;
+pub mod ranks;
 pub mod stream;
 
-pub use device::{gpu, Gpu};
+pub use device::{device_count, gpu, gpu_at, Gpu};
 
 /// `Auto` becomes `Cuda` when a GPU can be used and `Cpu` otherwise; explicit choices stay.
 pub fn resolve_backend(backend: crate::Backend) -> crate::Backend {
