@@ -109,10 +109,7 @@ impl Transpose<'_> {
         let cols = data.len() / rows;
         let (res, times) = ops::transpose_timed(data, rows, cols, self.kernel, self.runs)?;
         let ok = spot_check(&res, self.seed, |i| data[(i % rows) * cols + i / rows]);
-        let name = match self.kernel {
-            TransposeKernel::Padded => "padded",
-            TransposeKernel::Unpadded => "unpadded",
-        };
+        let name = self.kernel.label();
         Ok(self.rows_of.row(
             "transpose",
             name,

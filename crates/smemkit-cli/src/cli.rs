@@ -33,7 +33,8 @@ pub enum Command {
     Reverse(crate::ops_cmd::ReverseArgs),
     /// Matrix multiply of two float32 2-D .npy arrays (GPU: shared-memory tiled kernels).
     Matmul(crate::matmul_cmd::MatmulArgs),
-    /// Shared-memory experiments on the GPU (`banks`); predictions only without a GPU.
+    /// Shared-memory experiments on the GPU: `banks` (predictions only without a GPU) and `cache`
+    /// (shared memory against the L1 cache, carveouts, atomics; needs a GPU).
     Lab(crate::lab_cmd::LabArgs),
     /// Plot GB/s against bins from benchmark JSON lines (every strategy and peer).
     PlotBench(crate::bench_plot::PlotBenchArgs),

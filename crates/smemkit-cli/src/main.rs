@@ -13,6 +13,7 @@ mod device;
 mod hist;
 mod input;
 mod lab_cmd;
+mod lab_plot;
 mod matmul_cmd;
 mod ops_cmd;
 mod output;

@@ -746,6 +746,26 @@ fn lab_banks_prints_the_bank_rule() {
 }
 
 #[test]
+fn lab_cache_checks_its_options_and_asks_for_a_gpu() {
+    let r = smemkit(&["lab", "cache", "--radii", "3,65"]);
+    assert!(
+        !r.ok && r.stderr.contains("radius 65") && !r.stderr.contains("panicked"),
+        "{}",
+        r.stderr
+    );
+    let r = smemkit(&["lab", "cache", "--plot", "x.gif"]);
+    assert!(!r.ok && r.stderr.contains("plot"), "{}", r.stderr);
+    if !smemkit::cuda::is_available() {
+        let r = smemkit(&["lab", "cache", "--log2-n", "12"]);
+        assert!(
+            !r.ok && r.stderr.contains("needs a CUDA GPU") && !r.stderr.contains("panicked"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
 fn plot_bench_draws_benchmark_lines() {
     let dir = TempDir::new().unwrap();
     let rows = [

@@ -14,6 +14,10 @@
 #endif
 typedef ELEM_T elem_t;
 
+#ifndef STENCIL_SKIP_BARRIER_FOR_RACECHECK
+#define STENCIL_SKIP_BARRIER_FOR_RACECHECK 0
+#endif
+
 #define BOUNDARY_ZERO 0
 #define BOUNDARY_CLAMP 1
 #define BOUNDARY_WRAP 2
@@ -39,7 +43,11 @@ extern "C" __global__ void stencil1d(const elem_t* __restrict__ in, elem_t* __re
         for (unsigned k = threadIdx.x; k < blockDim.x + 2 * r; k += blockDim.x)
             s[k] = load(in, (long long)base + k - r, nn, boundary);
         // The halo loaded by the neighbours' threads must be in place before anyone computes.
+        // (A build with -DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1 leaves it out, so that a test can
+        // show compute-sanitizer's racecheck catching the missing barrier; nothing else uses it.)
+#if !STENCIL_SKIP_BARRIER_FOR_RACECHECK
         __syncthreads();
+#endif
         unsigned long long i = base + threadIdx.x;
         if (i < n) {
             ACC_T acc = (ACC_T)0;
@@ -54,5 +62,29 @@ extern "C" __global__ void stencil1d(const elem_t* __restrict__ in, elem_t* __re
         }
         // The next tile overwrites `s`.
         __syncthreads();
+    }
+}
+
+// The same stencil without shared memory, for the cache lab: each thread reads its 2r + 1
+// neighbours straight from global memory through the read-only (L1) path, relying on the cache to
+// serve the reuse between neighbouring threads. Same accumulation order, so the same bits.
+extern "C" __global__ void stencil1d_l1(const elem_t* __restrict__ in, elem_t* __restrict__ out,
+                                        const elem_t* __restrict__ w, unsigned long long n, int r, int boundary) {
+    const long long nn = (long long)n;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (long long)gridDim.x * blockDim.x) {
+        ACC_T acc = (ACC_T)0;
+        const bool inside = i >= r && i + r < nn;
+#pragma unroll 4
+        for (int j = 0; j <= 2 * r; j++) {
+            const long long g = i + j - r;
+            const elem_t x = inside ? __ldg(in + g) : load(in, g, nn, boundary);
+#if WEIGHTED
+            acc = fma_step(__ldg(w + j), x, acc);
+#else
+            acc += (ACC_T)x;
+#endif
+        }
+        out[i] = (elem_t)acc;
     }
 }

@@ -260,7 +260,9 @@ mod tests {
         let Some(root) = toolchain() else { return };
         let ptx = compile_uncached(&GENERATE, &options(&root, "compute_90a", &[])).unwrap();
         let lab = compile_uncached(&LAB, &options(&root, "compute_90a", &[])).unwrap();
-        assert!(lab.contains(".entry bank_probe("));
+        for k in ["bank_probe", "atomic_shared", "atomic_global"] {
+            assert!(lab.contains(&format!(".entry {k}(")), "{k} missing");
+        }
         for k in ["generate_i32", "generate_u8", "generate_f32"] {
             assert!(ptx.contains(&format!(".entry {k}(")), "{k} missing");
         }
@@ -281,10 +283,14 @@ mod tests {
             let d = [("ELEM_T", t.to_string())];
             let ptx = compile_uncached(&TRANSPOSE, &options(&root, "compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{t}: {e}"));
-            assert!(
-                ptx.contains(".entry transpose_padded(")
-                    && ptx.contains(".entry transpose_unpadded(")
-            );
+            for k in [
+                "transpose_padded",
+                "transpose_unpadded",
+                "transpose_naive",
+                "transpose_l1",
+            ] {
+                assert!(ptx.contains(&format!(".entry {k}(")), "{t}: {k}");
+            }
             let ptx = compile_uncached(&REVERSE, &options(&root, "compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{t}: {e}"));
             for k in ["reverse_static", "reverse_dynamic", "reverse_carved"] {
@@ -305,7 +311,24 @@ mod tests {
             let ptx = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{t}: {e}"));
             assert!(ptx.contains(".entry stencil1d("), "{t}");
+            assert!(ptx.contains(".entry stencil1d_l1("), "{t}");
         }
+        // The racecheck proof's build: the same kernel without its first barrier.
+        let d = [
+            ("ELEM_T", "float".to_string()),
+            ("ACC_T", "float".to_string()),
+            ("WEIGHTED", "1".to_string()),
+        ];
+        let with = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d)).unwrap();
+        let mut d = d.to_vec();
+        d.push(("STENCIL_SKIP_BARRIER_FOR_RACECHECK", "1".to_string()));
+        let without = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d)).unwrap();
+        let barriers = |ptx: &str| ptx.matches("bar.sync").count();
+        assert_eq!(
+            barriers(&without) + 1,
+            barriers(&with),
+            "exactly one barrier fewer"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod autotune;
 pub mod bench;
+pub mod cache_lab;
 pub mod compile;
 pub mod cublas;
 pub mod device;

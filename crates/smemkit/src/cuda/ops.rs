@@ -26,6 +26,23 @@ pub enum TransposeKernel {
     Padded,
     /// Unpadded tiles: 32-way bank conflicts on the column reads (for the bank-conflict lab).
     Unpadded,
+    /// No shared memory: coalesced reads, scattered writes (for the cache lab).
+    Naive,
+    /// No shared memory: reads gathered through the read-only (L1) path, coalesced writes (for the
+    /// cache lab).
+    L1,
+}
+
+impl TransposeKernel {
+    /// The kernel's name in benchmark rows and tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            TransposeKernel::Padded => "padded",
+            TransposeKernel::Unpadded => "unpadded",
+            TransposeKernel::Naive => "naive",
+            TransposeKernel::L1 => "l1",
+        }
+    }
 }
 
 /// Bytes of the carved reversal's allocation: the values, then (aligned for u32) the positions.
@@ -39,7 +56,7 @@ fn elem_defines<T: Element>() -> Vec<(&'static str, String)> {
 }
 
 /// The input on the device and a poisoned output of the same length.
-fn upload<T: Element>(g: &Gpu, input: &[T]) -> Result<(CudaSlice<T>, CudaSlice<T>)> {
+pub(crate) fn upload<T: Element>(g: &Gpu, input: &[T]) -> Result<(CudaSlice<T>, CudaSlice<T>)> {
     let d_in = g
         .stream
         .clone_htod(input)
@@ -63,13 +80,13 @@ fn upload<T: Element>(g: &Gpu, input: &[T]) -> Result<(CudaSlice<T>, CudaSlice<T
     Ok((d_in, d_out))
 }
 
-fn grid_for(g: &Gpu, work_items: u64, per_block: u64) -> u32 {
+pub(crate) fn grid_for(g: &Gpu, work_items: u64, per_block: u64) -> u32 {
     work_items
         .div_ceil(per_block)
         .clamp(1, g.limits.sm_count as u64 * 16) as u32
 }
 
-fn function(
+pub(crate) fn function(
     g: &Gpu,
     src: &KernelSource,
     defines: &[(&str, String)],
@@ -90,6 +107,16 @@ fn function(
     Ok(f)
 }
 
+/// Which stencil kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StencilKernel {
+    /// The tile and its halo staged in shared memory (the library's kernel).
+    #[default]
+    Shared,
+    /// No shared memory: every neighbour read through the read-only (L1) path (the cache lab's).
+    L1,
+}
+
 pub fn stencil1d<T: StencilElement>(
     input: &[T],
     radius: usize,
@@ -97,6 +124,42 @@ pub fn stencil1d<T: StencilElement>(
     boundary: Boundary,
 ) -> Result<Vec<T>> {
     stencil1d_timed(input, radius, weights, boundary, 0).map(|(out, _)| out)
+}
+
+/// The stencil with the chosen kernel.
+pub fn stencil1d_with<T: StencilElement>(
+    input: &[T],
+    radius: usize,
+    weights: Option<&[T]>,
+    boundary: Boundary,
+    kernel: StencilKernel,
+) -> Result<Vec<T>> {
+    crate::stencil::check(radius, weights)?;
+    stencil1d_run(input, radius, weights, boundary, kernel, &[], 0).map(|(out, _)| out)
+}
+
+/// The shared-memory stencil compiled WITHOUT the barrier between staging the tile and reading it
+/// (`-DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1`). Its results are undefined: it exists only so that a
+/// test can show compute-sanitizer's racecheck reporting the hazard.
+#[doc(hidden)]
+pub fn stencil1d_without_barrier_for_racecheck<T: StencilElement>(
+    input: &[T],
+    radius: usize,
+    weights: Option<&[T]>,
+    boundary: Boundary,
+) -> Result<Vec<T>> {
+    crate::stencil::check(radius, weights)?;
+    let skip = [("STENCIL_SKIP_BARRIER_FOR_RACECHECK", "1".to_string())];
+    stencil1d_run(
+        input,
+        radius,
+        weights,
+        boundary,
+        StencilKernel::Shared,
+        &skip,
+        0,
+    )
+    .map(|(out, _)| out)
 }
 
 /// The stencil, then `reps` timed repetitions of its kernel (milliseconds each, CUDA events).
@@ -107,40 +170,108 @@ pub fn stencil1d_timed<T: StencilElement>(
     boundary: Boundary,
     reps: usize,
 ) -> Result<(Vec<T>, Vec<f32>)> {
+    stencil1d_run(
+        input,
+        radius,
+        weights,
+        boundary,
+        StencilKernel::Shared,
+        &[],
+        reps,
+    )
+}
+
+/// A stencil kernel compiled, configured and ready to launch on any input of `n` elements.
+pub(crate) struct StencilLaunch {
+    pub(crate) function: cudarc::driver::CudaFunction,
+    cfg: LaunchConfig,
+    n: u64,
+    radius: i32,
+    boundary: i32,
+}
+
+impl StencilLaunch {
+    /// `extra` adds defines (a separate module: the cache lab's carveouts must not touch the
+    /// library's own functions).
+    pub(crate) fn new<T: StencilElement>(
+        g: &Gpu,
+        n: u64,
+        radius: usize,
+        boundary: Boundary,
+        kernel: StencilKernel,
+        extra: &[(&str, String)],
+    ) -> Result<Self> {
+        let mut defines = elem_defines::<T>();
+        defines.push(("ACC_T", T::ACC_C_TYPE.to_string()));
+        defines.push(("WEIGHTED", (T::WEIGHTED as u8).to_string()));
+        defines.extend(extra.iter().cloned());
+        let (name, shared, per_block) = match kernel {
+            StencilKernel::Shared => (
+                "stencil1d",
+                (STENCIL_BLOCK as usize + 2 * radius) * std::mem::size_of::<T>(),
+                STENCIL_BLOCK as u64,
+            ),
+            StencilKernel::L1 => ("stencil1d_l1", 0, STENCIL_BLOCK as u64),
+        };
+        let function = function(g, &STENCIL, &defines, name, shared as u32)?;
+        Ok(StencilLaunch {
+            function,
+            cfg: LaunchConfig {
+                grid_dim: (grid_for(g, n, per_block), 1, 1),
+                block_dim: (STENCIL_BLOCK, 1, 1),
+                shared_mem_bytes: shared as u32,
+            },
+            n,
+            radius: radius as i32,
+            boundary: boundary.code(),
+        })
+    }
+
+    /// Launches on device pointers: `pi` and `po` hold `n` elements, `pw` the 2r + 1 weights (or
+    /// one unused element for the plain sum).
+    pub(crate) fn launch(&self, g: &Gpu, pi: u64, po: u64, pw: u64) -> Result<()> {
+        let mut l = g.stream.launch_builder(&self.function);
+        l.arg(&pi)
+            .arg(&po)
+            .arg(&pw)
+            .arg(&self.n)
+            .arg(&self.radius)
+            .arg(&self.boundary);
+        // SAFETY: stencil1d / stencil1d_l1 (in, out, w, n, r, boundary); the caller passes buffers
+        // of n elements (in, out) and 2r + 1 (w, weighted) or 1 unused element (integers), and the
+        // shared memory is sized for the tile and its halo.
+        unsafe { l.launch(self.cfg) }
+            .map(|_| ())
+            .map_err(cuda_err("launching the stencil"))
+    }
+}
+
+fn stencil1d_run<T: StencilElement>(
+    input: &[T],
+    radius: usize,
+    weights: Option<&[T]>,
+    boundary: Boundary,
+    kernel: StencilKernel,
+    extra: &[(&str, String)],
+    reps: usize,
+) -> Result<(Vec<T>, Vec<f32>)> {
     if input.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
     let g = gpu()?;
     g.bind()?;
-    let shared = (STENCIL_BLOCK as usize + 2 * radius) * std::mem::size_of::<T>();
-    let mut defines = elem_defines::<T>();
-    defines.push(("ACC_T", T::ACC_C_TYPE.to_string()));
-    defines.push(("WEIGHTED", (T::WEIGHTED as u8).to_string()));
-    let f = function(&g, &STENCIL, &defines, "stencil1d", shared as u32)?;
+    let k = StencilLaunch::new::<T>(&g, input.len() as u64, radius, boundary, kernel, extra)?;
     let (d_in, d_out) = upload(&g, input)?;
     let w = g
         .stream
         .clone_htod(weights.unwrap_or(&[T::default()]))
         .map_err(cuda_err("copying the weights"))?;
-    let (n, r, b) = (input.len() as u64, radius as i32, boundary.code());
     let (pi, po, pw) = (
         d_in.device_ptr(&g.stream).0,
         d_out.device_ptr(&g.stream).0,
         w.device_ptr(&g.stream).0,
     );
-    let cfg = LaunchConfig {
-        grid_dim: (grid_for(&g, n, STENCIL_BLOCK as u64), 1, 1),
-        block_dim: (STENCIL_BLOCK, 1, 1),
-        shared_mem_bytes: shared as u32,
-    };
-    let times = run(&g, reps, || {
-        let mut l = g.stream.launch_builder(&f);
-        l.arg(&pi).arg(&po).arg(&pw).arg(&n).arg(&r).arg(&b);
-        // SAFETY: stencil1d(in, out, w, n, r, boundary); in and out hold n elements, w 2r+1 (or 1 unused).
-        unsafe { l.launch(cfg) }
-            .map(|_| ())
-            .map_err(cuda_err("launching the stencil"))
-    })?;
+    let times = run(&g, reps, || k.launch(&g, pi, po, pw))?;
     let out = g.stream.clone_dtoh(&d_out).map_err(cuda_err(
         "reading the stencil back (the kernel may have failed)",
     ))?;
@@ -169,32 +300,78 @@ pub fn transpose_timed<T: Element>(
     }
     let g = gpu()?;
     g.bind()?;
-    let name = match kernel {
-        TransposeKernel::Padded => "transpose_padded",
-        TransposeKernel::Unpadded => "transpose_unpadded",
-    };
-    let f = function(&g, &TRANSPOSE, &elem_defines::<T>(), name, 0)?;
+    let k = TransposeLaunch::new::<T>(&g, rows, cols, kernel, &[])?;
     let (d_in, d_out) = upload(&g, input)?;
-    let (r, c) = (rows as u64, cols as u64);
-    let tiles = r.div_ceil(32) * c.div_ceil(32);
     let (pi, po) = (d_in.device_ptr(&g.stream).0, d_out.device_ptr(&g.stream).0);
-    let cfg = LaunchConfig {
-        grid_dim: (grid_for(&g, tiles, 1), 1, 1),
-        block_dim: (32, 8, 1),
-        shared_mem_bytes: 0,
-    };
-    let times = run(&g, reps, || {
-        let mut l = g.stream.launch_builder(&f);
-        l.arg(&pi).arg(&po).arg(&r).arg(&c);
-        // SAFETY: transpose_*(in, out, rows, cols); both hold rows * cols elements.
-        unsafe { l.launch(cfg) }
-            .map(|_| ())
-            .map_err(cuda_err("launching the transpose"))
-    })?;
+    let times = run(&g, reps, || k.launch(&g, pi, po))?;
     let out = g.stream.clone_dtoh(&d_out).map_err(cuda_err(
         "reading the transpose back (the kernel may have failed)",
     ))?;
     Ok((out, times))
+}
+
+/// A transpose kernel compiled, configured and ready to launch on a `rows x cols` array.
+pub(crate) struct TransposeLaunch {
+    pub(crate) function: cudarc::driver::CudaFunction,
+    cfg: LaunchConfig,
+    rows: u64,
+    cols: u64,
+}
+
+impl TransposeLaunch {
+    /// `extra` adds defines (a separate module, as for [`StencilLaunch::new`]).
+    pub(crate) fn new<T: Element>(
+        g: &Gpu,
+        rows: usize,
+        cols: usize,
+        kernel: TransposeKernel,
+        extra: &[(&str, String)],
+    ) -> Result<Self> {
+        let name = match kernel {
+            TransposeKernel::Padded => "transpose_padded",
+            TransposeKernel::Unpadded => "transpose_unpadded",
+            TransposeKernel::Naive => "transpose_naive",
+            TransposeKernel::L1 => "transpose_l1",
+        };
+        let mut defines = elem_defines::<T>();
+        defines.extend(extra.iter().cloned());
+        let function = function(g, &TRANSPOSE, &defines, name, 0)?;
+        let (r, c) = (rows as u64, cols as u64);
+        let tiles = r.div_ceil(32) * c.div_ceil(32);
+        Ok(TransposeLaunch {
+            function,
+            cfg: LaunchConfig {
+                grid_dim: (grid_for(g, tiles, 1), 1, 1),
+                block_dim: (32, 8, 1),
+                shared_mem_bytes: 0,
+            },
+            rows: r,
+            cols: c,
+        })
+    }
+
+    /// Launches on device pointers that both hold rows * cols elements.
+    pub(crate) fn launch(&self, g: &Gpu, pi: u64, po: u64) -> Result<()> {
+        let mut l = g.stream.launch_builder(&self.function);
+        l.arg(&pi).arg(&po).arg(&self.rows).arg(&self.cols);
+        // SAFETY: transpose_*(in, out, rows, cols); the caller passes two buffers of rows * cols
+        // elements.
+        unsafe { l.launch(self.cfg) }
+            .map(|_| ())
+            .map_err(cuda_err("launching the transpose"))
+    }
+}
+
+/// Sets a function's preferred shared memory carveout: the percentage of the SM's combined L1 /
+/// shared memory to give to shared memory (`None`: the driver's default). It is a hint; the driver
+/// rounds to a configuration the hardware has and that fits the launch.
+pub(crate) fn set_carveout(f: &cudarc::driver::CudaFunction, percent: Option<u32>) -> Result<()> {
+    let value = percent.map(|p| p.min(100) as i32).unwrap_or(-1);
+    f.set_attribute(
+        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+        value,
+    )
+    .map_err(cuda_err("setting the shared memory carveout"))
 }
 
 pub fn reverse<T: Element>(input: &[T], kernel: ReverseKernel) -> Result<Vec<T>> {
@@ -246,7 +423,11 @@ pub fn reverse_timed<T: Element>(
 }
 
 /// Runs `launch` once, then `reps` more times between timing events; milliseconds per run.
-fn run(g: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<()>) -> Result<Vec<f32>> {
+pub(crate) fn run(
+    g: &Gpu,
+    reps: usize,
+    mut launch: impl FnMut() -> Result<()>,
+) -> Result<Vec<f32>> {
     launch()?;
     if reps == 0 {
         return Ok(Vec::new());
