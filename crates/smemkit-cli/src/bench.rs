@@ -20,6 +20,7 @@ pub const MIN_RUNS: usize = 7;
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     match args.backend.as_str() {
+        "cpu" if args.devices.is_some() => bail!("--devices applies to --backend cuda"),
         "cpu" if args.op != "hist" => bail!(
             "--op {}: the array operations are benchmarked on the GPU (--backend cuda)",
             args.op

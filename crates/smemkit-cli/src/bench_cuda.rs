@@ -70,6 +70,12 @@ fn commit() -> String {
 }
 
 pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
+    if let Some(devices) = &args.devices {
+        if args.op != "hist" {
+            bail!("--devices applies to --op hist");
+        }
+        return crate::bench_multi::run(args, devices, &commit());
+    }
     if matches!(args.op.as_str(), "h2d" | "hist-stream") {
         return crate::bench_stream::run(args, &commit());
     }

@@ -122,6 +122,11 @@ pub struct HistArgs {
     /// inputs larger than it stream.
     #[arg(long, value_name = "MIB")]
     pub device_budget: Option<usize>,
+    /// GPU: several GPUs, `all` or ordinals (0,1,...): one shard of the input per GPU, counters
+    /// summed with NCCL (needs a build with `--features nccl`). Several processes instead: see
+    /// SMEMKIT_RANK in the README.
+    #[arg(long, value_name = "all|0,1,...")]
+    pub devices: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -194,4 +199,9 @@ pub struct BenchArgs {
     /// GPU only: sweep the bin counts (powers of two and 1.5x steps from 2 to 2^24) instead of --bins.
     #[arg(long)]
     pub sweep: bool,
+    /// GPU only, --op hist: throughput per GPU count (1, 2, 4, ... up to this set: `all` or
+    /// ordinals), device-resident and host-resident input, rows with `devices` (needs `--features nccl`
+    /// for more than one GPU).
+    #[arg(long, value_name = "all|0,1,...")]
+    pub devices: Option<String>,
 }

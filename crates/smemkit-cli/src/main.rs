@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_cuda;
+mod bench_multi;
 mod bench_ops;
 mod bench_plot;
 mod bench_sgemm;

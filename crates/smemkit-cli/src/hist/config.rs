@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use smemkit::{Backend, BinSpec, OutOfRange, SampleType, StrategyChoice, StreamMode};
+use smemkit::{Backend, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode};
 
 use crate::cli::HistArgs;
 use crate::input::generate::Dist;
@@ -86,6 +86,8 @@ pub struct HistConfig {
     pub stream: StreamMode,
     /// GPU: device memory the streaming buffers may use, in bytes.
     pub device_budget: Option<usize>,
+    /// GPU: the GPUs of this process (`--devices`).
+    pub devices: DeviceSet,
 }
 
 /// Parses `LO:HI`. LO >= HI is refused here although the library widens `lo == hi` as numpy
@@ -224,9 +226,17 @@ impl HistConfig {
             ),
             None => None,
         };
+        let devices = match &a.devices {
+            None => DeviceSet::Default,
+            Some(d) => DeviceSet::parse(d).context("--devices")?,
+        };
+        if a.devices.is_some() && backend == Backend::Cpu {
+            bail!("--devices applies to the GPU engine, not --backend cpu");
+        }
         Ok(HistConfig {
             stream,
             device_budget,
+            devices,
             source,
             bins,
             weights: a.weights.clone(),

@@ -7,7 +7,9 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use smemkit::{histogram_with_progress, BinSpec, Histogram, HistogramOptions, StreamOptions};
+use smemkit::{
+    histogram_with_progress, BinSpec, Histogram, HistogramOptions, RankSpec, StreamOptions,
+};
 
 use crate::cli::HistArgs;
 use crate::input::generate::{generate, GenSpec};
@@ -18,6 +20,15 @@ use config::{HistConfig, Source};
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
+    // Several processes: each histograms its slice of the same input; all get the sum; rank 0
+    // writes the files.
+    let ranks = RankSpec::from_env()?;
+    if ranks.is_some() && config.devices != smemkit::DeviceSet::Default {
+        anyhow::bail!(
+            "--devices with SMEMKIT_RANK: several GPUs per rank are not implemented (start one rank per GPU)"
+        );
+    }
+    let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
     let (data, what) = load(&config)?;
     let weights = config
@@ -33,6 +44,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         .backend(config.backend)
         .strategy(config.strategy)
         .stream(config.stream)
+        .devices(config.devices.clone())
+        .ranks(ranks.clone())
         .stream_options(StreamOptions {
             device_budget: config.device_budget,
             ..StreamOptions::default()
@@ -63,6 +76,12 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     if config.chart {
         writeln!(out)?;
         output::chart::write(out, &h)?;
+    }
+    if !writer {
+        if config.out.is_some() || config.plot.is_some() {
+            writeln!(out, "rank 0 writes the files")?;
+        }
+        return Ok(());
     }
     if let Some((path, format)) = &config.out {
         output::write_histogram(path, *format, &h)?;

@@ -364,13 +364,6 @@ impl MultiPrepared {
         opts: &StreamOptions,
         progress: Option<&(dyn Fn(u64) + Sync)>,
     ) -> Result<()> {
-        if ranges.len() != self.devices() {
-            return Err(Error::InvalidArgument(format!(
-                "{} shards for {} GPUs",
-                ranges.len(),
-                self.devices()
-            )));
-        }
         if let Some(r) = ranges
             .iter()
             .find(|r| r.start > r.end || r.end > samples.len())
@@ -388,21 +381,49 @@ impl MultiPrepared {
                 });
             }
         }
+        let inputs: Vec<StreamInput<'_>> = ranges
+            .iter()
+            .map(|r| StreamInput::Host(slice_samples(samples, r.clone())))
+            .collect();
+        let w: Vec<Option<Weights<'_>>> = ranges
+            .iter()
+            .map(|r| slice_weights(weights, r.clone()))
+            .collect();
+        self.accumulate_inputs(&inputs, &w, opts, progress)
+    }
+
+    /// Streams `inputs[i]` (pageable, page-locked or a file; with `weights[i]`) through GPU `i`'s
+    /// pipeline into its counters, one thread per GPU.
+    pub fn accumulate_inputs(
+        &mut self,
+        inputs: &[StreamInput<'_>],
+        weights: &[Option<Weights<'_>>],
+        opts: &StreamOptions,
+        progress: Option<&(dyn Fn(u64) + Sync)>,
+    ) -> Result<()> {
+        if inputs.len() != self.devices() || weights.len() != self.devices() {
+            return Err(Error::InvalidArgument(format!(
+                "{} shards ({} weight lists) for {} GPUs",
+                inputs.len(),
+                weights.len(),
+                self.devices()
+            )));
+        }
         self.zero()?;
-        let done: Vec<AtomicU64> = ranges.iter().map(|_| AtomicU64::new(0)).collect();
-        let (sample_type, wkind) = (samples.sample_type(), self.weights);
+        let done: Vec<AtomicU64> = inputs.iter().map(|_| AtomicU64::new(0)).collect();
+        let wkind = self.weights;
         std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .parts
                 .iter()
                 .zip(&self.accums)
                 .zip(self.streamers.iter_mut())
-                .zip(ranges)
+                .zip(inputs.iter().zip(weights))
                 .enumerate()
-                .map(|(i, (((part, accum), streamer), range))| {
+                .map(|(i, (((part, accum), streamer), (input, w)))| {
                     let done = &done;
                     s.spawn(move || -> Result<()> {
-                        if range.is_empty() {
+                        if input.is_empty() {
                             return Ok(());
                         }
                         let gpu = part.gpu.clone();
@@ -410,15 +431,13 @@ impl MultiPrepared {
                         if streamer.is_none() {
                             *streamer = Some(Streamer::new(
                                 gpu.clone(),
-                                sample_type,
+                                input.sample_type(),
                                 wkind,
-                                range.len(),
+                                input.len(),
                                 opts,
                             )?);
                         }
                         let st = streamer.as_mut().expect("created above");
-                        let input = StreamInput::Host(slice_samples(samples, range.clone()));
-                        let w = slice_weights(weights, range.clone());
                         let report = |bytes: u64| {
                             done[i].store(bytes, Ordering::Relaxed);
                             if let Some(p) = progress {
@@ -428,7 +447,7 @@ impl MultiPrepared {
                         let (out, tallies) = accum.ptrs(&gpu);
                         // SAFETY: `out` and `tallies` are this GPU's counters (nbins of the
                         // prepared kind, 3 tallies), alive as long as `self`.
-                        unsafe { st.run_into(part, &input, w, out, tallies, Some(&report)) }
+                        unsafe { st.run_into(part, input, *w, out, tallies, Some(&report)) }
                     })
                 })
                 .collect();
