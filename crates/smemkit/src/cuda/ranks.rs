@@ -318,6 +318,14 @@ fn run(
         Some(Box::new(watch)),
     )?;
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
+    // Test aid: a rank that pauses between the agreement and its histogram can be killed there,
+    // in the middle of a run, by the killed-rank test (crates/smemkit-cli/tests/gpu_ranks.rs).
+    if let Some(ms) = std::env::var("SMEMKIT_TEST_RANK_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
     let range = spec.slice(samples.len());
     let mut r = m.run_host(
         samples,

@@ -1,0 +1,256 @@
+//! GPU tests of several processes (`SMEMKIT_RANK`, `SMEMKIT_WORLD_SIZE`, `SMEMKIT_NCCL_ID_FILE`):
+//! two `smemkit hist` processes over one file give the CPU engine's histogram (written by rank 0
+//! alone), and a rank that fails (a missing GPU) or is killed makes the other stop with an error
+//! within its timeout instead of hanging. They need two GPUs and a build with `--features nccl`,
+//! and say so and pass when either is missing (device kind `nvidia-h200-x2`).
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+fn ready() -> bool {
+    if !cfg!(feature = "nccl") {
+        eprintln!("SKIPPED: built without the nccl feature (cargo test --features nccl)");
+        return false;
+    }
+    match smemkit::cuda::device_count() {
+        Ok(n) if n >= 2 => true,
+        Ok(n) => {
+            eprintln!("SKIPPED: {n} GPU(s); these tests need at least 2");
+            false
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: no CUDA: {e}");
+            false
+        }
+    }
+}
+
+/// A raw int32 file of `n` samples in [-3, nbins + 3).
+fn data_file(dir: &Path, n: usize, nbins: i64) -> std::path::PathBuf {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut bytes = Vec::with_capacity(n * 4);
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = (x % (nbins as u64 + 6)) as i64 - 3;
+        bytes.extend_from_slice(&(v as i32).to_le_bytes());
+    }
+    let p = dir.join("data.i32");
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// `smemkit hist` as rank `rank` of `world`, with a deadline of `timeout_s` for every NCCL wait.
+fn rank(rank: usize, world: usize, dir: &Path, args: &[&str], timeout_s: u32) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_smemkit"));
+    c.arg("hist")
+        .args(args)
+        .env("SMEMKIT_RANK", rank.to_string())
+        .env("SMEMKIT_WORLD_SIZE", world.to_string())
+        .env("SMEMKIT_NCCL_ID_FILE", dir.join("nccl.id"))
+        .env("SMEMKIT_NCCL_TIMEOUT", timeout_s.to_string())
+        // Multicast stays off on shared machines, whatever the caller's environment says.
+        .env("NCCL_NVLS_ENABLE", "0")
+        .env("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+        .env("NVSHMEM_DISABLE_NVLS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Waits for `child` at most `limit`, killing it after; `None` if it had to be killed.
+fn wait(mut child: Child, limit: Duration) -> Option<Output> {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_ranks_give_the_cpu_histogram() {
+    if !ready() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let n = 3_000_001; // uneven halves
+    let data = data_file(dir.path(), n, 5000);
+    let d = data.to_str().unwrap();
+    let cpu_out = dir.path().join("cpu.csv");
+    let o = Command::new(env!("CARGO_BIN_EXE_smemkit"))
+        .args([
+            "hist",
+            d,
+            "--dtype",
+            "i32",
+            "--bins",
+            "5000",
+            "--backend",
+            "cpu",
+            "--no-chart",
+        ])
+        .args(["--out", cpu_out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    for strategy in ["auto", "global"] {
+        let out = dir.path().join(format!("ranks-{strategy}.csv"));
+        let args = [
+            d,
+            "--dtype",
+            "i32",
+            "--bins",
+            "5000",
+            "--backend",
+            "cuda",
+            "--no-chart",
+            "--strategy",
+            strategy,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        // Rank 1 first: it waits for rank 0's id file.
+        let r1 = rank(1, 2, dir.path(), &args, 60).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let r0 = rank(0, 2, dir.path(), &args, 60).spawn().unwrap();
+        let o0 = wait(r0, Duration::from_secs(120)).expect("rank 0 finished in time");
+        let o1 = wait(r1, Duration::from_secs(30)).expect("rank 1 finished in time");
+        assert!(o0.status.success(), "rank 0: {}", text(&o0));
+        assert!(o1.status.success(), "rank 1: {}", text(&o1));
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            std::fs::read_to_string(&cpu_out).unwrap(),
+            "{strategy}: rank 0's file against the CPU engine's"
+        );
+        assert!(
+            String::from_utf8_lossy(&o1.stdout).contains("rank 0 writes"),
+            "{}",
+            text(&o1)
+        );
+        std::fs::remove_file(&out).unwrap();
+        assert!(
+            !dir.path().join("nccl.id").exists(),
+            "rank 0 removes the id file"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_rank_without_its_gpu_stops_the_other_with_its_reason() {
+    if !ready() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let data = data_file(dir.path(), 100_000, 100);
+    let args = [
+        data.to_str().unwrap(),
+        "--dtype",
+        "i32",
+        "--bins",
+        "100",
+        "--backend",
+        "cuda",
+        "--no-chart",
+    ];
+    let start = Instant::now();
+    let r0 = rank(0, 2, dir.path(), &args, 60).spawn().unwrap();
+    let r1 = rank(1, 2, dir.path(), &args, 60)
+        .env("SMEMKIT_DEVICE", "999")
+        .spawn()
+        .unwrap();
+    let o1 = wait(r1, Duration::from_secs(60)).expect("rank 1 stopped");
+    let o0 = wait(r0, Duration::from_secs(90)).expect("rank 0 stopped instead of hanging");
+    assert!(!o1.status.success(), "{}", text(&o1));
+    assert!(
+        String::from_utf8_lossy(&o1.stderr).contains("999"),
+        "{}",
+        text(&o1)
+    );
+    assert!(!o0.status.success(), "{}", text(&o0));
+    let e0 = String::from_utf8_lossy(&o0.stderr);
+    assert!(
+        e0.starts_with("error:") && e0.contains("rank 1"),
+        "{}",
+        text(&o0)
+    );
+    // The marker makes it quick: well before the 60 s deadline.
+    assert!(
+        start.elapsed() < Duration::from_secs(45),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_killed_rank_gives_an_error_within_the_timeout() {
+    if !ready() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let data = data_file(dir.path(), 1 << 20, 1000);
+    let args = [
+        data.to_str().unwrap(),
+        "--dtype",
+        "i32",
+        "--bins",
+        "1000",
+        "--backend",
+        "cuda",
+        "--no-chart",
+    ];
+    let timeout = 20;
+    // Rank 1 pauses after the communicator is up and the ranks agree, and dies there: rank 0
+    // then waits in the final all-reduce for a peer that is gone.
+    let mut r1 = rank(1, 2, dir.path(), &args, timeout)
+        .env("SMEMKIT_TEST_RANK_PAUSE_MS", "60000")
+        .spawn()
+        .unwrap();
+    let r0 = rank(0, 2, dir.path(), &args, timeout).spawn().unwrap();
+    // Rank 0 removes the id file once the communicator is up; the agreement follows at once.
+    let id = dir.path().join("nccl.id");
+    let t = Instant::now();
+    while !id.exists() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    while id.exists() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    r1.kill().unwrap();
+    let _ = r1.wait();
+    let killed = Instant::now();
+    // The deadline, plus start-up and slack: never a hang.
+    let o0 = wait(r0, Duration::from_secs(timeout as u64 + 40))
+        .expect("rank 0 stopped within its timeout instead of hanging");
+    eprintln!(
+        "rank 0 stopped {:.1} s after rank 1 was killed: {}",
+        killed.elapsed().as_secs_f64(),
+        text(&o0)
+    );
+    assert!(!o0.status.success(), "{}", text(&o0));
+    let e0 = String::from_utf8_lossy(&o0.stderr);
+    assert!(e0.starts_with("error:"), "{}", text(&o0));
+}
