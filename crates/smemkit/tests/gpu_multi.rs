@@ -15,14 +15,19 @@ use smemkit::{
     SampleType, Samples, StrategyChoice, Weights,
 };
 
-/// Two or more GPUs and NCCL, or `None` after saying what is missing.
-fn gpus() -> Option<Vec<usize>> {
+/// Tests of this file run one at a time: collectives of several communicators over the same GPUs,
+/// enqueued by concurrent tests in one process, can wait on each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Two or more GPUs and NCCL (and this file's lock), or `None` after saying what is missing.
+fn gpus() -> Option<(Vec<usize>, std::sync::MutexGuard<'static, ()>)> {
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !cfg!(feature = "nccl") {
         eprintln!("SKIPPED: built without the nccl feature (cargo test --features nccl)");
         return None;
     }
     match smemkit::cuda::device_count() {
-        Ok(n) if n >= 2 => Some((0..n).collect()),
+        Ok(n) if n >= 2 => Some(((0..n).collect(), guard)),
         Ok(n) => {
             eprintln!("SKIPPED: {n} GPU(s); these tests need at least 2");
             None
@@ -98,7 +103,9 @@ fn empty_first(n: usize, k: usize) -> Vec<std::ops::Range<usize>> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_strategy_over_uneven_and_empty_shards() {
-    let Some(devices) = gpus() else { return };
+    let Some((devices, _one)) = gpus() else {
+        return;
+    };
     let gpus = open(&devices).unwrap();
     let mut r = rng();
     let n = 1_000_003;
@@ -159,7 +166,9 @@ fn every_strategy_over_uneven_and_empty_shards() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn weights_sums_and_tallies_are_reduced() {
-    let Some(devices) = gpus() else { return };
+    let Some((devices, _one)) = gpus() else {
+        return;
+    };
     let mut r = rng();
     let n = 300_001;
     let mut data: Vec<f64> = (0..n).map(|_| r.gen_range(-0.2..1.2)).collect();
@@ -194,7 +203,9 @@ fn weights_sums_and_tallies_are_reduced() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_public_entry_takes_a_device_set() {
-    let Some(devices) = gpus() else { return };
+    let Some((devices, _one)) = gpus() else {
+        return;
+    };
     let mut r = rng();
     // Fewer samples than GPUs' worth of anything, then a shard of 0 (n < GPUs), then many.
     for n in [0usize, 1, devices.len() - 1, 2_000_017] {
@@ -237,7 +248,9 @@ fn the_public_entry_takes_a_device_set() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_resident_shards() {
-    let Some(devices) = gpus() else { return };
+    let Some((devices, _one)) = gpus() else {
+        return;
+    };
     let gpus = open(&devices).unwrap();
     let nbins = 4096;
     let lens: Vec<usize> = (0..gpus.len())
