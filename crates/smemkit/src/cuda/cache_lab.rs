@@ -211,8 +211,15 @@ fn stencil(
     };
     let mut reference: Option<(Vec<f32>, bool)> = None;
     for (variant, kernel) in [("shared", StencilKernel::Shared), ("l1", StencilKernel::L1)] {
-        let k =
-            StencilLaunch::new::<f32>(g, n as u64, radius, Boundary::Zero, kernel, &lab_module())?;
+        let k = StencilLaunch::new::<f32>(
+            g,
+            n as u64,
+            radius,
+            Some(&w),
+            Boundary::Zero,
+            kernel,
+            &lab_module(),
+        )?;
         poison(g, d_out)?;
         k.launch(g, pi, po, pw)?;
         let out = g.stream.clone_dtoh(d_out).map_err(cuda_err(

@@ -303,15 +303,19 @@ mod tests {
             ("int", "unsigned int", 0),
             ("long long", "unsigned long long", 0),
         ] {
-            let d = [
-                ("ELEM_T", t.to_string()),
-                ("ACC_T", acc.to_string()),
-                ("WEIGHTED", weighted.to_string()),
-            ];
-            let ptx = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d))
-                .unwrap_or_else(|e| panic!("{t}: {e}"));
-            assert!(ptx.contains(".entry stencil1d("), "{t}");
-            assert!(ptx.contains(".entry stencil1d_l1("), "{t}");
+            // Both layouts (two runs of one chunk up to radius 16, one run of two chunks above).
+            for radius in [1, 16, 17, 64] {
+                let d = [
+                    ("ELEM_T", t.to_string()),
+                    ("ACC_T", acc.to_string()),
+                    ("WEIGHTED", weighted.to_string()),
+                    ("RADIUS", radius.to_string()),
+                ];
+                let ptx = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d))
+                    .unwrap_or_else(|e| panic!("{t} radius {radius}: {e}"));
+                assert!(ptx.contains(".entry stencil1d("), "{t}");
+                assert!(ptx.contains(".entry stencil1d_l1("), "{t}");
+            }
         }
         // The racecheck proof's build: the same kernel without its first barrier.
         let d = [

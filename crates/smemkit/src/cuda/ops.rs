@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::reverse::ReverseKernel;
 use crate::stencil::Boundary;
 
-/// Outputs per block of the stencil (and the tile it stages, plus the halo).
+/// Threads per block of the stencil kernels.
 pub const STENCIL_BLOCK: u32 = 256;
 /// Elements per tile of the dynamic and carved reversal kernels (the static one is compiled with
 /// the same length).
@@ -184,10 +184,19 @@ pub fn stencil1d_timed<T: StencilElement>(
 /// A stencil kernel compiled, configured and ready to launch on any input of `n` elements.
 pub(crate) struct StencilLaunch {
     pub(crate) function: cudarc::driver::CudaFunction,
-    cfg: LaunchConfig,
+    kernel: StencilKernel,
+    grid: u32,
     n: u64,
     radius: i32,
     boundary: i32,
+    /// The shared kernel's by-value weights parameter: 2r + 1 elements (zeros for integer sums).
+    weights: Vec<u8>,
+}
+
+/// Outputs per block of the shared-memory stencil: 256 threads, two 16-byte chunks each (see
+/// `kernels/stencil.cu`).
+pub fn stencil_tile(elem_size: usize) -> u64 {
+    STENCIL_BLOCK as u64 * 2 * (16 / elem_size as u64)
 }
 
 impl StencilLaunch {
@@ -197,6 +206,7 @@ impl StencilLaunch {
         g: &Gpu,
         n: u64,
         radius: usize,
+        weights: Option<&[T]>,
         boundary: Boundary,
         kernel: StencilKernel,
         extra: &[(&str, String)],
@@ -204,45 +214,77 @@ impl StencilLaunch {
         let mut defines = elem_defines::<T>();
         defines.push(("ACC_T", T::ACC_C_TYPE.to_string()));
         defines.push(("WEIGHTED", (T::WEIGHTED as u8).to_string()));
+        defines.push(("RADIUS", radius.to_string()));
         defines.extend(extra.iter().cloned());
-        let (name, shared, per_block) = match kernel {
-            StencilKernel::Shared => (
-                "stencil1d",
-                (STENCIL_BLOCK as usize + 2 * radius) * std::mem::size_of::<T>(),
-                STENCIL_BLOCK as u64,
-            ),
-            StencilKernel::L1 => ("stencil1d_l1", 0, STENCIL_BLOCK as u64),
+        let size = std::mem::size_of::<T>();
+        let (name, per_block) = match kernel {
+            StencilKernel::Shared => ("stencil1d", stencil_tile(size)),
+            StencilKernel::L1 => ("stencil1d_l1", STENCIL_BLOCK as u64),
         };
-        let function = function(g, &STENCIL, &defines, name, shared as u32)?;
+        let function = function(g, &STENCIL, &defines, name, 0)?;
+        let taps = 2 * radius + 1;
+        let mut bytes = vec![0u8; taps * size];
+        if let Some(w) = weights.filter(|w| w.len() == taps) {
+            // SAFETY: `w` holds `taps` plain numeric elements (no padding), `taps * size` bytes.
+            let src = unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, taps * size) };
+            bytes.copy_from_slice(src);
+        }
         Ok(StencilLaunch {
             function,
-            cfg: LaunchConfig {
-                grid_dim: (grid_for(g, n, per_block), 1, 1),
-                block_dim: (STENCIL_BLOCK, 1, 1),
-                shared_mem_bytes: shared as u32,
-            },
+            kernel,
+            grid: grid_for(g, n, per_block),
             n,
             radius: radius as i32,
             boundary: boundary.code(),
+            weights: bytes,
         })
     }
 
-    /// Launches on device pointers: `pi` and `po` hold `n` elements, `pw` the 2r + 1 weights (or
-    /// one unused element for the plain sum).
+    /// Launches on device pointers: `pi` and `po` hold `n` elements; `pw` (read by the L1 kernel
+    /// only) the 2r + 1 weights, or one unused element for the plain sum.
     pub(crate) fn launch(&self, g: &Gpu, pi: u64, po: u64, pw: u64) -> Result<()> {
-        let mut l = g.stream.launch_builder(&self.function);
-        l.arg(&pi)
-            .arg(&po)
-            .arg(&pw)
-            .arg(&self.n)
-            .arg(&self.radius)
-            .arg(&self.boundary);
-        // SAFETY: stencil1d / stencil1d_l1 (in, out, w, n, r, boundary); the caller passes buffers
-        // of n elements (in, out) and 2r + 1 (w, weighted) or 1 unused element (integers), and the
-        // shared memory is sized for the tile and its halo.
-        unsafe { l.launch(self.cfg) }
-            .map(|_| ())
-            .map_err(cuda_err("launching the stencil"))
+        match self.kernel {
+            StencilKernel::Shared => {
+                let (mut pi, mut po, mut n, mut b) = (pi, po, self.n, self.boundary);
+                let mut w = self.weights.clone();
+                let mut args = [
+                    &mut pi as *mut u64 as *mut std::ffi::c_void,
+                    &mut po as *mut u64 as *mut std::ffi::c_void,
+                    w.as_mut_ptr() as *mut std::ffi::c_void,
+                    &mut n as *mut u64 as *mut std::ffi::c_void,
+                    &mut b as *mut i32 as *mut std::ffi::c_void,
+                ];
+                let shape = LaunchShape {
+                    grid: self.grid,
+                    block: STENCIL_BLOCK,
+                    shared_bytes: 0,
+                    cluster: 1,
+                };
+                // SAFETY: stencil1d(in, out, stencil_weights (2r + 1 elements by value), n,
+                // boundary): one pointer per parameter, each to a value of the parameter's size
+                // (the weights' bytes for the struct); the caller passes buffers of n elements.
+                unsafe { launch::launch(&self.function, &g.stream, &shape, &mut args) }
+            }
+            StencilKernel::L1 => {
+                let cfg = LaunchConfig {
+                    grid_dim: (self.grid, 1, 1),
+                    block_dim: (STENCIL_BLOCK, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let mut l = g.stream.launch_builder(&self.function);
+                l.arg(&pi)
+                    .arg(&po)
+                    .arg(&pw)
+                    .arg(&self.n)
+                    .arg(&self.radius)
+                    .arg(&self.boundary);
+                // SAFETY: stencil1d_l1(in, out, w, n, r, boundary); the caller passes buffers of
+                // n elements (in, out) and 2r + 1 (w, weighted) or 1 unused element (integers).
+                unsafe { l.launch(cfg) }
+                    .map(|_| ())
+                    .map_err(cuda_err("launching the stencil"))
+            }
+        }
     }
 }
 
@@ -260,7 +302,15 @@ fn stencil1d_run<T: StencilElement>(
     }
     let g = gpu()?;
     g.bind()?;
-    let k = StencilLaunch::new::<T>(&g, input.len() as u64, radius, boundary, kernel, extra)?;
+    let k = StencilLaunch::new::<T>(
+        &g,
+        input.len() as u64,
+        radius,
+        weights,
+        boundary,
+        kernel,
+        extra,
+    )?;
     let (d_in, d_out) = upload(&g, input)?;
     let w = g
         .stream
