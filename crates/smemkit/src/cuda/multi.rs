@@ -658,6 +658,24 @@ impl MultiPrepared {
     }
 }
 
+#[cfg(feature = "nccl")]
+impl Drop for MultiPrepared {
+    fn drop(&mut self) {
+        // After an abort (an error, a missed deadline) the communicators are only dropped: waiting
+        // for the GPUs could wait on a collective that will never end.
+        if self.comms.is_empty() || self.comms.iter().any(Communicator::is_aborted) {
+            return;
+        }
+        // Work on the GPUs first, then a clean flush of the communicators (aborted if it cannot
+        // be done within a few seconds: a peer is gone).
+        let _ = self.sync_all();
+        let limit = nccl::timeout()
+            .unwrap_or(nccl::DEFAULT_TIMEOUT)
+            .min(std::time::Duration::from_secs(10));
+        let _ = Communicator::finalize_all(&mut self.comms, limit);
+    }
+}
+
 /// Opens the GPUs of a device set.
 pub fn open(devices: &[usize]) -> Result<Vec<Arc<Gpu>>> {
     devices.iter().map(|&d| gpu_at(d)).collect()

@@ -160,6 +160,8 @@ pub struct Communicator {
     pub rank: usize,
     pub world: usize,
     aborted: bool,
+    /// Finalized (every operation flushed): it can be destroyed without aborting.
+    finalized: bool,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread as long as calls on it do not overlap;
@@ -173,6 +175,9 @@ impl Communicator {
         let id = UniqueId::new()?;
         let world = gpus.len();
         let mut comms: Vec<Communicator> = Vec::with_capacity(world);
+        // One config per rank, alive until the group has started them all.
+        let mut configs: Vec<sys::ncclConfig_t> =
+            (0..world).map(|_| nonblocking_config()).collect();
         // SAFETY: group calls are plain calls; each started communicator is recorded in `comms`
         // (aborted on error by its Drop).
         check(unsafe { sys::ncclGroupStart() }, "starting a group")?;
@@ -183,15 +188,15 @@ impl Communicator {
                 break;
             }
             let mut comm: sys::ncclComm_t = std::ptr::null_mut();
-            let mut config = nonblocking_config();
-            // SAFETY: valid out pointer and config; the id is the same for every rank.
+            // SAFETY: valid out pointer and config (alive until this function returns); the id is
+            // the same for every rank.
             let r = unsafe {
                 sys::ncclCommInitRankConfig(
                     &mut comm,
                     world as i32,
                     id.raw(),
                     rank as i32,
-                    &mut config,
+                    &mut configs[rank],
                 )
             };
             if !comm.is_null() {
@@ -201,6 +206,7 @@ impl Communicator {
                     rank,
                     world,
                     aborted: false,
+                    finalized: false,
                 });
             }
             if let Err(e) = check(
@@ -251,6 +257,7 @@ impl Communicator {
                 rank,
                 world,
                 aborted: false,
+                finalized: false,
             });
         }
         check(r, &format!("starting rank {rank} of {world}"))?;
@@ -305,6 +312,11 @@ impl Communicator {
         }
     }
 
+    /// Whether the communicator was aborted (after an error or a missed deadline).
+    pub fn is_aborted(&self) -> bool {
+        self.aborted
+    }
+
     /// Aborts the communicator (its pending operations and kernels stop); it is unusable after.
     pub fn abort(&mut self) {
         if !self.aborted {
@@ -315,10 +327,43 @@ impl Communicator {
     }
 }
 
+impl Communicator {
+    /// Flushes the communicators' operations (`ncclCommFinalize`, polled against `timeout`), so
+    /// that dropping them destroys them cleanly; on an error or at the deadline they are aborted.
+    pub fn finalize_all(comms: &mut [Communicator], timeout: Duration) -> Result<()> {
+        if comms.iter().any(|c| c.aborted) {
+            // Some were aborted: the others cannot be flushed against them.
+            comms.iter_mut().for_each(Communicator::abort);
+            return Ok(());
+        }
+        for i in 0..comms.len() {
+            // SAFETY: a live, not aborted communicator; finalized once.
+            let r = unsafe { sys::ncclCommFinalize(comms[i].comm) };
+            if let Err(e) = check(r, "finishing a communicator") {
+                comms.iter_mut().for_each(Communicator::abort);
+                return Err(e);
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        wait_ready(comms, deadline, "finishing the communicators", None)?;
+        comms.iter_mut().for_each(|c| c.finalized = true);
+        Ok(())
+    }
+}
+
 impl Drop for Communicator {
     fn drop(&mut self) {
-        // Operations have finished (the collectives below wait for their streams) or failed:
-        // abort frees the communicator in both cases without blocking on peers.
+        if self.aborted {
+            return;
+        }
+        if self.finalized {
+            // SAFETY: a finalized communicator, destroyed once.
+            if unsafe { sys::ncclCommDestroy(self.comm) } == sys::ncclResult_t::ncclSuccess {
+                self.aborted = true;
+                return;
+            }
+        }
+        // Not flushed (an error path) or not destroyed: abort never waits for peers.
         self.abort();
     }
 }
