@@ -208,11 +208,11 @@ pub fn histogram_with_progress(
         && (options.ranks.is_some() || options.devices != DeviceSet::Default)
     {
         return Err(Error::InvalidArgument(format!(
-            "{} need the CUDA backend, and this histogram runs on the CPU{}",
+            "{} the CUDA backend, and this histogram runs on the CPU{}",
             if options.ranks.is_some() {
-                "several ranks (SMEMKIT_RANK)"
+                "several ranks (SMEMKIT_RANK) need"
             } else {
-                "a device set"
+                "a device set needs"
             },
             if options.backend == Backend::Auto {
                 " (no usable GPU)"
