@@ -116,11 +116,18 @@ impl RankSpec {
         let _ = write_atomically(&self.marker(self.rank), message.as_bytes());
     }
 
-    /// The first other rank's failure marker, as a message.
-    pub fn peer_failure(&self) -> Option<String> {
+    /// The first other rank's failure marker written since `since` (less a few seconds of clock
+    /// skew between machines), as a message: older markers are an earlier run's.
+    pub fn peer_failure(&self, since: std::time::SystemTime) -> Option<String> {
+        let since = since - std::time::Duration::from_secs(5);
         (0..self.world).filter(|&r| r != self.rank).find_map(|r| {
-            std::fs::read_to_string(self.marker(r))
-                .ok()
+            let path = self.marker(r);
+            let fresh = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t >= since);
+            fresh
+                .then(|| std::fs::read_to_string(&path).ok())
+                .flatten()
                 .map(|m| format!("rank {r} failed: {}", m.trim()))
         })
     }
@@ -260,6 +267,7 @@ fn run(
     use std::time::{Duration, Instant};
 
     let timeout = nccl::timeout()?;
+    let started = std::time::SystemTime::now();
     let (rank, world) = (spec.rank, spec.world);
     let id = if rank == 0 {
         spec.clear_stale();
@@ -277,7 +285,7 @@ fn run(
             if let Ok(bytes) = std::fs::read(&spec.id_file) {
                 break UniqueId(decode_id(&bytes, world, &spec.id_file)?);
             }
-            if let Some(m) = spec.peer_failure() {
+            if let Some(m) = spec.peer_failure(started) {
                 return Err(Error::MultiGpu(m));
             }
             if Instant::now() >= deadline {
@@ -297,7 +305,7 @@ fn run(
     };
     let gpu = super::gpu_at(device)?;
     let peers = spec.clone();
-    let watch = move || peers.peer_failure();
+    let watch = move || peers.peer_failure(started);
     let comm = Communicator::init_rank(gpu, rank, world, &id, timeout, Some(&watch))?;
     if rank == 0 {
         // Every rank has joined, so every rank has read it.
@@ -361,16 +369,20 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let a = RankSpec::new(0, 3, dir.join("id"), None).unwrap();
         let b = RankSpec::new(2, 3, dir.join("id"), None).unwrap();
-        assert_eq!(a.peer_failure(), None);
+        let epoch = std::time::UNIX_EPOCH;
+        assert_eq!(a.peer_failure(epoch), None);
         b.mark_failed("no GPU 2\n");
-        assert_eq!(a.peer_failure().unwrap(), "rank 2 failed: no GPU 2");
+        assert_eq!(a.peer_failure(epoch).unwrap(), "rank 2 failed: no GPU 2");
+        // A marker from before this run (by more than the skew allowance) is an earlier run's.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+        assert_eq!(a.peer_failure(later), None);
         assert_eq!(
-            b.peer_failure(),
+            b.peer_failure(epoch),
             None,
             "a rank's own marker is not a peer's"
         );
         a.clear_stale();
-        assert_eq!(a.peer_failure(), None);
+        assert_eq!(a.peer_failure(epoch), None);
         assert_eq!((a.slice(10), b.slice(10)), (0..4, 7..10));
         assert!(RankSpec::new(3, 3, dir.join("id"), None).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
