@@ -1,13 +1,14 @@
 //! The histogram API: one entry point, [`histogram`], for every backend. It validates the request,
 //! resolves the bins with numpy's rule ([`Binning::resolve`]), hands the work to the CPU or CUDA
 //! engine, and applies the out-of-range policy to the tallies the engine returns.
+//! [`histogram_file_with_progress`] is the same for samples streamed from a file to one GPU.
 
 use std::time::{Duration, Instant};
 
 use crate::bins::{BinSpec, Binning, OutOfRange};
 use crate::cuda::multi::DeviceSet;
 use crate::cuda::ranks::RankSpec;
-use crate::cuda::stream::{StreamInput, StreamMode, StreamOptions};
+use crate::cuda::stream::{FileInput, StreamInput, StreamMode, StreamOptions};
 use crate::error::{Error, Result};
 use crate::plan::StrategyChoice;
 use crate::sample::{Samples, Weights};
@@ -283,6 +284,25 @@ pub fn histogram_with_progress(
         Backend::Auto => unreachable!("resolved above"),
     };
     let elapsed = start.elapsed();
+    finish(
+        options,
+        &binning,
+        samples.len(),
+        (counts, tallies, detail),
+        backend,
+        elapsed,
+    )
+}
+
+/// The engine's counts and tallies as a [`Histogram`], after the out-of-range policy's check.
+fn finish(
+    options: &HistogramOptions,
+    binning: &Binning,
+    samples: usize,
+    (counts, tallies, detail): (Counts, Tallies, String),
+    backend: Backend,
+    elapsed: Duration,
+) -> Result<Histogram> {
     if options.policy == OutOfRange::Error
         && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
     {
@@ -296,11 +316,80 @@ pub fn histogram_with_progress(
         counts,
         edges: binning.edges(),
         tallies,
-        samples: samples.len() as u64,
+        samples: samples as u64,
         policy: options.policy,
         engine: EngineReport { backend, detail },
         elapsed,
     })
+}
+
+/// Whether [`histogram_with_progress`] would stream `bytes` bytes of samples to one GPU with
+/// `options` (the CUDA backend, no device set, no ranks, and [`StreamMode`] or the size says so):
+/// the case where a caller holding the samples in a file can pass a [`FileInput`] to
+/// [`histogram_file_with_progress`] instead of mapping or loading it. Asks the GPU for its free
+/// memory on [`StreamMode::Auto`] without a device budget, and so fails where there is no GPU.
+pub fn streams_to_one_gpu(bytes: usize, options: &HistogramOptions) -> Result<bool> {
+    if crate::cuda::resolve_backend(options.backend) != Backend::Cuda
+        || options.ranks.is_some()
+        || options.devices != DeviceSet::Default
+    {
+        return Ok(false);
+    }
+    streams(bytes, options)
+}
+
+/// [`histogram_with_progress`] of the samples of a file, streamed from it to one GPU by positioned
+/// reads ([`FileInput`]): the file is never mapped nor loaded, so it may be larger than host
+/// memory, and a file that shrinks or fails while it is read is an [`Error::Read`] (with a mapped
+/// file it would be a SIGBUS). The input always streams (`options.stream` is not consulted: see
+/// [`streams_to_one_gpu`]); it needs the CUDA backend, one GPU and no ranks. Uniform bins without
+/// a range read the file once more first, for its minimum and maximum ([`FileInput::binning`]).
+pub fn histogram_file_with_progress(
+    file: &FileInput,
+    weights: Option<Weights<'_>>,
+    options: &HistogramOptions,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<Histogram> {
+    if let Some(w) = &weights {
+        if w.len() != file.len() {
+            return Err(Error::WeightsLength {
+                samples: file.len(),
+                weights: w.len(),
+            });
+        }
+    }
+    let backend = crate::cuda::resolve_backend(options.backend);
+    if backend != Backend::Cuda || options.ranks.is_some() || options.devices != DeviceSet::Default
+    {
+        return Err(Error::InvalidArgument(format!(
+            "streaming from the file {} needs the CUDA backend on one GPU without ranks (map or read the file and call `histogram` otherwise){}",
+            file.path().display(),
+            if options.backend == Backend::Auto && backend != Backend::Cuda {
+                " (no usable GPU)"
+            } else {
+                ""
+            }
+        )));
+    }
+    let binning = file.binning(&options.bins)?;
+    let start = Instant::now();
+    let r = crate::cuda::stream::histogram(
+        &StreamInput::File(file),
+        weights,
+        &binning,
+        options.policy,
+        &options.strategy,
+        &options.stream_options,
+        progress,
+    )?;
+    finish(
+        options,
+        &binning,
+        file.len(),
+        (r.counts, r.tallies, r.detail),
+        Backend::Cuda,
+        start.elapsed(),
+    )
 }
 
 /// Whether a GPU histogram of `bytes` streams (the free device memory is asked only on `Auto`).

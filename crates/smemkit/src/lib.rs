@@ -30,12 +30,12 @@ pub mod transpose;
 pub use bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use cuda::multi::DeviceSet;
 pub use cuda::ranks::RankSpec;
-pub use cuda::stream::{StreamMode, StreamOptions};
+pub use cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
 pub use histogram::{
-    histogram, histogram_with_progress, Backend, Counts, EngineReport, Histogram, HistogramOptions,
-    Tallies,
+    histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Backend,
+    Counts, EngineReport, Histogram, HistogramOptions, Tallies,
 };
 pub use matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef};
 pub use plan::{Strategy, StrategyChoice};

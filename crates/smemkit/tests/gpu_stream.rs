@@ -437,3 +437,147 @@ fn bad_requests_are_errors() {
     drop(a);
     assert!(Registered::new(&gpu, &data[..500]).is_ok());
 }
+
+/// `histogram_file_with_progress` streams a file (samples after a header of an odd length, so
+/// never aligned in the file) and gives the CPU engine's histogram, bins found from the data
+/// included (a pass of positioned reads for float32 without a range), with and without weights.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_file_streams_like_the_cpu() {
+    let mut r = rng();
+    let dir = tempdir();
+    let n = 1_000_003;
+    let data: Vec<f32> = (0..n).map(|_| r.gen_range(-3.0f32..7.0)).collect();
+    let weights: Vec<f64> = (0..n).map(|_| r.gen_range(0.0..2.0)).collect();
+    let path = dir.join("samples.f32");
+    let mut bytes = vec![0xAB; 13];
+    bytes.extend(data.iter().flat_map(|v| v.to_ne_bytes()));
+    std::fs::write(&path, &bytes).unwrap();
+    let file = FileInput::open(&path, 13, SampleType::F32, Some(n)).unwrap();
+    for spec in [
+        BinSpec::Uniform {
+            nbins: 1001,
+            range: None,
+        },
+        BinSpec::Uniform {
+            nbins: 64,
+            range: Some((-1.0, 5.0)),
+        },
+    ] {
+        for w in [None, Some(Weights::F64(&weights))] {
+            let options = HistogramOptions::new(spec.clone())
+                .backend(Backend::Cuda)
+                .stream_options(opts(77_777, 4, 3));
+            assert!(smemkit::streams_to_one_gpu(
+                file.byte_len(),
+                &options.clone().stream(StreamMode::Always)
+            )
+            .unwrap());
+            let got = smemkit::histogram_file_with_progress(&file, w, &options, None)
+                .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+            let want = histogram(
+                Samples::F32(&data),
+                w,
+                &HistogramOptions::new(spec.clone()).backend(Backend::Cpu),
+            )
+            .unwrap();
+            assert_eq!(got.edges, want.edges, "{spec:?}");
+            assert_eq!(got.tallies, want.tallies, "{spec:?}");
+            assert_eq!(got.samples, want.samples);
+            let as_result = CudaResult {
+                counts: got.counts.clone(),
+                tallies: got.tallies,
+                detail: got.engine.detail.clone(),
+            };
+            same(
+                &as_result,
+                &want,
+                &format!("{spec:?}, weighted {}", w.is_some()),
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file that shrinks after it was opened, before streaming or in the middle of it (cut by the
+/// progress callback after the first chunk, so at a known point), is an `Error::Read` naming the
+/// file, not short data or a crash; the GPU is usable afterwards.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_file_that_shrinks_while_it_streams_is_an_error() {
+    let dir = tempdir();
+    let n = 4_000_000usize;
+    let data: Vec<i32> = (0..n as i32).map(|i| i % 1000).collect();
+    let path = dir.join("shrinks.i32");
+    let write = || {
+        std::fs::write(
+            &path,
+            data.iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect::<Vec<u8>>(),
+        )
+        .unwrap()
+    };
+    let cut = |len: u64| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len)
+            .unwrap()
+    };
+    let spec = BinSpec::Integer { nbins: 1000 };
+    let options = HistogramOptions::new(spec.clone())
+        .backend(Backend::Cuda)
+        .stream_options(opts(100_000, 4, 3));
+    let expect_shrink = |e: smemkit::Error, what: &str| {
+        assert!(matches!(e, smemkit::Error::Read { .. }), "{what}: {e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("shrink") && text.contains("shrinks.i32"),
+            "{what}: {text}"
+        );
+    };
+
+    // Cut between opening and streaming.
+    write();
+    let file = FileInput::open(&path, 0, SampleType::I32, None).unwrap();
+    cut(1_000_002);
+    let e = smemkit::histogram_file_with_progress(&file, None, &options, None).unwrap_err();
+    expect_shrink(e, "cut before streaming");
+
+    // Cut after the first chunk has gone to the GPU: the next chunk's read finds the end.
+    write();
+    let file = FileInput::open(&path, 0, SampleType::I32, None).unwrap();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let report = |_bytes: u64| {
+        if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            // Chunk 1 (bytes 400 000 to 800 000) now ends early.
+            cut(500_000);
+        }
+    };
+    let e =
+        smemkit::histogram_file_with_progress(&file, None, &options, Some(&report)).unwrap_err();
+    expect_shrink(e, "cut while streaming");
+    assert_eq!(calls.into_inner(), 1, "streaming stopped at the cut");
+
+    // The bins' pass over the data (uniform bins without a range) finds it too.
+    write();
+    let file = FileInput::open(&path, 0, SampleType::I32, None).unwrap();
+    cut(10);
+    let uniform = HistogramOptions::new(BinSpec::Uniform {
+        nbins: 10,
+        range: None,
+    })
+    .backend(Backend::Cuda);
+    let e = smemkit::histogram_file_with_progress(&file, None, &uniform, None).unwrap_err();
+    expect_shrink(e, "cut before the bins' pass");
+
+    // Nothing is left broken: the whole file streams again.
+    write();
+    let file = FileInput::open(&path, 0, SampleType::I32, None).unwrap();
+    let got = smemkit::histogram_file_with_progress(&file, None, &options, None).unwrap();
+    let want = cpu(Samples::I32(&data), None, &spec);
+    assert_eq!((got.counts, got.tallies), (want.counts, want.tallies));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -47,7 +47,8 @@ impl FileKind {
 }
 
 /// Maps a whole file read-only. The map is only read, and the CLI documents that input files
-/// must not be modified while it runs.
+/// must not be modified while it runs. (Raw and native-endian `.npy` files that stream to one GPU
+/// are not mapped but read by the library: see [`direct_file`].)
 pub fn map_file(path: &Path) -> Result<Mmap> {
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -60,6 +61,48 @@ pub fn map_file(path: &Path) -> Result<Mmap> {
     // SAFETY: the map is read-only and private to this process; like every mmap-based reader we
     // rely on the file not being truncated by another process while the command runs.
     unsafe { Mmap::map(&file) }.with_context(|| format!("cannot map {}", path.display()))
+}
+
+/// Where the samples of a file lie, when its bytes are the samples as they would lie in memory:
+/// a raw file, or a `.npy` file in this machine's byte order (C or Fortran order: a histogram
+/// reads both flat, in the order the bytes are stored, as [`npy::read`] does). Such a file can
+/// stream to the GPU straight from the file ([`smemkit::FileInput`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirectFile {
+    pub ty: SampleType,
+    /// Byte of the first sample.
+    pub offset: u64,
+    /// Samples the header promises; `None` for a raw file (all its bytes).
+    pub len: Option<usize>,
+    /// Bytes of samples (of the header's promise, or of the file).
+    pub bytes: u64,
+}
+
+/// The [`DirectFile`] at `path`, found from its size or its `.npy` header alone (no data is read).
+/// `None` for text and big-endian `.npy` files, and for anything the probe cannot read or parse:
+/// [`read_file`] then reports it as it always has.
+pub fn direct_file(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile> {
+    match FileKind::of(path, dtype).ok()? {
+        FileKind::Text => None,
+        FileKind::Raw => {
+            let meta = std::fs::metadata(path).ok()?;
+            meta.is_file().then_some(DirectFile {
+                ty: dtype?,
+                offset: 0,
+                len: None,
+                bytes: meta.len(),
+            })
+        }
+        FileKind::Npy => {
+            let l = npy::read_layout(path).ok()?;
+            (l.little_endian == cfg!(target_endian = "little")).then(|| DirectFile {
+                ty: l.ty,
+                offset: l.data_start as u64,
+                len: Some(l.len),
+                bytes: (l.len * l.ty.size()) as u64,
+            })
+        }
+    }
 }
 
 /// Reads samples from `path`.

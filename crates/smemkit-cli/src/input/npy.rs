@@ -3,6 +3,7 @@
 //! A histogram does not depend on the order of its samples, so C and Fortran order arrays of any
 //! shape are both read flat, in the order the bytes are stored.
 
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -52,6 +53,48 @@ pub fn read(path: &Path) -> Result<SampleData> {
 /// Parses the header of the `.npy` bytes in `file` and checks that the data is all there.
 /// Never panics, whatever the bytes.
 pub fn parse(file: &[u8]) -> Result<NpyLayout> {
+    let layout = parse_header(file)?;
+    let (len, ty) = (layout.len, layout.ty);
+    // `parse_header` checked that this product fits.
+    let need = len * ty.size();
+    let have = file.len() - layout.data_start;
+    if have < need {
+        bail!("truncated: the header promises {len} elements of {ty} ({need} bytes) but the file holds {have} data bytes");
+    }
+    Ok(layout)
+}
+
+/// Reads only the header of the `.npy` file at `path` (the data may be any size, and is not
+/// checked: whoever reads it checks that it is all there).
+pub fn read_layout(path: &Path) -> Result<NpyLayout> {
+    /// Headers are a few hundred bytes; a larger length field is a forged or foreign file.
+    const MAX_HEADER: usize = 1 << 20;
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut head = Vec::with_capacity(12);
+    (&mut file)
+        .take(12)
+        .read_to_end(&mut head)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let invalid = || format!("{} is not a valid .npy file", path.display());
+    // Magic (6 bytes), version (2), then the header's length: 2 bytes in version 1, 4 after.
+    let total = match head.get(6..12) {
+        Some([1, _, a, b, ..]) => 10 + u16::from_le_bytes([*a, *b]) as usize,
+        Some([2 | 3, _, a, b, c, d]) => 12 + u32::from_le_bytes([*a, *b, *c, *d]) as usize,
+        _ => bail!("{}: bad header: unknown version or too short", invalid()),
+    };
+    if total > MAX_HEADER {
+        bail!("{}: a header of {total} bytes", invalid());
+    }
+    head.resize(total, 0);
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_exact(&mut head))
+        .with_context(|| format!("{}: the header is cut short", invalid()))?;
+    parse_header(&head).with_context(invalid)
+}
+
+/// Parses the header at the start of `file`; the data after it is not looked at. Never panics.
+fn parse_header(file: &[u8]) -> Result<NpyLayout> {
     check_shape_fits(file)?;
     let mut rest = file;
     let header =
@@ -64,12 +107,8 @@ pub fn parse(file: &[u8]) -> Result<NpyLayout> {
         .try_fold(1u64, |a, &d| a.checked_mul(d))
         .and_then(|n| usize::try_from(n).ok())
         .context("the shape holds more elements than this machine can address")?;
-    let need = len
-        .checked_mul(ty.size())
+    len.checked_mul(ty.size())
         .context("the array is larger than this machine can address")?;
-    if rest.len() < need {
-        bail!("truncated: the header promises {len} elements of {ty} ({need} bytes) but the file holds {} data bytes", rest.len());
-    }
     Ok(NpyLayout {
         ty,
         little_endian,
@@ -188,6 +227,55 @@ mod tests {
         assert!(parse(&f).is_err());
         let f = npy("<c16", false, &[1], &[0u8; 16]);
         assert!(format!("{:#}", parse(&f).unwrap_err()).contains("unsupported dtype"));
+    }
+
+    #[test]
+    fn the_layout_is_read_from_the_header_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = [1.5f32, -2.0, 3.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let f = npy("<f4", false, &[3], &data);
+        let path = dir.path().join("a.npy");
+        std::fs::write(&path, &f).unwrap();
+        let l = read_layout(&path).unwrap();
+        assert_eq!(l, parse(&f).unwrap());
+        assert_eq!(
+            (l.ty, l.little_endian, l.len, l.data_start),
+            (SampleType::F32, true, 3, f.len() - 12)
+        );
+        // Data cut short is not the header's business (the reader of the data checks it).
+        std::fs::write(&path, &f[..f.len() - 5]).unwrap();
+        assert_eq!(read_layout(&path).unwrap(), l);
+        // Version 2.0: a 4-byte header length, so the data starts 2 bytes later.
+        let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+        let header_len = u16::from_le_bytes([f[8], f[9]]) as u32;
+        v2.extend_from_slice(&header_len.to_le_bytes());
+        v2.extend_from_slice(&f[10..]);
+        std::fs::write(&path, &v2).unwrap();
+        let l2 = read_layout(&path).unwrap();
+        assert_eq!(
+            (l2.ty, l2.len, l2.data_start),
+            (SampleType::F32, 3, l.data_start + 2)
+        );
+        assert_eq!(&v2[l2.data_start..], &data[..]);
+        // Big-endian and Fortran order, 2-D.
+        let f = npy(">i8", true, &[2, 3], &[0u8; 48]);
+        std::fs::write(&path, &f).unwrap();
+        let l = read_layout(&path).unwrap();
+        assert_eq!((l.ty, l.little_endian, l.len), (SampleType::I64, false, 6));
+        // Not a header: a clear error, never a panic.
+        for bad in [
+            &b""[..],
+            b"\x93NUMPY",
+            b"\x93NUMPY\x01\x00\xff\xff{",
+            b"\x93NUMPY\x09\x00\x00\x00",
+        ] {
+            std::fs::write(&path, bad).unwrap();
+            let e = format!("{:#}", read_layout(&path).unwrap_err());
+            assert!(e.contains("not a valid .npy file"), "{e}");
+        }
     }
 
     proptest! {

@@ -25,11 +25,11 @@ use rayon::prelude::*;
 use super::device::{cuda_err, Gpu};
 use super::histogram::{CudaResult, Prepared, WeightKind, LAUNCH_BATCH};
 use super::host_memory::{copy_htod_async, sample_bytes, LockedSamples, PinnedBuffer};
-use crate::bins::{Binning, OutOfRange};
+use crate::bins::{BinSpec, Binning, OutOfRange};
 use crate::error::{Error, Result};
 use crate::histogram::{Counts, Tallies};
 use crate::plan::StrategyChoice;
-use crate::sample::{SampleType, Samples, Weights};
+use crate::sample::{Sample, SampleType, Samples, Weights};
 
 /// Bytes of samples per chunk unless told otherwise: large enough that a launch and its flush of
 /// per-block counters cost little beside the copy (64 MiB takes ~1.2 ms at 55 GB/s), small enough
@@ -42,6 +42,8 @@ pub const DEFAULT_DEPTH: usize = 3;
 pub const AUTO_STREAM_BYTES: usize = 256 << 20;
 /// CPU threads copy or read pieces of this size into a staging buffer.
 const FILL_PIECE: usize = 2 << 20;
+/// [`FileInput::binning`] reads the file this many bytes at a time when the bins need the data's range.
+pub const EXTREMES_PIECE: usize = 16 << 20;
 
 /// Whether a histogram on the GPU streams its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -200,6 +202,83 @@ impl FileInput {
     pub fn sample_type(&self) -> SampleType {
         self.sample_type
     }
+    /// The file as it was opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Byte of the file where the samples begin.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+    /// Bytes of samples.
+    pub fn byte_len(&self) -> usize {
+        self.len * self.sample_type.size()
+    }
+
+    /// The bins of `spec` for this file's samples, as [`Binning::resolve`] finds them for the same
+    /// samples in memory. Only uniform bins without a range look at the data (numpy's rule takes
+    /// the data's minimum and maximum): they cost one pass of positioned reads over the file, one
+    /// piece of [`EXTREMES_PIECE`] bytes at a time, so any file fits, whatever the host memory.
+    pub fn binning(&self, spec: &BinSpec) -> Result<Binning> {
+        if !matches!(spec, BinSpec::Uniform { range: None, .. }) {
+            // The other specs read only the sample type.
+            return Binning::resolve(spec, empty_samples(self.sample_type));
+        }
+        match self.sample_type {
+            SampleType::U8 => self.binning_by_extremes::<u8>(spec),
+            SampleType::U16 => self.binning_by_extremes::<u16>(spec),
+            SampleType::U32 => self.binning_by_extremes::<u32>(spec),
+            SampleType::U64 => self.binning_by_extremes::<u64>(spec),
+            SampleType::I8 => self.binning_by_extremes::<i8>(spec),
+            SampleType::I16 => self.binning_by_extremes::<i16>(spec),
+            SampleType::I32 => self.binning_by_extremes::<i32>(spec),
+            SampleType::I64 => self.binning_by_extremes::<i64>(spec),
+            SampleType::F32 => self.binning_by_extremes::<f32>(spec),
+            SampleType::F64 => self.binning_by_extremes::<f64>(spec),
+        }
+    }
+
+    /// [`Binning::resolve`] over the two samples that stand for the whole file: its smallest and
+    /// largest (two NaNs when it holds a NaN), which give the same minimum, maximum and exact
+    /// integer span as all of them; none for an empty file.
+    fn binning_by_extremes<T>(&self, spec: &BinSpec) -> Result<Binning>
+    where
+        T: Sample + Default,
+        for<'b> &'b [T]: Into<Samples<'b>>,
+    {
+        let per_piece = (EXTREMES_PIECE / std::mem::size_of::<T>()).max(1);
+        let mut buf: Vec<T> = vec![T::default(); per_piece.min(self.len)];
+        let mut acc: Option<(T, T)> = None;
+        let mut at = 0usize;
+        while at < self.len {
+            let k = (self.len - at).min(per_piece);
+            let piece = &mut buf[..k];
+            // SAFETY: `piece` is `k` initialised numbers, viewed over exactly their own bytes; `T`
+            // is one of the ten primitive number types (the only ones `binning` passes), for
+            // which every bit pattern the file may hold is a valid value.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(
+                    piece.as_mut_ptr().cast::<u8>(),
+                    std::mem::size_of_val(piece),
+                )
+            };
+            self.read_into((at * std::mem::size_of::<T>()) as u64, bytes)?;
+            let here = piece
+                .par_chunks(1 << 16)
+                .map(|c| c.iter().fold(None, |a, &x| merge(a, (x, x))))
+                .reduce(|| None, |a, b| b.map_or(a, |b| merge(a, b)));
+            if let Some(h) = here {
+                acc = merge(acc, h);
+            }
+            if matches!(acc, Some((lo, _)) if lo.is_nan()) {
+                // NaN makes the data's range NaN (an error below), whatever else the file holds.
+                break;
+            }
+            at += k;
+        }
+        let two: Vec<T> = acc.map(|(lo, hi)| vec![lo, hi]).unwrap_or_default();
+        Binning::resolve(spec, two.as_slice().into())
+    }
 
     /// Reads bytes `at..at + dst.len()` of the samples into `dst` with several threads.
     fn read_into(&self, at: u64, dst: &mut [u8]) -> Result<()> {
@@ -244,6 +323,35 @@ impl FileInput {
         Err(Error::NotImplemented(
             "streaming from a file needs positioned reads (unix only so far)".into(),
         ))
+    }
+}
+
+/// Smallest and largest of two pairs; a NaN on either side makes both NaN.
+fn merge<T: Sample>(a: Option<(T, T)>, (lo, hi): (T, T)) -> Option<(T, T)> {
+    Some(match a {
+        None => (lo, hi),
+        Some((a, _)) if a.is_nan() => (a, a),
+        Some(_) if lo.is_nan() => (lo, lo),
+        Some((alo, ahi)) => (
+            if lo < alo { lo } else { alo },
+            if hi > ahi { hi } else { ahi },
+        ),
+    })
+}
+
+/// No samples of `ty`.
+fn empty_samples(ty: SampleType) -> Samples<'static> {
+    match ty {
+        SampleType::U8 => Samples::U8(&[]),
+        SampleType::U16 => Samples::U16(&[]),
+        SampleType::U32 => Samples::U32(&[]),
+        SampleType::U64 => Samples::U64(&[]),
+        SampleType::I8 => Samples::I8(&[]),
+        SampleType::I16 => Samples::I16(&[]),
+        SampleType::I32 => Samples::I32(&[]),
+        SampleType::I64 => Samples::I64(&[]),
+        SampleType::F32 => Samples::F32(&[]),
+        SampleType::F64 => Samples::F64(&[]),
     }
 }
 
@@ -830,6 +938,80 @@ mod tests {
         let mut got = vec![0u8; data.len()];
         let e = f.read_into(0, &mut got).unwrap_err();
         assert!(e.to_string().contains("shrink"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Writes `values` after a `head`-byte header and checks that the file's bins are the ones
+    /// found for the same samples in memory, for every kind of spec.
+    fn same_bins<T: Sample>(dir: &Path, name: &str, head: usize, values: &[T])
+    where
+        for<'b> &'b [T]: Into<Samples<'b>>,
+    {
+        let path = dir.join(name);
+        let mut bytes = vec![7u8; head];
+        bytes.extend_from_slice(sample_bytes(values.into()));
+        std::fs::write(&path, &bytes).unwrap();
+        let f = FileInput::open(&path, head as u64, T::TYPE, Some(values.len())).unwrap();
+        let specs = [
+            BinSpec::Uniform {
+                nbins: 7,
+                range: None,
+            },
+            BinSpec::Uniform {
+                nbins: 3,
+                range: Some((-1.0, 2.0)),
+            },
+            BinSpec::Integer { nbins: 5 },
+            BinSpec::Edges(vec![0.0, 1.0, 4.0]),
+        ];
+        for spec in &specs {
+            let mem = Binning::resolve(spec, values.into());
+            let file = f.binning(spec);
+            match (mem, file) {
+                (Ok(a), Ok(b)) => assert_eq!(a.edges(), b.edges(), "{name} {spec:?}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name} {spec:?}"),
+                (a, b) => panic!("{name} {spec:?}: in memory {a:?}, from the file {b:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn file_bins_match_the_bins_in_memory() {
+        let dir = std::env::temp_dir().join(format!("smemkit-bins-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // More than one piece of EXTREMES_PIECE bytes, extremes in the second piece.
+        let n = EXTREMES_PIECE / 4 + 1000;
+        let mut v: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.25).collect();
+        v[n - 3] = -3.5;
+        v[n - 2] = 1e6;
+        same_bins(&dir, "a.f32", 128, &v);
+        v[n - 1] = f32::NAN;
+        same_bins(&dir, "nan.f32", 0, &v);
+        same_bins(&dir, "one.f64", 13, &[2.5f64]);
+        same_bins(&dir, "const.f64", 0, &[4.0f64; 9]);
+        same_bins(&dir, "inf.f64", 0, &[1.0, f64::INFINITY]);
+        same_bins::<f32>(&dir, "empty.f32", 64, &[]);
+        same_bins(&dir, "a.i64", 3, &[i64::MAX, 5, i64::MIN + 1, -9]);
+        same_bins(&dir, "a.u64", 8, &[u64::MAX, 3, (1 << 53) + 1]);
+        same_bins(&dir, "a.i8", 1, &[-128i8, 127, 0]);
+        same_bins(&dir, "a.u16", 0, &[9u16, 9, 9]);
+        // A file that shrinks before the bins' pass over it is an error, as while streaming.
+        let f = FileInput::open(&dir.join("a.f32"), 128, SampleType::F32, None).unwrap();
+        std::fs::write(dir.join("a.f32"), [0u8; 1000]).unwrap();
+        let e = f
+            .binning(&BinSpec::Uniform {
+                nbins: 4,
+                range: None,
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("shrink"), "{e}");
+        // Streaming from a file is for one GPU: the CPU backend is a clear error.
+        let f = FileInput::open(&dir.join("a.u16"), 0, SampleType::U16, None).unwrap();
+        let options = crate::HistogramOptions::new(BinSpec::Integer { nbins: 4 })
+            .backend(crate::Backend::Cpu);
+        assert!(!crate::streams_to_one_gpu(f.byte_len(), &options).unwrap());
+        let e = crate::histogram_file_with_progress(&f, None, &options, None).unwrap_err();
+        assert!(e.to_string().contains("CUDA backend"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
