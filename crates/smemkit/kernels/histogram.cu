@@ -33,6 +33,9 @@ struct BinParams {
     int clamp;            // out-of-range samples go to the first / last bin
     int aggregate;        // combine equal bins across a warp before the atomic (skewed data)
     unsigned int bins_per_block;  // cluster: bins owned by each block of the cluster
+    int multiply;         // the estimate multiplies by n / denom (where the host proved it exact)
+    float scale32;
+    double scale64;
 };
 
 // Slot codes for samples that land in no bin.
@@ -93,8 +96,12 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
     if (x < p.first32) return SLOT_BELOW;
     if (x > p.last32) return SLOT_ABOVE;
     float diff = __fsub_rn(x, p.first32);
-    long long est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
-                                   : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
+    long long est;
+    if (p.multiply)
+        est = p.denom_is_f64 ? (long long)__dmul_rn((double)diff, p.scale64) : (long long)__fmul_rn(diff, p.scale32);
+    else
+        est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
+                             : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
     return correct(est, p.nbins, x, [&](unsigned long long i) { return edge32(i, p); });
 }
 
@@ -103,7 +110,9 @@ __device__ __forceinline__ long long locate_uniform64(sample_t v, const BinParam
     if (x != x) return SLOT_NAN;
     if (x < p.first64) return SLOT_BELOW;
     if (x > p.last64) return SLOT_ABOVE;
-    long long est = (long long)__dmul_rn(__ddiv_rn(__dsub_rn(x, p.first64), p.denom64), (double)p.nbins);
+    double diff = __dsub_rn(x, p.first64);
+    long long est = p.multiply ? (long long)__dmul_rn(diff, p.scale64)
+                               : (long long)__dmul_rn(__ddiv_rn(diff, p.denom64), (double)p.nbins);
     return correct(est, p.nbins, x, [&](unsigned long long i) { return edge64(i, p); });
 }
 

@@ -392,15 +392,49 @@ impl<'a> F32Codes<'a> {
     fn new(u: &'a UniformF32) -> Self {
         let n = u.nbins;
         let p = EstimateParams::new(n, u.denom);
-        let ulp = ulp32(u.first.abs().max(u.last.abs()));
-        let fast = if u.denom_is_f64 {
-            let normal = p.scale.is_normal();
-            fast_estimate(n, u.denom / n as f64, FAST_MIN_ULPS_WIDE, ulp, normal)
-        } else {
-            let normal = p.scale32.is_normal();
-            fast_estimate(n, p.denom32 as f64 / n as f64, FAST_MIN_ULPS, ulp, normal)
-        };
+        let fast = f32_multiply_estimate(u, &p);
         F32Codes { u, n, p, fast }
+    }
+}
+
+fn f32_multiply_estimate(u: &UniformF32, p: &EstimateParams) -> bool {
+    let n = u.nbins;
+    let ulp = ulp32(u.first.abs().max(u.last.abs()));
+    if u.denom_is_f64 {
+        let normal = p.scale.is_normal();
+        fast_estimate(n, u.denom / n as f64, FAST_MIN_ULPS_WIDE, ulp, normal)
+    } else {
+        let normal = p.scale32.is_normal();
+        fast_estimate(n, p.denom32 as f64 / n as f64, FAST_MIN_ULPS, ulp, normal)
+    }
+}
+
+fn f64_multiply_estimate(u: &UniformF64, p: &EstimateParams) -> bool {
+    let n = u.nbins;
+    let ulp = ulp64(u.first.abs().max(u.last.abs()));
+    fast_estimate(
+        n,
+        u.denom / n as f64,
+        FAST_MIN_ULPS,
+        ulp,
+        p.scale.is_normal(),
+    )
+}
+
+/// The factors `n / denom` (float64, float32) when the estimate may be one multiply instead of
+/// numpy's division without changing any bin (see [`fast_estimate`]); the GPU kernels use the same
+/// decision so that both engines stay bit-identical to numpy.
+pub(crate) fn multiply_estimate_factors(binning: &Binning) -> Option<(f64, f32)> {
+    match binning {
+        Binning::UniformF32(u) => {
+            let p = EstimateParams::new(u.nbins, u.denom);
+            f32_multiply_estimate(u, &p).then_some((p.scale, p.scale32))
+        }
+        Binning::UniformF64(u) => {
+            let p = EstimateParams::new(u.nbins, u.denom);
+            f64_multiply_estimate(u, &p).then_some((p.scale, p.scale32))
+        }
+        Binning::Integer { .. } | Binning::Edges(_) => None,
     }
 }
 
@@ -513,15 +547,8 @@ struct F64Codes<'a> {
 impl<'a> F64Codes<'a> {
     fn new(u: &'a UniformF64) -> Self {
         let n = u.nbins;
-        let ulp = ulp64(u.first.abs().max(u.last.abs()));
         let p = EstimateParams::new(n, u.denom);
-        let fast = fast_estimate(
-            n,
-            u.denom / n as f64,
-            FAST_MIN_ULPS,
-            ulp,
-            p.scale.is_normal(),
-        );
+        let fast = f64_multiply_estimate(u, &p);
         F64Codes { u, n, p, fast }
     }
 }

@@ -32,6 +32,10 @@ pub struct KernelBinParams {
     pub clamp: i32,
     pub aggregate: i32,
     pub bins_per_block: u32,
+    /// The estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule).
+    pub multiply: i32,
+    pub scale32: f32,
+    pub scale64: f64,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
@@ -61,6 +65,11 @@ pub fn kernel_params(
         edges: edges_ptr,
         ..Default::default()
     };
+    if let Some((scale64, scale32)) = crate::cpu::histogram::multiply_estimate_factors(binning) {
+        p.multiply = 1;
+        p.scale64 = scale64;
+        p.scale32 = scale32;
+    }
     match binning {
         Binning::Integer { .. } | Binning::Edges(_) => {}
         Binning::UniformF64(u) => {
@@ -111,10 +120,11 @@ mod tests {
 
     #[test]
     fn layout_matches_the_kernel_struct() {
-        // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers.
+        // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
+        // and its float32 factor, its float64 factor.
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }
