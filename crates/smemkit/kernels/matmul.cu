@@ -267,24 +267,32 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 // ---------------------------------------------------------------------------------------------
 // Double buffering with asynchronous copies.
 
-// Copies `bytes` (0 to 16) from global `src` to shared `dst` and zero-fills the rest of the 16
-// bytes, without passing through registers. Below sm_80 (no cp.async) it copies synchronously.
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
+// Every cp.async below copies its whole size (16 or 4 bytes) from an address inside the operand:
+// none is given a smaller src-size to zero-fill the rest. Such copies are what memcheck failed
+// on (H200, A transposed with lda 68: a 16-byte copy with src-size 12 whose 16 bytes run past the
+// end of A's allocation was the one access that differed from the cases that passed), and a
+// src-size of 0 still takes an address. Shared elements outside X are zeroed by ordinary stores
+// instead: the stage they go to was last read before a barrier every thread has passed, as for
+// the copies.
+
+// Copies 16 bytes from global `src` (16-byte aligned, all inside the operand) to shared `dst`
+// without passing through registers. Below sm_80 (no cp.async) it copies synchronously.
+__device__ __forceinline__ void cp_async16(float* dst, const float* src) {
 #if __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
 #else
-    for (int j = 0; j < 4; ++j) dst[j] = 4 * j < bytes ? src[j] : 0.0f;
+    *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
 #endif
 }
 
-// One float (bytes 4) or a zero (bytes 0).
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, int bytes) {
+// One float.
+__device__ __forceinline__ void cp_async4(float* dst, const float* src) {
 #if __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
 #else
-    *dst = bytes ? *src : 0.0f;
+    *dst = *src;
 #endif
 }
 
@@ -303,9 +311,9 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Starts the copies of the BK x BM tile of X at (mn0, k0) into S[k][mn]. Rows of S that are
-// contiguous in memory go as 16-byte copies (zero-filled past the edge of X); otherwise each
-// element is its own 4-byte copy into the transposed tile. Elements outside X become zeros.
-// A source address is always valid: copies of 0 bytes read nothing but are given `p`.
+// contiguous in memory go as 16-byte copies where all 4 elements are inside X, as 4-byte copies
+// for a group that crosses the edge of X; otherwise each element is its own 4-byte copy into the
+// transposed tile. Elements outside X are stored as zeros (no copy, no address outside X).
 template <bool MN_CONTIG, int BK>
 __device__ __forceinline__ void load_tile_async(float* S, const float* __restrict__ p, i64 ld,
                                                 int mn0, int k0, int MN, int K, bool vec) {
@@ -315,8 +323,22 @@ __device__ __forceinline__ void load_tile_async(float* S, const float* __restric
             const int g = threadIdx.x + i * THREADS;
             const int mn = (g % (BM / 4)) * 4, k = g / (BM / 4);
             const int gmn = mn0 + mn, gk = k0 + k;
-            const int bytes = gk < K ? 4 * max(0, min(4, MN - gmn)) : 0;
-            cp_async16(&S[k * LDS + mn], bytes ? p + offset<true>(gmn, gk, ld) : p, bytes);
+            const int live = gk < K ? max(0, min(4, MN - gmn)) : 0;  // elements inside X
+            float* d = &S[k * LDS + mn];
+            if (live == 4) {
+                cp_async16(d, p + offset<true>(gmn, gk, ld));
+            } else if (live == 0) {
+                *reinterpret_cast<float4*>(d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            } else {
+                const float* src = p + offset<true>(gmn, gk, ld);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (j < live)
+                        cp_async4(d + j, src + j);
+                    else
+                        d[j] = 0.0f;
+                }
+            }
         }
     } else {
 #pragma unroll
@@ -325,8 +347,10 @@ __device__ __forceinline__ void load_tile_async(float* S, const float* __restric
             const int mn = MN_CONTIG ? e % BM : e / BK;
             const int k = MN_CONTIG ? e / BM : e % BK;
             const int gmn = mn0 + mn, gk = k0 + k;
-            const bool in = gmn < MN && gk < K;
-            cp_async4(&S[k * LDS + mn], in ? p + offset<MN_CONTIG>(gmn, gk, ld) : p, in ? 4 : 0);
+            if (gmn < MN && gk < K)
+                cp_async4(&S[k * LDS + mn], p + offset<MN_CONTIG>(gmn, gk, ld));
+            else
+                S[k * LDS + mn] = 0.0f;
         }
     }
 }

@@ -95,14 +95,17 @@ __device__ __forceinline__ float blend(float acc, float alpha, float beta, const
     return beta == 0.0f ? alpha * acc : alpha * acc + beta * *old;
 }
 
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
+// Whole copies only (16 or 4 bytes from inside the operand), never a src-size below the copy
+// size for zero-filling: memcheck failed on such a copy at the end of an allocation (see
+// matmul.cu). Shared elements outside X are stored as zeros by ordinary stores.
+__device__ __forceinline__ void cp_async16(float* dst, const float* src) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
 }
 
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, int bytes) {
+__device__ __forceinline__ void cp_async4(float* dst, const float* src) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
@@ -162,7 +165,21 @@ struct Operand {
             for (int i = 0; i < GROUPS; ++i) {
                 const int mn = group_mn(i), k = group_k(i);
                 const int bytes = (full || k0 + k < K) ? live[i] : 0;
-                cp_async16(&S[k * LDS + mn], bytes ? ptr[i] : p, bytes);
+                float* d = &S[k * LDS + mn];
+                if (bytes == 16) {
+                    cp_async16(d, ptr[i]);
+                } else if (bytes == 0) {
+                    *reinterpret_cast<float4*>(d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                } else {
+                    // A group across the edge of X along mn: its elements inside X one by one.
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        if (4 * j < bytes)
+                            cp_async4(d + j, ptr[i] + j);
+                        else
+                            d[j] = 0.0f;
+                    }
+                }
                 if (live[i]) ptr[i] += (i64)BK * ld;
             }
         } else {
@@ -171,8 +188,10 @@ struct Operand {
                 const int e = threadIdx.x + i * THREADS;
                 const int mn = e % BMN, k = e / BMN;
                 const int gmn = mn0 + mn, gk = k0 + k;
-                const bool in = gmn < MN && gk < K;
-                cp_async4(&S[k * LDS + mn], in ? p + offset<true>(gmn, gk, ld) : p, in ? 4 : 0);
+                if (gmn < MN && gk < K)
+                    cp_async4(&S[k * LDS + mn], p + offset<true>(gmn, gk, ld));
+                else
+                    S[k * LDS + mn] = 0.0f;
             }
         }
     }

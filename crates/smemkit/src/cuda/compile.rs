@@ -335,6 +335,26 @@ mod tests {
         );
     }
 
+    /// Every cp.async of the matmul kernels copies its whole size: none takes a src-size operand
+    /// (a partial or zero-fill copy). memcheck failed the async kernel on an H200 where its one
+    /// new access was such a copy (16 bytes, src-size 12, the 16 bytes ending past A's
+    /// allocation); the kernels now copy only elements inside the operand and store zeros.
+    fn assert_whole_copies(ptx: &str, what: &str) {
+        let copies = ptx
+            .lines()
+            .filter(|l| l.contains("cp.async.") && !l.contains("_group"));
+        for line in copies {
+            let (_, operands) = line
+                .split_once(".shared.global")
+                .unwrap_or_else(|| panic!("{what}: unexpected cp.async form: {line}"));
+            assert_eq!(
+                operands.matches(',').count(),
+                2,
+                "{what}: a cp.async with a src-size operand: {line}"
+            );
+        }
+    }
+
     #[test]
     fn matmul_kernels_compile_for_every_transpose_pair() {
         let Some(root) = toolchain() else { return };
@@ -369,6 +389,7 @@ mod tests {
                         "{arch}: no 16-byte cp.async"
                     );
                 }
+                assert_whole_copies(&ptx, &format!("matmul.cu {arch} ta {ta} tb {tb}"));
             }
         }
     }
@@ -402,6 +423,7 @@ mod tests {
                     if ta || !tb {
                         assert!(ptx.contains("cp.async.cg.shared.global"), "no cp.async");
                     }
+                    assert_whole_copies(&ptx, &format!("{entry} {arch} ta {ta} tb {tb}"));
                 }
             }
         }
@@ -411,6 +433,7 @@ mod tests {
             let ptx = compile_uncached(&MATMUL_WARP, &options(&root, "compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{}: {e}", c.name()));
             assert!(ptx.contains(".entry matmul_warp("), "{}", c.name());
+            assert_whole_copies(&ptx, &c.name());
         }
     }
 
