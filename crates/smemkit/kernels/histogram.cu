@@ -36,6 +36,7 @@ struct BinParams {
     int multiply;         // the estimate multiplies by n / denom (where the host proved it exact)
     float scale32;
     double scale64;
+    const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
 };
 
 // Slot codes for samples that land in no bin.
@@ -61,6 +62,20 @@ __device__ __forceinline__ double edge64(unsigned long long i, const BinParams& 
 __device__ __forceinline__ float edge32(unsigned long long i, const BinParams& p) {
     if (!p.linspace_in_f32) return (float)edge64(i, p);
     if (i == p.nbins) return p.stop32;
+    float fi = (float)i;
+    return p.step_zero ? __fadd_rn(__fmul_rn(__fdiv_rn(fi, p.div32), p.delta32), p.start32)
+                       : __fadd_rn(__fmul_rn(fi, p.step32), p.start32);
+}
+
+// edge32 for bin numbers below 2^24 (32-bit conversions instead of 64-bit ones: the same values).
+__device__ __forceinline__ float edge32_small(int i, const BinParams& p) {
+    if (!p.linspace_in_f32) {
+        if ((unsigned long long)i == p.nbins) return (float)p.stop64;
+        double di = (double)i;
+        return (float)(p.step_zero ? __dadd_rn(__dmul_rn(__ddiv_rn(di, p.div64), p.delta64), p.start64)
+                                   : __dadd_rn(__dmul_rn(di, p.step64), p.start64));
+    }
+    if ((unsigned long long)i == p.nbins) return p.stop32;
     float fi = (float)i;
     return p.step_zero ? __fadd_rn(__fmul_rn(__fdiv_rn(fi, p.div32), p.delta32), p.start32)
                        : __fadd_rn(__fmul_rn(fi, p.step32), p.start32);
@@ -96,12 +111,23 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
     if (x < p.first32) return SLOT_BELOW;
     if (x > p.last32) return SLOT_ABOVE;
     float diff = __fsub_rn(x, p.first32);
-    long long est;
-    if (p.multiply)
-        est = p.denom_is_f64 ? (long long)__dmul_rn((double)diff, p.scale64) : (long long)__fmul_rn(diff, p.scale32);
-    else
-        est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
-                             : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
+    if (p.multiply) {
+        // The same estimate and correction in 32-bit arithmetic (the multiply estimate implies
+        // nbins <= 2^24; diff >= 0, so est >= 0), against the edge table where the host gave one.
+        const int n = (int)p.nbins;
+        int est = p.denom_is_f64 ? (int)__dmul_rn((double)diff, p.scale64) : (int)__fmul_rn(diff, p.scale32);
+        est = est < n - 1 ? est : n - 1;
+        if (p.edges32) {
+            if (est > 0 && x < __ldg(p.edges32 + est)) est -= 1;
+            if (est != n - 1 && x >= __ldg(p.edges32 + est + 1)) est += 1;
+        } else {
+            if (est > 0 && x < edge32_small(est, p)) est -= 1;
+            if (est != n - 1 && x >= edge32_small(est + 1, p)) est += 1;
+        }
+        return est;
+    }
+    long long est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
+                                   : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
     return correct(est, p.nbins, x, [&](unsigned long long i) { return edge32(i, p); });
 }
 

@@ -118,6 +118,9 @@ pub struct Prepared {
     /// Partition strategy: the later passes and their buffers.
     partition: Option<Partition>,
     _edges: Option<CudaSlice<f64>>,
+    /// numpy's float32 edges of uniform float32 bins, read by the correction step instead of
+    /// recomputing two edges per sample (see `edge_table`).
+    _edges32: Option<CudaSlice<f32>>,
 }
 
 impl Prepared {
@@ -217,6 +220,17 @@ impl Prepared {
             edges_ptr,
         );
         params.bins_per_block = plan.bins_per_block as u32;
+        let edges32 = match edge_table(binning, &params) {
+            Some(table) => {
+                let t = gpu
+                    .stream
+                    .clone_htod(table)
+                    .map_err(cuda_err("copying the float32 bin edges"))?;
+                params.edges32 = t.device_ptr(&gpu.stream).0;
+                Some(t)
+            }
+            None => None,
+        };
         // Global-memory counts go through u32 counters folded into the u64 result after each launch.
         let fold = if plan.strategy == Strategy::Global && weights == WeightKind::None {
             let scratch = gpu
@@ -248,6 +262,7 @@ impl Prepared {
             sample_type,
             func,
             _edges: edges,
+            _edges32: edges32,
         })
     }
 
@@ -465,6 +480,22 @@ fn run_host<T: Sample + DeviceRepr>(
         },
         detail: p.detail(),
     })
+}
+
+/// Most uniform float32 bins whose edges the kernels read from a table (256 KiB, cached in L1 and
+/// L2); beyond it they recompute each edge as numpy's linspace does.
+const EDGE_TABLE_MAX_BINS: usize = 1 << 16;
+
+/// The float32 edges the kernel's correction step may read instead of recomputing them: only with
+/// the multiply estimate (at most 2^24 bins, so bin numbers fit the kernel's 32-bit arithmetic)
+/// and for tables small enough to stay cached. They are the edges the CPU engine corrects against.
+fn edge_table<'a>(binning: &'a Binning, params: &KernelBinParams) -> Option<&'a [f32]> {
+    match binning {
+        Binning::UniformF32(u) if params.multiply != 0 && u.nbins <= EDGE_TABLE_MAX_BINS => {
+            Some(&u.edges)
+        }
+        _ => None,
+    }
 }
 
 /// Samples per batch of the partition passes (the index array holds one u16 per sample).

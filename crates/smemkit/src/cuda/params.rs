@@ -36,6 +36,8 @@ pub struct KernelBinParams {
     pub multiply: i32,
     pub scale32: f32,
     pub scale64: f64,
+    /// Device address of numpy's float32 edges (uniform float32 bins with `multiply`), or 0.
+    pub edges32: u64,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
@@ -121,10 +123,10 @@ mod tests {
     #[test]
     fn layout_matches_the_kernel_struct() {
         // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
-        // and its float32 factor, its float64 factor.
+        // and its float32 factor, its float64 factor, the float32 edge table's address.
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }
