@@ -214,6 +214,8 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                             if i >= WARMUP {
                                 times.push(ms);
                             }
+                            // SMEMKIT_PROFILE_MULTI: this run's phases, outside the timed span.
+                            m.report_profile();
                         }
                         emit(
                             memory,

@@ -10,13 +10,18 @@
 //!
 //! Without the `nccl` cargo feature a set of one GPU still works (there is nothing to reduce);
 //! more than one is a clear error.
+//!
+//! `SMEMKIT_PROFILE_MULTI=1` writes one line per run to stderr: when (host clock, microseconds
+//! from the start of the run) the kernels were enqueued, the all-reduce enqueued and launched by
+//! NCCL, each GPU's kernels seen done, the all-reduce seen done and the counters read back, and
+//! each GPU's own time for its kernels (CUDA events, device-resident runs).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, DevicePtr};
 
 use super::bench::DeviceSamples;
 use super::device::{cuda_err, device_count, gpu_at, Gpu};
@@ -212,6 +217,152 @@ impl Accum {
     }
 }
 
+/// Which of a GPU's two profiling events.
+#[derive(Clone, Copy)]
+enum Stamp {
+    /// Before the counters are zeroed.
+    Start,
+    /// After the kernels (before the all-reduce).
+    Kernels,
+}
+
+/// `SMEMKIT_PROFILE_MULTI=1`: one line on stderr per run (`accumulate_*`, `reduce`, and the read
+/// back where the run reads back) with the host's view of each phase, in microseconds since the
+/// run began: counters zeroed and kernels enqueued, the all-reduce enqueued, NCCL's thread done
+/// launching it, each GPU's kernels seen done (its event, polled while waiting), the all-reduce
+/// seen done, the read back; and for device-resident runs each GPU's own time from zeroing to the
+/// end of its kernels (CUDA events). Events are made once, here; without the variable nothing is
+/// recorded and nothing is printed.
+struct Profile {
+    /// Per GPU: (ordinal, start event, kernels-done event), both timing.
+    events: Vec<(usize, CudaEvent, CudaEvent)>,
+    what: &'static str,
+    t0: Option<Instant>,
+    marks: Vec<(String, Duration)>,
+    /// Whether the events were recorded in this run (device-resident runs).
+    recorded: bool,
+    /// Per GPU: its kernels were seen done.
+    seen: Vec<bool>,
+    /// The reduction finished (the events are complete).
+    finished: bool,
+}
+
+impl Profile {
+    fn wanted() -> bool {
+        std::env::var("SMEMKIT_PROFILE_MULTI").is_ok_and(|v| !v.is_empty() && v != "0")
+    }
+
+    fn new(gpus: &[Arc<Gpu>]) -> Result<Profile> {
+        let event = |g: &Gpu| {
+            g.ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(cuda_err("creating a profiling event"))
+        };
+        let events = gpus
+            .iter()
+            .map(|g| Ok((g.ordinal, event(g)?, event(g)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Profile {
+            seen: vec![false; events.len()],
+            events,
+            what: "",
+            t0: None,
+            marks: Vec::new(),
+            recorded: false,
+            finished: false,
+        })
+    }
+
+    /// A new run (the previous one's line is written first if it was not yet).
+    fn begin(&mut self, what: &'static str) {
+        self.report();
+        self.what = what;
+        self.t0 = Some(Instant::now());
+        self.marks.clear();
+        self.seen.iter_mut().for_each(|s| *s = false);
+        self.recorded = false;
+        self.finished = false;
+    }
+
+    fn record(&self, i: usize, stamp: Stamp, gpu: &Gpu) -> Result<()> {
+        let (_, start, kernels) = &self.events[i];
+        let e = match stamp {
+            Stamp::Start => start,
+            Stamp::Kernels => kernels,
+        };
+        e.record(&gpu.stream)
+            .map_err(cuda_err("recording a profiling event"))
+    }
+
+    fn mark_at(&mut self, label: String, at: Instant) {
+        if let Some(t0) = self.t0 {
+            self.marks.push((label, at.saturating_duration_since(t0)));
+        }
+    }
+
+    fn mark(&mut self, label: String) {
+        self.mark_at(label, Instant::now());
+    }
+
+    /// Notes the GPUs whose kernels-done event has completed since the last poll.
+    fn poll_kernels(&mut self, parts: &[Prepared]) {
+        if !self.recorded || self.t0.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        let mut done = Vec::new();
+        for ((seen, (ordinal, _, kernels)), part) in
+            self.seen.iter_mut().zip(&self.events).zip(parts)
+        {
+            if !*seen && part.gpu.bind().is_ok() && kernels.is_complete() {
+                *seen = true;
+                done.push(*ordinal);
+            }
+        }
+        for ordinal in done {
+            self.mark_at(format!("GPU {ordinal} kernels done"), now);
+        }
+    }
+
+    /// Writes the run's line to stderr, once.
+    fn report(&mut self) {
+        if self.t0.take().is_none() {
+            return;
+        }
+        self.marks.sort_by_key(|(_, d)| *d);
+        let phases: Vec<String> = self
+            .marks
+            .iter()
+            .map(|(label, d)| format!("{label} {:.0} us", d.as_secs_f64() * 1e6))
+            .collect();
+        let mut line = format!(
+            "smemkit profile: {} on {} GPU(s): {}",
+            self.what,
+            self.events.len(),
+            phases.join(", ")
+        );
+        if !self.finished {
+            line.push_str(" (the run did not finish)");
+        } else if self.recorded {
+            let gpu: Vec<String> = self
+                .events
+                .iter()
+                .map(
+                    |(ordinal, start, kernels)| match start.elapsed_ms(kernels) {
+                        Ok(ms) => format!("GPU {ordinal} {ms:.3} ms"),
+                        Err(e) => format!("GPU {ordinal} ? ({e:?})"),
+                    },
+                )
+                .collect();
+            line.push_str(&format!(
+                "; on the GPUs, zeroing and kernels: {}",
+                gpu.join(", ")
+            ));
+        }
+        eprintln!("{line}");
+    }
+}
+
 /// Says whether a peer process has failed (its message): stops waits early.
 pub type Watchdog = Box<dyn Fn() -> Option<String> + Send + Sync>;
 
@@ -229,6 +380,8 @@ pub struct MultiPrepared {
     watchdog: Option<Watchdog>,
     nbins: usize,
     weights: WeightKind,
+    /// `SMEMKIT_PROFILE_MULTI`: where each call's time goes, on stderr.
+    profile: Option<Profile>,
 }
 
 fn without_nccl() -> Error {
@@ -330,6 +483,11 @@ impl MultiPrepared {
             watchdog: None,
             nbins,
             weights,
+            profile: if Profile::wanted() {
+                Some(Profile::new(gpus)?)
+            } else {
+                None
+            },
         })
     }
 
@@ -409,6 +567,9 @@ impl MultiPrepared {
                 self.devices()
             )));
         }
+        if let Some(p) = &mut self.profile {
+            p.begin("host-resident (streamed)");
+        }
         self.zero()?;
         let done: Vec<AtomicU64> = inputs.iter().map(|_| AtomicU64::new(0)).collect();
         let wkind = self.weights;
@@ -456,6 +617,9 @@ impl MultiPrepared {
                 .map(|h| h.join().expect("a GPU's thread panicked"))
                 .collect::<Result<Vec<()>>>()
         })?;
+        if let Some(p) = &mut self.profile {
+            p.mark("streamed (every pipeline drained)".into());
+        }
         Ok(())
     }
 
@@ -473,22 +637,40 @@ impl MultiPrepared {
                 "weighted device-resident shards on several GPUs".into(),
             ));
         }
-        self.zero()?;
-        // Launches are asynchronous: one thread enqueues every GPU's kernels and they run at once.
+        if shards
+            .iter()
+            .zip(&self.parts)
+            .any(|(s, p)| s.sample_type != p.sample_type)
+        {
+            return Err(Error::InvalidArgument(
+                "device shards and kernels disagree on the sample type".into(),
+            ));
+        }
+        if let Some(p) = &mut self.profile {
+            p.begin("device-resident");
+        }
+        // Launches are asynchronous: one thread enqueues every GPU's zeroing and kernels (GPU 0's
+        // start before GPU 1's are enqueued) and they run at once.
         for (i, shard) in shards.iter().enumerate() {
             let part = &self.parts[i];
-            if shard.sample_type != part.sample_type {
-                return Err(Error::InvalidArgument(
-                    "device shards and kernels disagree on the sample type".into(),
-                ));
+            if let Some(p) = &self.profile {
+                p.record(i, Stamp::Start, &part.gpu)?;
             }
-            if shard.n == 0 {
-                continue;
+            self.accums[i].zero(&part.gpu)?;
+            if shard.n > 0 {
+                let (out, tallies) = self.accums[i].ptrs(&part.gpu);
+                // SAFETY: the caller puts shard i on GPU i; it holds `n` samples of the prepared
+                // type; the counters are this GPU's and outlive the launches (the reduction waits
+                // for them).
+                unsafe { part.launch_device(shard.ptr(&part.gpu), shard.n, 0, out, tallies)? };
             }
-            let (out, tallies) = self.accums[i].ptrs(&part.gpu);
-            // SAFETY: the caller puts shard i on GPU i; it holds `n` samples of the prepared type;
-            // the counters are this GPU's and outlive the launches (the reduction waits for them).
-            unsafe { part.launch_device(shard.ptr(&part.gpu), shard.n, 0, out, tallies)? };
+            if let Some(p) = &self.profile {
+                p.record(i, Stamp::Kernels, &part.gpu)?;
+            }
+        }
+        if let Some(p) = &mut self.profile {
+            p.recorded = true;
+            p.mark("zeroed and launched on every GPU".into());
         }
         Ok(())
     }
@@ -497,12 +679,17 @@ impl MultiPrepared {
     /// one rank it only waits for the GPU.
     pub fn reduce(&mut self) -> Result<()> {
         if self.world <= 1 {
-            let g = self.gpu(0);
+            let g = &self.parts[0].gpu;
             g.bind()?;
-            return g
-                .stream
+            g.stream
                 .synchronize()
-                .map_err(cuda_err("finishing the histogram"));
+                .map_err(cuda_err("finishing the histogram"))?;
+            if let Some(p) = &mut self.profile {
+                p.poll_kernels(&self.parts);
+                p.mark("finished (one GPU: stream synchronised)".into());
+                p.finished = true;
+            }
+            return Ok(());
         }
         #[cfg(feature = "nccl")]
         {
@@ -512,10 +699,33 @@ impl MultiPrepared {
                 .zip(&self.parts)
                 .map(|(a, p)| a.sum_buffers(&p.gpu))
                 .collect();
+            let timeout = nccl::timeout()?;
             let watchdog = self.watchdog.as_deref().map(|w| w as nccl::Watchdog<'_>);
             // SAFETY: each buffer list is the counters of the communicator's GPU, alive in `self`
-            // and untouched until this returns.
-            unsafe { nccl::all_reduce_sum(&mut self.comms, &buffers, nccl::timeout()?, watchdog) }
+            // and untouched until `finish_all_reduce` returns (it is called right below; on its
+            // errors the communicators are aborted).
+            unsafe { nccl::start_all_reduce_sum(&mut self.comms, &buffers)? };
+            let parts = &self.parts;
+            let mut profile = self.profile.as_mut();
+            if let Some(p) = profile.as_deref_mut() {
+                p.mark("all-reduce enqueued (ncclGroupEnd returned)".into());
+            }
+            let stats = nccl::finish_all_reduce(&mut self.comms, timeout, watchdog, || {
+                if let Some(p) = profile.as_deref_mut() {
+                    p.poll_kernels(parts);
+                }
+            })?;
+            if let Some(p) = profile {
+                if let Some(t) = stats.ready_at {
+                    p.mark_at("NCCL launched the all-reduce on every GPU".into(), t);
+                }
+                p.mark(format!(
+                    "all-reduce done on every GPU ({} polls)",
+                    stats.polls
+                ));
+                p.finished = true;
+            }
+            Ok(())
         }
         #[cfg(not(feature = "nccl"))]
         Err(without_nccl())
@@ -603,6 +813,7 @@ impl MultiPrepared {
         self.accumulate_host(samples, weights, ranges, opts, progress)?;
         self.reduce()?;
         let (counts, tallies) = self.read()?;
+        self.profile_read_back();
         let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
         Ok(CudaResult {
             counts,
@@ -616,6 +827,7 @@ impl MultiPrepared {
         self.accumulate_device(shards)?;
         self.reduce()?;
         let (counts, tallies) = self.read()?;
+        self.profile_read_back();
         let lens: Vec<usize> = shards.iter().map(|s| s.n).collect();
         Ok(CudaResult {
             counts,
@@ -639,11 +851,29 @@ impl MultiPrepared {
             self.accumulate_device(shards)?;
             self.reduce()?;
             self.sync_all()?;
+            let ms = t.elapsed().as_secs_f32() * 1e3;
             if i >= warmup {
-                times.push(t.elapsed().as_secs_f32() * 1e3);
+                times.push(ms);
             }
+            self.report_profile();
         }
         Ok(times)
+    }
+
+    fn profile_read_back(&mut self) {
+        if let Some(p) = &mut self.profile {
+            p.mark("read back from the first GPU".into());
+            p.report();
+        }
+    }
+
+    /// With `SMEMKIT_PROFILE_MULTI` set, writes the last call's phases to stderr (if not yet
+    /// written); callers that time `accumulate_*` and `reduce` themselves call it outside their
+    /// timed span. Otherwise nothing.
+    pub fn report_profile(&mut self) {
+        if let Some(p) = &mut self.profile {
+            p.report();
+        }
     }
 
     fn sync_all(&self) -> Result<()> {
