@@ -834,7 +834,13 @@ fn hot_code(xs: &[i32], code: impl Fn(i32) -> u32) -> u32 {
 /// samples are huge as u32 and have their top bit set), then the hot code sent to the spare slots
 /// in rotation, plus the offset of the sample's interleaved copy. Returns the hot samples.
 #[inline(always)]
-fn i32_slots(xs: &[i32], out: &mut [u32], n: u32, hot: u32, offs: &[u32; 16]) -> u32 {
+fn i32_slots<const GAP: u32>(
+    xs: &[i32],
+    out: &mut [u32],
+    n: u32,
+    hot: u32,
+    offs: &[u32; 16],
+) -> u32 {
     // per-lane tallies (vector registers), summed at the end
     let mut hitss = [0u32; 16];
     let mut xq = xs.chunks_exact(16);
@@ -845,7 +851,7 @@ fn i32_slots(xs: &[i32], out: &mut [u32], n: u32, hot: u32, offs: &[u32; 16]) ->
             let v = u.min(n + (u >> 31));
             let h = v == hot;
             hitss[k] += h as u32;
-            o16[k] = if h { n + 3 + (k as u32 & 7) } else { v } + offs[k];
+            o16[k] = if h { n + 3 + (k as u32 & 7) * GAP } else { v } + offs[k];
         }
     }
     let mut hits = hitss.iter().sum::<u32>();
@@ -859,7 +865,7 @@ fn i32_slots(xs: &[i32], out: &mut [u32], n: u32, hot: u32, offs: &[u32; 16]) ->
         let v = u.min(n + (u >> 31));
         let h = v == hot;
         hits += h as u32;
-        *o = if h { n + 3 + (k as u32 & 7) } else { v } + offs[k];
+        *o = if h { n + 3 + (k as u32 & 7) * GAP } else { v } + offs[k];
     }
     hits
 }
@@ -957,7 +963,7 @@ fn count_i32_plain(chunk: &[i32], n: u32, scratch: &mut [u32], stride: usize, wa
                 (&mut b[0], &a[0])
             };
             let buf = &mut buf[..xs.len()];
-            let hits = i32_slots(xs, buf, n, hot, &offs);
+            let hits = i32_slots::<1>(xs, buf, n, hot, &offs);
             if hits > 0 {
                 scratch[hot as usize] += hits;
             }
@@ -988,11 +994,269 @@ fn count_i32_plain(chunk: &[i32], n: u32, scratch: &mut [u32], stride: usize, wa
     }
 }
 
+/// From this many bins (and below [`PARTITION_MIN_BINS`]), int32 samples with integer bins are
+/// counted in u8 counters with u32 carries ([`count_i32_narrow`]): a quarter of the u32 counters'
+/// footprint, so 32768 bins fit L1 and 1M bins fit L2.
+const I32_NARROW_MIN_BINS: usize = 1 << 14;
+/// The narrow loop's spare slots (see [`SPARE`]) are this many bytes apart (one per cache line).
+const NARROW_GAP: u32 = 64;
+const NARROW_SPARE: usize = SPARE * NARROW_GAP as usize;
+
+/// One increment per slot index into u8 counters; a counter that wraps to zero carries into `hi`
+/// (once per 256 increments of one counter: a rarely taken branch, and `hi` stays out of the cache
+/// otherwise).
+#[inline(never)]
+fn add_slots_narrow(slots: &[u32], lo: &mut [u8], hi: &mut [u32]) {
+    for &i in slots {
+        debug_assert!((i as usize) < lo.len() && lo.len() == hi.len());
+        // SAFETY: the caller passes slot indices below lo.len() == hi.len() (see
+        // count_i32_narrow_plain).
+        unsafe {
+            let c = lo.get_unchecked_mut(i as usize);
+            *c = c.wrapping_add(1);
+            if *c == 0 {
+                *hi.get_unchecked_mut(i as usize) += 1;
+            }
+        }
+    }
+}
+
+/// Prefetches the u8 counters of `slots` (for writing).
+#[inline(never)]
+fn prefetch_slots_narrow(slots: &[u32], lo: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for &i in slots {
+        // SAFETY: a prefetch never faults; `wrapping_add` computes the address without creating
+        // a reference.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                lo.as_ptr().wrapping_add(i as usize).cast::<i8>(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slots, lo);
+}
+
+/// The slots of up to [`I32_SUB`] int32 samples as [`i32_slots`] computes them, less those of the
+/// hot code, packed at the start of `out` (AVX-512 compress): the hot samples cost no increment.
+/// Returns the number of slots written and of hot samples.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn i32_slots_compress(
+    xs: &[i32],
+    out: &mut [u32; I32_SUB],
+    n: u32,
+    hot: u32,
+) -> (usize, u32) {
+    assert!(xs.len() <= I32_SUB);
+    let (mut len, mut kept) = (0usize, 0usize);
+    let mut q = xs.chunks_exact(16);
+    for x16 in &mut q {
+        let mask: u32;
+        // (inline assembly: the AVX-512 intrinsics are newer than this crate's minimum Rust)
+        // slot v = min(u, n + (u >> 31)) of 16 samples, the lanes with v != hot compressed to
+        // the front and stored at out[len..len + 16], their mask returned.
+        // SAFETY: the caller runs this on a CPU with AVX-512F (the function's feature); x16 holds
+        // 16 i32 (unaligned load); `len + 16 <= xs.len() <= I32_SUB` before this store, since every
+        // earlier group of 16 added at most 16 to `len`, so the 64-byte store stays inside `out`.
+        unsafe {
+            std::arch::asm!(
+                "vpbroadcastd {nv}, {n:e}",
+                "vpbroadcastd {hv}, {hot:e}",
+                "vmovdqu32 {x}, [{src}]",
+                "vpsrld {t}, {x}, 31",
+                "vpaddd {t}, {t}, {nv}",
+                "vpminud {x}, {x}, {t}",
+                "vpcmpd {k}, {x}, {hv}, 4",
+                "vpcompressd {x} {{{k}}} {{z}}, {x}",
+                "vmovdqu32 [{dst}], {x}",
+                "kmovw {m:e}, {k}",
+                src = in(reg) x16.as_ptr(),
+                dst = in(reg) out.as_mut_ptr().add(len),
+                n = in(reg) n,
+                hot = in(reg) hot,
+                nv = out(zmm_reg) _,
+                hv = out(zmm_reg) _,
+                x = out(zmm_reg) _,
+                t = out(zmm_reg) _,
+                k = out(kreg) _,
+                m = lateout(reg) mask,
+                options(nostack),
+            );
+        }
+        let keep = mask.count_ones() as usize;
+        len += keep;
+        kept += keep;
+    }
+    let mut hits = (xs.len() - q.remainder().len() - kept) as u32;
+    for &x in q.remainder() {
+        let u = x as u32;
+        let v = u.min(n + (u >> 31));
+        if v == hot {
+            hits += 1;
+        } else {
+            out[len] = v;
+            len += 1;
+        }
+    }
+    (len, hits)
+}
+
+/// [`count_i32`] into u8 counters `lo` with carries in `hi` (slot `k` counts `256 * hi[k] + lo[k]`;
+/// both `n + 3 + NARROW_SPARE` long, one copy).
+fn count_i32_narrow(chunk: &[i32], n: u32, lo: &mut [u8], hi: &mut [u32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512bw")
+        {
+            // SAFETY: the CPU has the features this version is compiled for (checked just above).
+            return unsafe { count_i32_narrow_avx512(chunk, n, lo, hi) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { count_i32_narrow_avx2(chunk, n, lo, hi) };
+        }
+    }
+    count_i32_narrow_plain::<false>(chunk, n, lo, hi)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512vl,avx512bw")]
+unsafe fn count_i32_narrow_avx512(chunk: &[i32], n: u32, lo: &mut [u8], hi: &mut [u32]) {
+    count_i32_narrow_plain::<true>(chunk, n, lo, hi)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn count_i32_narrow_avx2(chunk: &[i32], n: u32, lo: &mut [u8], hi: &mut [u32]) {
+    count_i32_narrow_plain::<false>(chunk, n, lo, hi)
+}
+
+#[inline(always)]
+fn count_i32_narrow_plain<const COMPRESS: bool>(
+    chunk: &[i32],
+    n: u32,
+    lo: &mut [u8],
+    hi: &mut [u32],
+) {
+    let stride = n as usize + 3 + NARROW_SPARE;
+    assert!(lo.len() == stride && hi.len() == stride);
+    let offs = [0u32; 16];
+    // as in count_i32_plain: counters beyond this and a hot bin, the slots of one sub-batch are
+    // prefetched while the previous one is counted
+    let pipelined = stride > I32_PIPELINE_BYTES;
+    let mut bufs = [[0u32; I32_SUB]; 2];
+    let mut pending = 0usize;
+    let mut cur = 0usize;
+    for batch in chunk.chunks(I32_BATCH) {
+        let hot = hot_code(batch, |x| {
+            let u = x as u32;
+            u.min(n + (u >> 31))
+        });
+        for xs in batch.chunks(I32_SUB) {
+            prefetch_ahead(xs);
+            let (a, b) = bufs.split_at_mut(1);
+            let (buf, prev) = if cur == 0 {
+                (&mut a[0], &b[0])
+            } else {
+                (&mut b[0], &a[0])
+            };
+            // a slot index is at most n + 3 + 7 * NARROW_GAP < stride
+            #[cfg(target_arch = "x86_64")]
+            let (len, hits) = if COMPRESS && hot != u32::MAX {
+                // SAFETY: COMPRESS is true only in count_i32_narrow_avx512, which runs on a CPU
+                // with AVX-512F.
+                unsafe { i32_slots_compress(xs, buf, n, hot) }
+            } else {
+                let hits = i32_slots::<NARROW_GAP>(xs, &mut buf[..xs.len()], n, hot, &offs);
+                (xs.len(), hits)
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let (len, hits) = (
+                xs.len(),
+                i32_slots::<NARROW_GAP>(xs, &mut buf[..xs.len()], n, hot, &offs),
+            );
+            let buf = &buf[..len];
+            if hits > 0 {
+                let h = hot as usize;
+                let t = lo[h] as u32 + hits;
+                lo[h] = t as u8;
+                hi[h] += t >> 8;
+            }
+            let pipe = pipelined && hot != u32::MAX;
+            if pipe {
+                prefetch_slots_narrow(buf, lo);
+            }
+            add_slots_narrow(&prev[..pending], lo, hi);
+            if pipe {
+                pending = len;
+                cur ^= 1;
+            } else {
+                add_slots_narrow(buf, lo, hi);
+                pending = 0;
+            }
+        }
+    }
+    add_slots_narrow(&bufs[cur ^ 1][..pending], lo, hi);
+    // the loop counts samples above the range in slot n and below it in slot n + 1
+    let n = n as usize;
+    lo.swap(n, n + 1);
+    hi.swap(n, n + 1);
+}
+
+/// int32 samples, integer bins from [`I32_NARROW_MIN_BINS`]: per-worker u8 counters with u32
+/// carries, folded into u64 after every chunk. Returns `nbins + 3` slots.
+fn run_counts_i32_narrow(samples: &[i32], nbins: usize) -> Vec<u64> {
+    let stride = nbins + 3 + NARROW_SPARE;
+    let empty = || (Vec::<u64>::new(), Vec::<u8>::new(), Vec::<u32>::new());
+    let (counts, _, _) = samples
+        .par_chunks(chunk_len(samples.len()))
+        .fold(empty, |(mut counts, mut lo, mut hi), chunk| {
+            if counts.is_empty() {
+                counts = vec![0; stride];
+                lo = vec![0; stride];
+                hi = vec![0; stride];
+            }
+            count_i32_narrow(chunk, nbins as u32, &mut lo, &mut hi);
+            // a chunk holds fewer than 2^32 samples: the carries fit u32
+            for ((c, l), h) in counts.iter_mut().zip(lo.iter_mut()).zip(hi.iter_mut()) {
+                *c += ((*h as u64) << 8) | *l as u64;
+                *l = 0;
+                *h = 0;
+            }
+            (counts, lo, hi)
+        })
+        .map(|(counts, _, _)| (counts, Vec::new(), Vec::new()))
+        .reduce(empty, |(mut a, _, _), (b, _, _)| {
+            if a.is_empty() {
+                return (b, Vec::new(), Vec::new());
+            }
+            if !b.is_empty() {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+            }
+            (a, Vec::new(), Vec::new())
+        });
+    let mut counts = if counts.is_empty() {
+        vec![0; stride]
+    } else {
+        counts
+    };
+    counts.truncate(nbins + 3);
+    counts
+}
+
 /// Bins below [`PARTITION_MIN_BINS`]: private interleaved counters per worker, merged at the end.
 /// Returns `nbins + 3` slots.
 fn run_counts<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &C) -> Vec<u64> {
     let stride = nbins + 3 + SPARE;
     let int32 = codes.integer_bins().is_some() && same_type::<T, i32>(samples).is_some();
+    if int32 && nbins >= I32_NARROW_MIN_BINS {
+        let xs = same_type::<T, i32>(samples).expect("int32 samples");
+        return run_counts_i32_narrow(xs, nbins);
+    }
     let ways = ways_for(
         stride,
         if int32 {
@@ -1446,8 +1710,8 @@ mod i32_tests {
             s ^= s << 17;
             s
         };
-        // 300_000 bins: the pipelined (counter-prefetching) loop
-        for &n in &[1usize, 5, 256, 40_000, 300_000] {
+        // 300_000 bins: the pipelined (counter-prefetching) loop; 2_000_000: the narrow one's
+        for &n in &[1usize, 5, 256, 40_000, 300_000, 2_000_000] {
             for hot in [None, Some(3i32), Some(-4), Some(n as i32 + 2)] {
                 let xs: Vec<i32> = (0..50_001)
                     .map(|_| {
@@ -1470,6 +1734,7 @@ mod i32_tests {
                     want[c] += 1;
                 }
                 let stride = n + 3 + SPARE;
+                let narrow = n + 3 + NARROW_SPARE;
                 for ways in [1, 2, 4] {
                     let mut scratch = vec![0u32; stride * ways];
                     count_i32(&xs, n as u32, &mut scratch, stride, ways);
@@ -1481,6 +1746,27 @@ mod i32_tests {
                     }
                     assert_eq!(got, want, "n={n} hot={hot:?} ways={ways}");
                 }
+                // u8 counters with carries (300_000 bins: the pipelined loop here too)
+                let (mut lo, mut hi) = (vec![0u8; narrow], vec![0u32; narrow]);
+                count_i32_narrow(&xs, n as u32, &mut lo, &mut hi);
+                let got: Vec<u64> = (0..n + 3)
+                    .map(|k| ((hi[k] as u64) << 8) | lo[k] as u64)
+                    .collect();
+                assert_eq!(got, want, "n={n} hot={hot:?} narrow");
+                // the whole engine (the narrow path from I32_NARROW_MIN_BINS bins on)
+                let r = histogram(
+                    &xs,
+                    None,
+                    &Binning::Integer { nbins: n },
+                    OutOfRange::Ignore,
+                );
+                let tallies = Tallies {
+                    below: want[n],
+                    above: want[n + 1],
+                    nan: 0,
+                };
+                assert_eq!(r.tallies, tallies, "n={n} hot={hot:?} engine");
+                assert_eq!(r.counts, Counts::Unweighted(want[..n].to_vec()), "n={n}");
             }
         }
     }
