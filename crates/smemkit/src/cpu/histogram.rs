@@ -12,7 +12,7 @@
 //!   private u32 counters, interleaved `ways` times (sample `k` goes to copy `k % ways`) so that runs
 //!   of equal samples (skewed data) do not serialise on one counter's load-add-store chain; the
 //!   copies are folded into u64 after every chunk and the workers' results merged at the end.
-//!   int32 samples with integer bins from [`I32_NARROW_MIN_BINS`] bins use one copy of u8
+//!   int32 samples with integer bins from 16384 bins use one copy of u8
 //!   counters with u32 carries instead (a quarter of the footprint: 32768 bins in L1, 1M in L2).
 //! - from [`PARTITION_MIN_BINS`] bins: the counters do not fit the cache. Samples are processed in
 //!   rounds; in each round the workers scatter their codes into buckets of 2^16 bins (16-bit
