@@ -146,6 +146,10 @@ pub struct PlanArgs {
     /// Cluster size for --strategy cluster.
     #[arg(long)]
     pub cluster_size: Option<u32>,
+    /// Samples one GPU counts (its shard): the grid is cut to what they keep busy, and tiny
+    /// shards count in global memory. Without it, planned as for a large input.
+    #[arg(long)]
+    pub samples: Option<usize>,
 }
 
 /// The parsed `bench` flags; the CUDA benchmark takes this struct as it is.

@@ -17,11 +17,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
     let sample_type = SampleType::parse(&args.dtype).context("--dtype")?;
     let choice = StrategyChoice::parse(&args.strategy, args.cluster_size).context("--strategy")?;
     let (limits, source) = device_limits();
-    let workload = Workload {
-        nbins: args.bins,
-        sample_type,
-        weighted: args.weighted,
-    };
+    let workload = Workload::new(args.bins, sample_type, args.weighted).with_samples(args.samples);
     let p = plan(&workload, &limits, choice)?;
     writeln!(out, "device        {source}")?;
     writeln!(
@@ -38,10 +34,14 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
     )?;
     writeln!(
         out,
-        "workload      {} bins of {}{}",
+        "workload      {} bins of {}{}{}",
         args.bins,
         sample_type,
-        if args.weighted { ", weighted" } else { "" }
+        if args.weighted { ", weighted" } else { "" },
+        match args.samples {
+            Some(n) => format!(", {n} samples (one GPU's shard)"),
+            None => String::new(),
+        }
     )?;
     writeln!(out, "{p}")?;
     Ok(())

@@ -236,6 +236,7 @@ pub fn histogram_with_progress(
             let spec = options.ranks.as_ref().expect("checked by the guard");
             let r = crate::cuda::ranks::histogram(
                 spec,
+                &options.devices,
                 samples,
                 weights,
                 &binning,

@@ -26,12 +26,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
     // Several processes: each histograms its slice of the same input; all get the sum; rank 0
     // writes the files.
+    // With --devices, each rank drives those GPUs (every rank as many), one NCCL rank per GPU.
     let ranks = RankSpec::from_env()?;
-    if ranks.is_some() && config.devices != smemkit::DeviceSet::Default {
-        anyhow::bail!(
-            "--devices with SMEMKIT_RANK: several GPUs per rank are not implemented (start one rank per GPU)"
-        );
-    }
     let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
     let (input, what) = load(&config, &ranks)?;

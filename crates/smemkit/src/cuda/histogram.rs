@@ -124,7 +124,8 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Compiles and plans a histogram of `sample_type` samples.
+    /// Compiles and plans a histogram of `sample_type` samples (of any number: planned as a large
+    /// input, with the persistent grid).
     pub fn new(
         gpu: Arc<Gpu>,
         sample_type: SampleType,
@@ -132,6 +133,23 @@ impl Prepared {
         binning: &Binning,
         policy: OutOfRange,
         choice: StrategyChoice,
+    ) -> Result<Prepared> {
+        Self::sized(gpu, sample_type, weights, binning, policy, choice, None)
+    }
+
+    /// [`Prepared::new`] for a run over `samples` samples (one GPU's shard) when known: the
+    /// planner may then pick the global strategy for a tiny shard and launches no more blocks
+    /// than the shard can keep busy ([`plan::grid_for_samples`]). Launching it over more samples
+    /// stays correct (the kernels are grid-stride loops), only with a smaller grid.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sized(
+        gpu: Arc<Gpu>,
+        sample_type: SampleType,
+        weights: WeightKind,
+        binning: &Binning,
+        policy: OutOfRange,
+        choice: StrategyChoice,
+        samples: Option<usize>,
     ) -> Result<Prepared> {
         gpu.bind()?;
         let nbins = binning.nbins();
@@ -142,11 +160,8 @@ impl Prepared {
                 limit: u32::MAX as usize - 1,
             });
         }
-        let workload = Workload {
-            nbins,
-            sample_type,
-            weighted: weights != WeightKind::None,
-        };
+        let workload =
+            Workload::new(nbins, sample_type, weights != WeightKind::None).with_samples(samples);
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
         let func = gpu.function(
             &HISTOGRAM,
@@ -181,7 +196,7 @@ impl Prepared {
                         reason: format!("no cluster of {size} blocks with {} bytes of shared memory each fits the device", shape.shared_bytes),
                     });
                 }
-                shape.grid = active * size;
+                shape.grid = plan::grid_for_samples(active * size, size, samples, sample_type);
             }
             _ => {
                 let per_sm = func
@@ -197,7 +212,8 @@ impl Prepared {
                         reason: format!("a block of {} threads with {} bytes of shared memory does not fit an SM", shape.block, shape.shared_bytes),
                     });
                 }
-                shape.grid = per_sm * gpu.limits.sm_count;
+                shape.grid =
+                    plan::grid_for_samples(per_sm * gpu.limits.sm_count, 1, samples, sample_type);
             }
         }
         plan.grid = shape.grid;
@@ -368,13 +384,14 @@ pub fn histogram(
     choice: &StrategyChoice,
 ) -> Result<CudaResult> {
     let gpu = super::gpu()?;
-    let prepared = Prepared::new(
+    let prepared = Prepared::sized(
         gpu,
         samples.sample_type(),
         WeightKind::of(&weights),
         binning,
         policy,
         *choice,
+        Some(samples.len()),
     )?;
     crate::with_samples!(samples, s => run_host(&prepared, s, weights))
 }

@@ -6,7 +6,7 @@
 //! Host-resident shards go through each GPU's streaming pipeline ([`Streamer::run_into`]), so every
 //! GPU's copies overlap its kernels; device-resident shards (the benchmark's) are launched where
 //! they lie. The same [`MultiPrepared`] serves several processes (`crate::cuda::ranks`): there each
-//! process holds one GPU and one communicator of a larger world.
+//! process holds its GPUs' communicators of a larger world.
 //!
 //! Without the `nccl` cargo feature a set of one GPU still works (there is nothing to reduce);
 //! more than one is a clear error.
@@ -394,7 +394,8 @@ fn without_nccl() -> Error {
 
 impl MultiPrepared {
     /// Compiles and plans the histogram on every GPU of `gpus` (in parallel) and starts one NCCL
-    /// communicator over them (none for a single GPU).
+    /// communicator over them (none for a single GPU). Each GPU plans as for a large input; see
+    /// [`MultiPrepared::for_shards`].
     pub fn new(
         gpus: &[Arc<Gpu>],
         sample_type: SampleType,
@@ -403,13 +404,36 @@ impl MultiPrepared {
         policy: OutOfRange,
         choice: StrategyChoice,
     ) -> Result<MultiPrepared> {
+        Self::for_shards(gpus, sample_type, weights, binning, policy, choice, None)
+    }
+
+    /// [`MultiPrepared::new`], each GPU planned for its shard when `shard_lens` (one length per
+    /// GPU) is given: a tiny shard gets a grid it can keep busy and, below one sample per counter,
+    /// the global strategy (`crate::plan`).
+    pub fn for_shards(
+        gpus: &[Arc<Gpu>],
+        sample_type: SampleType,
+        weights: WeightKind,
+        binning: &Binning,
+        policy: OutOfRange,
+        choice: StrategyChoice,
+        shard_lens: Option<&[usize]>,
+    ) -> Result<MultiPrepared> {
         if gpus.is_empty() {
             return Err(Error::InvalidArgument("an empty set of GPUs".into()));
         }
         if gpus.len() > 1 && !cfg!(feature = "nccl") {
             return Err(without_nccl());
         }
-        let mut m = Self::local(gpus, sample_type, weights, binning, policy, choice)?;
+        let mut m = Self::local(
+            gpus,
+            sample_type,
+            weights,
+            binning,
+            policy,
+            choice,
+            shard_lens,
+        )?;
         #[cfg(feature = "nccl")]
         if gpus.len() > 1 {
             m.comms = Communicator::init_all(gpus, nccl::timeout()?)?;
@@ -418,22 +442,37 @@ impl MultiPrepared {
         Ok(m)
     }
 
-    /// One GPU of a communicator that spans several processes (`comm` is this process's rank).
+    /// This process's GPUs of a communicator that spans several processes (`comms`: this
+    /// process's ranks, one per GPU, all of the same world); `shard_lens` as in
+    /// [`MultiPrepared::for_shards`].
     #[cfg(feature = "nccl")]
     #[allow(clippy::too_many_arguments)]
-    pub fn with_communicator(
-        comm: Communicator,
+    pub fn with_communicators(
+        comms: Vec<Communicator>,
         sample_type: SampleType,
         weights: WeightKind,
         binning: &Binning,
         policy: OutOfRange,
         choice: StrategyChoice,
+        shard_lens: Option<&[usize]>,
         watchdog: Option<Watchdog>,
     ) -> Result<MultiPrepared> {
-        let gpus = [comm.gpu.clone()];
-        let mut m = Self::local(&gpus, sample_type, weights, binning, policy, choice)?;
-        m.world = comm.world;
-        m.comms = vec![comm];
+        let gpus: Vec<Arc<Gpu>> = comms.iter().map(|c| c.gpu.clone()).collect();
+        let world = comms
+            .first()
+            .map(|c| c.world)
+            .ok_or_else(|| Error::InvalidArgument("an empty set of communicators".into()))?;
+        let mut m = Self::local(
+            &gpus,
+            sample_type,
+            weights,
+            binning,
+            policy,
+            choice,
+            shard_lens,
+        )?;
+        m.world = world;
+        m.comms = comms;
         m.watchdog = watchdog;
         Ok(m)
     }
@@ -445,22 +484,35 @@ impl MultiPrepared {
         binning: &Binning,
         policy: OutOfRange,
         choice: StrategyChoice,
+        shard_lens: Option<&[usize]>,
     ) -> Result<MultiPrepared> {
+        if let Some(lens) = shard_lens {
+            if lens.len() != gpus.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} shard lengths for {} GPUs",
+                    lens.len(),
+                    gpus.len()
+                )));
+            }
+        }
         let nbins = binning.nbins();
         let weighted = weights != WeightKind::None;
         // Compiling is cached per process; loading modules and planning run per GPU at once.
         let parts = std::thread::scope(|s| {
             let handles: Vec<_> = gpus
                 .iter()
-                .map(|g| {
+                .enumerate()
+                .map(|(i, g)| {
+                    let samples = shard_lens.map(|l| l[i]);
                     s.spawn(move || -> Result<(Prepared, Accum)> {
-                        let p = Prepared::new(
+                        let p = Prepared::sized(
                             g.clone(),
                             sample_type,
                             weights,
                             binning,
                             policy,
                             choice,
+                            samples,
                         )?;
                         let a = Accum::new(g, nbins, weighted)?;
                         Ok((p, a))
@@ -949,13 +1001,15 @@ pub fn histogram_shards(
         Some(Weights::F64(_)) => WeightKind::F64,
     };
     let gpus = open(devices)?;
-    let mut m = MultiPrepared::new(
+    let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+    let mut m = MultiPrepared::for_shards(
         &gpus,
         samples.sample_type(),
         wkind,
         binning,
         policy,
         *choice,
+        Some(&lens),
     )?;
     m.run_host(samples, weights, ranges, opts, progress)
 }

@@ -232,6 +232,94 @@ impl Communicator {
         Ok(comms)
     }
 
+    /// This process's ranks `first_rank..first_rank + gpus.len()` (one per GPU, in order) of a
+    /// communicator of `world` ranks named by `id` (made by the process of rank 0), started in one
+    /// group as NCCL requires when a process holds several ranks; polled against the deadline and
+    /// the watchdog like [`Communicator::init_rank`].
+    pub fn init_ranks(
+        gpus: &[Arc<Gpu>],
+        first_rank: usize,
+        world: usize,
+        id: &UniqueId,
+        timeout: Duration,
+        watchdog: Option<Watchdog<'_>>,
+    ) -> Result<Vec<Communicator>> {
+        load()?;
+        if gpus.is_empty() || first_rank + gpus.len() > world {
+            return Err(Error::InvalidArgument(format!(
+                "ranks {first_rank}..{} of a world of {world}",
+                first_rank + gpus.len()
+            )));
+        }
+        let last = first_rank + gpus.len() - 1;
+        let mut comms: Vec<Communicator> = Vec::with_capacity(gpus.len());
+        // One config per rank, alive until the group has started them all.
+        let mut configs: Vec<sys::ncclConfig_t> =
+            gpus.iter().map(|_| nonblocking_config()).collect();
+        // SAFETY: group calls are plain calls; each started communicator is recorded in `comms`
+        // (aborted on error by its Drop).
+        check(unsafe { sys::ncclGroupStart() }, "starting a group")?;
+        let mut failed = None;
+        for (i, gpu) in gpus.iter().enumerate() {
+            if let Err(e) = gpu.bind() {
+                failed = Some(e);
+                break;
+            }
+            let rank = first_rank + i;
+            let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+            // SAFETY: valid out pointer and config (alive until this function returns); the id is
+            // the same for every rank of every process.
+            let r = unsafe {
+                sys::ncclCommInitRankConfig(
+                    &mut comm,
+                    world as i32,
+                    id.raw(),
+                    rank as i32,
+                    &mut configs[i],
+                )
+            };
+            if !comm.is_null() {
+                comms.push(Communicator {
+                    comm,
+                    gpu: gpu.clone(),
+                    rank,
+                    world,
+                    aborted: false,
+                    finalized: false,
+                });
+            }
+            if let Err(e) = check(
+                r,
+                &format!("starting rank {rank} of {world} (GPU {})", gpu.ordinal),
+            ) {
+                failed = Some(e);
+                break;
+            }
+        }
+        // SAFETY: closes the group opened above.
+        let end = check(unsafe { sys::ncclGroupEnd() }, "starting the communicators");
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        end?;
+        if comms.len() != gpus.len() {
+            return Err(Error::Nccl {
+                context: format!("starting ranks {first_rank}..={last} of {world}"),
+                message: "NCCL returned no communicator".into(),
+            });
+        }
+        wait_ready(
+            &mut comms,
+            Instant::now() + timeout,
+            &format!(
+                "starting ranks {first_rank}..={last} of {world} (is every rank running, with the \
+                 same id file and the same number of GPUs?)"
+            ),
+            watchdog,
+        )?;
+        Ok(comms)
+    }
+
     /// This process's rank of a communicator of `world` ranks named by `id` (made by rank 0).
     pub fn init_rank(
         gpu: Arc<Gpu>,

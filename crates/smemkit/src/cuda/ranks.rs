@@ -1,5 +1,6 @@
-//! Several processes (one GPU each, on one machine or several), started by the user or a launcher
-//! with `SMEMKIT_RANK`, `SMEMKIT_WORLD_SIZE` and `SMEMKIT_NCCL_ID_FILE`. Every process reads the
+//! Several processes (one GPU each, or with `--devices` the same number of GPUs each, one NCCL rank
+//! per GPU; on one machine or several), started by the user or a launcher with `SMEMKIT_RANK`,
+//! `SMEMKIT_WORLD_SIZE` and `SMEMKIT_NCCL_ID_FILE`. Every process reads the
 //! same input (a memory-mapped file costs nothing until touched), histograms its contiguous slice
 //! of it on its GPU, and one NCCL all-reduce sums the counters of every rank; all ranks then hold
 //! the whole histogram (the CLI writes it from rank 0).
@@ -19,7 +20,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::histogram::CudaResult;
-use super::multi::shards;
+use super::multi::{shards, DeviceSet};
 use super::stream::StreamOptions;
 use crate::bins::{Binning, OutOfRange};
 use crate::error::{Error, Result};
@@ -95,6 +96,28 @@ impl RankSpec {
     /// This rank's samples out of `n`.
     pub fn slice(&self, n: usize) -> Range<usize> {
         shards(n, self.world)[self.rank].clone()
+    }
+
+    /// NCCL ranks in all when every process drives `per_rank` GPUs (`--devices`): one
+    /// communicator rank per GPU of every process.
+    pub fn nccl_world(&self, per_rank: usize) -> usize {
+        self.world * per_rank.max(1)
+    }
+
+    /// This process's NCCL ranks when every process drives `per_rank` GPUs: its GPU `i` is NCCL
+    /// rank `rank * per_rank + i`, so the NCCL ranks follow the processes and, within one, the
+    /// order of its `--devices`.
+    pub fn nccl_ranks(&self, per_rank: usize) -> Range<usize> {
+        let per_rank = per_rank.max(1);
+        self.rank * per_rank..(self.rank + 1) * per_rank
+    }
+
+    /// This process's samples out of `n`, one slice per GPU (`per_rank` of them): the even split
+    /// of `n` over every NCCL rank ([`shards`]), the slices of this process's NCCL ranks. They
+    /// are contiguous, so each process reads one contiguous part of the input; with one GPU per
+    /// rank this is [`RankSpec::slice`].
+    pub fn slices(&self, n: usize, per_rank: usize) -> Vec<Range<usize>> {
+        shards(n, self.nccl_world(per_rank))[self.nccl_ranks(per_rank)].to_vec()
     }
 
     fn sibling(&self, suffix: &str) -> PathBuf {
@@ -181,17 +204,21 @@ fn decode_id(bytes: &[u8], world: usize, path: &Path) -> Result<[u8; 128]> {
     let w = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes")) as usize;
     if w != world {
         return Err(bad(format!(
-            "rank 0 runs a world of {w}, this rank was told {world} (SMEMKIT_WORLD_SIZE)"
+            "rank 0 runs a world of {w} NCCL ranks, this rank expects {world} (SMEMKIT_WORLD_SIZE \
+             times the GPUs of each rank: every rank must be given as many --devices)"
         )));
     }
     Ok(bytes[24..].try_into().expect("128 bytes"))
 }
 
 /// Histogram of this rank's slice of `samples` (the whole input, the same on every rank), summed
-/// over every rank: all ranks return the whole histogram.
+/// over every rank: all ranks return the whole histogram. With `devices` other than
+/// [`DeviceSet::Default`] this process drives those GPUs (every rank as many), one NCCL rank each
+/// ([`RankSpec::slices`]); otherwise one GPU (`SMEMKIT_DEVICE`, or the rank modulo the GPUs).
 #[allow(clippy::too_many_arguments)]
 pub fn histogram(
     spec: &RankSpec,
+    devices: &DeviceSet,
     samples: Samples<'_>,
     weights: Option<Weights<'_>>,
     binning: &Binning,
@@ -203,7 +230,7 @@ pub fn histogram(
     #[cfg(feature = "nccl")]
     {
         let r = run(
-            spec, samples, weights, binning, policy, choice, opts, progress,
+            spec, devices, samples, weights, binning, policy, choice, opts, progress,
         );
         if let Err(e) = &r {
             spec.mark_failed(&e.to_string());
@@ -213,7 +240,7 @@ pub fn histogram(
     #[cfg(not(feature = "nccl"))]
     {
         let _ = (
-            spec, samples, weights, binning, policy, choice, opts, progress,
+            spec, devices, samples, weights, binning, policy, choice, opts, progress,
         );
         Err(Error::MultiGpu(
             "several processes (SMEMKIT_RANK / SMEMKIT_WORLD_SIZE) need NCCL, and this smemkit \
@@ -253,6 +280,7 @@ pub fn fingerprint(
 #[allow(clippy::too_many_arguments)]
 fn run(
     spec: &RankSpec,
+    devices: &DeviceSet,
     samples: Samples<'_>,
     weights: Option<Weights<'_>>,
     binning: &Binning,
@@ -269,10 +297,25 @@ fn run(
     let timeout = nccl::timeout()?;
     let started = std::time::SystemTime::now();
     let (rank, world) = (spec.rank, spec.world);
+    // Several GPUs per rank: resolved before the rendezvous, so that a missing GPU fails (and
+    // marks this rank failed) before the others wait for it.
+    let local: Option<Vec<usize>> = match devices {
+        DeviceSet::Default => None,
+        set => {
+            if spec.device.is_some() {
+                return Err(Error::InvalidArgument(
+                    "SMEMKIT_DEVICE and --devices both name this rank's GPUs: give one".into(),
+                ));
+            }
+            Some(set.resolve()?)
+        }
+    };
+    let per_rank = local.as_ref().map_or(1, Vec::len);
+    let nccl_world = spec.nccl_world(per_rank);
     let id = if rank == 0 {
         spec.clear_stale();
         let id = UniqueId::new()?;
-        write_atomically(&spec.id_file, &encode_id(world, &id.0)).map_err(|e| {
+        write_atomically(&spec.id_file, &encode_id(nccl_world, &id.0)).map_err(|e| {
             Error::MultiGpu(format!(
                 "rank 0 could not write the id file {}: {e}",
                 spec.id_file.display()
@@ -283,7 +326,7 @@ fn run(
         let deadline = Instant::now() + timeout;
         loop {
             if let Ok(bytes) = std::fs::read(&spec.id_file) {
-                break UniqueId(decode_id(&bytes, world, &spec.id_file)?);
+                break UniqueId(decode_id(&bytes, nccl_world, &spec.id_file)?);
             }
             if let Some(m) = spec.peer_failure(started) {
                 return Err(Error::MultiGpu(m));
@@ -299,14 +342,31 @@ fn run(
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    let device = match spec.device {
-        Some(d) => d,
-        None => rank % super::device_count()?.max(1),
-    };
-    let gpu = super::gpu_at(device)?;
     let peers = spec.clone();
     let watch = move || peers.peer_failure(started);
-    let comm = Communicator::init_rank(gpu, rank, world, &id, timeout, Some(&watch))?;
+    let (comms, ordinals) = match &local {
+        None => {
+            let device = match spec.device {
+                Some(d) => d,
+                None => rank % super::device_count()?.max(1),
+            };
+            let gpu = super::gpu_at(device)?;
+            let comm = Communicator::init_rank(gpu, rank, world, &id, timeout, Some(&watch))?;
+            (vec![comm], vec![device])
+        }
+        Some(list) => {
+            let gpus = super::multi::open(list)?;
+            let comms = Communicator::init_ranks(
+                &gpus,
+                spec.nccl_ranks(per_rank).start,
+                nccl_world,
+                &id,
+                timeout,
+                Some(&watch),
+            )?;
+            (comms, list.clone())
+        }
+    };
     if rank == 0 {
         // Every rank has joined, so every rank has read it.
         let _ = std::fs::remove_file(&spec.id_file);
@@ -316,13 +376,16 @@ fn run(
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
     };
-    let mut m = MultiPrepared::with_communicator(
-        comm,
+    let ranges = spec.slices(samples.len(), per_rank);
+    let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+    let mut m = MultiPrepared::with_communicators(
+        comms,
         samples.sample_type(),
         wkind,
         binning,
         policy,
         *choice,
+        Some(&lens),
         Some(Box::new(watch)),
     )?;
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
@@ -334,17 +397,16 @@ fn run(
     {
         std::thread::sleep(Duration::from_millis(ms));
     }
-    let range = spec.slice(samples.len());
-    let mut r = m.run_host(
-        samples,
-        weights,
-        std::slice::from_ref(&range),
-        opts,
-        progress,
-    )?;
+    let mut r = m.run_host(samples, weights, &ranges, opts, progress)?;
+    let (first, last) = (
+        ranges.first().map_or(0, |r| r.start),
+        ranges.last().map_or(0, |r| r.end),
+    );
+    let gpus: Vec<String> = ordinals.iter().map(|d| d.to_string()).collect();
     r.detail = format!(
-        "rank {rank} of {world} (GPU {device}, samples {}..{}); {}",
-        range.start, range.end, r.detail
+        "rank {rank} of {world} (GPU {}, samples {first}..{last}); {}",
+        gpus.join(","),
+        r.detail
     );
     Ok(r)
 }
@@ -386,5 +448,50 @@ mod tests {
         assert_eq!((a.slice(10), b.slice(10)), (0..4, 7..10));
         assert!(RankSpec::new(3, 3, dir.join("id"), None).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn several_gpus_per_rank_number_and_slice() {
+        let spec = |rank, world| RankSpec::new(rank, world, PathBuf::from("/x/id"), None).unwrap();
+        // One GPU per rank: the old numbering and slices.
+        for (rank, world) in [(0, 1), (0, 3), (2, 3)] {
+            let s = spec(rank, world);
+            assert_eq!(s.nccl_world(1), world);
+            assert_eq!(s.nccl_ranks(1), rank..rank + 1);
+            for n in [0, 1, 10, 1001] {
+                assert_eq!(s.slices(n, 1), vec![s.slice(n)]);
+            }
+        }
+        // 3 ranks x 2 GPUs: NCCL ranks 0..6, rank 1's GPUs are NCCL ranks 2 and 3.
+        assert_eq!(spec(1, 3).nccl_world(2), 6);
+        assert_eq!(spec(0, 3).nccl_ranks(2), 0..2);
+        assert_eq!(spec(1, 3).nccl_ranks(2), 2..4);
+        assert_eq!(spec(2, 3).nccl_ranks(2), 4..6);
+        assert_eq!(spec(0, 3).slices(14, 2), vec![0..3, 3..6]);
+        assert_eq!(spec(1, 3).slices(14, 2), vec![6..8, 8..10]);
+        assert_eq!(spec(2, 3).slices(14, 2), vec![10..12, 12..14]);
+        // Fewer samples than GPUs: some slices empty, still one per GPU.
+        assert_eq!(spec(1, 2).slices(3, 2), vec![2..3, 3..3]);
+        // Every split covers the input once, in order, each rank's part contiguous.
+        for n in [0, 1, 7, 1000, 1 << 20] {
+            for world in 1..5 {
+                for per in 1..5 {
+                    let all: Vec<Range<usize>> = (0..world)
+                        .flat_map(|r| spec(r, world).slices(n, per))
+                        .collect();
+                    assert_eq!(all.len(), world * per);
+                    assert_eq!(all, shards(n, world * per));
+                    for r in 0..world {
+                        let s = spec(r, world).slices(n, per);
+                        assert!(s.windows(2).all(|w| w[0].end == w[1].start));
+                    }
+                }
+            }
+        }
+        // The id file carries the NCCL world: a rank given another number of GPUs is refused.
+        let e = decode_id(&encode_id(6, &[1; 128]), 3, Path::new("/x/id"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("world of 6") && e.contains("--devices"), "{e}");
     }
 }

@@ -772,13 +772,14 @@ pub fn histogram(
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
     };
-    let prepared = Prepared::new(
+    let prepared = Prepared::sized(
         gpu.clone(),
         input.sample_type(),
         wkind,
         binning,
         policy,
         *choice,
+        Some(input.len()),
     )?;
     let mut streamer = Streamer::new(gpu, input.sample_type(), wkind, input.len(), opts)?;
     streamer.run(&prepared, input, weights, progress)

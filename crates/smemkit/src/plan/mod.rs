@@ -155,9 +155,27 @@ pub struct Workload {
     pub nbins: usize,
     pub sample_type: SampleType,
     pub weighted: bool,
+    /// Samples this GPU will count (its shard), when known; `None` plans as for a large input
+    /// (the persistent, occupancy-sized grid), which is what every caller did before.
+    pub samples: Option<usize>,
 }
 
 impl Workload {
+    /// A workload of unknown size (planned as a large input).
+    pub fn new(nbins: usize, sample_type: SampleType, weighted: bool) -> Workload {
+        Workload {
+            nbins,
+            sample_type,
+            weighted,
+            samples: None,
+        }
+    }
+
+    /// The same workload, `samples` long.
+    pub fn with_samples(self, samples: Option<usize>) -> Workload {
+        Workload { samples, ..self }
+    }
+
     /// Bytes of one shared-memory counter: u32 counts, f64 weight sums.
     pub fn counter_bytes(&self) -> usize {
         if self.weighted {
@@ -251,9 +269,110 @@ pub fn plan(
         }
         StrategyChoice::Auto => Ok(auto_plan(w, limits)),
     }
+    .map(|mut p| {
+        let cluster = match p.strategy {
+            Strategy::Cluster { size } => size,
+            _ => 1,
+        };
+        if p.strategy != Strategy::Partition {
+            p.grid = grid_for_samples(p.grid, cluster, w.samples, w.sample_type);
+        }
+        p
+    })
+}
+
+/// Samples one block consumes in one step of the grid-stride loop: one 16-byte load per thread
+/// (`process` in kernels/histogram.cu). A grid of more blocks than `ceil(n / tile)` has blocks
+/// that count nothing yet still zero and flush their counters.
+pub fn block_tile(sample_type: SampleType) -> usize {
+    BLOCK_THREADS as usize * (16 / sample_type.size()).max(1)
+}
+
+/// `grid` (blocks, a multiple of `cluster`) cut down to the blocks `samples` can keep busy:
+/// at most one block per [`block_tile`] of samples, rounded up to whole clusters, at least one
+/// cluster. Unchanged when the size is unknown or the shard fills the grid. Only for the
+/// grid-stride kernels (shared, cluster, global); the partition passes size their own grids.
+pub fn grid_for_samples(
+    grid: u32,
+    cluster: u32,
+    samples: Option<usize>,
+    sample_type: SampleType,
+) -> u32 {
+    let Some(n) = samples else {
+        return grid;
+    };
+    let cluster = cluster.max(1);
+    let needed = n.div_ceil(block_tile(sample_type)).max(1);
+    let needed = needed.div_ceil(cluster as usize) * cluster as usize;
+    if needed >= grid as usize {
+        grid
+    } else {
+        needed as u32
+    }
+}
+
+/// Samples each block (each cluster, for clusters) of a strategy's grid counts on average, once
+/// the grid is cut to the shard ([`grid_for_samples`]).
+fn samples_per_counter_set(n: usize, grid: u32, cluster: u32, sample_type: SampleType) -> usize {
+    let cluster = cluster.max(1);
+    let grid = grid_for_samples(grid, cluster, Some(n), sample_type);
+    n / (grid / cluster).max(1) as usize
+}
+
+/// The small-shard rule. Every strategy that keeps counters in shared memory (shared, cluster,
+/// partition) pays per block (per cluster) a fixed cost proportional to the bins it owns: zeroing
+/// them, scanning them at the end, and one global atomic per bin its samples touched. While a
+/// block counts fewer samples than it has bins, spread data touches about one new bin per sample,
+/// so its flush alone issues about one global atomic per sample: exactly the atomics the global
+/// kernel issues for the same samples (fewer, after its warp aggregation), and the shared-memory
+/// atomics, the zeroing and the scan of `nbins` counters come on top; the global strategy adds
+/// only one fold pass over the `nbins` u32 counters, shared by the whole grid. So below one
+/// sample per owned counter the shared-memory strategies cannot win, and `global` is chosen:
+/// - shared and cluster: when the samples per block (per cluster: the cluster owns all bins) of
+///   the grid cut to the shard are fewer than `nbins`;
+/// - partition: its counting pass gives each bucket of 2^PARTITION_BITS bins to one block, which
+///   zeroes and flushes 2^PARTITION_BITS counters, and the samples also make a round trip
+///   through global memory to be scattered; with fewer samples than bins the buckets hold under
+///   one sample per counter on average, so the same argument applies (n < nbins).
+///
+/// This is arithmetic, not a measurement: no GPU could be run when it was written. The 2^28
+/// sample workloads the crossovers were measured at are far above it (2^28 samples over at most
+/// 528 blocks is 508400 samples per block, against at most 58108 bins in one block), so their
+/// plans are unchanged. The threshold errs towards the measured plans: with one sample per bin
+/// the shared strategies already lose, and where skewed data touch fewer bins they would win a
+/// little below it.
+fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool {
+    let Some(n) = w.samples else {
+        return false;
+    };
+    match candidate.strategy {
+        Strategy::Partition => n < w.nbins,
+        Strategy::Shared => samples_per_counter_set(n, candidate.grid, 1, w.sample_type) < w.nbins,
+        Strategy::Cluster { size } => {
+            samples_per_counter_set(n, candidate.grid, size, w.sample_type) < w.nbins
+        }
+        Strategy::Global => false,
+    }
 }
 
 fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
+    let p = auto_plan_large(w, limits);
+    if small_shard_prefers_global(w, &p) {
+        return global_plan(
+            limits,
+            format!(
+                "a shard of {} samples: under one sample per counter in each {} block, flushing \
+                 per-block counters would cost as many global atomics as counting in global memory",
+                w.samples.unwrap_or(0),
+                p.strategy
+            ),
+        );
+    }
+    p
+}
+
+/// The planner's choice for a large input (or one of unknown size).
+fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
     let bytes = w.nbins * w.counter_bytes();
     let smem = counter_capacity(limits);
     if bytes <= smem {
@@ -418,11 +537,7 @@ mod tests {
     use super::*;
 
     fn w(nbins: usize) -> Workload {
-        Workload {
-            nbins,
-            sample_type: SampleType::I32,
-            weighted: false,
-        }
+        Workload::new(nbins, SampleType::I32, false)
     }
 
     #[test]
@@ -444,11 +559,7 @@ mod tests {
 
     #[test]
     fn weighted_counters_take_twice_the_space() {
-        let ww = Workload {
-            nbins: 32_768,
-            sample_type: SampleType::F32,
-            weighted: true,
-        };
+        let ww = Workload::new(32_768, SampleType::F32, true);
         let p = plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Cluster { size: 2 });
     }
@@ -457,11 +568,7 @@ mod tests {
     fn bins_beyond_a_block_follow_the_measured_crossovers() {
         let at = |nbins, t| {
             plan(
-                &Workload {
-                    nbins,
-                    sample_type: t,
-                    weighted: false,
-                },
+                &Workload::new(nbins, t, false),
                 &DeviceLimits::H100,
                 StrategyChoice::Auto,
             )
@@ -544,11 +651,7 @@ mod partition_tests {
 
     #[test]
     fn partition_counts_only_and_is_bounded() {
-        let w = |nbins, weighted| Workload {
-            nbins,
-            sample_type: SampleType::I32,
-            weighted,
-        };
+        let w = |nbins, weighted| Workload::new(nbins, SampleType::I32, weighted);
         let p = plan(
             &w(1 << 24, false),
             &DeviceLimits::H100,
@@ -573,6 +676,114 @@ mod partition_tests {
         assert_eq!(
             StrategyChoice::parse("partition", None).unwrap(),
             StrategyChoice::Partition
+        );
+    }
+}
+
+#[cfg(test)]
+mod shard_tests {
+    use super::*;
+
+    fn at(nbins: usize, t: SampleType, weighted: bool, n: Option<usize>) -> Plan {
+        plan(
+            &Workload::new(nbins, t, weighted).with_samples(n),
+            &DeviceLimits::H100,
+            StrategyChoice::Auto,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn full_size_workloads_plan_as_before() {
+        for (nbins, t, weighted) in [
+            (256, SampleType::I32, false),
+            (58_108, SampleType::I32, false),
+            (131_072, SampleType::I32, false),
+            (131_072, SampleType::F32, false),
+            (1 << 20, SampleType::F32, false),
+            (1 << 24, SampleType::F32, false),
+            (1 << 27, SampleType::I32, false),
+            (32_768, SampleType::F32, true),
+            (4096, SampleType::U8, false),
+        ] {
+            assert_eq!(
+                at(nbins, t, weighted, Some(1 << 28)),
+                at(nbins, t, weighted, None),
+                "{nbins} bins of {t}"
+            );
+        }
+    }
+
+    #[test]
+    fn grids_are_cut_to_the_shard() {
+        assert_eq!(block_tile(SampleType::I32), 2048);
+        assert_eq!(block_tile(SampleType::F64), 1024);
+        assert_eq!(block_tile(SampleType::U8), 8192);
+        let p = at(256, SampleType::I32, false, Some(5000));
+        assert_eq!((p.strategy, p.grid), (Strategy::Shared, 3));
+        let p = at(256, SampleType::I32, false, Some(0));
+        assert_eq!(p.grid, 1, "at least one block");
+        // Large enough to fill the persistent grid: unchanged.
+        let p = at(256, SampleType::I32, false, Some(1 << 22));
+        assert_eq!(p.grid, 132 * 4);
+        assert_eq!(grid_for_samples(396, 4, Some(5000), SampleType::F32), 4);
+        assert_eq!(grid_for_samples(396, 4, Some(0), SampleType::F32), 4);
+        assert_eq!(grid_for_samples(396, 4, None, SampleType::F32), 396);
+        assert_eq!(
+            grid_for_samples(396, 4, Some(1 << 30), SampleType::F32),
+            396
+        );
+        // Forced strategies are cut too.
+        let p = plan(
+            &Workload::new(100, SampleType::I32, false).with_samples(Some(10)),
+            &DeviceLimits::H100,
+            StrategyChoice::Global,
+        )
+        .unwrap();
+        assert_eq!(p.grid, 1);
+    }
+
+    #[test]
+    fn tiny_shards_count_in_global_memory() {
+        // 58108 bins fill one block: 132 blocks, so 132 x 58108 = 7.7M samples is the
+        // threshold of one sample per counter.
+        let p = at(58_108, SampleType::I32, false, Some(4096));
+        assert_eq!((p.strategy, p.grid), (Strategy::Global, 2));
+        assert!(p.reason.contains("4096 samples"), "{}", p.reason);
+        assert_eq!(
+            at(58_108, SampleType::I32, false, Some(1 << 20)).strategy,
+            Strategy::Global
+        );
+        assert_eq!(
+            at(58_108, SampleType::I32, false, Some(132 * 58_108)).strategy,
+            Strategy::Shared
+        );
+        // Few bins: even a shard of one tile keeps shared memory.
+        assert_eq!(
+            at(256, SampleType::I32, false, Some(2048)).strategy,
+            Strategy::Shared
+        );
+        assert_eq!(
+            at(256, SampleType::I32, false, Some(100)).strategy,
+            Strategy::Global
+        );
+        // Partition: fewer samples than bins.
+        assert_eq!(
+            at(131_072, SampleType::I32, false, Some(100_000)).strategy,
+            Strategy::Global
+        );
+        assert_eq!(
+            at(131_072, SampleType::I32, false, Some(131_072)).strategy,
+            Strategy::Partition
+        );
+        // Weighted clusters of 2: 198 clusters own 32768 sums each.
+        assert_eq!(
+            at(32_768, SampleType::F32, true, Some(1 << 20)).strategy,
+            Strategy::Global
+        );
+        assert_eq!(
+            at(32_768, SampleType::F32, true, Some(198 * 32_768)).strategy,
+            Strategy::Cluster { size: 2 }
         );
     }
 }
