@@ -384,14 +384,16 @@ pub fn histogram(
     choice: &StrategyChoice,
 ) -> Result<CudaResult> {
     let gpu = super::gpu()?;
-    let prepared = Prepared::sized(
+    // Planned for a large input, as the single-GPU engine was tested and measured on the GPU;
+    // the shard-sized plan (`Prepared::sized`) is used by the multi-GPU paths only until it
+    // has run on a GPU.
+    let prepared = Prepared::new(
         gpu,
         samples.sample_type(),
         WeightKind::of(&weights),
         binning,
         policy,
         *choice,
-        Some(samples.len()),
     )?;
     crate::with_samples!(samples, s => run_host(&prepared, s, weights))
 }

@@ -772,14 +772,16 @@ pub fn histogram(
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
     };
-    let prepared = Prepared::sized(
+    // Planned for a large input, as the single-GPU engine was tested and measured on the GPU;
+    // the shard-sized plan (`Prepared::sized`) is used by the multi-GPU paths only until it
+    // has run on a GPU.
+    let prepared = Prepared::new(
         gpu.clone(),
         input.sample_type(),
         wkind,
         binning,
         policy,
         *choice,
-        Some(input.len()),
     )?;
     let mut streamer = Streamer::new(gpu, input.sample_type(), wkind, input.len(), opts)?;
     streamer.run(&prepared, input, weights, progress)
