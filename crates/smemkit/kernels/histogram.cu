@@ -52,29 +52,19 @@ __device__ __forceinline__ bool is_nan_sample(sample_t x) {
 #endif
 }
 
-__device__ __forceinline__ double edge64(unsigned long long i, const BinParams& p) {
-    if (i == p.nbins) return p.stop64;
+// Edge i of numpy's linspace. The index type is the caller's: a bin number below 2^24 as an int
+// converts with 32-bit instructions, any other as unsigned long long; both give the same values.
+template <class I>
+__device__ __forceinline__ double edge64(I i, const BinParams& p) {
+    if ((unsigned long long)i == p.nbins) return p.stop64;
     double di = (double)i;
     return p.step_zero ? __dadd_rn(__dmul_rn(__ddiv_rn(di, p.div64), p.delta64), p.start64)
                        : __dadd_rn(__dmul_rn(di, p.step64), p.start64);
 }
 
-__device__ __forceinline__ float edge32(unsigned long long i, const BinParams& p) {
+template <class I>
+__device__ __forceinline__ float edge32(I i, const BinParams& p) {
     if (!p.linspace_in_f32) return (float)edge64(i, p);
-    if (i == p.nbins) return p.stop32;
-    float fi = (float)i;
-    return p.step_zero ? __fadd_rn(__fmul_rn(__fdiv_rn(fi, p.div32), p.delta32), p.start32)
-                       : __fadd_rn(__fmul_rn(fi, p.step32), p.start32);
-}
-
-// edge32 for bin numbers below 2^24 (32-bit conversions instead of 64-bit ones: the same values).
-__device__ __forceinline__ float edge32_small(int i, const BinParams& p) {
-    if (!p.linspace_in_f32) {
-        if ((unsigned long long)i == p.nbins) return (float)p.stop64;
-        double di = (double)i;
-        return (float)(p.step_zero ? __dadd_rn(__dmul_rn(__ddiv_rn(di, p.div64), p.delta64), p.start64)
-                                   : __dadd_rn(__dmul_rn(di, p.step64), p.start64));
-    }
     if ((unsigned long long)i == p.nbins) return p.stop32;
     float fi = (float)i;
     return p.step_zero ? __fadd_rn(__fmul_rn(__fdiv_rn(fi, p.div32), p.delta32), p.start32)
@@ -121,8 +111,8 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
             if (est > 0 && x < __ldg(p.edges32 + est)) est -= 1;
             if (est != n - 1 && x >= __ldg(p.edges32 + est + 1)) est += 1;
         } else {
-            if (est > 0 && x < edge32_small(est, p)) est -= 1;
-            if (est != n - 1 && x >= edge32_small(est + 1, p)) est += 1;
+            if (est > 0 && x < edge32(est, p)) est -= 1;
+            if (est != n - 1 && x >= edge32(est + 1, p)) est += 1;
         }
         return est;
     }

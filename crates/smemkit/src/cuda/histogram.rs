@@ -538,6 +538,8 @@ struct Partition {
     scatter: cudarc::driver::CudaFunction,
     bins: cudarc::driver::CudaFunction,
     nbuckets: usize,
+    /// Decided once per plan (see `Partition::split_bits`), not per launch.
+    split_bits: u32,
     count_grid: u32,
     scatter_grid: u32,
     bins_grid: u32,
@@ -605,6 +607,7 @@ impl Partition {
             idx: None,
         };
         Ok(Partition {
+            split_bits: Self::split_bits(nbuckets),
             scan,
             scatter,
             bins,
@@ -663,7 +666,7 @@ impl Partition {
             );
         }
         let (bits, nb) = (plan::PARTITION_BITS, self.nbuckets as u32);
-        let split_bits = Self::split_bits(self.nbuckets);
+        let split_bits = self.split_bits;
         let elem = p.sample_type.size() as u64;
         let cfg = |grid: u32, shared: u32| LaunchConfig {
             grid_dim: (grid, 1, 1),
