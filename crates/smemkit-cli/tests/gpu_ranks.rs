@@ -1,7 +1,8 @@
 //! GPU tests of several processes (`SMEMKIT_RANK`, `SMEMKIT_WORLD_SIZE`, `SMEMKIT_NCCL_ID_FILE`):
 //! two `smemkit hist` processes over one file give the CPU engine's histogram (written by rank 0
 //! alone), and a rank that fails (a missing GPU) or is killed makes the other stop with an error
-//! within its timeout instead of hanging. They need two GPUs and a build with `--features nccl`,
+//! within its timeout instead of hanging; two processes of two GPUs each (four GPUs) give it too.
+//! They need two GPUs (four for that test) and a build with `--features nccl`,
 //! and say so and pass when either is missing (device kind `nvidia-h200-x2`).
 
 use std::path::Path;
@@ -154,6 +155,58 @@ fn two_ranks_give_the_cpu_histogram() {
             "rank 0 removes the id file"
         );
     }
+}
+
+/// Two processes of two GPUs each (`--devices`): four NCCL ranks, each process reading its half
+/// of the file and splitting it over its GPUs. Needs four GPUs (device kind `nvidia-h200-x4`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_ranks_of_two_gpus_each_give_the_cpu_histogram() {
+    if !ready() {
+        return;
+    }
+    match smemkit::cuda::device_count() {
+        Ok(n) if n >= 4 => {}
+        Ok(n) => {
+            eprintln!("SKIPPED: {n} GPU(s); two ranks of two GPUs need 4");
+            return;
+        }
+        Err(e) => panic!("device count: {e}"),
+    }
+    let dir = TempDir::new().unwrap();
+    let n = 4_000_003; // splits unevenly over four GPUs
+    let data = data_file(dir.path(), n, 70000);
+    let d = data.to_str().unwrap();
+    let common = [d, "--dtype", "i32", "--bins", "70000", "--no-chart"];
+    let cpu_out = dir.path().join("cpu.csv");
+    let o = Command::new(env!("CARGO_BIN_EXE_smemkit"))
+        .arg("hist")
+        .args(common)
+        .args(["--backend", "cpu", "--out", cpu_out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = dir.path().join("ranks.csv");
+    let args = |devices: &'static str| {
+        let mut a: Vec<String> = common.iter().map(|s| s.to_string()).collect();
+        a.extend(["--backend", "cuda", "--devices", devices, "--out"].map(String::from));
+        a.push(out.to_str().unwrap().to_string());
+        a
+    };
+    let (a0, a1) = (args("0,1"), args("2,3"));
+    let a0: Vec<&str> = a0.iter().map(String::as_str).collect();
+    let a1: Vec<&str> = a1.iter().map(String::as_str).collect();
+    let r1 = rank(1, 2, dir.path(), &a1, 60).spawn().unwrap();
+    let r0 = rank(0, 2, dir.path(), &a0, 60).spawn().unwrap();
+    let o0 = wait(r0, Duration::from_secs(120)).expect("rank 0 finished in time");
+    let o1 = wait(r1, Duration::from_secs(30)).expect("rank 1 finished in time");
+    assert!(o0.status.success(), "rank 0: {}", text(&o0));
+    assert!(o1.status.success(), "rank 1: {}", text(&o1));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&cpu_out).unwrap(),
+        "rank 0's file against the CPU engine's"
+    );
 }
 
 #[test]
