@@ -7,7 +7,9 @@
 //!   `Vec`, a file in the page cache, and zero-copy from mapped memory, timed end to end by the
 //!   wall clock (the CPU threads filling staging buffers are part of the work), checked against the
 //!   CPU engine; each row also carries the pinned copy bandwidth measured in the same call
-//!   (`pinned_copy_gbps`) and its share of it, the yardstick.
+//!   (`pinned_copy_gbps`) and its share of it, the yardstick. `--chunk-mib` and `--depth`
+//!   time every combination of chunk size and pipeline depth (rows carry `chunk_bytes` and
+//!   `depth`), the measurements the library's defaults come from.
 //!
 //! One JSON line per row (shared/BENCH.md): `op` is `copy_h2d` or `hist_stream`, `gbps` the bytes of
 //! input moved per second / 1e9.
@@ -194,31 +196,39 @@ fn hist_stream(
                 OutOfRange::Ignore,
                 StrategyChoice::Auto,
             )?;
-            let opts = StreamOptions::default();
-            let mut streamer =
-                Streamer::new(gpu.clone(), SampleType::I32, WeightKind::None, n, &opts)?;
-            let chunk = streamer.chunk_samples();
             let pinned = PinnedBuffer::from_slice(gpu, &data)?;
             let anchor = pinned_copy_gbps(gpu, &data, args.runs)?;
-            // Wall-clock timing of whole runs; `correct` holds for every run.
-            let mut timed = |memory: &str,
-                             run: &mut dyn FnMut() -> smemkit::Result<CudaResult>|
-             -> Result<()> {
-                let mut times = Vec::with_capacity(args.runs);
-                let mut ok = true;
-                for i in 0..WARMUP + args.runs {
-                    let t0 = Instant::now();
-                    let r = run().with_context(|| format!("streaming from {memory}"))?;
-                    let ms = t0.elapsed().as_secs_f64() * 1e3;
-                    ok &= check(&r);
-                    if i >= WARMUP {
-                        times.push(ms as f32);
+            // A file in the page cache: written here, so its pages are cached.
+            let path = dir.join(format!("smemkit-bench-{}.i32", std::process::id()));
+            let file_bytes = smemkit::cuda::host_memory::sample_bytes(host);
+            std::fs::write(&path, file_bytes)
+                .with_context(|| format!("writing {}", path.display()))?;
+            let file = FileInput::open(&path, 0, SampleType::I32, None);
+            let options = pipeline_options(args)?;
+            let sweeping = options.len() > 1;
+            for opts in &options {
+                let mut streamer =
+                    Streamer::new(gpu.clone(), SampleType::I32, WeightKind::None, n, opts)?;
+                let chunk = streamer.chunk_samples();
+                // Wall-clock timing of whole runs; `correct` holds for every run.
+                let mut timed = |memory: &str,
+                                 run: &mut dyn FnMut() -> smemkit::Result<CudaResult>|
+                 -> Result<()> {
+                    let mut times = Vec::with_capacity(args.runs);
+                    let mut ok = true;
+                    for i in 0..WARMUP + args.runs {
+                        let t0 = Instant::now();
+                        let r = run().with_context(|| format!("streaming from {memory}"))?;
+                        let ms = t0.elapsed().as_secs_f64() * 1e3;
+                        ok &= check(&r);
+                        if i >= WARMUP {
+                            times.push(ms as f32);
+                        }
                     }
-                }
-                let mut r = row("hist_stream", memory, bytes, &times, ok, commit, gpu);
-                let gbps = r["gbps"].as_f64().unwrap_or(0.0);
-                if let Some(o) = r.as_object_mut() {
-                    o.extend(
+                    let mut r = row("hist_stream", memory, bytes, &times, ok, commit, gpu);
+                    let gbps = r["gbps"].as_f64().unwrap_or(0.0);
+                    if let Some(o) = r.as_object_mut() {
+                        o.extend(
                         json!({
                             "dist": dist.name(),
                             "nbins": nbins,
@@ -228,48 +238,85 @@ fn hist_stream(
                             "pinned_copy_gbps": anchor,
                             "of_pinned_copy": gbps / anchor,
                             "chunk_samples": if memory == "mapped-zero-copy" { 0 } else { chunk },
+                            "chunk_bytes": if memory == "mapped-zero-copy" { 0 } else { chunk * 4 },
+                            "depth": opts.depth,
                             "plan": prepared.detail(),
                         })
                         .as_object()
                         .cloned()
                         .unwrap_or_default(),
                     );
-                }
-                writeln!(out, "{r}")?;
-                out.flush()?;
-                Ok(())
-            };
-            timed("pinned", &mut || {
-                streamer.run(&prepared, &StreamInput::Locked(pinned.locked()), None, None)
-            })?;
-            drop(pinned);
-            timed("pageable", &mut || {
-                streamer.run(&prepared, &StreamInput::Host(host), None, None)
-            })?;
-            {
-                let reg = Registered::new(gpu, &data)?;
-                timed("registered", &mut || {
-                    streamer.run(&prepared, &StreamInput::Locked(reg.locked()), None, None)
+                    }
+                    writeln!(out, "{r}")?;
+                    out.flush()?;
+                    Ok(())
+                };
+                timed("pinned", &mut || {
+                    streamer.run(&prepared, &StreamInput::Locked(pinned.locked()), None, None)
                 })?;
+                timed("pageable", &mut || {
+                    streamer.run(&prepared, &StreamInput::Host(host), None, None)
+                })?;
+                // A sweep times the sources the pipeline's sizes matter for; the registered slice
+                // behaves like the pinned buffer.
+                if !sweeping {
+                    let reg = Registered::new(gpu, &data)?;
+                    timed("registered", &mut || {
+                        streamer.run(&prepared, &StreamInput::Locked(reg.locked()), None, None)
+                    })?;
+                }
+                let result = match &file {
+                    Ok(file) => timed("file", &mut || {
+                        streamer.run(&prepared, &StreamInput::File(file), None, None)
+                    }),
+                    Err(e) => Err(anyhow::anyhow!("opening the benchmark's file: {e}")),
+                };
+                if result.is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                result?;
+                // Zero-copy does not use the pipeline.
+                if !sweeping {
+                    let mapped = MappedBuffer::from_slice(gpu, &data)?;
+                    timed("mapped-zero-copy", &mut || {
+                        stream::run_zero_copy(&prepared, &mapped.zero_copy())
+                    })?;
+                }
             }
-            // A file in the page cache: written here, so its pages are cached.
-            let path = dir.join(format!("smemkit-bench-{}.i32", std::process::id()));
-            let file_bytes = smemkit::cuda::host_memory::sample_bytes(host);
-            std::fs::write(&path, file_bytes)
-                .with_context(|| format!("writing {}", path.display()))?;
-            let file = FileInput::open(&path, 0, SampleType::I32, None);
-            let result = file.map_err(anyhow::Error::from).and_then(|file| {
-                timed("file", &mut || {
-                    streamer.run(&prepared, &StreamInput::File(&file), None, None)
-                })
-            });
             let _ = std::fs::remove_file(&path);
-            result?;
-            let mapped = MappedBuffer::from_slice(gpu, &data)?;
-            timed("mapped-zero-copy", &mut || {
-                stream::run_zero_copy(&prepared, &mapped.zero_copy())
-            })?;
         }
     }
     Ok(())
+}
+
+/// The pipeline sizes to time: every `--chunk-mib` with every `--depth` (the library's defaults
+/// for what is not given).
+fn pipeline_options(args: &BenchArgs) -> Result<Vec<StreamOptions>> {
+    let base = StreamOptions::default();
+    if args.chunk_mib.contains(&0) {
+        bail!("--chunk-mib 0: a chunk needs at least 1 MiB");
+    }
+    if let Some(&d) = args.depth.iter().find(|&&d| d < 2) {
+        bail!("--depth {d}: the pipeline needs at least 2 chunk slots");
+    }
+    let chunks: Vec<usize> = if args.chunk_mib.is_empty() {
+        vec![base.chunk_bytes]
+    } else {
+        args.chunk_mib.iter().map(|&m| m << 20).collect()
+    };
+    let depths = if args.depth.is_empty() {
+        vec![base.depth]
+    } else {
+        args.depth.clone()
+    };
+    Ok(chunks
+        .iter()
+        .flat_map(|&chunk_bytes| {
+            depths.iter().map(move |&depth| StreamOptions {
+                chunk_bytes,
+                depth,
+                ..base
+            })
+        })
+        .collect())
 }

@@ -208,4 +208,12 @@ pub struct BenchArgs {
     /// for more than one GPU).
     #[arg(long, value_name = "all|0,1,...")]
     pub devices: Option<String>,
+    /// --op hist-stream only: chunk sizes to time, in MiB, comma-separated (the library's default
+    /// when not given); every one with every --depth.
+    #[arg(long, value_delimiter = ',', value_name = "MIB")]
+    pub chunk_mib: Vec<usize>,
+    /// --op hist-stream only: pipeline depths (chunk slots in flight, at least 2) to time,
+    /// comma-separated (the library's default when not given).
+    #[arg(long, value_delimiter = ',')]
+    pub depth: Vec<usize>,
 }
