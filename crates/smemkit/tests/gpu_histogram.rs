@@ -465,6 +465,58 @@ fn large_inputs_2_to_the_28_and_beyond_2_to_the_31() {
     assert_eq!(gpu.counted(), n as u64, "every byte counted");
 }
 
+/// `auto` beyond one block probes the data before the partition passes: hot data (7 of 8 samples
+/// in one bin) goes to the global kernel, uniform data stays on partition, and either way the
+/// result is the CPU engine's. Inputs shorter than the probe's minimum are not probed.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn auto_probes_skew_beyond_one_block() {
+    let mut r = rng();
+    let n = smemkit::plan::SKEW_PROBE_MIN_SAMPLES + 12_345;
+    for (nbins, dist, want) in [
+        (131_072, Dist::Hot, "-> global"),
+        (131_072, Dist::Uniform, "-> partition"),
+        (1 << 24, Dist::Hot, "-> global"),
+        (1 << 24, Dist::Uniform, "-> partition"),
+    ] {
+        let data = ints(n, nbins, dist, &mut r);
+        let bins = BinSpec::Integer { nbins };
+        let what = format!("{nbins} bins {dist:?}");
+        check(
+            Samples::I32(&data),
+            None,
+            bins.clone(),
+            OutOfRange::Ignore,
+            StrategyChoice::Auto,
+            &what,
+        );
+        let gpu = histogram(
+            Samples::I32(&data),
+            None,
+            &HistogramOptions::new(bins).backend(Backend::Cuda),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            gpu.engine.detail.contains(want),
+            "{what}: {}",
+            gpu.engine.detail
+        );
+    }
+    // Below the minimum: planned, not probed.
+    let short = ints(1000, 131_072, Dist::Hot, &mut r);
+    let gpu = histogram(
+        Samples::I32(&short),
+        None,
+        &HistogramOptions::new(BinSpec::Integer { nbins: 131_072 }).backend(Backend::Cuda),
+    )
+    .unwrap();
+    assert!(
+        !gpu.engine.detail.contains("last probe"),
+        "{}",
+        gpu.engine.detail
+    );
+}
+
 /// A small run of every strategy and mode, sized for compute-sanitizer (memcheck, racecheck,
 /// synccheck) on the device.
 #[test]

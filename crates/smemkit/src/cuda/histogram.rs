@@ -117,6 +117,8 @@ pub struct Prepared {
     fold: Option<(CudaSlice<u32>, cudarc::driver::CudaFunction)>,
     /// Partition strategy: the later passes and their buffers.
     partition: Option<Partition>,
+    /// `auto`'s partition plans: the skew probe and the global plan it may switch to.
+    skew: Option<SkewProbe>,
     _edges: Option<CudaSlice<f64>>,
     /// numpy's float32 edges of uniform float32 bins, read by the correction step instead of
     /// recomputing two edges per sample (see `edge_table`).
@@ -266,8 +268,24 @@ impl Prepared {
         } else {
             None
         };
+        let skew = if choice == StrategyChoice::Auto
+            && plan.strategy == Strategy::Partition
+            && samples.map_or(true, |n| n >= plan::SKEW_PROBE_MIN_SAMPLES)
+        {
+            Some(SkewProbe::new(
+                &gpu,
+                sample_type,
+                weights,
+                binning,
+                policy,
+                samples,
+            )?)
+        } else {
+            None
+        };
         Ok(Prepared {
             partition,
+            skew,
             fold,
             gpu,
             plan,
@@ -284,8 +302,12 @@ impl Prepared {
 
     /// One-line description for reports.
     pub fn detail(&self) -> String {
+        let probe = match &self.skew {
+            Some(skew) => skew.describe(),
+            None => String::new(),
+        };
         format!(
-            "{}, {}, {} blocks x {} threads, {} B shared{}{}",
+            "{}, {}, {} blocks x {} threads, {} B shared{}{}{probe}",
             self.gpu.name,
             self.plan.strategy,
             self.shape.grid,
@@ -312,6 +334,33 @@ impl Prepared {
     /// type, `n` weights of the prepared kind, `nbins` counters and 3 tallies, valid until the
     /// stream has finished the launches.
     pub unsafe fn launch_device(
+        &self,
+        input: u64,
+        n: usize,
+        weights: u64,
+        out: u64,
+        tallies: u64,
+    ) -> Result<()> {
+        if let Some(skew) = &self.skew {
+            // SAFETY: `input` holds `n` samples (the caller's guarantee).
+            if n >= plan::SKEW_PROBE_MIN_SAMPLES && unsafe { skew.is_hot(self, input, n)? } {
+                // SAFETY: forwarded from the caller; both plans add into the same counters.
+                return unsafe {
+                    skew.global
+                        .launch_as_planned(input, n, weights, out, tallies)
+                };
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_as_planned(input, n, weights, out, tallies) }
+    }
+
+    /// [`Prepared::launch_device`] without the skew probe: the planned strategy whatever the data.
+    /// For launches that must not wait on the host (the chunks of a streaming pipeline).
+    ///
+    /// # Safety
+    /// As [`Prepared::launch_device`].
+    pub unsafe fn launch_as_planned(
         &self,
         input: u64,
         n: usize,
@@ -544,6 +593,113 @@ struct Partition {
     scatter_grid: u32,
     bins_grid: u32,
     buffers: std::sync::Mutex<PartitionBuffers>,
+}
+
+/// `auto`'s look at the data before the partition passes (see `hist_probe` in histogram.cu):
+/// where one bin holds at least `threshold` of the probed samples, the global plan runs instead.
+struct SkewProbe {
+    func: cudarc::driver::CudaFunction,
+    bins: std::sync::Mutex<CudaSlice<u32>>,
+    global: Box<Prepared>,
+    threshold: f64,
+    /// The last probe's share of the commonest bin, as f64 bits (for reports); NaN before any.
+    last_share: std::sync::atomic::AtomicU64,
+}
+
+impl SkewProbe {
+    fn new(
+        gpu: &Arc<Gpu>,
+        sample_type: SampleType,
+        weights: WeightKind,
+        binning: &Binning,
+        policy: OutOfRange,
+        samples: Option<usize>,
+    ) -> Result<SkewProbe> {
+        let func = gpu.function(
+            &HISTOGRAM,
+            &sample_defines(sample_type),
+            &format!("hist_probe_{}", mode_name(binning)),
+        )?;
+        let bins = gpu
+            .stream
+            .alloc_zeros::<u32>(plan::SKEW_PROBE_SAMPLES)
+            .map_err(cuda_err("allocating the skew probe"))?;
+        let global = Prepared::sized(
+            gpu.clone(),
+            sample_type,
+            weights,
+            binning,
+            policy,
+            StrategyChoice::Global,
+            samples,
+        )?;
+        Ok(SkewProbe {
+            func,
+            bins: std::sync::Mutex::new(bins),
+            global: Box::new(global),
+            threshold: plan::hot_share_for_global(binning.nbins()),
+            last_share: std::sync::atomic::AtomicU64::new(f64::NAN.to_bits()),
+        })
+    }
+
+    /// Whether the commonest bin of the probed samples reaches the threshold. Waits for the stream
+    /// (the probe's bins come back to the host).
+    ///
+    /// # Safety
+    /// `input` must be a device allocation of this context holding `n` samples of the prepared
+    /// type.
+    unsafe fn is_hot(&self, p: &Prepared, input: u64, n: usize) -> Result<bool> {
+        let stream = &p.gpu.stream;
+        let guard = self.bins.lock().expect("skew probe buffer");
+        let probes = plan::SKEW_PROBE_SAMPLES as u32;
+        let (mut in_ptr, mut n64, mut params, mut count) = (input, n as u64, p.params, probes);
+        let mut bins_ptr = guard.device_ptr(stream).0;
+        let mut args: [*mut c_void; 5] = [
+            &mut in_ptr as *mut u64 as *mut c_void,
+            &mut n64 as *mut u64 as *mut c_void,
+            &mut params as *mut KernelBinParams as *mut c_void,
+            &mut count as *mut u32 as *mut c_void,
+            &mut bins_ptr as *mut u64 as *mut c_void,
+        ];
+        let shape = LaunchShape {
+            grid: probes.div_ceil(256),
+            block: 256,
+            shared_bytes: 0,
+            cluster: 1,
+        };
+        // SAFETY: hist_probe_*(in, n, BinParams, probes, bins): `in` holds n samples (the
+        // caller's guarantee), `bins` SKEW_PROBE_SAMPLES u32.
+        unsafe { launch::launch(&self.func, stream, &shape, &mut args)? };
+        let mut bins = stream.clone_dtoh(&*guard).map_err(cuda_err(
+            "reading the skew probe back (the probe may have failed)",
+        ))?;
+        let share = plan::commonest_share(&mut bins);
+        self.last_share
+            .store(share.to_bits(), std::sync::atomic::Ordering::Relaxed);
+        Ok(share >= self.threshold)
+    }
+
+    fn describe(&self) -> String {
+        let last = f64::from_bits(self.last_share.load(std::sync::atomic::Ordering::Relaxed));
+        let seen = if last.is_nan() {
+            String::new()
+        } else {
+            format!(
+                "; last probe: commonest bin {:.1}% -> {}",
+                last * 100.0,
+                if last >= self.threshold {
+                    "global"
+                } else {
+                    "partition"
+                }
+            )
+        };
+        format!(
+            ", skew probe (global where one bin holds >= {:.0}% of {} samples{seen})",
+            self.threshold * 100.0,
+            plan::SKEW_PROBE_SAMPLES
+        )
+    }
 }
 
 struct PartitionBuffers {

@@ -695,7 +695,9 @@ impl Streamer {
                 .map_err(cuda_err("ordering a kernel after a copy"))?;
             // SAFETY: the slot's device buffers hold this chunk's `len` samples (and weights),
             // `out_ptr` nbins counters, `t_ptr` 3 tallies; all live until `_drain` has waited.
-            unsafe { prepared.launch_device(dev_ptrs[0], len, dev_ptrs[1], out_ptr, t_ptr)? };
+            // As planned, without the skew probe: it would wait on the host between chunks, and
+            // the bus, not the strategy, bounds a stream.
+            unsafe { prepared.launch_as_planned(dev_ptrs[0], len, dev_ptrs[1], out_ptr, t_ptr)? };
             slot.consumed
                 .record(stream)
                 .map_err(cuda_err("recording a kernel"))?;

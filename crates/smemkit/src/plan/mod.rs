@@ -437,6 +437,49 @@ fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
 /// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
 pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;
 
+/// Samples the skew probe reads (spread evenly over the input) before `auto` commits to the
+/// partition passes: enough that the share of the commonest bin is known to about +-1.5 %.
+pub const SKEW_PROBE_SAMPLES: usize = 4096;
+/// Inputs shorter than this are not probed: the probe's round trip to the host (~20-40 us) would
+/// cost more than the choice can save.
+pub const SKEW_PROBE_MIN_SAMPLES: usize = 1 << 22;
+
+/// The share of `bins` (the probe's bin numbers, `u32::MAX` for a sample counted in no bin) that
+/// the commonest bin holds; 0 for no samples. Sorts `bins`.
+pub fn commonest_share(bins: &mut [u32]) -> f64 {
+    bins.sort_unstable();
+    let longest = bins
+        .chunk_by(|a, b| a == b)
+        .filter(|run| run[0] != u32::MAX)
+        .map(<[u32]>::len)
+        .max()
+        .unwrap_or(0);
+    if bins.is_empty() {
+        0.0
+    } else {
+        longest as f64 / bins.len() as f64
+    }
+}
+
+/// The share of the samples in one bin from which the global strategy (whose per-block hot bin
+/// absorbs that bin's updates) beats the partition passes, where `auto` chose partition.
+///
+/// From the H100 measurements of 2^28 int32 samples (bench/results/*-c68d5a2.jsonl), modelling
+/// each strategy's time as linear in the hot share f between uniform data (f = 0) and the standard
+/// hot workload (f = 7/8): at 131072 bins global takes 3.45 - 3.14 f ms and partition 2.27 +
+/// 0.75 f, equal at f = 0.30; at 1M bins 3.22 - 2.87 f against 2.28 + 0.74 f, f = 0.26; at 16M
+/// bins, where the u32 counters (64 MB) no longer fit the 50 MB L2, 12.2 - 11.6 f against 2.66 +
+/// 0.70 f, f = 0.78. The thresholds sit a little above those crossovers, because a wrong global
+/// choice on near-uniform data costs more than a wrong partition choice on skewed data.
+pub fn hot_share_for_global(nbins: usize) -> f64 {
+    // u32 counters of up to 16 MiB share the L2 with the samples streaming through it.
+    if nbins * 4 <= 16 << 20 {
+        0.35
+    } else {
+        0.82
+    }
+}
+
 fn plan_partition_ok(w: &Workload) -> bool {
     !w.weighted && w.nbins.div_ceil(1 << PARTITION_BITS) <= PARTITION_MAX_BUCKETS
 }
@@ -785,5 +828,30 @@ mod shard_tests {
             at(32_768, SampleType::F32, true, Some(198 * 32_768)).strategy,
             Strategy::Cluster { size: 2 }
         );
+    }
+
+    #[test]
+    fn the_skew_threshold_follows_the_measured_crossovers() {
+        // Crossovers measured at 0.30 (131072 bins), 0.26 (1M) and 0.78 (16M): the standard hot
+        // workload (7/8 of the samples in one bin) goes to global everywhere, uniform data never.
+        for nbins in [131_072, 1 << 20, 1 << 24] {
+            let t = hot_share_for_global(nbins);
+            assert!(t < 7.0 / 8.0 && t > 0.25, "{nbins}: {t}");
+        }
+        assert!(hot_share_for_global(1 << 20) < 0.4);
+        assert!(hot_share_for_global(1 << 24) > 0.78);
+    }
+
+    #[test]
+    fn the_commonest_share_counts_the_longest_run_of_a_real_bin() {
+        assert_eq!(commonest_share(&mut []), 0.0);
+        assert_eq!(commonest_share(&mut [5, 1, 5, 2]), 0.5);
+        // Samples in no bin are not a hot bin, however many.
+        assert_eq!(
+            commonest_share(&mut [u32::MAX, u32::MAX, u32::MAX, 7]),
+            0.25
+        );
+        let mut hot: Vec<u32> = (0..4096).map(|i| if i % 8 == 0 { i } else { 7 }).collect();
+        assert_eq!(commonest_share(&mut hot), 3584.0 / 4096.0);
     }
 }
