@@ -5,9 +5,12 @@
 //
 //   BM x BN   block tile of C;            BK       depth of one shared-memory stage;
 //   WM x WN   warp tile (WM/8 * WN/8 = 32: each thread owns 8 x 8 outputs, as 2 x 2 sub-tiles of
-//             4 x 4, so that every fragment read from shared memory is one 16-byte load);
+//             4 x 4, so that every fragment read from shared memory is one 16-byte load; with
+//             PREFETCH, WM/8 lane rows and 8 x 8 or 8 x 16 outputs per lane);
 //   STAGES    shared-memory stages (2 = double buffering);  MINB  blocks per SM to aim for;
-//   PAD       floats of padding per shared-memory row (rows stay 16-byte aligned).
+//   PAD       floats of padding per shared-memory row (rows stay 16-byte aligned);
+//   PREFETCH  1: the FP32 loop with register double-buffered fragments and one barrier per tile
+//             (see its section below); 0: the loop that reads each step's fragments when needed.
 //
 // Shared memory always holds op(A) as As[k][m] and op(B) as Bs[k][n] (k-major). An operand whose
 // memory layout already has consecutive m (or n) consecutive (A transposed, B not transposed) is
@@ -62,6 +65,9 @@
 #ifndef TF32
 #define TF32 0
 #endif
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
 
 #define A_MN_CONTIG (TRANS_A != 0)
 #define B_MN_CONTIG (TRANS_B == 0)
@@ -79,9 +85,8 @@ static_assert(PAD % 4 == 0, "rows must stay 16-byte aligned");
 static_assert(STAGES >= 2, "at least two stages");
 static_assert((BM * BK / 4) % THREADS == 0 && (BN * BK / 4) % THREADS == 0,
               "every thread copies whole 4-float groups of each tile");
-#if !TF32
-static_assert((WM / 8) * (WN / 8) == 32, "a warp's lanes tile WM x WN with 8 x 8 each");
-#else
+#if TF32
+static_assert(PREFETCH == 0, "the prefetching loop is FP32 only");
 static_assert(WM % 16 == 0 && WN % 8 == 0, "TF32 warp tiles are made of 16 x 8 mma tiles");
 #endif
 
@@ -122,39 +127,60 @@ __device__ __forceinline__ void cp_async_wait() {
 // written into the stage by `finish`.
 //
 // With `vec` (16-byte aligned base and ld), a thread owns GROUPS groups of 4 elements consecutive
-// in memory, whose addresses are computed once and advanced by one tile per `start`; only the
-// tile that crosses K checks k. Without `vec`, every element is its own bounds-checked access.
+// in memory, only the tile that crosses K checks k, and without `vec` every element is its own
+// bounds-checked access. A thread's groups lie a fixed STEP apart in the tile, all at the same mn
+// (MN_CONTIG: consecutive groups STEP rows of k apart) or all at the same k (otherwise: STEP rows
+// of mn apart), so one address (group 0's, advanced by a tile per `start`) and one bound serve
+// them all: per-group pointers and bounds held in registers made BK 16 spill at 2 blocks per SM
+// and left no room for double-buffered fragments.
 template <bool MN_CONTIG, int BMN, int LDS>
 struct Operand {
     static constexpr int GROUPS = BMN * BK / 4 / THREADS;  // 4-float groups per thread
+    static constexpr int STEP = MN_CONTIG ? THREADS / (BMN / 4) : THREADS / (BK / 4);
+    static_assert(THREADS % (MN_CONTIG ? BMN / 4 : BK / 4) == 0,
+                  "a thread's groups share their mn (or k)");
     const float* __restrict__ p;
     i64 ld;
     int mn0, MN;
     bool vec;
-    const float* ptr[GROUPS];  // the group's address in the next tile (p when outside X)
-    int live[GROUPS];          // MN_CONTIG: bytes of the group inside X along mn; else row inside X
+    const float* ptr;  // group 0's address in the next tile (group i: STEP * i rows further)
+    // MN_CONTIG: bytes of each group inside X along mn (0, 4, .., 16; the same for all groups);
+    // otherwise: how many groups have their row inside X (those come first).
+    int live;
+    int sofs;  // group 0's offset in a stage (group i: STEP rows further)
     float reg[MN_CONTIG ? 1 : GROUPS * 4];
 
     // Position of group i within a tile.
     static __device__ __forceinline__ int group_mn(int i) {
-        const int g = threadIdx.x + i * THREADS;
-        return MN_CONTIG ? (g % (BMN / 4)) * 4 : g / (BK / 4);
+        const unsigned g = threadIdx.x + i * THREADS;
+        return (int)(MN_CONTIG ? (g % (BMN / 4)) * 4 : g / (BK / 4));
     }
     static __device__ __forceinline__ int group_k(int i) {
-        const int g = threadIdx.x + i * THREADS;
-        return MN_CONTIG ? g / (BMN / 4) : (g % (BK / 4)) * 4;
+        const unsigned g = threadIdx.x + i * THREADS;
+        return (int)(MN_CONTIG ? g / (BMN / 4) : (g % (BK / 4)) * 4);
     }
+    // Distance from group 0 to group i in memory, in elements.
+    __device__ __forceinline__ i64 group_offset(int i) const { return (i64)(i * STEP) * ld; }
 
     // The first tile `start` issues is the one at k0 = kbase.
     __device__ __forceinline__ void init(const float* __restrict__ p_, i64 ld_, int mn0_, int MN_,
                                          int kbase, bool vec_) {
         p = p_, ld = ld_, mn0 = mn0_, MN = MN_, vec = vec_;
+        const int gmn = mn0 + group_mn(0);
+        if (MN_CONTIG) {
+            live = 4 * max(0, min(4, MN - gmn));
+        } else {
+            live = 0;
 #pragma unroll
-        for (int i = 0; i < GROUPS; ++i) {
-            const int gmn = mn0 + group_mn(i), k = kbase + group_k(i);
-            live[i] = MN_CONTIG ? 4 * max(0, min(4, MN - gmn)) : (gmn < MN);
-            ptr[i] = live[i] ? p + offset<MN_CONTIG>(gmn, k, ld) : p;
+            for (int i = 0; i < GROUPS; ++i) live += mn0 + group_mn(i) < MN;
         }
+        // Only formed, never dereferenced, where group 0 lies outside X.
+        ptr = p + offset<MN_CONTIG>(gmn, kbase + group_k(0), ld);
+        sofs = group_k(0) * LDS + group_mn(0);
+    }
+    // Group i's offset in a stage.
+    __device__ __forceinline__ int stage_offset(int i) const {
+        return sofs + i * STEP * (MN_CONTIG ? LDS : 1);
     }
 
     // MN_CONTIG: start the copies of the tile at k0 into S (elements outside X become zeros).
@@ -163,11 +189,12 @@ struct Operand {
             const bool full = k0 + BK <= K;
 #pragma unroll
             for (int i = 0; i < GROUPS; ++i) {
-                const int mn = group_mn(i), k = group_k(i);
-                const int bytes = (full || k0 + k < K) ? live[i] : 0;
-                float* d = &S[k * LDS + mn];
+                const int k = group_k(i);
+                const int bytes = (full || k0 + k < K) ? live : 0;
+                const float* src = ptr + group_offset(i);
+                float* d = S + stage_offset(i);
                 if (bytes == 16) {
-                    cp_async16(d, ptr[i]);
+                    cp_async16(d, src);
                 } else if (bytes == 0) {
                     *reinterpret_cast<float4*>(d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 } else {
@@ -175,23 +202,28 @@ struct Operand {
 #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         if (4 * j < bytes)
-                            cp_async4(d + j, ptr[i] + j);
+                            cp_async4(d + j, src + j);
                         else
                             d[j] = 0.0f;
                     }
                 }
-                if (live[i]) ptr[i] += (i64)BK * ld;
             }
+            ptr += (i64)BK * ld;
         } else {
+            // The same groups, element by element (4-byte copies need no alignment).
+            const int gmn = mn0 + group_mn(0);
 #pragma unroll
-            for (int i = 0; i < GROUPS * 4; ++i) {
-                const int e = threadIdx.x + i * THREADS;
-                const int mn = e % BMN, k = e / BMN;
-                const int gmn = mn0 + mn, gk = k0 + k;
-                if (gmn < MN && gk < K)
-                    cp_async4(&S[k * LDS + mn], p + offset<true>(gmn, gk, ld));
-                else
-                    S[k * LDS + mn] = 0.0f;
+            for (int i = 0; i < GROUPS; ++i) {
+                const int gk = k0 + group_k(i);
+                const float* src = p + offset<true>(gmn, gk, ld);
+                float* d = S + stage_offset(i);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (gmn + j < MN && gk < K)
+                        cp_async4(d + j, src + j);
+                    else
+                        d[j] = 0.0f;
+                }
             }
         }
     }
@@ -199,11 +231,11 @@ struct Operand {
     // k contiguous: load the tile's groups of 4 consecutive k into registers.
     __device__ __forceinline__ void fetch(int k0, int K) {
         const bool full = k0 + BK <= K;
+        const int k = group_k(0);
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
-            const int k = group_k(i);
-            if (vec && live[i] && (full || k0 + k + 3 < K)) {
-                const float4 t = *reinterpret_cast<const float4*>(ptr[i]);
+            if (vec && i < live && (full || k0 + k + 3 < K)) {
+                const float4 t = *reinterpret_cast<const float4*>(ptr + group_offset(i));
                 reg[4 * i] = t.x, reg[4 * i + 1] = t.y, reg[4 * i + 2] = t.z, reg[4 * i + 3] = t.w;
             } else {
                 const int gmn = mn0 + group_mn(i);
@@ -212,17 +244,16 @@ struct Operand {
                     reg[4 * i + j] =
                         (gmn < MN && k0 + k + j < K) ? p[offset<false>(gmn, k0 + k + j, ld)] : 0.0f;
             }
-            if (live[i]) ptr[i] += BK;
         }
+        ptr += BK;
     }
 
     // Writes the fetched groups down the columns of S (the transposed tile).
     __device__ __forceinline__ void stash(float* S) const {
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
-            const int mn = group_mn(i), k = group_k(i);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) S[(k + j) * LDS + mn] = reg[4 * i + j];
+            for (int j = 0; j < 4; ++j) S[stage_offset(i) + j * LDS] = reg[4 * i + j];
         }
     }
 
@@ -279,10 +310,12 @@ extern "C" __global__ void matmul_splitk_reduce(const float* __restrict__ w, flo
     }
 }
 
-#if !TF32
+#if !TF32 && !PREFETCH
 
 // ---------------------------------------------------------------------------------------------
 // FP32 on the CUDA cores.
+
+static_assert((WM / 8) * (WN / 8) == 32, "a warp's lanes tile WM x WN with 8 x 8 each");
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
     matmul_warp(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
@@ -366,6 +399,169 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int n = n0 + rb + h * (WN / 2);
+            float* p = c + (i64)m * ldc + n;
+            const float* r = &acc[i][h * 4];
+            if (vc && n + 3 < N) {
+                float4 v = make_float4(alpha * r[0], alpha * r[1], alpha * r[2], alpha * r[3]);
+                if (beta != 0.0f) {
+                    const float4 old = *reinterpret_cast<const float4*>(p);
+                    v.x += beta * old.x, v.y += beta * old.y, v.z += beta * old.z,
+                        v.w += beta * old.w;
+                }
+                *reinterpret_cast<float4*>(p) = v;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (n + j < N) p[j] = blend(r[j], alpha, beta, p + j);
+            }
+        }
+    }
+}
+
+#elif !TF32
+
+// ---------------------------------------------------------------------------------------------
+// FP32 on the CUDA cores, fragments prefetched (PREFETCH=1): the same tiles, stages and operand
+// traffic as `matmul_warp`, with two changes to the inner loop, which at 80 % of cuBLAS stalls
+// where `matmul_warp` waits for the fragments it has just asked for:
+//
+// - Register double-buffering: the fragments of step k + 1 are read from shared memory before
+//   the FMAs of step k, so that their latency hides behind those FMAs within the warp, not only
+//   behind other warps.
+// - One barrier per tile, placed before the last step of the tile: the tile's last fragments are
+//   already in registers, so every read of the stage is done and the stage can be refilled; after
+//   the barrier, the first fragments of the next tile are read while the last step's FMAs run.
+//   The next tile's loads are issued at the top of each tile into the stage freed by the previous
+//   barrier, and register-staged ones are stored just before the barrier.
+//
+// Each lane owns TM x TN outputs (TM = 8: WM / 8 lane rows; TN = WN / (32 / (WM / 8)), 8 or 16)
+// as (TM/4) x (TN/4) sub-tiles of 4 x 4 spaced WM/2 rows and WN/(TN/4) columns apart, so that
+// each fragment read is one 16-byte load and a warp's reads of one k are consecutive float4s
+// (broadcast to the lanes that share them). TN = 16 (warp tiles of 64 x 64, 128 accumulators) is
+// meant for one block of 8 warps per SM: more reuse of each fragment (6 loads per 128 FMAs
+// against 4 per 64), paid for with fewer warps to switch to.
+
+constexpr int TM = 8;
+constexpr int LANES_M = WM / TM, LANES_N = 32 / LANES_M;
+constexpr int TN = WN / LANES_N;
+constexpr int FM = TM / 4, FN = TN / 4;  // float4 fragments per k per lane, of A and of B
+
+static_assert(WM % TM == 0 && 32 % LANES_M == 0 && LANES_M * LANES_N == 32,
+              "a warp's lanes form a grid of WM / 8 rows");
+static_assert(WN % (4 * LANES_N) == 0, "each lane owns whole float4 columns");
+static_assert(BK % 2 == 0, "the fragment buffers alternate within a tile");
+
+// `as` and `bs` point at the lane's first fragment of the stage: every read below is at a
+// constant offset from them, which ptxas folds into the load (one address register per operand).
+__device__ __forceinline__ void load_fragments(float (&fa)[TM], float (&fb)[TN],
+                                               const float* as, const float* bs, int k) {
+#pragma unroll
+    for (int s = 0; s < FM; ++s) {
+        const float4 v = *reinterpret_cast<const float4*>(as + (k * LDA_S + s * (WM / FM)));
+        fa[4 * s] = v.x, fa[4 * s + 1] = v.y, fa[4 * s + 2] = v.z, fa[4 * s + 3] = v.w;
+    }
+#pragma unroll
+    for (int s = 0; s < FN; ++s) {
+        const float4 v = *reinterpret_cast<const float4*>(bs + (k * LDB_S + s * (WN / FN)));
+        fb[4 * s] = v.x, fb[4 * s + 1] = v.y, fb[4 * s + 2] = v.z, fb[4 * s + 3] = v.w;
+    }
+}
+
+// The entry point keeps the name `matmul_warp`: the host tells the two loops apart by PREFETCH.
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+    matmul_warp(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                int M, int N, int K, i64 lda, i64 ldb, i64 ldc, float alpha, float beta,
+                int vec_a, int vec_b, int vec_c) {
+    extern __shared__ __align__(16) float smem[];
+    float* As = smem;
+    float* Bs = smem + STAGES * A_STAGE;
+    int m0, n0;
+    block_tile(M, N, m0, n0);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    const int ra = wm + (lane / LANES_N) * 4, rb = wn + (lane % LANES_N) * 4;
+
+    Operand<A_MN_CONTIG, BM, LDA_S> opa;
+    Operand<B_MN_CONTIG, BN, LDB_S> opb;
+    int t0, tiles;
+    c += k_range(K, M, ldc, t0, tiles);
+    opa.init(a, lda, m0, M, t0 * BK, vec_a != 0);
+    opb.init(b, ldb, n0, N, t0 * BK, vec_b != 0);
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) {
+            opa.start(As + s * A_STAGE, (t0 + s) * BK, K);
+            opb.start(Bs + s * B_STAGE, (t0 + s) * BK, K);
+            opa.finish(As + s * A_STAGE);
+            opb.finish(Bs + s * B_STAGE);
+        }
+        cp_async_commit();
+    }
+
+    float fa[2][TM], fb[2][TN];
+    if (tiles > 0) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        load_fragments(fa[0], fb[0], As + ra, Bs + rb, 0);
+    }
+    // rs: the stage of tile t; ws: the stage that tile t + STAGES - 1 goes to, the one tile t - 1
+    // occupied (free since the barrier that ended tile t - 1).
+    int rs = 0, ws = STAGES - 1;
+    for (int t = 0; t < tiles; ++t) {
+        // Groups committed before this one: STAGES - 1 + t, tile j being group j.
+        const int nt = t + STAGES - 1;
+        if (nt < tiles) {
+            opa.start(As + ws * A_STAGE, (t0 + nt) * BK, K);
+            opb.start(Bs + ws * B_STAGE, (t0 + nt) * BK, K);
+        }
+        cp_async_commit();
+        const float* as = As + rs * A_STAGE + ra;
+        const float* bs = Bs + rs * B_STAGE + rb;
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            const int cur = k % 2, nxt = cur ^ 1;
+            if (k + 1 < BK) {
+                load_fragments(fa[nxt], fb[nxt], as, bs, k + 1);
+            } else {
+                if (nt < tiles) {
+                    opa.finish(As + ws * A_STAGE);
+                    opb.finish(Bs + ws * B_STAGE);
+                }
+                // Tile t + 1 (group t + 1) has landed once at most STAGES - 2 younger groups are
+                // pending; after the barrier it is visible, and no thread reads tile t's stage
+                // any more (its last fragments are in registers).
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                ws = rs;
+                rs = rs + 1 == STAGES ? 0 : rs + 1;
+                // After the last tile there is nothing to prefetch; reading tile t's stage again
+                // keeps the reads on written memory.
+                const int r = t + 1 < tiles ? rs : ws;
+                load_fragments(fa[nxt], fb[nxt], As + r * A_STAGE + ra, Bs + r * B_STAGE + rb, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[cur][i], fb[cur][j], acc[i][j]);
+        }
+    }
+    cp_async_wait<0>();  // only empty groups can remain; leave none behind
+
+    const bool vc = vec_c != 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int m = m0 + ra + (i / 4) * (WM / FM) + i % 4;
+        if (m >= M) continue;
+#pragma unroll
+        for (int h = 0; h < FN; ++h) {
+            const int n = n0 + rb + h * (WN / FN);
             float* p = c + (i64)m * ldc + n;
             const float* r = &acc[i][h * 4];
             if (vc && n + 3 < N) {

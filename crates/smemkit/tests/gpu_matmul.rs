@@ -383,6 +383,38 @@ fn every_variant_aligned_and_misaligned_on_odd_shapes() {
     );
 }
 
+/// The prefetching loop's configurations (`-p`), aligned and misaligned.
+fn prefetching_variants() -> Vec<Run> {
+    WarpConfig::CANDIDATES
+        .iter()
+        .filter(|c| c.prefetch)
+        .flat_map(|&c| {
+            [
+                Run::With(Engine::Variant(Variant::Warp(c)), false),
+                Run::With(Engine::Variant(Variant::Warp(c)), true),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn prefetching_loop_on_every_count_of_k_tiles() {
+    // The prefetching loop reads the next tile's first fragments across the barrier and rotates
+    // its stages by hand: K from under one tile to several turns of the stage ring (BK 8 and 16,
+    // 2 and 3 stages), with a partial last tile or not, and split K leaving parts with no tile.
+    let runs = prefetching_variants();
+    precompile(&runs);
+    let mut r = rng();
+    for k in [1, 7, 8, 9, 16, 17, 24, 31, 40, 48, 49, 100] {
+        for pair in PAIRS {
+            for pads in [(0, 0, 0), (1, 3, 5)] {
+                case(&mut r, (131, 259, k), pair, pads, -0.75, 1.5, &runs);
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cublas_peer_agrees_with_the_reference_for_every_layout() {

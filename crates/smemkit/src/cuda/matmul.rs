@@ -45,6 +45,10 @@ pub struct WarpConfig {
     /// partial product to a workspace that a second kernel sums into C, so that products with
     /// few tiles of C still fill the GPU. 1: no split.
     pub split: u32,
+    /// The prefetching FP32 loop (`PREFETCH=1` in matmul_warp.cu): fragments of step k + 1 read
+    /// during the FMAs of step k, one barrier per tile; the warp tile then sets the lane tile
+    /// (WM/8 lane rows: 64 x 32 gives 8 x 8 outputs per lane, 64 x 64 gives 8 x 16).
+    pub prefetch: bool,
 }
 
 impl WarpConfig {
@@ -59,6 +63,16 @@ impl WarpConfig {
         stages: 4,
         min_blocks: 2,
         split: 1,
+        prefetch: false,
+    };
+
+    /// The prefetching loop on the default tiles: 128 x 128 x 8, 8 warps of 64 x 32 (8 x 8 per
+    /// lane), three stages, two blocks per SM (127 registers by ptxas 13.0 for sm_90a, no spill in
+    /// any layout).
+    pub const PREFETCH: WarpConfig = WarpConfig {
+        stages: 3,
+        prefetch: true,
+        ..WarpConfig::DEFAULT
     };
 
     /// The TF32 kernel's tiles: 8 warps, each 4 x 4 mma tiles of 16 x 8.
@@ -71,13 +85,15 @@ impl WarpConfig {
         stages: 3,
         min_blocks: 1,
         split: 1,
+        prefetch: false,
     };
 
     /// The configurations the autotuner measures (the default first). Registers by ptxas 13.0
-    /// for sm_90a (NN layout): 128, 128, 155, 179, 179, 203, 235, and 128 for the double-buffered
-    /// one added last; none spills. The split-K ones are measured only for products with fewer
-    /// tiles than the GPU has SMs.
-    pub const CANDIDATES: [WarpConfig; 10] = [
+    /// for sm_90a (NN layout): 127, 128, 127, 149, 149, 151,
+    /// 153, 127, 127, 128 for the first ten, then 127, 127, 127, 235, 233, 241, 127, 127, 167 and
+    /// 127 for those added in session 3; none spills in any layout. The split-K ones are measured
+    /// only for products with fewer tiles than the GPU has SMs.
+    pub const CANDIDATES: [WarpConfig; 20] = [
         WarpConfig::DEFAULT,
         WarpConfig {
             stages: 3,
@@ -118,6 +134,7 @@ impl WarpConfig {
             stages: 3,
             min_blocks: 4,
             split: 1,
+            prefetch: false,
         },
         WarpConfig {
             split: 2,
@@ -134,6 +151,64 @@ impl WarpConfig {
         // 2 stages take it further. Not yet measured.
         WarpConfig {
             stages: 2,
+            ..WarpConfig::DEFAULT
+        },
+        // Session 3: the prefetching loop (fragments of step k + 1 read during the FMAs of step
+        // k, one barrier per tile). Not yet measured; see bench/NOTES.md for the predictions.
+        WarpConfig::PREFETCH,
+        WarpConfig {
+            stages: 2,
+            ..WarpConfig::PREFETCH
+        },
+        // BK 16: half the barriers and per-tile load work, still 127 registers at 2 blocks/SM.
+        WarpConfig {
+            bk: 16,
+            ..WarpConfig::PREFETCH
+        },
+        // 8 x 16 outputs per lane (128 accumulators, 6 fragment loads per 128 FMAs), one block
+        // of 8 warps per SM, block tiles of 128 x 256 and 256 x 128.
+        WarpConfig {
+            bn: 256,
+            wn: 64,
+            min_blocks: 1,
+            ..WarpConfig::PREFETCH
+        },
+        WarpConfig {
+            bm: 256,
+            wn: 64,
+            min_blocks: 1,
+            ..WarpConfig::PREFETCH
+        },
+        // 8 x 16 per lane on 128 x 128 tiles: 4 warps, two blocks per SM.
+        WarpConfig {
+            wn: 64,
+            ..WarpConfig::PREFETCH
+        },
+        // Split K for products with few tiles (1000^3: 64 tiles of 128 x 128).
+        WarpConfig {
+            split: 2,
+            ..WarpConfig::PREFETCH
+        },
+        WarpConfig {
+            split: 4,
+            ..WarpConfig::PREFETCH
+        },
+        WarpConfig {
+            bm: 64,
+            bn: 64,
+            bk: 16,
+            wm: 32,
+            wn: 64,
+            stages: 3,
+            min_blocks: 4,
+            split: 1,
+            prefetch: true,
+        },
+        // The original loop at BK 16 and 2 blocks per SM: it spilled 104-156 bytes before the
+        // operands' per-group addresses were folded into one (session 3), and fits now.
+        WarpConfig {
+            bk: 16,
+            stages: 3,
             ..WarpConfig::DEFAULT
         },
     ];
@@ -158,17 +233,30 @@ impl WarpConfig {
         self.stages * self.bk * (self.bm + pad + self.bn + pad) * 4
     }
 
-    /// A printable, parseable name, e.g. `128x128x16-w64x32-s3-b1` (`-k2` appended for a split).
+    /// A printable, parseable name, e.g. `128x128x16-w64x32-s3-b1` (`-p` appended for the
+    /// prefetching loop, then `-k2` for a split).
     pub fn name(&self) -> String {
         let split = if self.split > 1 {
             format!("-k{}", self.split)
         } else {
             String::new()
         };
+        let prefetch = if self.prefetch { "-p" } else { "" };
         format!(
-            "{}x{}x{}-w{}x{}-s{}-b{}{split}",
+            "{}x{}x{}-w{}x{}-s{}-b{}{prefetch}{split}",
             self.bm, self.bn, self.bk, self.wm, self.wn, self.stages, self.min_blocks
         )
+    }
+
+    /// Outputs per lane, rows x columns: 8 x 8 for the original loop; with `prefetch`, WM/8 lane
+    /// rows and the columns that the warp tile leaves to each lane.
+    pub fn lane_tile(&self) -> (u32, u32) {
+        if !self.prefetch {
+            return (8, 8);
+        }
+        let lanes_m = self.wm / 8;
+        let lanes_n = 32 / lanes_m.max(1);
+        (8, self.wn / lanes_n.max(1))
     }
 
     /// Blocks of the product's grid: tiles of C times the K split.
@@ -188,6 +276,7 @@ impl WarpConfig {
             ("MINB", self.min_blocks),
             ("PAD", Self::pad(tf32)),
             ("TF32", tf32 as u32),
+            ("PREFETCH", self.prefetch as u32),
         ] {
             d.push((k, v.to_string()));
         }
@@ -852,7 +941,11 @@ mod tests {
         {
             assert_eq!(c.bm % c.wm, 0, "{}", c.name());
             assert_eq!(c.bn % c.wn, 0, "{}", c.name());
-            assert_eq!((c.wm / 8) * (c.wn / 8), 32, "{}", c.name());
+            // The lanes tile the warp tile with whole float4 fragments.
+            let (tm, tn) = c.lane_tile();
+            assert_eq!((c.wm / tm) * (c.wn / tn), 32, "{}", c.name());
+            assert_eq!(c.wm % tm, 0, "{}", c.name());
+            assert_eq!(tn % 4, 0, "{}", c.name());
             let t = c.threads();
             assert_eq!((c.bm * c.bk / 4) % t, 0, "{}", c.name());
             assert_eq!((c.bn * c.bk / 4) % t, 0, "{}", c.name());
@@ -873,6 +966,29 @@ mod tests {
             Variant::Warp(WarpConfig::DEFAULT).name(),
             "warp:128x128x8-w64x32-s4-b2"
         );
+        assert_eq!(
+            WarpConfig {
+                split: 4,
+                ..WarpConfig::PREFETCH
+            }
+            .name(),
+            "128x128x8-w64x32-s3-b2-p-k4"
+        );
+        assert_eq!(WarpConfig::PREFETCH.lane_tile(), (8, 8));
+        let wide = WarpConfig {
+            bn: 256,
+            wn: 64,
+            min_blocks: 1,
+            ..WarpConfig::PREFETCH
+        };
+        assert_eq!(wide.lane_tile(), (8, 16));
+        assert_eq!(wide.threads(), 256);
+        // Every candidate has its own name (the tuner's file stores names).
+        for (i, a) in WarpConfig::CANDIDATES.iter().enumerate() {
+            for b in &WarpConfig::CANDIDATES[i + 1..] {
+                assert_ne!(a.name(), b.name());
+            }
+        }
     }
 
     #[test]
