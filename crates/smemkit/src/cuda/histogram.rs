@@ -670,10 +670,10 @@ impl SkewProbe {
         // SAFETY: hist_probe_*(in, n, BinParams, probes, bins): `in` holds n samples (the
         // caller's guarantee), `bins` SKEW_PROBE_SAMPLES u32.
         unsafe { launch::launch(&self.func, stream, &shape, &mut args)? };
-        let mut bins = stream.clone_dtoh(&*guard).map_err(cuda_err(
+        let bins = stream.clone_dtoh(&*guard).map_err(cuda_err(
             "reading the skew probe back (the probe may have failed)",
         ))?;
-        let share = plan::commonest_share(&mut bins);
+        let share = plan::commonest_share(&bins);
         self.last_share
             .store(share.to_bits(), std::sync::atomic::Ordering::Relaxed);
         Ok(share >= self.threshold)
