@@ -28,7 +28,7 @@ std::barrier<>* bar;
 #define __restrict__
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 template <class T> T __ldg(const T* p) { return *p; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
 inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }

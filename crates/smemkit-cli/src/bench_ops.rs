@@ -121,6 +121,52 @@ impl Transpose<'_> {
     }
 }
 
+/// The bytes of `x` as 1-, 2- and 8-byte elements.
+fn other_sizes(x: &[f32]) -> (Vec<u8>, Vec<u16>, Vec<u64>) {
+    let bytes8: Vec<u8> = x.par_iter().flat_map_iter(|v| v.to_le_bytes()).collect();
+    let halves: Vec<u16> = x
+        .par_iter()
+        .flat_map_iter(|v| {
+            let b = v.to_bits();
+            [b as u16, (b >> 16) as u16]
+        })
+        .collect();
+    let words: Vec<u64> = x
+        .par_chunks_exact(2)
+        .map(|p| (p[0].to_bits() as u64) << 32 | p[1].to_bits() as u64)
+        .collect();
+    (bytes8, halves, words)
+}
+
+/// One reversal kernel timed on arrays of any element size.
+struct Reverse<'a> {
+    kernel: ReverseKernel,
+    name: &'a str,
+    /// Reverse all but the last element.
+    odd: bool,
+    runs: usize,
+    seed: u64,
+    rows_of: &'a Rows<'a>,
+}
+
+impl Reverse<'_> {
+    fn row<T: Element>(&self, data: &[T], dtype: &str) -> Result<serde_json::Value> {
+        let data = &data[..data.len() - self.odd as usize];
+        let n = data.len();
+        let (res, times) = ops::reverse_timed(data, self.kernel, self.runs)?;
+        let ok = spot_check(&res, self.seed, |i| data[n - 1 - i]);
+        let variant = format!("{}{}", self.name, if self.odd { "-odd" } else { "" });
+        Ok(self.rows_of.row(
+            "reverse",
+            &variant,
+            std::mem::size_of_val(data),
+            &times,
+            ok,
+            json!({"dtype": dtype, "n": n}),
+        ))
+    }
+}
+
 pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
     if args.runs < MIN_RUNS {
         bail!(
@@ -159,13 +205,9 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
             }
         }
         "transpose" => {
-            // 4-byte elements, then 1 and 8 bytes over the same number of bytes (built once).
+            // 4-byte elements, then 1, 2 and 8 bytes over the same number of bytes (built once).
             let log2 = args.log2_n.min(30);
-            let bytes8: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-            let words: Vec<u64> = x
-                .chunks_exact(2)
-                .map(|p| (p[0].to_bits() as u64) << 32 | p[1].to_bits() as u64)
-                .collect();
+            let (bytes8, halves, words) = other_sizes(&x);
             for k in [TransposeKernel::Padded, TransposeKernel::Unpadded] {
                 let run = Transpose {
                     kernel: k,
@@ -176,22 +218,34 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
                 };
                 writeln!(out, "{}", run.row(&x, log2, "f32")?)?;
                 writeln!(out, "{}", run.row(&bytes8, log2 + 2, "u8")?)?;
+                writeln!(out, "{}", run.row(&halves, log2 + 1, "u16")?)?;
                 writeln!(out, "{}", run.row(&words, log2.saturating_sub(1), "u64")?)?;
             }
         }
         "reverse" => {
+            // Every kernel on 4-byte elements, then on 1, 2 and 8 bytes over the same bytes; and on
+            // one element fewer (n % (16 / size) != 0: each output chunk cut out of two input
+            // chunks), labelled "-odd".
+            let (bytes8, halves, words) = other_sizes(&x);
             for (k, name) in [
                 (ReverseKernel::Static, "static"),
                 (ReverseKernel::Dynamic, "dynamic"),
                 (ReverseKernel::Carved, "carved"),
             ] {
-                let (res, times) = ops::reverse_timed(&x, k, args.runs)?;
-                let ok = spot_check(&res, args.seed, |i| x[n - 1 - i]);
-                writeln!(
-                    out,
-                    "{}",
-                    rows_of.row("reverse", name, bytes, &times, ok, json!({"dtype": "f32"}))
-                )?;
+                for odd in [false, true] {
+                    let run = Reverse {
+                        kernel: k,
+                        name,
+                        odd,
+                        runs: args.runs,
+                        seed: args.seed,
+                        rows_of: &rows_of,
+                    };
+                    writeln!(out, "{}", run.row(&x, "f32")?)?;
+                    writeln!(out, "{}", run.row(&bytes8, "u8")?)?;
+                    writeln!(out, "{}", run.row(&halves, "u16")?)?;
+                    writeln!(out, "{}", run.row(&words, "u64")?)?;
+                }
             }
         }
         other => bail!("--op {other}: expected hist, stencil1d, transpose or reverse"),

@@ -36,21 +36,47 @@ __device__ __forceinline__ double fma_step(double w, double x, double acc) { ret
 
 // ---- The shared-memory kernel -------------------------------------------------------------------
 // Compiled per radius (-DRADIUS=r, 1 to 64), so that every loop below unrolls completely: the
-// weights arrive by value as a kernel parameter (they live in the constant bank, and each FMA reads
-// its weight from there as an operand: no load instruction per tap), and the window a thread walks
-// is loaded from shared memory one 16-byte chunk at a time, each chunk feeding every output of the
-// thread that needs it.
+// weights arrive by value as a kernel parameter (they live in the constant bank; the compiler
+// loads each into a uniform register once per tile and every FMA takes it from there: no load per
+// tap), and the window a thread walks is loaded from shared memory one 16-byte chunk at a time, each
+// value feeding every output of the thread that needs it (register blocking: one shared read per
+// VEC inputs per thread, whatever the radius).
 //
-// A block of STENCIL_THREADS threads computes a tile of TILE = STENCIL_THREADS * OUTS outputs. Each
-// thread computes GROUPS runs of K consecutive outputs (K * GROUPS = OUTS = 2 chunks). Small radii
-// (memory-bound) take two runs of one chunk each, laid out so that a warp's chunk loads and output
-// stores are contiguous 512-byte spans; large radii (compute-bound) take one run of two chunks, which
-// halves the shared-memory reads per FMA, with the chunks swizzled so that lanes 32 bytes apart
-// still hit distinct banks.
+// A block of STENCIL_THREADS threads computes a tile of TILE = STENCIL_THREADS * K * GROUPS outputs:
+// each thread computes GROUPS runs of K consecutive outputs. Two layouts, by radius:
+//  - small radii (memory-bound, RADIUS <= STENCIL_SMALL_RADIUS): runs of one chunk (K = VEC), two
+//    per thread, laid out so that a warp's chunk reads and output stores are contiguous 512-byte
+//    spans;
+//  - larger radii (FMA-bound as the radius grows): one run of K = 16 outputs per thread (8 for
+//    8-byte elements), so that each input read from shared memory feeds up to K FMAs (at radius 64:
+//    2,064 FMAs, 36 shared reads). Thread t's window starts S = K / VEC chunks after thread
+//    t - 1's, so the staged chunks are padded (one unused chunk after every S): the 8 lanes of one
+//    phase of a 16-byte read, S + 1 (odd) chunks apart, hit 8 distinct bank groups, and each
+//    thread's reads are its base address plus compile-time offsets. Its K outputs go back through
+//    shared memory (the same padding), so that a warp's global stores are contiguous 512-byte
+//    spans rather than 16 bytes every S chunks.
+// Each output's taps are applied in order j = -r .. r (its FMAs interleave with other outputs'
+// FMAs, never with each other), so each output is the same left-to-right chain as on the CPU.
+// (Measured against the alternatives on an H100 and an H200: 32 outputs per thread, 64 KB of fully
+// unrolled code per run, starves the instruction cache; a loop over tap blocks with the window in a
+// register ring and the weights in shared memory keeps the code small but compiles to more
+// non-FMA instructions than it saves; staging per warp instead of per block, with __syncwarp,
+// trades the barrier stalls for instruction-cache misses as the warps drift apart. All were slower
+// or no faster at radius 64.)
 //
 // The tile stages in[tile_base - HALO, tile_base + TILE + HALO) (HALO = RADIUS rounded up to whole
 // chunks, so the staging is aligned): with 16-byte loads when the whole window lies inside the array,
-// element by element through the boundary mode otherwise (the first and last tiles).
+// element by element through the boundary mode otherwise (the first and last tiles). The 16-byte
+// loads of a block's next tile are issued into registers before it computes the current one, so
+// that they are in flight while it computes; the registers go to shared memory once every thread is
+// done reading the current tile. The grid is persistent (as many blocks as fit the GPU at once,
+// each striding over the tiles).
+//
+// Two barriers per tile: (A) after staging, before anyone reads the staged tile (the halo and most
+// of each thread's window were staged by other threads, those at the ends of each warp's span by
+// threads of other warps), and (B) after computing, before the next tile overwrites the staging. A
+// build with -DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1 leaves out (A), so that a test can show
+// compute-sanitizer's racecheck catching the missing barrier; nothing else uses it.
 
 #ifndef RADIUS
 #define RADIUS 1
@@ -59,72 +85,140 @@ __device__ __forceinline__ double fma_step(double w, double x, double acc) { ret
 #define STENCIL_THREADS 256
 #define VEC (16 / (int)sizeof(elem_t))                  // elements per 16-byte chunk
 #define HALO ((RADIUS + VEC - 1) / VEC * VEC)
+#define HALO_CHUNKS (HALO / VEC)
 #define SHIFT (HALO - RADIUS)                          // first window element within the first chunk
-#define K (RADIUS <= 16 ? VEC : 2 * VEC)               // consecutive outputs per run
-#define GROUPS (2 * VEC / K)                           // runs per thread
-#define TILE (STENCIL_THREADS * K * GROUPS)
-#define STAGED (TILE + 2 * HALO)
-#define PAD (K > VEC)
-// Where staged element i lives: with PAD, chunk c is stored at chunk c ^ bit 3 of c, so that the
-// 8 lanes of one phase of a 16-byte load, 2 chunks apart, land in 8 distinct bank groups.
-#define SWIZZLE(c) ((c) ^ (((c) >> 3) & 1))
-#define PHYS(i) (PAD ? SWIZZLE((i) / VEC) * VEC + (i) % VEC : (i))
+
+// The layouts (the host mirrors them in `stencil_tile`; the -D overrides are for experiments).
+#ifndef STENCIL_SMALL_RADIUS
+#define STENCIL_SMALL_RADIUS 8
+#endif
+#define SMALL (RADIUS <= STENCIL_SMALL_RADIUS)
+#ifndef STENCIL_K_LARGE
+#define STENCIL_K_LARGE (sizeof(elem_t) == 4 ? 16 : 8)
+#endif
+#define K (SMALL ? VEC : STENCIL_K_LARGE)              // consecutive outputs per run
+#define GROUPS (SMALL ? 2 : 1)                         // runs per thread
+#define S (K / VEC)                                    // chunks per run
+#define PAD (S % 2 == 0)
+// Registers: at most 64 (4 blocks of 256 threads per SM) for the register-blocked layout, which
+// needs the warps; the compiler's choice for the small one (48 to 80, by element type).
+#define MIN_BLOCKS (RADIUS <= STENCIL_SMALL_RADIUS ? 1 : 4)
+// Where staged chunk c lives (in chunks): one unused chunk after every S when padded.
+#define PHYS_CHUNK(c) (PAD ? (c) + (c) / S : (c))
+#define PHYS(i) (PHYS_CHUNK((i) / VEC) * VEC + (i) % VEC)
 #define CHUNKS ((SHIFT + K + 2 * RADIUS - 1 + VEC) / VEC) // chunks a run's window spans
+#define TILE (STENCIL_THREADS * K * GROUPS)
+#define TILE_CHUNKS (TILE / VEC)
+#define STAGED_CHUNKS (TILE_CHUNKS + 2 * HALO_CHUNKS)
+// Runs longer than a chunk store their outputs through shared memory.
+#define OUTSTAGE (K > VEC)
+// Chunks each thread stages: its GROUPS * S chunks of the tile, and (some threads) one of the halo's.
+#define MAIN_PER_THREAD (TILE_CHUNKS / STENCIL_THREADS)
+#define HALO_PER_THREAD ((2 * HALO_CHUNKS + STENCIL_THREADS - 1) / STENCIL_THREADS)
+#define STAGE_PER_THREAD (MAIN_PER_THREAD + HALO_PER_THREAD)
 
 struct __align__(16) chunk_t { elem_t v[16 / sizeof(elem_t)]; };
 struct stencil_weights { elem_t w[TAPS]; };
 
-extern "C" __global__ void __launch_bounds__(STENCIL_THREADS)
+// Staged chunk number i of thread t (i < STAGE_PER_THREAD): its chunk of the staging (the left
+// halo, the tile, the right halo), or -1 where the thread has no chunk to stage.
+__device__ __forceinline__ int staged_chunk(int t, int i) {
+    if (i < MAIN_PER_THREAD) return HALO_CHUNKS + i * STENCIL_THREADS + t;
+    const int h = (i - MAIN_PER_THREAD) * STENCIL_THREADS + t;
+    if (h >= 2 * HALO_CHUNKS) return -1;
+    return h < HALO_CHUNKS ? h : h + TILE_CHUNKS;
+}
+
+// The 16-byte loads of a tile that lies inside the array (`src` = in + tile_base - HALO).
+__device__ __forceinline__ void load_tile(chunk_t (&r)[STAGE_PER_THREAD], const chunk_t* src, int t) {
+#pragma unroll
+    for (int i = 0; i < STAGE_PER_THREAD; i++) {
+        const int c = staged_chunk(t, i);
+        if (c >= 0) r[i] = src[c];
+    }
+}
+
+__device__ __forceinline__ void store_tile(elem_t* s, const chunk_t (&r)[STAGE_PER_THREAD], int t) {
+#pragma unroll
+    for (int i = 0; i < STAGE_PER_THREAD; i++) {
+        const int c = staged_chunk(t, i);
+        if (c >= 0) *reinterpret_cast<chunk_t*>(s + PHYS_CHUNK(c) * VEC) = r[i];
+    }
+}
+
+// Window chunk Q of a run: its VEC values, each applied to every output of the run that takes it.
+// Output k takes window element k + j as its tap j, j = 0 .. 2r, so each output's taps arrive in
+// order. A template per chunk (rather than one loop over all CHUNKS * VEC * K steps, which the
+// compiler does not unroll at radius 64) keeps every index a compile-time constant.
+template <int Q> struct window {
+    static __device__ __forceinline__ void run(ACC_T (&acc)[K], const elem_t* win,
+                                               const stencil_weights& wt) {
+        const chunk_t c = *reinterpret_cast<const chunk_t*>(win + PHYS_CHUNK(Q) * VEC);
+#pragma unroll
+        for (int v = 0; v < VEC; v++) {
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const int j = Q * VEC + v - SHIFT - k;
+                if (j >= 0 && j < TAPS) {
+#if WEIGHTED
+                    acc[k] = fma_step(wt.w[j], c.v[v], acc[k]);
+#else
+                    acc[k] += (ACC_T)c.v[v];
+#endif
+                }
+            }
+        }
+        window<Q + 1>::run(acc, win, wt);
+    }
+};
+template <> struct window<CHUNKS> {
+    static __device__ __forceinline__ void run(ACC_T (&)[K], const elem_t*, const stencil_weights&) {}
+};
+
+extern "C" __global__ void __launch_bounds__(STENCIL_THREADS, MIN_BLOCKS)
     stencil1d(const elem_t* __restrict__ in, elem_t* __restrict__ out, const stencil_weights wt,
               unsigned long long n, int boundary) {
-    __shared__ __align__(16) elem_t s[STAGED + 2 * VEC];
+    __shared__ __align__(16) elem_t s[(PHYS_CHUNK(STAGED_CHUNKS) + 1) * VEC];
+    __shared__ __align__(16) elem_t so[OUTSTAGE ? (PHYS_CHUNK(TILE_CHUNKS) + 1) * VEC : VEC];
     const long long nn = (long long)n;
     const unsigned long long ntiles = (n + TILE - 1) / TILE;
     const bool aligned = (((unsigned long long)in | (unsigned long long)out) & 15) == 0;
     const int t = threadIdx.x;
+    // Whether tile `tile` (< ntiles) and its halo lie inside the array, for the 16-byte path.
+#define INSIDE(tile) (aligned && (long long)((tile) * TILE) >= HALO && \
+                      (long long)((tile) * TILE) + TILE + HALO <= nn)
+    chunk_t staged[STAGE_PER_THREAD];
+    if (blockIdx.x < ntiles && INSIDE((unsigned long long)blockIdx.x))
+        load_tile(staged, reinterpret_cast<const chunk_t*>(in + (long long)blockIdx.x * TILE - HALO), t);
     for (unsigned long long tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const long long base = (long long)(tile * TILE);
-        const bool inside = aligned && base >= HALO && base + TILE + HALO <= nn;
+        const bool inside = INSIDE(tile);
         if (inside) {
-            const chunk_t* src = reinterpret_cast<const chunk_t*>(in + base - HALO);
-#pragma unroll
-            for (int q = t; q < STAGED / VEC; q += STENCIL_THREADS)
-                *reinterpret_cast<chunk_t*>(s + PHYS(q * VEC)) = src[q];
+            store_tile(s, staged, t);
         } else {
-            for (int i = t; i < STAGED; i += STENCIL_THREADS)
+            for (int i = t; i < STAGED_CHUNKS * VEC; i += STENCIL_THREADS)
                 s[PHYS(i)] = load(in, base - HALO + i, nn, boundary);
         }
-        // The halo and the chunks loaded by other threads must be in place before anyone computes.
-        // (A build with -DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1 leaves it out, so that a test can
-        // show compute-sanitizer's racecheck catching the missing barrier; nothing else uses it.)
+        // (A) The halo and the chunks staged by other threads must be in place before anyone reads.
 #if !STENCIL_SKIP_BARRIER_FOR_RACECHECK
         __syncthreads();
 #endif
+        {
+            // The next tile's loads, in flight while this one computes.
+            const unsigned long long next = tile + gridDim.x;
+            if (next < ntiles && INSIDE(next))
+                load_tile(staged, reinterpret_cast<const chunk_t*>(in + (long long)(next * TILE) - HALO), t);
+        }
 #pragma unroll
         for (int g = 0; g < GROUPS; g++) {
-            const int first = (g * STENCIL_THREADS + t) * K;  // the run's first output in the tile
+            const int run = g * STENCIL_THREADS + t;
+            const int first = run * K;                   // the run's first output in the tile
+            // Its window: staged chunks run * S + q, q < CHUNKS (element SHIFT of chunk 0 first).
+            const elem_t* win = s + run * (S + PAD) * VEC;
             ACC_T acc[K];
 #pragma unroll
             for (int k = 0; k < K; k++) acc[k] = (ACC_T)0;
-            // Output first + k takes staged elements first + SHIFT + k + j, j = 0 .. 2r, in order.
-#pragma unroll
-            for (int q = 0; q < CHUNKS; q++) {
-                const chunk_t c = *reinterpret_cast<const chunk_t*>(s + PHYS(first + q * VEC));
-#pragma unroll
-                for (int v = 0; v < VEC; v++) {
-#pragma unroll
-                    for (int k = 0; k < K; k++) {
-                        const int j = q * VEC + v - SHIFT - k;
-                        if (j >= 0 && j < TAPS) {
-#if WEIGHTED
-                            acc[k] = fma_step(wt.w[j], c.v[v], acc[k]);
-#else
-                            acc[k] += (ACC_T)c.v[v];
-#endif
-                        }
-                    }
-                }
-            }
+            window<0>::run(acc, win, wt);
             const long long o = base + first;
             if (inside) {
 #pragma unroll
@@ -132,7 +226,10 @@ extern "C" __global__ void __launch_bounds__(STENCIL_THREADS)
                     chunk_t c;
 #pragma unroll
                     for (int v = 0; v < VEC; v++) c.v[v] = (elem_t)acc[k + v];
-                    *reinterpret_cast<chunk_t*>(out + o + k) = c;
+                    if (OUTSTAGE)  // output chunk run * S + k / VEC of the tile, padded as the staging
+                        *reinterpret_cast<chunk_t*>(so + (run * (S + PAD) + k / VEC) * VEC) = c;
+                    else
+                        *reinterpret_cast<chunk_t*>(out + o + k) = c;
                 }
             } else {
 #pragma unroll
@@ -140,9 +237,19 @@ extern "C" __global__ void __launch_bounds__(STENCIL_THREADS)
                     if (o + k < nn) out[o + k] = (elem_t)acc[k];
             }
         }
-        // The next tile overwrites `s`.
+        // (B) The next tile overwrites the staging (and, with OUTSTAGE, the staged outputs are read).
         __syncthreads();
+        // The staged outputs, chunk t + i * STENCIL_THREADS: a warp stores 512 contiguous bytes.
+        // (The next writes to `so` come after the next tile's barrier A.)
+        if (OUTSTAGE && inside) {
+#pragma unroll
+            for (int i = 0; i < TILE_CHUNKS / STENCIL_THREADS; i++) {
+                const int c = i * STENCIL_THREADS + t;
+                reinterpret_cast<chunk_t*>(out + base)[c] = *reinterpret_cast<const chunk_t*>(so + PHYS_CHUNK(c) * VEC);
+            }
+        }
     }
+#undef INSIDE
 }
 
 // The same stencil without shared memory, for the cache lab: each thread reads its 2r + 1

@@ -9,12 +9,13 @@ use crate::histogram::Backend;
 /// Which GPU kernel reverses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReverseKernel {
-    /// `__shared__ T tile[2048]`, sized at compile time.
+    /// `__shared__ T tile[16 KiB / sizeof(T) + one 16-byte chunk]`, sized at compile time.
     Static,
-    /// `extern __shared__` sized at launch.
+    /// `extern __shared__` sized at launch (the same 16 KiB tile).
     #[default]
     Dynamic,
-    /// One dynamic allocation carved into the values and a u32 position array.
+    /// One dynamic allocation carved into the values and a u32 array of the staged chunk each
+    /// output chunk of a tile reads.
     Carved,
 }
 

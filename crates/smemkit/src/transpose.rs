@@ -1,5 +1,7 @@
 //! Matrix transpose of a row-major `rows x cols` array of 1-, 2-, 4- or 8-byte elements, any shape.
-//! The GPU kernel goes through padded shared-memory tiles (see `kernels/transpose.cu`).
+//! The GPU kernel goes through padded shared-memory tiles (see `kernels/transpose.cu`): 16 KiB tiles
+//! moved in 16-byte chunks when every input and output row is a whole number of 16-byte chunks,
+//! 32 x 32 element tiles otherwise.
 
 use crate::element::Element;
 use crate::error::{Error, Result};

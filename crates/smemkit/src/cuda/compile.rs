@@ -303,8 +303,9 @@ mod tests {
             ("int", "unsigned int", 0),
             ("long long", "unsigned long long", 0),
         ] {
-            // Both layouts (two runs of one chunk up to radius 16, one run of two chunks above).
-            for radius in [1, 16, 17, 64] {
+            // Both layouts (two runs of one chunk up to radius 8, a sliding window of 16 outputs
+            // per thread above) and the radii at their edges.
+            for radius in [1, 8, 9, 16, 17, 64] {
                 let d = [
                     ("ELEM_T", t.to_string()),
                     ("ACC_T", acc.to_string()),

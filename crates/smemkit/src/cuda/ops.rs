@@ -15,16 +15,26 @@ use crate::stencil::Boundary;
 
 /// Threads per block of the stencil kernels.
 pub const STENCIL_BLOCK: u32 = 256;
-/// Elements per tile of the dynamic and carved reversal kernels (the static one is compiled with
-/// the same length).
-pub const REVERSE_TILE: u32 = 2048;
+/// Bytes per tile of the reversal kernels: 256 threads, four 16-byte chunks each (the static
+/// kernel is compiled with the same tile, see `kernels/reverse.cu`).
+pub const REVERSE_TILE_BYTES: u32 = 16384;
+/// Threads per block of the reversal kernels.
+pub const REVERSE_BLOCK: u32 = 256;
+
+/// Elements per tile of the reversal kernels for elements of `elem_size` bytes.
+pub fn reverse_tile(elem_size: usize) -> u32 {
+    REVERSE_TILE_BYTES / elem_size as u32
+}
 
 /// Which transpose kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransposeKernel {
-    /// Tiles padded by one element per row: column reads hit distinct banks.
+    /// Shared-memory tiles padded so that the transposing (column) reads hit distinct banks: 16
+    /// bytes more per group of 4 rows (2 for 8-byte elements) in the 16-byte path, one element per
+    /// row in the one-element path.
     Padded,
-    /// Unpadded tiles: 32-way bank conflicts on the column reads (for the bank-conflict lab).
+    /// The same tiles unpadded, for the bank-conflict lab: 8-way conflicts on the 16-byte column
+    /// reads (32-way for 4-byte elements in the one-element path).
     Unpadded,
     /// No shared memory: coalesced reads, scattered writes (for the cache lab).
     Naive,
@@ -45,10 +55,18 @@ impl TransposeKernel {
     }
 }
 
-/// Bytes of the carved reversal's allocation: the values, then (aligned for u32) the positions.
+/// Bytes of the dynamic reversal's allocation for a tile of `tile` elements: the tile and one more
+/// 16-byte chunk.
+pub fn dynamic_bytes(tile: u32, elem_size: usize) -> u32 {
+    tile * elem_size as u32 + 16
+}
+
+/// Bytes of the carved reversal's allocation for a tile of `tile` elements: the values (the tile
+/// and one more 16-byte chunk), then (aligned for u32) one position per 16-byte chunk of the tile.
 pub fn carve_bytes(tile: u32, elem_size: usize) -> u32 {
-    let values = (tile as usize * elem_size + 3) & !3;
-    (values + 4 * tile as usize) as u32
+    let values = (dynamic_bytes(tile, elem_size) as usize + 3) & !3;
+    let chunks = tile as usize * elem_size / 16;
+    (values + 4 * chunks) as u32
 }
 
 fn elem_defines<T: Element>() -> Vec<(&'static str, String)> {
@@ -139,8 +157,11 @@ pub fn stencil1d_with<T: StencilElement>(
 }
 
 /// The shared-memory stencil compiled WITHOUT the barrier between staging the tile and reading it
-/// (`-DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1`). Its results are undefined: it exists only so that a
-/// test can show compute-sanitizer's racecheck reporting the hazard.
+/// (`-DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1`). Its results are undefined (on an H100, 1 to 3% of
+/// the outputs of an 8192-element radius-8 run come out wrong): it exists only so that a test can
+/// show compute-sanitizer's racecheck reporting the hazard. In both layouts the threads at the end
+/// of each warp's span read chunks that threads of the next warp staged, so the hazards are
+/// between warps (racecheck's `--racecheck-report hazard` lists them as read-after-write errors).
 #[doc(hidden)]
 pub fn stencil1d_without_barrier_for_racecheck<T: StencilElement>(
     input: &[T],
@@ -193,10 +214,33 @@ pub(crate) struct StencilLaunch {
     weights: Vec<u8>,
 }
 
-/// Outputs per block of the shared-memory stencil: 256 threads, two 16-byte chunks each (see
-/// `kernels/stencil.cu`).
-pub fn stencil_tile(elem_size: usize) -> u64 {
-    STENCIL_BLOCK as u64 * 2 * (16 / elem_size as u64)
+/// Radii up to this take the shared-memory stencil's memory-bound layout (two runs of one 16-byte
+/// chunk of outputs per thread); larger radii take the register-blocked one (one run of
+/// [`stencil_run_large`] outputs per thread). Mirrors `STENCIL_SMALL_RADIUS` in
+/// `kernels/stencil.cu`.
+pub const STENCIL_SMALL_RADIUS: usize = 8;
+
+/// Consecutive outputs per thread in the register-blocked layout (radii above
+/// [`STENCIL_SMALL_RADIUS`]): 16 for 4-byte elements, 8 for 8-byte ones. Mirrors
+/// `STENCIL_K_LARGE` in `kernels/stencil.cu`.
+pub fn stencil_run_large(elem_size: usize) -> u64 {
+    if elem_size == 4 {
+        16
+    } else {
+        8
+    }
+}
+
+/// Outputs per block (one tile) of the shared-memory stencil for elements of `elem_size` bytes at
+/// `radius` (see `kernels/stencil.cu`). A mismatch with the kernel would only change the grid: the
+/// kernel strides over its tiles.
+pub fn stencil_tile(elem_size: usize, radius: usize) -> u64 {
+    let per_thread = if radius <= STENCIL_SMALL_RADIUS {
+        2 * (16 / elem_size as u64)
+    } else {
+        stencil_run_large(elem_size)
+    };
+    STENCIL_BLOCK as u64 * per_thread
 }
 
 impl StencilLaunch {
@@ -217,11 +261,25 @@ impl StencilLaunch {
         defines.push(("RADIUS", radius.to_string()));
         defines.extend(extra.iter().cloned());
         let size = std::mem::size_of::<T>();
-        let (name, per_block) = match kernel {
-            StencilKernel::Shared => ("stencil1d", stencil_tile(size)),
-            StencilKernel::L1 => ("stencil1d_l1", STENCIL_BLOCK as u64),
+        let name = match kernel {
+            StencilKernel::Shared => "stencil1d",
+            StencilKernel::L1 => "stencil1d_l1",
         };
         let function = function(g, &STENCIL, &defines, name, 0)?;
+        let grid = match kernel {
+            // A persistent grid: as many blocks as fit the GPU at once (each strides over the
+            // tiles, prefetching its next tile while it computes one), so that no partial last
+            // wave leaves SMs idle.
+            StencilKernel::Shared => {
+                let per_sm = function
+                    .occupancy_max_active_blocks_per_multiprocessor(STENCIL_BLOCK, 0, None)
+                    .map_err(cuda_err("querying the stencil's occupancy"))?
+                    .max(1);
+                let tiles = n.div_ceil(stencil_tile(size, radius)).max(1);
+                tiles.min(per_sm as u64 * g.limits.sm_count as u64) as u32
+            }
+            StencilKernel::L1 => grid_for(g, n, STENCIL_BLOCK as u64),
+        };
         let taps = 2 * radius + 1;
         let mut bytes = vec![0u8; taps * size];
         if let Some(w) = weights.filter(|w| w.len() == taps) {
@@ -232,7 +290,7 @@ impl StencilLaunch {
         Ok(StencilLaunch {
             function,
             kernel,
-            grid: grid_for(g, n, per_block),
+            grid,
             n,
             radius: radius as i32,
             boundary: boundary.code(),
@@ -360,6 +418,26 @@ pub fn transpose_timed<T: Element>(
     Ok((out, times))
 }
 
+/// Threads per block of the tiled (padded and unpadded) transposes.
+pub const TRANSPOSE_BLOCK: u32 = 256;
+
+/// The tile (rows, columns in elements) one block of the tiled transposes handles for a `rows x
+/// cols` matrix of `elem_size`-byte elements: 16 or 32 KiB tiles moved in 16-byte chunks when every
+/// input and output row is a whole number of chunks, else 32 x 32 elements moved one at a time.
+/// Mirrors `kernels/transpose.cu` (a mismatch would only change the grid size: the kernels stride
+/// over their tiles).
+pub fn transpose_tile(elem_size: usize, rows: u64, cols: u64) -> (u64, u64) {
+    let e = elem_size as u64;
+    if (rows * e) % 16 != 0 || (cols * e) % 16 != 0 {
+        return (32, 32);
+    }
+    match elem_size {
+        1 => (256, 128),
+        2 => (128, 128),
+        _ => (64, 256 / e),
+    }
+}
+
 /// A transpose kernel compiled, configured and ready to launch on a `rows x cols` array.
 pub(crate) struct TransposeLaunch {
     pub(crate) function: cudarc::driver::CudaFunction,
@@ -387,12 +465,26 @@ impl TransposeLaunch {
         defines.extend(extra.iter().cloned());
         let function = function(g, &TRANSPOSE, &defines, name, 0)?;
         let (r, c) = (rows as u64, cols as u64);
-        let tiles = r.div_ceil(32) * c.div_ceil(32);
+        let (grid, block) = match kernel {
+            TransposeKernel::Padded | TransposeKernel::Unpadded => {
+                // One tile per block (the kernels stride over the tiles if the grid is smaller).
+                let (tr, tc) = transpose_tile(std::mem::size_of::<T>(), r, c);
+                let tiles = r.div_ceil(tr) * c.div_ceil(tc);
+                (
+                    tiles.clamp(1, i32::MAX as u64) as u32,
+                    (TRANSPOSE_BLOCK, 1, 1),
+                )
+            }
+            TransposeKernel::Naive | TransposeKernel::L1 => {
+                let tiles = r.div_ceil(32) * c.div_ceil(32);
+                (grid_for(g, tiles, 1), (32, 8, 1))
+            }
+        };
         Ok(TransposeLaunch {
             function,
             cfg: LaunchConfig {
-                grid_dim: (grid_for(g, tiles, 1), 1, 1),
-                block_dim: (32, 8, 1),
+                grid_dim: (grid, 1, 1),
+                block_dim: block,
                 shared_mem_bytes: 0,
             },
             rows: r,
@@ -440,28 +532,32 @@ pub fn reverse_timed<T: Element>(
     let g = gpu()?;
     g.bind()?;
     let size = std::mem::size_of::<T>();
+    let tile = reverse_tile(size);
     let (name, shared) = match kernel {
         ReverseKernel::Static => ("reverse_static", 0),
-        ReverseKernel::Dynamic => ("reverse_dynamic", REVERSE_TILE * size as u32),
-        ReverseKernel::Carved => ("reverse_carved", carve_bytes(REVERSE_TILE, size)),
+        ReverseKernel::Dynamic => ("reverse_dynamic", dynamic_bytes(tile, size)),
+        ReverseKernel::Carved => ("reverse_carved", carve_bytes(tile, size)),
     };
     let f = function(&g, &REVERSE, &elem_defines::<T>(), name, shared)?;
     let (d_in, d_out) = upload(&g, input)?;
     let n = input.len() as u64;
     let (pi, po) = (d_in.device_ptr(&g.stream).0, d_out.device_ptr(&g.stream).0);
+    // One tile per block (the kernels stride over the tiles if the grid is smaller).
+    let tiles = n.div_ceil(tile as u64).clamp(1, i32::MAX as u64) as u32;
     let cfg = LaunchConfig {
-        grid_dim: (grid_for(&g, n, REVERSE_TILE as u64), 1, 1),
-        block_dim: (256, 1, 1),
+        grid_dim: (tiles, 1, 1),
+        block_dim: (REVERSE_BLOCK, 1, 1),
         shared_mem_bytes: shared,
     };
     let times = run(&g, reps, || {
         let mut l = g.stream.launch_builder(&f);
         l.arg(&pi).arg(&po).arg(&n);
         if kernel != ReverseKernel::Static {
-            l.arg(&REVERSE_TILE);
+            l.arg(&tile);
         }
         // SAFETY: reverse_static(in, out, n) / reverse_{dynamic,carved}(in, out, n, tile) with the
-        // shared memory sized for the tile; in and out hold n elements.
+        // shared memory sized for the tile (dynamic_bytes / carve_bytes); in and out hold n elements
+        // in 16-byte aligned device allocations.
         unsafe { l.launch(cfg) }
             .map(|_| ())
             .map_err(cuda_err("launching the reversal"))
