@@ -31,11 +31,16 @@ use crate::histogram::{Counts, Tallies};
 use crate::plan::StrategyChoice;
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
-/// Bytes of samples per chunk unless told otherwise: large enough that a launch and its flush of
-/// per-block counters cost little beside the copy (64 MiB takes ~1.2 ms at 55 GB/s), small enough
-/// that three slots fit anywhere. To be tuned from the H100 measurements of `bench --op hist-stream`.
-pub const DEFAULT_CHUNK_BYTES: usize = 64 << 20;
-/// Slots in flight unless told otherwise: one being filled, one being copied, one being counted.
+/// Bytes of samples per chunk unless told otherwise, from the H100 sweep of `bench --op
+/// hist-stream --chunk-mib 8,16,32,64,128,256 --depth 2,3,4` (2^30 int32, 674e207): pinned memory
+/// streams at 98-100 % of the pinned copy at every size; the pageable `Vec` and the cached file,
+/// which CPU threads copy into the staging buffers, need large chunks (8 MiB: 33-37 %, 16 MiB:
+/// 49-60 %) and from 128 MiB on hold 79-81 % and 69-72 % at every depth (64 MiB: 62-83 %,
+/// unsteady). Three slots of 128 MiB take 384 MiB of page-locked and of device memory; the device
+/// budget shrinks the chunks where that does not fit.
+pub const DEFAULT_CHUNK_BYTES: usize = 128 << 20;
+/// Slots in flight unless told otherwise: one being filled, one being copied, one being counted
+/// (2 and 4 measured the same within noise at 128 MiB).
 pub const DEFAULT_DEPTH: usize = 3;
 /// `StreamMode::Auto` streams inputs of at least this many bytes (and any input larger than the
 /// device's free memory): below it the plain copy path costs no more.
