@@ -8,9 +8,8 @@ use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::compile::GENERATE;
 use super::device::{cuda_err, Gpu};
-use super::histogram::{CudaResult, Prepared};
+use super::histogram::{read_result, CudaResult, Prepared};
 use crate::error::{Error, Result};
-use crate::histogram::{Counts, Tallies};
 use crate::sample::SampleType;
 
 /// Samples living on the device, drawn by `kernels/generate.cu`.
@@ -121,21 +120,17 @@ pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<CudaResult>
             tallies.device_ptr(&gpu.stream).0,
         )?
     };
-    let t = gpu
-        .stream
-        .clone_dtoh(&tallies)
-        .map_err(cuda_err("reading tallies (a kernel may have failed)"))?;
-    let c = gpu
-        .stream
-        .clone_dtoh(&counts)
-        .map_err(cuda_err("reading counts"))?;
+    let (counts, tallies) = read_result(
+        &gpu.stream,
+        &tallies,
+        &counts,
+        None,
+        prepared.nbins,
+        "reading tallies (a kernel may have failed)",
+    )?;
     Ok(CudaResult {
-        counts: Counts::Unweighted(c),
-        tallies: Tallies {
-            below: t[0],
-            above: t[1],
-            nan: t[2],
-        },
+        counts,
+        tallies,
         detail: prepared.detail(),
     })
 }

@@ -520,34 +520,60 @@ fn run_host<T: Sample + DeviceRepr>(
         }
         // The next copy into `buf` waits for the kernel on the same stream; the loop needs no sync.
     }
-    let t = stream.clone_dtoh(&tallies).map_err(cuda_err(
+    let (counts, tallies) = read_result(
+        stream,
+        &tallies,
+        &counts_u64,
+        weighted.then_some(&sums_f64),
+        p.nbins,
         "reading the tallies back (a kernel may have failed)",
-    ))?;
-    let counts = if weighted {
-        let mut v = stream
-            .clone_dtoh(&sums_f64)
-            .map_err(cuda_err("reading the sums back"))?;
-        v.truncate(p.nbins);
-        Counts::Weighted(v)
-    } else {
-        let mut v = stream
-            .clone_dtoh(&counts_u64)
-            .map_err(cuda_err("reading the counts back"))?;
-        v.truncate(p.nbins);
-        Counts::Unweighted(v)
-    };
+    )?;
     stream
         .synchronize()
         .map_err(cuda_err("finishing the histogram"))?;
     Ok(CudaResult {
         counts,
-        tallies: Tallies {
-            below: t[0],
-            above: t[1],
-            nan: t[2],
-        },
+        tallies,
         detail: p.detail(),
     })
+}
+
+/// Reads a run's result from the device: the 3 tallies (below, above, NaN), then the first `nbins`
+/// sums (`sums`, with weights) or counts. The first read waits for the stream's work, so a failed
+/// kernel or copy surfaces there: `tallies_context` says what may have failed.
+pub(crate) fn read_result(
+    stream: &Arc<cudarc::driver::CudaStream>,
+    tallies: &CudaSlice<u64>,
+    counts: &CudaSlice<u64>,
+    sums: Option<&CudaSlice<f64>>,
+    nbins: usize,
+    tallies_context: &str,
+) -> Result<(Counts, Tallies)> {
+    let t = stream
+        .clone_dtoh(tallies)
+        .map_err(cuda_err(tallies_context))?;
+    let counts = match sums {
+        Some(sums) => {
+            let mut v = stream
+                .clone_dtoh(sums)
+                .map_err(cuda_err("reading the sums back"))?;
+            v.truncate(nbins);
+            Counts::Weighted(v)
+        }
+        None => {
+            let mut v = stream
+                .clone_dtoh(counts)
+                .map_err(cuda_err("reading the counts back"))?;
+            v.truncate(nbins);
+            Counts::Unweighted(v)
+        }
+    };
+    let tallies = Tallies {
+        below: t[0],
+        above: t[1],
+        nan: t[2],
+    };
+    Ok((counts, tallies))
 }
 
 /// Most uniform float32 bins whose edges the kernels read from a table (256 KiB, cached in L1 and

@@ -23,11 +23,10 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
 
 use super::device::{cuda_err, Gpu};
-use super::histogram::{CudaResult, Prepared, WeightKind, LAUNCH_BATCH};
+use super::histogram::{read_result, CudaResult, Prepared, WeightKind, LAUNCH_BATCH};
 use super::host_memory::{copy_htod_async, sample_bytes, LockedSamples, PinnedBuffer};
 use crate::bins::{BinSpec, Binning, OutOfRange};
 use crate::error::{Error, Result};
-use crate::histogram::{Counts, Tallies};
 use crate::plan::StrategyChoice;
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
@@ -545,32 +544,20 @@ impl Streamer {
         // SAFETY: `out_ptr` holds nbins counters (or sums) of the prepared kind and `t_ptr` 3
         // tallies, allocated above and alive until the copies below have synchronised.
         unsafe { self.run_into(prepared, input, weights, out_ptr, t_ptr, progress)? };
-        let t = stream.clone_dtoh(&tallies).map_err(cuda_err(
+        let (counts, tallies) = read_result(
+            stream,
+            &tallies,
+            &counts,
+            weighted.then_some(&sums),
+            prepared.nbins,
             "reading the tallies back (a copy or kernel may have failed)",
-        ))?;
-        let counts = if weighted {
-            let mut v = stream
-                .clone_dtoh(&sums)
-                .map_err(cuda_err("reading the sums back"))?;
-            v.truncate(prepared.nbins);
-            Counts::Weighted(v)
-        } else {
-            let mut v = stream
-                .clone_dtoh(&counts)
-                .map_err(cuda_err("reading the counts back"))?;
-            v.truncate(prepared.nbins);
-            Counts::Unweighted(v)
-        };
+        )?;
         self.copy
             .synchronize()
             .map_err(cuda_err("finishing the copies"))?;
         Ok(CudaResult {
             counts,
-            tallies: Tallies {
-                below: t[0],
-                above: t[1],
-                nan: t[2],
-            },
+            tallies,
             detail: format!(
                 "{}, streamed in chunks of {} samples through {} slots",
                 prepared.detail(),
@@ -847,20 +834,17 @@ pub fn run_zero_copy(
             let _ = stream.synchronize();
         })?;
     }
-    let t = stream.clone_dtoh(&tallies).map_err(cuda_err(
+    let (counts, tallies) = read_result(
+        stream,
+        &tallies,
+        &counts,
+        None,
+        prepared.nbins,
         "reading the tallies back (a zero-copy kernel may have failed)",
-    ))?;
-    let mut c = stream
-        .clone_dtoh(&counts)
-        .map_err(cuda_err("reading the counts back"))?;
-    c.truncate(prepared.nbins);
+    )?;
     Ok(CudaResult {
-        counts: Counts::Unweighted(c),
-        tallies: Tallies {
-            below: t[0],
-            above: t[1],
-            nan: t[2],
-        },
+        counts,
+        tallies,
         detail: format!("{}, zero-copy from mapped host memory", prepared.detail()),
     })
 }
