@@ -342,6 +342,9 @@ impl Prepared {
         tallies: u64,
     ) -> Result<()> {
         if let Some(skew) = &self.skew {
+            // The probe launches raw, which uses the thread's current context: on the multi-GPU
+            // paths one thread launches on several GPUs in turn.
+            self.gpu.bind()?;
             // SAFETY: `input` holds `n` samples (the caller's guarantee).
             if n >= plan::SKEW_PROBE_MIN_SAMPLES && unsafe { skew.is_hot(self, input, n)? } {
                 // SAFETY: forwarded from the caller; both plans add into the same counters.
