@@ -19,7 +19,12 @@ const WARMUP: usize = 3;
 
 /// Every strategy worth timing for a bin count: the planner's, shared, each cluster size, global.
 fn all_choices() -> Vec<StrategyChoice> {
-    let mut v = vec![StrategyChoice::Auto, StrategyChoice::Shared];
+    let mut v = vec![
+        StrategyChoice::Auto,
+        StrategyChoice::Shared,
+        StrategyChoice::Packed(16),
+        StrategyChoice::Packed(8),
+    ];
     v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
     v.push(StrategyChoice::Global);
     v.push(StrategyChoice::Partition);

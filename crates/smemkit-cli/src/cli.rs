@@ -96,7 +96,8 @@ pub struct HistArgs {
     /// Engine: auto, cpu or cuda.
     #[arg(long, default_value = "auto")]
     pub backend: String,
-    /// GPU strategy: auto, shared, cluster or global.
+    /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), cluster, global or
+    /// partition.
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// Thread block cluster size for --strategy cluster.
@@ -140,7 +141,7 @@ pub struct PlanArgs {
     /// Weighted histogram (f64 counters).
     #[arg(long)]
     pub weighted: bool,
-    /// Force a strategy: auto, shared, cluster or global.
+    /// Force a strategy: auto, shared, shared16, shared8, cluster, global or partition.
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// Cluster size for --strategy cluster.
@@ -183,8 +184,8 @@ pub struct BenchArgs {
     /// Seed of the generated data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// GPU only: strategies to time, comma-separated (auto, shared, cluster2 ... cluster16, global,
-    /// partition); all of them by default.
+    /// GPU only: strategies to time, comma-separated (auto, shared, shared16, shared8, cluster2 ...
+    /// cluster16, global, partition); all of them by default.
     #[arg(long, value_delimiter = ',')]
     pub strategies: Vec<String>,
     /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).

@@ -218,6 +218,7 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
     const uint4* in4 = reinterpret_cast<const uint4*>(in);
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     for (; i + stride < nvec; i += 2 * stride) {
+        sink.step();
         Vec a, b;
         a.raw = __ldg(in4 + i);
         b.raw = __ldg(in4 + i + stride);
@@ -252,6 +253,7 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
 template <class C>
 struct SharedSink {
     C* h;
+    __device__ __forceinline__ void step() {}
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(h + bin, (C)amount); }
 };
@@ -279,12 +281,97 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
     flush_tally(t, tallies);
 }
 
+#define NO_HOT_KEY 0xffffffffu
+
+// ---- packed: narrow shared counters, two (16-bit) or four (8-bit) to a word ---------------------
+//
+// Half or a quarter of the shared memory of u32 counters: three blocks per SM where u32 counters
+// allow one (32768 bins), and one block holds up to ~116000 (16-bit) or ~232000 (8-bit) bins.
+// A narrow counter wraps, and its carry runs into the next counter of the word. Both are undone
+// exactly, without any timing assumption: a shared atomicAdd returns the word before the add, so the
+// one thread whose add made a counter wrap sees it, and it alone knows what every counter of the
+// word lost or gained. It adds the difference between what it meant to add and what each counter
+// of the word actually changed by (the wrapped one lost 2^BITS, the next gained a carry of 1, and so
+// on up the word) to the u64 result in global memory. The narrow counters only ever change by
+// atomics, so each counter's final value plus all the corrections made for it is its exact count.
+// Wraps are rare (one per 2^BITS counts of a bin in one block), so global memory sees few of them;
+// the first bin that wraps in a block becomes the block's hot bin and is counted in a u32 shared
+// counter from then on, so that skewed data does not turn into a stream of global corrections.
+
+template <int BITS>
+__device__ __noinline__ void packed_wrapped(unsigned bin, unsigned old, unsigned amount, unsigned long long nbins,
+                                            unsigned long long* out, unsigned* hot_key) {
+    constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+    const unsigned lane = bin % PER, first = bin - lane;
+    const unsigned now = old + (amount << (lane * BITS));
+    for (unsigned j = lane; j < PER && first + j < nbins; j++) {
+        const int changed = (int)((now >> (j * BITS)) & MASK) - (int)((old >> (j * BITS)) & MASK);
+        const int meant = j == lane ? (int)amount : 0;
+        // A negative correction wraps the u64 counter modulo 2^64 and comes out exact in the sum.
+        if (meant != changed) atomicAdd(out + first + j, (unsigned long long)(long long)(meant - changed));
+    }
+    atomicCAS(hot_key, NO_HOT_KEY, bin);
+}
+
+template <int BITS>
+struct PackedSink {
+    unsigned* h;
+    unsigned long long* out;
+    unsigned long long nbins;
+    unsigned* hot_key;
+    unsigned* hot_count;
+    unsigned hot;  // this thread's copy of *hot_key, refreshed once per loop step (a stale copy is
+                   // still exact: both routes count)
+    __device__ __forceinline__ void step() { hot = *(volatile unsigned*)hot_key; }
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+        const unsigned b = (unsigned)bin, a = (unsigned)amount;
+        if (b == hot) {
+            atomicAdd(hot_count, a);
+            return;
+        }
+        const unsigned shift = (b % PER) * BITS;
+        const unsigned old = atomicAdd(h + b / PER, a << shift);
+        if (((old >> shift) & MASK) + a > MASK) packed_wrapped<BITS>(b, old, a, nbins, out, hot_key);
+    }
+};
+
+template <int MODE, int BITS>
+__device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
+                              unsigned long long* tallies) {
+    constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned hot_key;
+    __shared__ unsigned hot_count;
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned long long words = (p.nbins + PER - 1) / PER;
+    for (unsigned long long b = threadIdx.x; b < words; b += blockDim.x) h[b] = 0;
+    if (threadIdx.x == 0) {
+        hot_key = NO_HOT_KEY;
+        hot_count = 0;
+    }
+    __syncthreads();
+    PackedSink<BITS> sink{h, out, p.nbins, &hot_key, &hot_count, NO_HOT_KEY};
+    Tally t{0, 0, 0};
+    process<MODE, void>(in, n, (const void*)0, p, sink, t);
+    __syncthreads();
+    for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
+        const unsigned v = h[wd];
+        if (v == 0) continue;
+        for (unsigned j = 0; j < PER && wd * PER + j < p.nbins; j++) {
+            const unsigned c = (v >> (j * BITS)) & MASK;
+            if (c) atomicAdd(out + wd * PER + j, (unsigned long long)c);
+        }
+    }
+    if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != 0) atomicAdd(out + hot_key, (unsigned long long)hot_count);
+    flush_tally(t, tallies);
+}
+
 // ---- cluster: the bins split across the blocks of a cluster ----------------------------------
 
 // Like the global kernel (below), each block keeps one hot bin in its own shared memory, so that
 // skewed data does not serialise on one remote counter; the block adds it to the owner at the end.
-#define NO_HOT_KEY 0xffffffffu
-
 template <class C>
 struct ClusterSink {
     C* h;
@@ -292,6 +379,7 @@ struct ClusterSink {
     unsigned int per_block;
     unsigned* hot_key;
     C* hot_count;
+    __device__ __forceinline__ void step() {}
     __device__ __forceinline__ C* owner(unsigned long long bin) {
         unsigned int rank = (unsigned int)(bin / per_block);
         unsigned int off = (unsigned int)(bin - (unsigned long long)rank * per_block);
@@ -357,6 +445,7 @@ struct GlobalSink {
     Out* out;
     unsigned* hot_key;
     Out* hot_count;
+    __device__ __forceinline__ void step() {}
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) {
         if constexpr (cuda::std::is_same<Out, unsigned int>::value) {
@@ -418,6 +507,7 @@ extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long lo
 struct BucketSink {
     unsigned* cnt;
     unsigned bits;
+    __device__ __forceinline__ void step() {}
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(cnt + (bin >> bits), (unsigned)amount); }
 };
@@ -686,8 +776,21 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
         probe<MODE>(in, n, p, probes, bins);                                                                   \
     }
 
+#define PACKED_KERNELS(MODE, MNAME)                                                                            \
+    extern "C" __global__ void __launch_bounds__(512) hist_shared16_##MNAME##_none(                            \
+        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
+        unsigned long long* t) {                                                                               \
+        packed_kernel<MODE, 16>(in, n, p, out, t);                                                             \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(512) hist_shared8_##MNAME##_none(                             \
+        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
+        unsigned long long* t) {                                                                               \
+        packed_kernel<MODE, 8>(in, n, p, out, t);                                                              \
+    }
+
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \
+    PACKED_KERNELS(MODE, MNAME)                                            \
     HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \
     HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
     HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)

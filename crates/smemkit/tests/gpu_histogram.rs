@@ -83,6 +83,11 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
     if bytes <= smem {
         v.push(StrategyChoice::Shared);
     }
+    for bits in [16u32, 8] {
+        if !weighted && smemkit::plan::packed_bytes(nbins, bits) <= smem {
+            v.push(StrategyChoice::Packed(bits));
+        }
+    }
     for k in [2u32, 4, 8, 16] {
         if bytes.div_ceil(k as usize) <= smem {
             v.push(StrategyChoice::Cluster(Some(k)));
@@ -164,6 +169,7 @@ macro_rules! typed_case {
         for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
             for choice in [
                 StrategyChoice::Shared,
+                StrategyChoice::Packed(8),
                 StrategyChoice::Cluster(Some(2)),
                 StrategyChoice::Global,
             ] {
@@ -528,6 +534,8 @@ fn small_run_for_sanitizers() {
     let w: Vec<f32> = (0..data.len()).map(|_| r.gen_range(0.0f32..2.0)).collect();
     for choice in [
         StrategyChoice::Shared,
+        StrategyChoice::Packed(16),
+        StrategyChoice::Packed(8),
         StrategyChoice::Cluster(Some(2)),
         StrategyChoice::Cluster(Some(16)),
         StrategyChoice::Global,
@@ -552,7 +560,11 @@ fn small_run_for_sanitizers() {
             choice,
             "sanitizer floats",
         );
-        if choice != StrategyChoice::Partition {
+        // Partition and the narrow counters count samples only.
+        if !matches!(
+            choice,
+            StrategyChoice::Partition | StrategyChoice::Packed(_)
+        ) {
             check(
                 Samples::F32(&floats),
                 Some(Weights::F32(&w)),
@@ -562,6 +574,18 @@ fn small_run_for_sanitizers() {
                 "sanitizer edges",
             );
         }
+    }
+    // 8-bit counters that wrap (a few hundred samples per bin in each block), carries included.
+    for dist in [Dist::Uniform, Dist::Hot] {
+        let few = ints(40_009, 3, dist, &mut r);
+        check(
+            Samples::I32(&few),
+            None,
+            BinSpec::Integer { nbins: 3 },
+            OutOfRange::Ignore,
+            StrategyChoice::Packed(8),
+            "sanitizer 8-bit wraps",
+        );
     }
     // Several partition buckets, and a cluster holding many bins per block.
     let wide = ints(50_021, 100_000, Dist::Hot, &mut r);
@@ -574,5 +598,43 @@ fn small_run_for_sanitizers() {
             choice,
             "sanitizer wide",
         );
+    }
+}
+
+/// The narrow counters of `shared16` and `shared8` wrap many times in every block here (tens of
+/// thousands of samples per bin per block, against 65536 and 256): every wrap and every carry into
+/// the next counter of the word must be undone exactly. Few bins (odd counts leave unused counters
+/// in the last word, which carries must not reach the result through), one bin, hot data, clamped
+/// data, and the bin counts `auto` gives narrow counters.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_counters_wrap_exactly() {
+    let mut r = rng();
+    let n = (1usize << 27) + 12_345;
+    for (nbins, dist, policy) in [
+        (1usize, Dist::OneBin, OutOfRange::Ignore),
+        (2, Dist::Uniform, OutOfRange::Ignore),
+        (3, Dist::Uniform, OutOfRange::Ignore),
+        (5, Dist::Hot, OutOfRange::Ignore),
+        (6, Dist::Wide, OutOfRange::Clamp),
+        (32_768, Dist::Hot, OutOfRange::Ignore),
+        (131_071, Dist::Hot, OutOfRange::Clamp),
+    ] {
+        let data = ints(n, nbins, dist, &mut r);
+        for bits in [16u32, 8] {
+            if smemkit::plan::packed_bytes(nbins, bits)
+                > 232_448 - smemkit::plan::STATIC_SHARED_RESERVE
+            {
+                continue;
+            }
+            check(
+                Samples::I32(&data),
+                None,
+                BinSpec::Integer { nbins },
+                policy,
+                StrategyChoice::Packed(bits),
+                &format!("{bits}-bit counters, {nbins} bins {dist:?} {policy:?}"),
+            );
+        }
     }
 }

@@ -251,6 +251,16 @@ mod tests {
                         );
                     }
                 }
+                // Packed narrow counters count samples only.
+                for bits in [16, 8] {
+                    for m in [mode, "edges"] {
+                        let name = format!("hist_shared{bits}_{m}_none");
+                        assert!(
+                            ptx.contains(&format!(".entry {name}(")),
+                            "{t}: {name} missing from the PTX"
+                        );
+                    }
+                }
             }
         }
     }

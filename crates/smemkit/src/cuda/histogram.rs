@@ -86,6 +86,10 @@ pub fn sample_defines(t: SampleType) -> Vec<(&'static str, String)> {
 pub fn kernel_name(strategy: &Strategy, binning: &Binning, weights: WeightKind) -> String {
     let s = match strategy {
         Strategy::Shared => "shared",
+        // Counts only (the planner refuses weights): one kernel per width.
+        Strategy::Packed { bits } => {
+            return format!("hist_shared{bits}_{}_none", mode_name(binning))
+        }
         Strategy::Cluster { .. } => "cluster",
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
@@ -100,7 +104,7 @@ pub fn kernel_name(strategy: &Strategy, binning: &Binning, weights: WeightKind) 
 /// and global atomics on one address serialise without it (hot data, 256 bins: cluster2 1200 against
 /// 275 GB/s, global 85 against 6). Weighted sums never aggregate.
 pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
-    weights == WeightKind::None && !matches!(strategy, Strategy::Shared)
+    weights == WeightKind::None && !matches!(strategy, Strategy::Shared | Strategy::Packed { .. })
 }
 
 /// A histogram ready to launch: compiled, planned, sized by occupancy.

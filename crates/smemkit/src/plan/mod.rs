@@ -11,6 +11,9 @@ use crate::sample::SampleType;
 pub enum Strategy {
     /// One private histogram per block in dynamic shared memory.
     Shared,
+    /// `Shared` with narrow counters (16 or 8 bits, packed into 32-bit words) whose wraps are
+    /// corrected in global memory: more blocks per SM, or more bins in one block. Counts only.
+    Packed { bits: u32 },
     /// The bins split across the shared memories of the blocks of a thread block cluster.
     Cluster { size: u32 },
     /// Counters in global memory (they live in L2 while they fit).
@@ -25,6 +28,7 @@ impl Strategy {
     pub fn name(&self) -> String {
         match self {
             Strategy::Shared => "shared".into(),
+            Strategy::Packed { bits } => format!("shared{bits}"),
             Strategy::Cluster { size } => format!("cluster{size}"),
             Strategy::Global => "global".into(),
             Strategy::Partition => "partition".into(),
@@ -44,6 +48,8 @@ pub enum StrategyChoice {
     #[default]
     Auto,
     Shared,
+    /// Packed narrow counters of 16 or 8 bits.
+    Packed(u32),
     /// A cluster; `None` lets the planner pick the size.
     Cluster(Option<u32>),
     Global,
@@ -55,16 +61,18 @@ impl StrategyChoice {
         match (text, cluster_size) {
             ("auto", None) => Ok(StrategyChoice::Auto),
             ("shared", None) => Ok(StrategyChoice::Shared),
+            ("shared16", None) => Ok(StrategyChoice::Packed(16)),
+            ("shared8", None) => Ok(StrategyChoice::Packed(8)),
             ("global", None) => Ok(StrategyChoice::Global),
             ("partition", None) => Ok(StrategyChoice::Partition),
             ("cluster", k) => Ok(StrategyChoice::Cluster(k)),
-            (s @ ("auto" | "shared" | "global" | "partition"), Some(_)) => {
+            (s @ ("auto" | "shared" | "shared16" | "shared8" | "global" | "partition"), Some(_)) => {
                 Err(crate::Error::InvalidArgument(format!(
                     "--cluster-size only applies to --strategy cluster, not {s}"
                 )))
             }
             _ => Err(crate::Error::InvalidArgument(format!(
-                "unknown strategy `{text}` (expected auto, shared, cluster, global or partition)"
+                "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global or partition)"
             ))),
         }
     }
@@ -101,7 +109,7 @@ impl DeviceLimits {
     }
 }
 
-/// Bytes of static shared memory the cluster and global kernels keep beside the dynamic counters
+/// Bytes of static shared memory the cluster, packed and global kernels keep beside the dynamic counters
 /// (a per-block hot bin and its count); the opt-in limit covers both.
 pub const STATIC_SHARED_RESERVE: usize = 16;
 
@@ -219,6 +227,34 @@ pub fn plan(
                 ));
             }
             Ok(shared_plan(w, limits, "forced".into()))
+        }
+        StrategyChoice::Packed(bits) => {
+            let name = Strategy::Packed { bits }.name();
+            if bits != 8 && bits != 16 {
+                return Err(unsupported(
+                    &name,
+                    "narrow counters are 8 or 16 bits wide".into(),
+                ));
+            }
+            if w.weighted {
+                return Err(unsupported(
+                    &name,
+                    "narrow counters count samples; weighted sums need the f64 counters of shared, \
+                     cluster or global"
+                        .into(),
+                ));
+            }
+            let bytes = packed_bytes(w.nbins, bits);
+            if bytes > smem {
+                return Err(unsupported(
+                    &name,
+                    format!(
+                        "{} bins need {} bytes of {}-bit counters, one block holds {}",
+                        w.nbins, bytes, bits, smem
+                    ),
+                ));
+            }
+            Ok(packed_plan(w, limits, bits, "forced".into()))
         }
         StrategyChoice::Global => Ok(global_plan(limits, "forced".into())),
         StrategyChoice::Partition => partition_plan(w, limits, "forced".into()),
@@ -347,7 +383,9 @@ fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool {
     };
     match candidate.strategy {
         Strategy::Partition => n < w.nbins,
-        Strategy::Shared => samples_per_counter_set(n, candidate.grid, 1, w.sample_type) < w.nbins,
+        Strategy::Shared | Strategy::Packed { .. } => {
+            samples_per_counter_set(n, candidate.grid, 1, w.sample_type) < w.nbins
+        }
         Strategy::Cluster { size } => {
             samples_per_counter_set(n, candidate.grid, size, w.sample_type) < w.nbins
         }
@@ -375,15 +413,33 @@ fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
 fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
     let bytes = w.nbins * w.counter_bytes();
     let smem = counter_capacity(limits);
-    if bytes <= smem {
-        return shared_plan(
-            w,
-            limits,
-            format!(
-                "{} bytes of counters fit one block's {} bytes of shared memory",
-                bytes, smem
-            ),
-        );
+    match counter_bits(w, limits) {
+        Some(32) => {
+            return shared_plan(
+                w,
+                limits,
+                format!(
+                    "{} bytes of counters fit one block's {} bytes of shared memory",
+                    bytes, smem
+                ),
+            )
+        }
+        Some(bits) => {
+            let packed = packed_bytes(w.nbins, bits);
+            return packed_plan(
+                w,
+                limits,
+                bits,
+                format!(
+                    "{} bytes of {bits}-bit counters fit one block ({} blocks per SM; u32 counters \
+                     would need {} bytes)",
+                    packed,
+                    blocks_per_sm(limits, packed as u32),
+                    bytes
+                ),
+            );
+        }
+        _ => {}
     }
     // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/). Counts of integer
     // samples: the partition passes beat every other strategy beyond one block (131072 bins, run 3:
@@ -494,6 +550,44 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
     }
 }
 
+/// Blocks per SM from which a shared-memory histogram runs at the memory limit. Measured on the
+/// H100 (bench/results/*-sweep-i32-7b30472.jsonl, u32 counters, uniform int32): 2851 GB/s at 16384
+/// bins with three blocks per SM, 2657 at 24576 with two, 1757 at 32768 with one.
+pub const SHARED_FULL_SPEED_BLOCKS: u32 = 3;
+
+/// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words.
+pub fn packed_bytes(nbins: usize, bits: u32) -> usize {
+    nbins.div_ceil((32 / bits) as usize) * 4
+}
+
+/// The counter width `auto` gives a one-block histogram: 32 bits while that leaves
+/// [`SHARED_FULL_SPEED_BLOCKS`] blocks per SM, else the widest packed counters that do, else the
+/// width that fits the most blocks (ties to the wider); `None` when not even 8-bit counters fit
+/// one block. Weighted sums always take their f64 counters (32 here means "plain counters").
+fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
+    let smem = counter_capacity(limits);
+    if w.weighted {
+        return (w.nbins * w.counter_bytes() <= smem).then_some(32);
+    }
+    let fitting: Vec<(u32, u32)> = [32u32, 16, 8]
+        .into_iter()
+        .map(|bits| (bits, packed_bytes(w.nbins, bits)))
+        .filter(|&(_, bytes)| bytes <= smem)
+        .map(|(bits, bytes)| (bits, blocks_per_sm(limits, bytes as u32)))
+        .collect();
+    if let Some(&(bits, _)) = fitting
+        .iter()
+        .find(|&&(_, blocks)| blocks >= SHARED_FULL_SPEED_BLOCKS)
+    {
+        return Some(bits);
+    }
+    let most = fitting.iter().map(|&(_, blocks)| blocks).max()?;
+    fitting
+        .iter()
+        .find(|&&(_, blocks)| blocks == most)
+        .map(|&(bits, _)| bits)
+}
+
 fn plan_partition_ok(w: &Workload) -> bool {
     !w.weighted && w.nbins.div_ceil(1 << PARTITION_BITS) <= PARTITION_MAX_BUCKETS
 }
@@ -519,6 +613,18 @@ fn shared_plan(w: &Workload, limits: &DeviceLimits, reason: String) -> Plan {
     let shared_bytes = (w.nbins * w.counter_bytes()) as u32;
     Plan {
         strategy: Strategy::Shared,
+        grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),
+        block: BLOCK_THREADS,
+        shared_bytes,
+        bins_per_block: w.nbins,
+        reason,
+    }
+}
+
+fn packed_plan(w: &Workload, limits: &DeviceLimits, bits: u32, reason: String) -> Plan {
+    let shared_bytes = packed_bytes(w.nbins, bits) as u32;
+    Plan {
+        strategy: Strategy::Packed { bits },
         grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),
         block: BLOCK_THREADS,
         shared_bytes,
@@ -607,11 +713,47 @@ mod tests {
 
     #[test]
     fn largest_shared_histogram_fills_the_opt_in_limit() {
-        let p = plan(&w(58_108), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-        assert_eq!(p.strategy, Strategy::Shared);
+        let p = plan(&w(58_108), &DeviceLimits::H100, StrategyChoice::Shared).unwrap();
         assert_eq!(p.grid, 132, "one block per SM at the limit");
-        let p = plan(&w(58_109), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        assert!(plan(&w(58_109), &DeviceLimits::H100, StrategyChoice::Shared).is_err());
+        // 8-bit counters: one bin per byte of the opt-in limit.
+        let p = plan(&w(232_432), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        assert_eq!((p.strategy, p.grid), (Strategy::Packed { bits: 8 }, 132));
+        let p = plan(&w(232_433), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Partition);
+        assert!(plan(&w(116_217), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_err());
+        assert!(plan(&w(116_216), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_ok());
+    }
+
+    #[test]
+    fn counters_narrow_to_keep_three_blocks_per_sm() {
+        let at = |nbins| {
+            let p = plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+            (p.strategy, p.grid)
+        };
+        // u32 counters while three 512-thread blocks fit an SM (19200 bins: 76800 bytes each).
+        assert_eq!(at(16_384), (Strategy::Shared, 396));
+        assert_eq!(at(19_200), (Strategy::Shared, 396));
+        assert_eq!(at(19_201), (Strategy::Packed { bits: 16 }, 528));
+        assert_eq!(at(32_768), (Strategy::Packed { bits: 16 }, 396));
+        assert_eq!(at(38_401), (Strategy::Packed { bits: 8 }, 528));
+        assert_eq!(at(98_304), (Strategy::Packed { bits: 8 }, 264));
+        assert_eq!(at(131_072), (Strategy::Packed { bits: 8 }, 132));
+        // Weighted sums keep their f64 counters, and narrow counters refuse them.
+        let ww = Workload::new(1000, SampleType::F32, true);
+        assert_eq!(
+            plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto)
+                .unwrap()
+                .strategy,
+            Strategy::Shared
+        );
+        assert!(plan(&ww, &DeviceLimits::H100, StrategyChoice::Packed(8)).is_err());
+        assert!(plan(&w(10), &DeviceLimits::H100, StrategyChoice::Packed(4)).is_err());
+        assert_eq!(
+            StrategyChoice::parse("shared16", None).unwrap(),
+            StrategyChoice::Packed(16)
+        );
+        assert_eq!(Strategy::Packed { bits: 8 }.name(), "shared8");
     }
 
     #[test]
@@ -632,8 +774,10 @@ mod tests {
             .unwrap()
             .strategy
         };
-        assert_eq!(at(131_072, SampleType::I32), Strategy::Partition);
-        assert_eq!(at(131_072, SampleType::F32), Strategy::Global);
+        assert_eq!(at(131_072, SampleType::I32), Strategy::Packed { bits: 8 });
+        assert_eq!(at(131_072, SampleType::F32), Strategy::Packed { bits: 8 });
+        assert_eq!(at(262_144, SampleType::I32), Strategy::Partition);
+        assert_eq!(at(262_144, SampleType::F32), Strategy::Global);
         assert_eq!(at(1 << 20, SampleType::I32), Strategy::Partition);
         assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
         assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
@@ -802,7 +946,7 @@ mod shard_tests {
 
     #[test]
     fn tiny_shards_count_in_global_memory() {
-        // 58108 bins fill one block: 132 blocks, so 132 x 58108 = 7.7M samples is the
+        // 58108 bins of 8-bit counters: 396 blocks, so 396 x 58108 = 23M samples is the
         // threshold of one sample per counter.
         let p = at(58_108, SampleType::I32, false, Some(4096));
         assert_eq!((p.strategy, p.grid), (Strategy::Global, 2));
@@ -812,8 +956,8 @@ mod shard_tests {
             Strategy::Global
         );
         assert_eq!(
-            at(58_108, SampleType::I32, false, Some(132 * 58_108)).strategy,
-            Strategy::Shared
+            at(58_108, SampleType::I32, false, Some(396 * 58_108)).strategy,
+            Strategy::Packed { bits: 8 }
         );
         // Few bins: even a shard of one tile keeps shared memory.
         assert_eq!(
@@ -826,11 +970,11 @@ mod shard_tests {
         );
         // Partition: fewer samples than bins.
         assert_eq!(
-            at(131_072, SampleType::I32, false, Some(100_000)).strategy,
+            at(262_144, SampleType::I32, false, Some(200_000)).strategy,
             Strategy::Global
         );
         assert_eq!(
-            at(131_072, SampleType::I32, false, Some(131_072)).strategy,
+            at(262_144, SampleType::I32, false, Some(262_144)).strategy,
             Strategy::Partition
         );
         // Weighted clusters of 2: 198 clusters own 32768 sums each.
