@@ -480,8 +480,8 @@ fn auto_probes_skew_beyond_one_block() {
     let mut r = rng();
     let n = smemkit::plan::SKEW_PROBE_MIN_SAMPLES + 12_345;
     for (nbins, dist, want) in [
-        (131_072, Dist::Hot, "-> global"),
-        (131_072, Dist::Uniform, "-> partition"),
+        (262_144, Dist::Hot, "-> global"),
+        (262_144, Dist::Uniform, "-> partition"),
         (1 << 24, Dist::Hot, "-> global"),
         (1 << 24, Dist::Uniform, "-> partition"),
     ] {
@@ -509,11 +509,11 @@ fn auto_probes_skew_beyond_one_block() {
         );
     }
     // Below the minimum: planned, not probed.
-    let short = ints(1000, 131_072, Dist::Hot, &mut r);
+    let short = ints(1000, 262_144, Dist::Hot, &mut r);
     let gpu = histogram(
         Samples::I32(&short),
         None,
-        &HistogramOptions::new(BinSpec::Integer { nbins: 131_072 }).backend(Backend::Cuda),
+        &HistogramOptions::new(BinSpec::Integer { nbins: 262_144 }).backend(Backend::Cuda),
     )
     .unwrap();
     assert!(

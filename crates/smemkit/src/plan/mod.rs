@@ -550,10 +550,15 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
     }
 }
 
-/// Blocks per SM from which a shared-memory histogram runs at the memory limit. Measured on the
-/// H100 (bench/results/*-sweep-i32-7b30472.jsonl, u32 counters, uniform int32): 2851 GB/s at 16384
-/// bins with three blocks per SM, 2657 at 24576 with two, 1757 at 32768 with one.
-pub const SHARED_FULL_SPEED_BLOCKS: u32 = 3;
+/// Blocks per SM that a shared-memory histogram keeps before `auto` narrows its counters. Measured
+/// on the H100 (bench/results/*-sweep-i32-1a16e37.jsonl, uniform / hot int32, GB/s): u32 counters
+/// do 2826 / 2827 at 16384 bins (three blocks per SM), 2636 / 2649 at 24576 (two), 1745 / 1749 at
+/// 32768 (one); narrow counters cost instructions (checking each atomic's result for a wrap), so
+/// 16-bit counters only win where they add blocks that u32 counters lack: 2122 / 1826 at 24576
+/// (four blocks), 2050 / 1767 at 32768 (three), 1861 / 1666 at 49152 (two, against 1729 / 1743
+/// for one block of u32 and 1629 / 1631 for three of 8-bit), and 8-bit counters from 65536 bins
+/// (1482 / 1547 with three blocks, against 1300 / 1135 for one block of 16-bit).
+pub const SHARED_FULL_SPEED_BLOCKS: u32 = 2;
 
 /// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words.
 pub fn packed_bytes(nbins: usize, bits: u32) -> usize {
@@ -726,17 +731,18 @@ mod tests {
     }
 
     #[test]
-    fn counters_narrow_to_keep_three_blocks_per_sm() {
+    fn counters_narrow_to_keep_two_blocks_per_sm() {
         let at = |nbins| {
             let p = plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
             (p.strategy, p.grid)
         };
-        // u32 counters while three 512-thread blocks fit an SM (19200 bins: 76800 bytes each).
+        // u32 counters while two 512-thread blocks fit an SM (28928 bins: 115712 bytes each).
         assert_eq!(at(16_384), (Strategy::Shared, 396));
-        assert_eq!(at(19_200), (Strategy::Shared, 396));
-        assert_eq!(at(19_201), (Strategy::Packed { bits: 16 }, 528));
+        assert_eq!(at(28_928), (Strategy::Shared, 264));
+        assert_eq!(at(28_929), (Strategy::Packed { bits: 16 }, 396));
         assert_eq!(at(32_768), (Strategy::Packed { bits: 16 }, 396));
-        assert_eq!(at(38_401), (Strategy::Packed { bits: 8 }, 528));
+        assert_eq!(at(57_856), (Strategy::Packed { bits: 16 }, 264));
+        assert_eq!(at(57_857), (Strategy::Packed { bits: 8 }, 396));
         assert_eq!(at(98_304), (Strategy::Packed { bits: 8 }, 264));
         assert_eq!(at(131_072), (Strategy::Packed { bits: 8 }, 132));
         // Weighted sums keep their f64 counters, and narrow counters refuse them.
