@@ -218,6 +218,7 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
     const uint4* in4 = reinterpret_cast<const uint4*>(in);
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     for (; i + stride < nvec; i += 2 * stride) {
+        sink.step();
         Vec a, b;
         a.raw = __ldg(in4 + i);
         b.raw = __ldg(in4 + i + stride);
@@ -252,6 +253,7 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
 template <class C>
 struct SharedSink {
     C* h;
+    __device__ __forceinline__ void step() {}
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(h + bin, (C)amount); }
 };
@@ -280,7 +282,6 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
 }
 
 #define NO_HOT_KEY 0xffffffffu
-#define NO_BIN 0xffffffffu
 
 // ---- packed: narrow shared counters, two (16-bit) or four (8-bit) to a word ---------------------
 //
@@ -312,13 +313,8 @@ __device__ __noinline__ void packed_wrapped(unsigned bin, unsigned old, unsigned
     atomicCAS(hot_key, NO_HOT_KEY, bin);
 }
 
-// Adds one sample at a time (no warp aggregation: shared atomics on one address are cheap, and the
-// hot bin takes skewed data). An add is split in two so that a thread can issue the atomics of
-// several samples before it waits for the first one's result: `issue` returns the word before the
-// add (0 where there is nothing to check), `check` looks at it.
 template <int BITS>
 struct PackedSink {
-    static constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
     unsigned* h;
     unsigned long long* out;
     unsigned long long nbins;
@@ -327,74 +323,19 @@ struct PackedSink {
     unsigned hot;  // this thread's copy of *hot_key, refreshed once per loop step (a stale copy is
                    // still exact: both routes count)
     __device__ __forceinline__ void step() { hot = *(volatile unsigned*)hot_key; }
-    __device__ __forceinline__ unsigned issue(unsigned b) {
-        if (b == NO_BIN) return 0;
-        if (b == hot) {
-            atomicAdd(hot_count, 1u);
-            return 0;
-        }
-        return atomicAdd(h + b / PER, 1u << ((b % PER) * BITS));
-    }
-    __device__ __forceinline__ void check(unsigned b, unsigned old) {
-        if (((old >> ((b % PER) * BITS)) & MASK) == MASK) packed_wrapped<BITS>(b, old, 1u, nbins, out, hot_key);
-    }
     template <class A>
-    __device__ __forceinline__ void add(unsigned long long bin, A) {
-        const unsigned b = (unsigned)bin;
-        check(b, issue(b));
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+        const unsigned b = (unsigned)bin, a = (unsigned)amount;
+        if (b == hot) {
+            atomicAdd(hot_count, a);
+            return;
+        }
+        const unsigned shift = (b % PER) * BITS;
+        const unsigned old = atomicAdd(h + b / PER, a << shift);
+        if (((old >> shift) & MASK) + a > MASK) packed_wrapped<BITS>(b, old, a, nbins, out, hot_key);
     }
 };
-
-// `process` for packed counters: the bins of two 16-byte loads are located first, then their
-// atomics issued back to back, then their results checked. Checking each result before the next
-// atomic (as `process` with `add` would) leaves one returning atomic in flight per warp, and at one
-// block per SM that latency, not the shared-memory pipe, set the time (131072 bins: 1075 GB/s
-// against 1745 for u32 counters, whose atomics return nothing, at 32768).
-#ifndef PACKED_GROUP
-#define PACKED_GROUP 4  // atomics in flight per thread (2 * VEC is a multiple of it for every type)
-#endif
-template <int MODE, int BITS>
-__device__ __forceinline__ void packed_process(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
-                                               PackedSink<BITS>& sink, Tally& t) {
-    constexpr int VEC = 16 / sizeof(sample_t);
-    union Vec { uint4 raw; sample_t s[VEC]; };
-    const unsigned long long nvec = n / VEC;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const uint4* in4 = reinterpret_cast<const uint4*>(in);
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + stride < nvec; i += 2 * stride) {
-        sink.step();
-        Vec v[2];
-        v[0].raw = __ldg(in4 + i);
-        v[1].raw = __ldg(in4 + i + stride);
-#pragma unroll
-        for (int g = 0; g < 2 * VEC; g += PACKED_GROUP) {
-            unsigned bin[PACKED_GROUP], old[PACKED_GROUP];
-#pragma unroll
-            for (int k = 0; k < PACKED_GROUP; k++) {
-                const long long b = resolve(locate<MODE>(v[(g + k) / VEC].s[(g + k) % VEC], p), p, t);
-                bin[k] = b >= 0 ? (unsigned)b : NO_BIN;
-            }
-#pragma unroll
-            for (int k = 0; k < PACKED_GROUP; k++) old[k] = sink.issue(bin[k]);
-#pragma unroll
-            for (int k = 0; k < PACKED_GROUP; k++) sink.check(bin[k], old[k]);
-        }
-    }
-    for (; i < nvec; i += stride) {
-        Vec a;
-        a.raw = __ldg(in4 + i);
-#pragma unroll
-        for (int k = 0; k < VEC; k++) {
-            const long long b = resolve(locate<MODE>(a.s[k], p), p, t);
-            if (b >= 0) sink.add((unsigned long long)b, 1u);
-        }
-    }
-    for (unsigned long long j = nvec * VEC + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
-        const long long b = resolve(locate<MODE>(in[j], p), p, t);
-        if (b >= 0) sink.add((unsigned long long)b, 1u);
-    }
-}
 
 template <int MODE, int BITS>
 __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
@@ -413,7 +354,7 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     __syncthreads();
     PackedSink<BITS> sink{h, out, p.nbins, &hot_key, &hot_count, NO_HOT_KEY};
     Tally t{0, 0, 0};
-    packed_process<MODE, BITS>(in, n, p, sink, t);
+    process<MODE, void>(in, n, (const void*)0, p, sink, t);
     __syncthreads();
     for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
         const unsigned v = h[wd];
@@ -438,6 +379,7 @@ struct ClusterSink {
     unsigned int per_block;
     unsigned* hot_key;
     C* hot_count;
+    __device__ __forceinline__ void step() {}
     __device__ __forceinline__ C* owner(unsigned long long bin) {
         unsigned int rank = (unsigned int)(bin / per_block);
         unsigned int off = (unsigned int)(bin - (unsigned long long)rank * per_block);
@@ -503,6 +445,7 @@ struct GlobalSink {
     Out* out;
     unsigned* hot_key;
     Out* hot_count;
+    __device__ __forceinline__ void step() {}
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) {
         if constexpr (cuda::std::is_same<Out, unsigned int>::value) {
@@ -564,6 +507,7 @@ extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long lo
 struct BucketSink {
     unsigned* cnt;
     unsigned bits;
+    __device__ __forceinline__ void step() {}
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) { atomicAdd(cnt + (bin >> bits), (unsigned)amount); }
 };
@@ -657,6 +601,7 @@ __device__ unsigned block_exclusive_scan(const unsigned* in, unsigned* out, unsi
 }
 
 #define PART_K 16
+#define NO_BIN 0xffffffffu
 
 // A sample's rank among the tile's samples of its bucket. With split_bits > 0 (the bucket number has
 // at most that many bits) the warp first finds the lanes that share its bucket from one ballot per
@@ -832,12 +777,12 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
     }
 
 #define PACKED_KERNELS(MODE, MNAME)                                                                            \
-    extern "C" __global__ void __launch_bounds__(512, 3) hist_shared16_##MNAME##_none(                        \
+    extern "C" __global__ void __launch_bounds__(512) hist_shared16_##MNAME##_none(                            \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
         unsigned long long* t) {                                                                               \
         packed_kernel<MODE, 16>(in, n, p, out, t);                                                             \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(512, 3) hist_shared8_##MNAME##_none(                          \
+    extern "C" __global__ void __launch_bounds__(512) hist_shared8_##MNAME##_none(                             \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
         unsigned long long* t) {                                                                               \
         packed_kernel<MODE, 8>(in, n, p, out, t);                                                              \

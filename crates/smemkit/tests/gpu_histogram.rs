@@ -480,6 +480,8 @@ fn auto_probes_skew_beyond_one_block() {
     let mut r = rng();
     let n = smemkit::plan::SKEW_PROBE_MIN_SAMPLES + 12_345;
     for (nbins, dist, want) in [
+        (131_072, Dist::Hot, "-> global"),
+        (131_072, Dist::Uniform, "-> shared8"),
         (262_144, Dist::Hot, "-> global"),
         (262_144, Dist::Uniform, "-> partition"),
         (1 << 24, Dist::Hot, "-> global"),

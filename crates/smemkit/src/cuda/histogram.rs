@@ -272,20 +272,24 @@ impl Prepared {
         } else {
             None
         };
-        let skew = if choice == StrategyChoice::Auto
-            && plan.strategy == Strategy::Partition
-            && samples.map_or(true, |n| n >= plan::SKEW_PROBE_MIN_SAMPLES)
-        {
-            Some(SkewProbe::new(
-                &gpu,
-                sample_type,
-                weights,
-                binning,
-                policy,
-                samples,
-            )?)
-        } else {
-            None
+        let threshold = plan::skew_probe_threshold(&plan, nbins, &gpu.limits);
+        let skew = match threshold {
+            Some(threshold)
+                if choice == StrategyChoice::Auto
+                    && samples.map_or(true, |n| n >= plan::SKEW_PROBE_MIN_SAMPLES) =>
+            {
+                Some(SkewProbe::new(
+                    &gpu,
+                    sample_type,
+                    weights,
+                    binning,
+                    policy,
+                    samples,
+                    threshold,
+                    plan.strategy,
+                )?)
+            }
+            _ => None,
         };
         Ok(Prepared {
             partition,
@@ -635,11 +639,14 @@ struct SkewProbe {
     bins: std::sync::Mutex<CudaSlice<u32>>,
     global: Box<Prepared>,
     threshold: f64,
+    /// The plan the probe may replace (for reports).
+    planned: Strategy,
     /// The last probe's share of the commonest bin, as f64 bits (for reports); NaN before any.
     last_share: std::sync::atomic::AtomicU64,
 }
 
 impl SkewProbe {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         gpu: &Arc<Gpu>,
         sample_type: SampleType,
@@ -647,6 +654,8 @@ impl SkewProbe {
         binning: &Binning,
         policy: OutOfRange,
         samples: Option<usize>,
+        threshold: f64,
+        planned: Strategy,
     ) -> Result<SkewProbe> {
         let func = gpu.function(
             &HISTOGRAM,
@@ -670,7 +679,8 @@ impl SkewProbe {
             func,
             bins: std::sync::Mutex::new(bins),
             global: Box::new(global),
-            threshold: plan::hot_share_for_global(binning.nbins()),
+            threshold,
+            planned,
             last_share: std::sync::atomic::AtomicU64::new(f64::NAN.to_bits()),
         })
     }
@@ -721,9 +731,9 @@ impl SkewProbe {
                 "; last probe: commonest bin {:.1}% -> {}",
                 last * 100.0,
                 if last >= self.threshold {
-                    "global"
+                    "global".to_string()
                 } else {
-                    "partition"
+                    self.planned.name()
                 }
             )
         };

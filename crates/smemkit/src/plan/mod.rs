@@ -593,6 +593,27 @@ fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
         .map(|&(bits, _)| bits)
 }
 
+/// The hot-bin share from which `auto` runs the global strategy instead of one block of 8-bit
+/// counters per SM. Measured on the H100 (1a16e37, int32, GB/s uniform / hot 7/8): 8-bit counters
+/// 1075 / 998 at 131072 bins and 982 / 948 at 196608, global 316 / 1522 and 331 / 1522; times
+/// linear in the share meet at 0.75 and 0.73. At 98304 bins (two blocks per SM: 1357 / 1402
+/// against 330 / 1517) they would meet at 0.85, too close to the hot workload's 0.875 to pay.
+pub const PACKED_HOT_SHARE_FOR_GLOBAL: f64 = 0.8;
+
+/// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
+/// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch:
+/// the partition passes (367 GB/s on hot data against global's ~1520 at every bin count they
+/// serve) and one block of 8-bit counters per SM. `None` for every other plan.
+pub fn skew_probe_threshold(plan: &Plan, nbins: usize, limits: &DeviceLimits) -> Option<f64> {
+    match plan.strategy {
+        Strategy::Partition => Some(hot_share_for_global(nbins)),
+        Strategy::Packed { bits: 8 } if blocks_per_sm(limits, plan.shared_bytes) == 1 => {
+            Some(PACKED_HOT_SHARE_FOR_GLOBAL)
+        }
+        _ => None,
+    }
+}
+
 fn plan_partition_ok(w: &Workload) -> bool {
     !w.weighted && w.nbins.div_ceil(1 << PARTITION_BITS) <= PARTITION_MAX_BUCKETS
 }
@@ -1004,6 +1025,20 @@ mod shard_tests {
         }
         assert!(hot_share_for_global(1 << 20) < 0.4);
         assert!(hot_share_for_global(1 << 24) > 0.78);
+    }
+
+    #[test]
+    fn skew_probes_guard_the_plans_that_hot_data_slows() {
+        let at = |nbins| {
+            let w = Workload::new(nbins, SampleType::I32, false);
+            let p = plan(&w, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+            skew_probe_threshold(&p, nbins, &DeviceLimits::H100)
+        };
+        assert_eq!(at(32_768), None);
+        assert_eq!(at(98_304), None, "two blocks of 8-bit counters per SM");
+        assert_eq!(at(131_072), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
+        assert_eq!(at(232_432), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
+        assert_eq!(at(262_144), Some(hot_share_for_global(262_144)));
     }
 
     #[test]
