@@ -294,9 +294,13 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
 // of the word actually changed by (the wrapped one lost 2^BITS, the next gained a carry of 1, and so
 // on up the word) to the u64 result in global memory. The narrow counters only ever change by
 // atomics, so each counter's final value plus all the corrections made for it is its exact count.
-// Wraps are rare (one per 2^BITS counts of a bin in one block), so global memory sees few of them;
-// the first bin that wraps in a block becomes the block's hot bin and is counted in a u32 shared
-// counter from then on, so that skewed data does not turn into a stream of global corrections.
+// Wraps are rare (one per 2^BITS counts of a bin in one block), so global memory sees few of them.
+// With 8-bit counters, skewed data would still send a stream of corrections to one global address
+// (the standard hot workload at 2^28 samples: ~900000): there the first bin that wraps in a block
+// becomes the block's hot bin and is counted in a u32 shared counter from then on. 16-bit counters
+// skip that (the same workload makes ~3600 corrections): checking every sample against the hot bin
+// splits each warp into two atomics where the data is mixed, which held 32768 hot bins to 1768
+// GB/s against 2068 uniform (bench/results/*-sweep-i32-e80c0ce.jsonl).
 
 template <int BITS>
 __device__ __noinline__ void packed_wrapped(unsigned bin, unsigned old, unsigned amount, unsigned long long nbins,
@@ -310,7 +314,7 @@ __device__ __noinline__ void packed_wrapped(unsigned bin, unsigned old, unsigned
         // A negative correction wraps the u64 counter modulo 2^64 and comes out exact in the sum.
         if (meant != changed) atomicAdd(out + first + j, (unsigned long long)(long long)(meant - changed));
     }
-    atomicCAS(hot_key, NO_HOT_KEY, bin);
+    if (BITS == 8) atomicCAS(hot_key, NO_HOT_KEY, bin);
 }
 
 template <int BITS>
@@ -322,12 +326,14 @@ struct PackedSink {
     unsigned* hot_count;
     unsigned hot;  // this thread's copy of *hot_key, refreshed once per loop step (a stale copy is
                    // still exact: both routes count)
-    __device__ __forceinline__ void step() { hot = *(volatile unsigned*)hot_key; }
+    __device__ __forceinline__ void step() {
+        if (BITS == 8) hot = *(volatile unsigned*)hot_key;
+    }
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) {
         constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
         const unsigned b = (unsigned)bin, a = (unsigned)amount;
-        if (b == hot) {
+        if (BITS == 8 && b == hot) {
             atomicAdd(hot_count, a);
             return;
         }
