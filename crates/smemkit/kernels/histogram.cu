@@ -295,26 +295,35 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
 // on up the word) to the u64 result in global memory. The narrow counters only ever change by
 // atomics, so each counter's final value plus all the corrections made for it is its exact count.
 // Wraps are rare (one per 2^BITS counts of a bin in one block), so global memory sees few of them.
-// With 8-bit counters, skewed data would still send a stream of corrections to one global address
-// (the standard hot workload at 2^28 samples: ~900000): there the first bin that wraps in a block
-// becomes the block's hot bin and is counted in a u32 shared counter from then on. 16-bit counters
-// skip that (the same workload makes ~3600 corrections): checking every sample against the hot bin
-// splits each warp into two atomics where the data is mixed, which held 32768 hot bins to 1768
-// GB/s against 2068 uniform (bench/results/*-sweep-i32-e80c0ce.jsonl).
+//
+// Skewed data needs more care. Returning atomics on one shared address serialise (each lane needs
+// its own old value): with 7 of 8 samples in one bin, 16-bit counters ran the standard hot workload
+// at 1024 GB/s against 2175 uniform at 32768 bins (533632c). And 8-bit counters would send a stream
+// of corrections to one global address (~900000 for 2^28 hot samples). So the first bin of a block
+// that reaches 256 counts (the wrap itself for 8 bits) becomes the block's hot bin, and from then
+// on each lane counts it in its own u32 counter (32 of them, one per bank, after the packed words):
+// still one atomic instruction per sample, now without conflicts. Checking every sample against a
+// hot bin in a separate branch instead (e80c0ce) split mixed warps into two atomic instructions:
+// 1768 GB/s hot at 32768 bins.
+
+/// Per-lane counters of the hot bin, after the packed words.
+#define PACKED_HOT_LANES 32
 
 template <int BITS>
-__device__ __noinline__ void packed_wrapped(unsigned bin, unsigned old, unsigned amount, unsigned long long nbins,
+__device__ __noinline__ void packed_crossed(unsigned bin, unsigned old, unsigned amount, unsigned long long nbins,
                                             unsigned long long* out, unsigned* hot_key) {
     constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
     const unsigned lane = bin % PER, first = bin - lane;
-    const unsigned now = old + (amount << (lane * BITS));
-    for (unsigned j = lane; j < PER && first + j < nbins; j++) {
-        const int changed = (int)((now >> (j * BITS)) & MASK) - (int)((old >> (j * BITS)) & MASK);
-        const int meant = j == lane ? (int)amount : 0;
-        // A negative correction wraps the u64 counter modulo 2^64 and comes out exact in the sum.
-        if (meant != changed) atomicAdd(out + first + j, (unsigned long long)(long long)(meant - changed));
+    if (((old >> (lane * BITS)) & MASK) + amount > MASK) {
+        const unsigned now = old + (amount << (lane * BITS));
+        for (unsigned j = lane; j < PER && first + j < nbins; j++) {
+            const int changed = (int)((now >> (j * BITS)) & MASK) - (int)((old >> (j * BITS)) & MASK);
+            const int meant = j == lane ? (int)amount : 0;
+            // A negative correction wraps the u64 counter modulo 2^64 and comes out exact in the sum.
+            if (meant != changed) atomicAdd(out + first + j, (unsigned long long)(long long)(meant - changed));
+        }
     }
-    if (BITS == 8) atomicCAS(hot_key, NO_HOT_KEY, bin);
+    atomicCAS(hot_key, NO_HOT_KEY, bin);
 }
 
 template <int BITS>
@@ -323,23 +332,20 @@ struct PackedSink {
     unsigned long long* out;
     unsigned long long nbins;
     unsigned* hot_key;
-    unsigned* hot_count;
-    unsigned hot;  // this thread's copy of *hot_key, refreshed once per loop step (a stale copy is
-                   // still exact: both routes count)
-    __device__ __forceinline__ void step() {
-        if (BITS == 8) hot = *(volatile unsigned*)hot_key;
-    }
+    unsigned* hot_lane;  // this lane's counter of the hot bin
+    unsigned hot;        // this thread's copy of *hot_key, refreshed once per loop step (a stale copy
+                         // is still exact: both routes count)
+    __device__ __forceinline__ void step() { hot = *(volatile unsigned*)hot_key; }
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) {
         constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
         const unsigned b = (unsigned)bin, a = (unsigned)amount;
-        if (BITS == 8 && b == hot) {
-            atomicAdd(hot_count, a);
-            return;
-        }
+        const bool is_hot = b == hot;
         const unsigned shift = (b % PER) * BITS;
-        const unsigned old = atomicAdd(h + b / PER, a << shift);
-        if (((old >> shift) & MASK) + a > MASK) packed_wrapped<BITS>(b, old, a, nbins, out, hot_key);
+        const unsigned old = atomicAdd(is_hot ? hot_lane : h + b / PER, is_hot ? a : a << shift);
+        // Past a multiple of 256 counts (for 8 bits: a wrap): a wrap to undo, a hot bin to claim.
+        if (!is_hot && (((old >> shift) & MASK) & 0xFFu) + a > 0xFFu)
+            packed_crossed<BITS>(b, old, a, nbins, out, hot_key);
     }
 };
 
@@ -349,16 +355,13 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned hot_key;
-    __shared__ unsigned hot_count;
     unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
     const unsigned long long words = (p.nbins + PER - 1) / PER;
-    for (unsigned long long b = threadIdx.x; b < words; b += blockDim.x) h[b] = 0;
-    if (threadIdx.x == 0) {
-        hot_key = NO_HOT_KEY;
-        hot_count = 0;
-    }
+    unsigned* hot_counts = h + words;
+    for (unsigned long long b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
+    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
     __syncthreads();
-    PackedSink<BITS> sink{h, out, p.nbins, &hot_key, &hot_count, NO_HOT_KEY};
+    PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     Tally t{0, 0, 0};
     process<MODE, void>(in, n, (const void*)0, p, sink, t);
     __syncthreads();
@@ -370,7 +373,11 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
             if (c) atomicAdd(out + wd * PER + j, (unsigned long long)c);
         }
     }
-    if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != 0) atomicAdd(out + hot_key, (unsigned long long)hot_count);
+    if (threadIdx.x < 32 && hot_key != NO_HOT_KEY) {
+        unsigned long long c = hot_counts[threadIdx.x];
+        for (int off = 16; off > 0; off >>= 1) c += __shfl_down_sync(0xffffffffu, c, off);
+        if (threadIdx.x == 0 && c != 0) atomicAdd(out + hot_key, c);
+    }
     flush_tally(t, tallies);
 }
 

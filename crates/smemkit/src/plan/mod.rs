@@ -560,9 +560,11 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
 /// (1482 / 1547 with three blocks, against 1300 / 1135 for one block of 16-bit).
 pub const SHARED_FULL_SPEED_BLOCKS: u32 = 2;
 
-/// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words.
+/// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words, and the
+/// 32 per-lane u32 counters of the block's hot bin behind them (`PACKED_HOT_LANES` in
+/// kernels/histogram.cu).
 pub fn packed_bytes(nbins: usize, bits: u32) -> usize {
-    nbins.div_ceil((32 / bits) as usize) * 4
+    nbins.div_ceil((32 / bits) as usize) * 4 + 32 * 4
 }
 
 /// The counter width `auto` gives a one-block histogram: 32 bits while that leaves
@@ -576,7 +578,14 @@ fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
     }
     let fitting: Vec<(u32, u32)> = [32u32, 16, 8]
         .into_iter()
-        .map(|bits| (bits, packed_bytes(w.nbins, bits)))
+        .map(|bits| {
+            let bytes = if bits == 32 {
+                w.nbins * 4
+            } else {
+                packed_bytes(w.nbins, bits)
+            };
+            (bits, bytes)
+        })
         .filter(|&(_, bytes)| bytes <= smem)
         .map(|(bits, bytes)| (bits, blocks_per_sm(limits, bytes as u32)))
         .collect();
@@ -742,13 +751,13 @@ mod tests {
         let p = plan(&w(58_108), &DeviceLimits::H100, StrategyChoice::Shared).unwrap();
         assert_eq!(p.grid, 132, "one block per SM at the limit");
         assert!(plan(&w(58_109), &DeviceLimits::H100, StrategyChoice::Shared).is_err());
-        // 8-bit counters: one bin per byte of the opt-in limit.
-        let p = plan(&w(232_432), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        // 8-bit counters: one bin per byte of the opt-in limit, less the hot bin's 128 bytes.
+        let p = plan(&w(232_304), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!((p.strategy, p.grid), (Strategy::Packed { bits: 8 }, 132));
-        let p = plan(&w(232_433), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        let p = plan(&w(232_305), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Partition);
-        assert!(plan(&w(116_217), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_err());
-        assert!(plan(&w(116_216), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_ok());
+        assert!(plan(&w(116_153), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_err());
+        assert!(plan(&w(116_152), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_ok());
     }
 
     #[test]
@@ -762,8 +771,8 @@ mod tests {
         assert_eq!(at(28_928), (Strategy::Shared, 264));
         assert_eq!(at(28_929), (Strategy::Packed { bits: 16 }, 396));
         assert_eq!(at(32_768), (Strategy::Packed { bits: 16 }, 396));
-        assert_eq!(at(57_856), (Strategy::Packed { bits: 16 }, 264));
-        assert_eq!(at(57_857), (Strategy::Packed { bits: 8 }, 396));
+        assert_eq!(at(57_792), (Strategy::Packed { bits: 16 }, 264));
+        assert_eq!(at(57_793), (Strategy::Packed { bits: 8 }, 396));
         assert_eq!(at(98_304), (Strategy::Packed { bits: 8 }, 264));
         assert_eq!(at(131_072), (Strategy::Packed { bits: 8 }, 132));
         // Weighted sums keep their f64 counters, and narrow counters refuse them.
@@ -1037,7 +1046,7 @@ mod shard_tests {
         assert_eq!(at(32_768), None);
         assert_eq!(at(98_304), None, "two blocks of 8-bit counters per SM");
         assert_eq!(at(131_072), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
-        assert_eq!(at(232_432), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
+        assert_eq!(at(232_304), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
         assert_eq!(at(262_144), Some(hot_share_for_global(262_144)));
     }
 
