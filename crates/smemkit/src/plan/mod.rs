@@ -551,13 +551,13 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
 }
 
 /// Blocks per SM that a shared-memory histogram keeps before `auto` narrows its counters. Measured
-/// on the H100 (bench/results/*-sweep-i32-1a16e37.jsonl, uniform / hot int32, GB/s): u32 counters
-/// do 2826 / 2827 at 16384 bins (three blocks per SM), 2636 / 2649 at 24576 (two), 1745 / 1749 at
+/// on the H100 (bench/results/*-sweep-i32-9a4c9a7.jsonl, uniform / hot int32, GB/s): u32 counters
+/// do 2842 / 2846 at 16384 bins (three blocks per SM), 2660 / 2657 at 24576 (two), 1767 / 1766 at
 /// 32768 (one); narrow counters cost instructions (checking each atomic's result for a wrap), so
-/// 16-bit counters only win where they add blocks that u32 counters lack: 2122 / 1826 at 24576
-/// (four blocks), 2050 / 1767 at 32768 (three), 1861 / 1666 at 49152 (two, against 1729 / 1743
-/// for one block of u32 and 1629 / 1631 for three of 8-bit), and 8-bit counters from 65536 bins
-/// (1482 / 1547 with three blocks, against 1300 / 1135 for one block of 16-bit).
+/// 16-bit counters only win where they add blocks that u32 counters lack: 2192 / 2189 at 24576
+/// (four blocks), 2112 / 2122 at 32768 (three), 1960 / 1945 at 49152 (two, against 1744 / 1722
+/// for one block of u32 and 1650 / 1721 for three of 8-bit), and 8-bit counters from 65536 bins
+/// (1476 / 1641 with three blocks, against 1401 / 1407 for one block of 16-bit).
 pub const SHARED_FULL_SPEED_BLOCKS: u32 = 2;
 
 /// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words, and the
@@ -603,10 +603,13 @@ fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
 }
 
 /// The hot-bin share from which `auto` runs the global strategy instead of one block of 8-bit
-/// counters per SM. Measured on the H100 (1a16e37, int32, GB/s uniform / hot 7/8): 8-bit counters
-/// 1075 / 998 at 131072 bins and 982 / 948 at 196608, global 316 / 1522 and 331 / 1522; times
-/// linear in the share meet at 0.75 and 0.73. At 98304 bins (two blocks per SM: 1357 / 1402
-/// against 330 / 1517) they would meet at 0.85, too close to the hot workload's 0.875 to pay.
+/// counters per SM. Measured on the H100 (int32, GB/s uniform / hot 7/8), modelling times as
+/// linear in the share: at 1a16e37 8-bit counters did 1075 / 998 at 131072 bins and 982 / 948 at
+/// 196608 against global's 316 / 1522 and 331 / 1522 (crossings at 0.75 and 0.73); with the
+/// per-lane hot counters of 9a4c9a7 they do 1173 / 1210 and 1054 / 1144 against 311 / 1499 and
+/// 326 / 1522 (crossings near 0.82 and 0.87, still below the hot workload's 0.875, and 0.8 was
+/// what ran there). At 98304 bins (two blocks per SM: 1392 / 1541 against 324 / 1508 at 9a4c9a7)
+/// 8-bit counters win on hot data too.
 pub const PACKED_HOT_SHARE_FOR_GLOBAL: f64 = 0.8;
 
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
