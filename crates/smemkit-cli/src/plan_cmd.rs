@@ -4,7 +4,9 @@
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
-use smemkit::plan::{plan, Workload};
+use smemkit::plan::{
+    plan, skew_probe_threshold, Workload, SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
+};
 use smemkit::{SampleType, StrategyChoice};
 
 use crate::cli::PlanArgs;
@@ -44,5 +46,18 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
         }
     )?;
     writeln!(out, "{p}")?;
+    // The CUDA engine's skew probe (cuda::histogram::Prepared), decided by the same function.
+    if let Some(share) = skew_probe_threshold(&p, args.bins, &limits) {
+        if choice == StrategyChoice::Auto
+            && args.samples.map_or(true, |n| n >= SKEW_PROBE_MIN_SAMPLES)
+        {
+            writeln!(
+                out,
+                "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}% of them \
+                 (inputs of {SKEW_PROBE_MIN_SAMPLES} samples or more)",
+                share * 100.0
+            )?;
+        }
+    }
     Ok(())
 }

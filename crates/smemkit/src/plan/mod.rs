@@ -431,7 +431,7 @@ fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
                 limits,
                 bits,
                 format!(
-                    "{} bytes of {bits}-bit counters fit one block ({} blocks per SM; u32 counters \
+                    "{} bytes of {bits}-bit counters fit one block (blocks per SM: {}; u32 counters \
                      would need {} bytes)",
                     packed,
                     blocks_per_sm(limits, packed as u32),
