@@ -47,17 +47,13 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
     )?;
     writeln!(out, "{p}")?;
     // The CUDA engine's skew probe (cuda::histogram::Prepared), decided by the same function.
-    if let Some(share) = skew_probe_threshold(&p, args.bins, &limits) {
-        if choice == StrategyChoice::Auto
-            && args.samples.map_or(true, |n| n >= SKEW_PROBE_MIN_SAMPLES)
-        {
-            writeln!(
-                out,
-                "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}% of them \
-                 (inputs of {SKEW_PROBE_MIN_SAMPLES} samples or more)",
-                share * 100.0
-            )?;
-        }
+    if let Some(share) = skew_probe_threshold(&p, &workload, &limits, choice) {
+        writeln!(
+            out,
+            "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}% of them \
+             (inputs of {SKEW_PROBE_MIN_SAMPLES} samples or more)",
+            share * 100.0
+        )?;
     }
     Ok(())
 }

@@ -272,13 +272,9 @@ impl Prepared {
         } else {
             None
         };
-        let threshold = plan::skew_probe_threshold(&plan, nbins, &gpu.limits);
-        let skew = match threshold {
-            Some(threshold)
-                if choice == StrategyChoice::Auto
-                    && samples.map_or(true, |n| n >= plan::SKEW_PROBE_MIN_SAMPLES) =>
-            {
-                Some(SkewProbe::new(
+        let skew = plan::skew_probe_threshold(&plan, &workload, &gpu.limits, choice)
+            .map(|threshold| {
+                SkewProbe::new(
                     &gpu,
                     sample_type,
                     weights,
@@ -287,10 +283,9 @@ impl Prepared {
                     samples,
                     threshold,
                     plan.strategy,
-                )?)
-            }
-            _ => None,
-        };
+                )
+            })
+            .transpose()?;
         Ok(Prepared {
             partition,
             skew,

@@ -615,10 +615,20 @@ pub const PACKED_HOT_SHARE_FOR_GLOBAL: f64 = 0.8;
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
 /// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch:
 /// the partition passes (367 GB/s on hot data against global's ~1520 at every bin count they
-/// serve) and one block of 8-bit counters per SM. `None` for every other plan.
-pub fn skew_probe_threshold(plan: &Plan, nbins: usize, limits: &DeviceLimits) -> Option<f64> {
+/// serve) and one block of 8-bit counters per SM. `None` for every other plan, for a forced
+/// strategy, and for a workload known to be shorter than [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA
+/// engine builds its probe from this, and `smemkit plan` reports it.
+pub fn skew_probe_threshold(
+    plan: &Plan,
+    w: &Workload,
+    limits: &DeviceLimits,
+    choice: StrategyChoice,
+) -> Option<f64> {
+    if choice != StrategyChoice::Auto || w.samples.is_some_and(|n| n < SKEW_PROBE_MIN_SAMPLES) {
+        return None;
+    }
     match plan.strategy {
-        Strategy::Partition => Some(hot_share_for_global(nbins)),
+        Strategy::Partition => Some(hot_share_for_global(w.nbins)),
         Strategy::Packed { bits: 8 } if blocks_per_sm(limits, plan.shared_bytes) == 1 => {
             Some(PACKED_HOT_SHARE_FOR_GLOBAL)
         }
@@ -1044,13 +1054,28 @@ mod shard_tests {
         let at = |nbins| {
             let w = Workload::new(nbins, SampleType::I32, false);
             let p = plan(&w, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-            skew_probe_threshold(&p, nbins, &DeviceLimits::H100)
+            skew_probe_threshold(&p, &w, &DeviceLimits::H100, StrategyChoice::Auto)
         };
         assert_eq!(at(32_768), None);
         assert_eq!(at(98_304), None, "two blocks of 8-bit counters per SM");
         assert_eq!(at(131_072), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
         assert_eq!(at(232_304), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
         assert_eq!(at(262_144), Some(hot_share_for_global(262_144)));
+        // Only `auto` probes, and only inputs long enough to pay for it.
+        let w = Workload::new(131_072, SampleType::I32, false);
+        let p = plan(&w, &DeviceLimits::H100, StrategyChoice::Packed(8)).unwrap();
+        assert_eq!(
+            skew_probe_threshold(&p, &w, &DeviceLimits::H100, StrategyChoice::Packed(8)),
+            None
+        );
+        let short = Workload::new(262_144, SampleType::I32, false)
+            .with_samples(Some(SKEW_PROBE_MIN_SAMPLES - 1));
+        let p = plan(&short, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        assert_eq!(p.strategy, Strategy::Partition);
+        assert_eq!(
+            skew_probe_threshold(&p, &short, &DeviceLimits::H100, StrategyChoice::Auto),
+            None
+        );
     }
 
     #[test]
