@@ -48,6 +48,9 @@ const TOL_TF32: f64 = 5e-3;
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Impl {
     Ours(MatmulKernel),
+    /// One of the autotuner's candidates by name (`warp:128x256x8-w64x64-s3-b1-p`), so that a
+    /// configuration can be timed or profiled without the tuner choosing it.
+    Candidate(gm::Variant),
     Cublas(CublasMath),
 }
 
@@ -55,6 +58,7 @@ impl Impl {
     fn name(&self) -> String {
         match self {
             Impl::Ours(k) => format!("smemkit/{}", k.name()),
+            Impl::Candidate(v) => format!("smemkit/{}", v.name()),
             Impl::Cublas(CublasMath::Fp32) => "cublas".into(),
             Impl::Cublas(CublasMath::Tf32) => "cublas-tf32".into(),
         }
@@ -102,9 +106,18 @@ fn impls(names: &[String], tf32: bool) -> Result<Vec<Impl>> {
             let i = match name.as_str() {
                 "cublas" if tf32 => Impl::Cublas(CublasMath::Tf32),
                 "cublas" => Impl::Cublas(CublasMath::Fp32),
+                other if other.contains(':') && !tf32 => {
+                    match smemkit::cuda::autotune::parse_choice(other) {
+                        Some(v) => Impl::Candidate(v),
+                        None => bail!(
+                            "--kernel {other}: not one of the autotuner's candidates ({})",
+                            candidate_names()
+                        ),
+                    }
+                }
                 other => Impl::Ours(MatmulKernel::parse(other).context("--kernel")?),
             };
-            if !all.contains(&i) {
+            if !all.contains(&i) && !matches!(i, Impl::Candidate(_)) {
                 bail!(
                     "--kernel {name} does not run in {} precision (the TF32 kernel needs --precision tf32, and the FP32 kernels run without it)",
                     if tf32 { "tf32" } else { "fp32" }
@@ -113,6 +126,14 @@ fn impls(names: &[String], tf32: bool) -> Result<Vec<Impl>> {
             Ok(i)
         })
         .collect()
+}
+
+fn candidate_names() -> String {
+    smemkit::cuda::autotune::candidates()
+        .iter()
+        .map(|v| v.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Uniform values in [-1, 1) from a hash of the index (the same matrix on any number of threads).
@@ -274,9 +295,13 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         drop((a, b));
         let p = d.problem;
         for &imp in &impls {
-            let (variant, launch): (String, Box<dyn Fn() -> smemkit::Result<()>>) = match imp {
-                Impl::Ours(kernel) => {
-                    let v = gm::resolve(&g, &p, kernel)?;
+            let ours = match imp {
+                Impl::Ours(kernel) => Some(gm::resolve(&g, &p, kernel)?),
+                Impl::Candidate(v) => Some(v),
+                Impl::Cublas(_) => None,
+            };
+            let (variant, launch): (String, Box<dyn Fn() -> smemkit::Result<()>>) = match ours {
+                Some(v) => {
                     let prepared = gm::prepare(&g, &p, v)?;
                     let g2 = g.clone();
                     // SAFETY: A, B and C are this shape's buffers (`d`, alive until the end of
@@ -284,7 +309,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
                     // problem's dense shapes.
                     (v.name(), Box::new(move || unsafe { prepared.launch(&g2) }))
                 }
-                Impl::Cublas(_) => {
+                None => {
                     let Some(blas) = blas.as_ref() else { continue };
                     // SAFETY: as above.
                     (
@@ -356,6 +381,11 @@ mod tests {
         );
         assert_eq!(Impl::Cublas(CublasMath::Tf32).name(), "cublas-tf32");
         assert_eq!(Impl::Ours(MatmulKernel::Auto).name(), "smemkit/auto");
+        // A tuner candidate by name (FP32 only); an unknown configuration is refused.
+        let named = impls(&["warp:128x256x8-w64x64-s3-b1-p".into()], false).unwrap();
+        assert_eq!(named[0].name(), "smemkit/warp:128x256x8-w64x64-s3-b1-p");
+        assert!(impls(&["warp:1x1x1-w1x1-s1-b1".into()], false).is_err());
+        assert!(impls(&["warp:128x256x8-w64x64-s3-b1-p".into()], true).is_err());
     }
 
     #[test]

@@ -789,13 +789,15 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
         probe<MODE>(in, n, p, probes, bins);                                                                   \
     }
 
+// 1024 threads: where one block of narrow counters fills an SM's shared memory the host launches
+// blocks of 1024 threads (plan::ONE_BLOCK_THREADS), else 512.
 #define PACKED_KERNELS(MODE, MNAME)                                                                            \
-    extern "C" __global__ void __launch_bounds__(512) hist_shared16_##MNAME##_none(                            \
+    extern "C" __global__ void __launch_bounds__(1024) hist_shared16_##MNAME##_none(                           \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
         unsigned long long* t) {                                                                               \
         packed_kernel<MODE, 16>(in, n, p, out, t);                                                             \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(512) hist_shared8_##MNAME##_none(                             \
+    extern "C" __global__ void __launch_bounds__(1024) hist_shared8_##MNAME##_none(                            \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
         unsigned long long* t) {                                                                               \
         packed_kernel<MODE, 8>(in, n, p, out, t);                                                              \

@@ -178,6 +178,9 @@ impl Prepared {
             Strategy::Cluster { size } => size,
             _ => 1,
         };
+        if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {
+            plan.block = threads;
+        }
         let mut shape = LaunchShape {
             grid: plan.grid,
             block: plan.block,
@@ -603,6 +606,16 @@ pub const PARTITION_BATCH: usize = 1 << 28;
 
 /// Samples each thread of the scatter pass sorts per tile (`PART_K` in `histogram.cu`).
 const PARTITION_TILE_PER_THREAD: usize = 16;
+
+/// Kernel tuning only: SMEMKIT_PACKED_BLOCK_THREADS=512 (or 256, 1024) launches the narrow-counter
+/// kernels with blocks of that many threads instead of the plan's, so that one device call can
+/// time both block sizes (bench/NOTES.md, run 9). Other values are ignored.
+fn packed_block_override() -> Option<u32> {
+    std::env::var("SMEMKIT_PACKED_BLOCK_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|t| [256, 512, 1024].contains(t))
+}
 
 /// Bucket counts up to which the scatter ranks samples by warp votes (see `Partition::split_bits`).
 /// Off: on the H100 (c8b0c9a, 2^28 int32) the votes cost more than the contended atomics they save

@@ -91,9 +91,10 @@ impl WarpConfig {
     /// The configurations the autotuner measures (the default first). Registers by ptxas 13.0
     /// for sm_90a (NN layout): 127, 128, 127, 149, 149, 151,
     /// 153, 127, 127, 128 for the first ten, then 127, 127, 127, 235, 233, 241, 127, 127, 167 and
-    /// 127 for those added in session 3; none spills in any layout. The split-K ones are measured
-    /// only for products with fewer tiles than the GPU has SMs.
-    pub const CANDIDATES: [WarpConfig; 20] = [
+    /// 127 for those added in session 3, 233, 249 and 235 for the three of session 5; none spills
+    /// in any layout. The split-K ones are measured only for products with fewer tiles than the
+    /// GPU has SMs.
+    pub const CANDIDATES: [WarpConfig; 23] = [
         WarpConfig::DEFAULT,
         WarpConfig {
             stages: 3,
@@ -212,6 +213,31 @@ impl WarpConfig {
             bk: 16,
             stages: 3,
             ..WarpConfig::DEFAULT
+        },
+        // Session 5: the 8 x 16 lane tiles that won at 2048^3 and 4096^3 (one block of 8 warps
+        // per SM), with BK 16 (half the barriers and per-tile load work; 233-249 registers, no
+        // spill) and with a fourth stage of BK 8 (two tiles of loads in flight behind the one
+        // being multiplied; 75 KB of shared memory).
+        WarpConfig {
+            bn: 256,
+            bk: 16,
+            wn: 64,
+            min_blocks: 1,
+            ..WarpConfig::PREFETCH
+        },
+        WarpConfig {
+            bm: 256,
+            bk: 16,
+            wn: 64,
+            min_blocks: 1,
+            ..WarpConfig::PREFETCH
+        },
+        WarpConfig {
+            bn: 256,
+            wn: 64,
+            stages: 4,
+            min_blocks: 1,
+            ..WarpConfig::PREFETCH
         },
     ];
 

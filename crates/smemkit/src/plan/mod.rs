@@ -124,8 +124,11 @@ pub const PARTITION_BITS: u32 = 14;
 /// Most buckets the partition passes handle (their counters and offsets live in shared memory).
 pub const PARTITION_MAX_BUCKETS: usize = 4096;
 
-/// Threads per block of every histogram kernel.
+/// Threads per block of every histogram kernel, except [`ONE_BLOCK_THREADS`].
 pub const BLOCK_THREADS: u32 = 512;
+/// Threads per block of the narrow-counter kernels when only one block fits an SM: a 512-thread
+/// block alone leaves 16 warps per SM to hide the latency of its loads and returning atomics.
+pub const ONE_BLOCK_THREADS: u32 = 1024;
 
 /// A histogram launch, fully decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -671,10 +674,15 @@ fn shared_plan(w: &Workload, limits: &DeviceLimits, reason: String) -> Plan {
 
 fn packed_plan(w: &Workload, limits: &DeviceLimits, bits: u32, reason: String) -> Plan {
     let shared_bytes = packed_bytes(w.nbins, bits) as u32;
+    let per_sm = blocks_per_sm(limits, shared_bytes);
     Plan {
         strategy: Strategy::Packed { bits },
-        grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),
-        block: BLOCK_THREADS,
+        grid: limits.sm_count * per_sm,
+        block: if per_sm == 1 {
+            ONE_BLOCK_THREADS
+        } else {
+            BLOCK_THREADS
+        },
         shared_bytes,
         bins_per_block: w.nbins,
         reason,
@@ -788,6 +796,15 @@ mod tests {
         assert_eq!(at(57_793), (Strategy::Packed { bits: 8 }, 396));
         assert_eq!(at(98_304), (Strategy::Packed { bits: 8 }, 264));
         assert_eq!(at(131_072), (Strategy::Packed { bits: 8 }, 132));
+        // One block per SM: the narrow-counter kernels take 1024 threads, else 512.
+        let block = |nbins| {
+            plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto)
+                .unwrap()
+                .block
+        };
+        assert_eq!(block(131_072), ONE_BLOCK_THREADS);
+        assert_eq!(block(98_304), BLOCK_THREADS);
+        assert_eq!(block(32_768), BLOCK_THREADS);
         // Weighted sums keep their f64 counters, and narrow counters refuse them.
         let ww = Workload::new(1000, SampleType::F32, true);
         assert_eq!(
