@@ -207,8 +207,13 @@ __device__ __forceinline__ void count(long long bin, const W* w, unsigned long l
     }
 }
 
-// The grid-stride loop shared by all strategies: 16-byte loads, two in flight per thread.
-template <int MODE, class W, class Sink>
+// The grid-stride loop shared by all strategies: 16-byte loads, two in flight per thread. With
+// PREFETCH the next pair is loaded before the current pair is counted, so that the loads' latency
+// hides behind the counting within the warp, not only behind other warps: for the kernels that run
+// one block per SM (16 or 32 warps), where ncu put most stalls on the loads (long scoreboard, 7.2
+// of 17.5 cycles per instruction at 131072 bins). It costs 8 registers, so kernels that need 4
+// blocks of 512 threads per SM (32 registers) go without.
+template <int MODE, class W, class Sink, bool PREFETCH = false>
 __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigned long long n, const W* w,
                                         const BinParams& p, Sink& sink, Tally& t) {
     constexpr int VEC = 16 / sizeof(sample_t);
@@ -217,20 +222,44 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     const uint4* in4 = reinterpret_cast<const uint4*>(in);
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + stride < nvec; i += 2 * stride) {
+    auto count_pair = [&](const Vec& a, const Vec& b, unsigned long long at) {
         sink.step();
-        Vec a, b;
-        a.raw = __ldg(in4 + i);
-        b.raw = __ldg(in4 + i + stride);
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
             long long bin = resolve(locate<MODE>(a.s[k], p), p, t);
-            count<W>(bin, w, i * VEC + k, p, sink);
+            count<W>(bin, w, at * VEC + k, p, sink);
         }
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
             long long bin = resolve(locate<MODE>(b.s[k], p), p, t);
-            count<W>(bin, w, (i + stride) * VEC + k, p, sink);
+            count<W>(bin, w, (at + stride) * VEC + k, p, sink);
+        }
+    };
+    if (PREFETCH) {
+        if (i + stride < nvec) {
+            Vec a, b;
+            a.raw = __ldg(in4 + i);
+            b.raw = __ldg(in4 + i + stride);
+            for (;;) {
+                const unsigned long long next = i + 2 * stride;
+                const bool more = next + stride < nvec;
+                Vec na, nb;
+                if (more) {
+                    na.raw = __ldg(in4 + next);
+                    nb.raw = __ldg(in4 + next + stride);
+                }
+                count_pair(a, b, i);
+                i = next;
+                if (!more) break;
+                a = na, b = nb;
+            }
+        }
+    } else {
+        for (; i + stride < nvec; i += 2 * stride) {
+            Vec a, b;
+            a.raw = __ldg(in4 + i);
+            b.raw = __ldg(in4 + i + stride);
+            count_pair(a, b, i);
         }
     }
     for (; i < nvec; i += stride) {
@@ -349,7 +378,7 @@ struct PackedSink {
     }
 };
 
-template <int MODE, int BITS>
+template <int MODE, int BITS, bool PREFETCH>
 __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
                               unsigned long long* tallies) {
     constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
@@ -363,7 +392,7 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     __syncthreads();
     PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     Tally t{0, 0, 0};
-    process<MODE, void>(in, n, (const void*)0, p, sink, t);
+    process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t);
     __syncthreads();
     for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
         const unsigned v = h[wd];
@@ -789,19 +818,20 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
         probe<MODE>(in, n, p, probes, bins);                                                                   \
     }
 
-// 1024 threads: where one block of narrow counters fills an SM's shared memory the host launches
-// blocks of 1024 threads (plan::ONE_BLOCK_THREADS), else 512.
-#define PACKED_KERNELS(MODE, MNAME)                                                                            \
-    extern "C" __global__ void __launch_bounds__(1024) hist_shared16_##MNAME##_none(                           \
+// Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14
+// more registers; the host takes the `p` build where an SM holds at most 1024 of the kernel's threads
+// (plan::packed_prefetch), launching 1024-thread blocks where one block fills an SM.
+#define PACKED_KERNEL(MODE, MNAME, BITS, SUFFIX, PREFETCH)                                                      \
+    extern "C" __global__ void __launch_bounds__(1024) hist_shared##BITS##SUFFIX##_##MNAME##_none(              \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
         unsigned long long* t) {                                                                               \
-        packed_kernel<MODE, 16>(in, n, p, out, t);                                                             \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(1024) hist_shared8_##MNAME##_none(                            \
-        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
-        unsigned long long* t) {                                                                               \
-        packed_kernel<MODE, 8>(in, n, p, out, t);                                                              \
+        packed_kernel<MODE, BITS, PREFETCH>(in, n, p, out, t);                                                 \
     }
+#define PACKED_KERNELS(MODE, MNAME)                                                                            \
+    PACKED_KERNEL(MODE, MNAME, 16, , false)                                                                    \
+    PACKED_KERNEL(MODE, MNAME, 16, p, true)                                                                    \
+    PACKED_KERNEL(MODE, MNAME, 8, , false)                                                                     \
+    PACKED_KERNEL(MODE, MNAME, 8, p, true)
 
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \

@@ -252,7 +252,7 @@ mod tests {
                     }
                 }
                 // Packed narrow counters count samples only.
-                for bits in [16, 8] {
+                for bits in ["16", "16p", "8", "8p"] {
                     for m in [mode, "edges"] {
                         let name = format!("hist_shared{bits}_{m}_none");
                         assert!(

@@ -15,7 +15,7 @@ use super::params::{kernel_params, mode_name, KernelBinParams};
 use crate::bins::{Binning, OutOfRange};
 use crate::error::{Error, Result};
 use crate::histogram::{Counts, Tallies};
-use crate::plan::{self, Plan, Strategy, StrategyChoice, Workload};
+use crate::plan::{self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload};
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
 /// Result of a GPU run.
@@ -83,12 +83,22 @@ pub fn sample_defines(t: SampleType) -> Vec<(&'static str, String)> {
 }
 
 /// The kernel for a strategy, binning and weight kind.
-pub fn kernel_name(strategy: &Strategy, binning: &Binning, weights: WeightKind) -> String {
-    let s = match strategy {
+pub fn kernel_name(
+    plan: &Plan,
+    limits: &DeviceLimits,
+    binning: &Binning,
+    weights: WeightKind,
+) -> String {
+    let s = match plan.strategy {
         Strategy::Shared => "shared",
-        // Counts only (the planner refuses weights): one kernel per width.
+        // Counts only (the planner refuses weights): one kernel per width, each in two builds.
         Strategy::Packed { bits } => {
-            return format!("hist_shared{bits}_{}_none", mode_name(binning))
+            let build = if plan::packed_prefetch(plan, limits) {
+                "p"
+            } else {
+                ""
+            };
+            return format!("hist_shared{bits}{build}_{}_none", mode_name(binning));
         }
         Strategy::Cluster { .. } => "cluster",
         Strategy::Global => "global",
@@ -169,18 +179,18 @@ impl Prepared {
         let workload =
             Workload::new(nbins, sample_type, weights != WeightKind::None).with_samples(samples);
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
+        if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {
+            plan.block = threads;
+        }
         let func = gpu.function(
             &HISTOGRAM,
             &sample_defines(sample_type),
-            &kernel_name(&plan.strategy, binning, weights),
+            &kernel_name(&plan, &gpu.limits, binning, weights),
         )?;
         let cluster = match plan.strategy {
             Strategy::Cluster { size } => size,
             _ => 1,
         };
-        if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {
-            plan.block = threads;
-        }
         let mut shape = LaunchShape {
             grid: plan.grid,
             block: plan.block,

@@ -91,10 +91,10 @@ impl WarpConfig {
     /// The configurations the autotuner measures (the default first). Registers by ptxas 13.0
     /// for sm_90a (NN layout): 127, 128, 127, 149, 149, 151,
     /// 153, 127, 127, 128 for the first ten, then 127, 127, 127, 235, 233, 241, 127, 127, 167 and
-    /// 127 for those added in session 3, 233, 249 and 235 for the three of session 5; none spills
+    /// 127 for those added in session 3, 233, 249, 235 and 253 for the four of session 5; none spills
     /// in any layout. The split-K ones are measured only for products with fewer tiles than the
     /// GPU has SMs.
-    pub const CANDIDATES: [WarpConfig; 23] = [
+    pub const CANDIDATES: [WarpConfig; 24] = [
         WarpConfig::DEFAULT,
         WarpConfig {
             stages: 3,
@@ -237,6 +237,12 @@ impl WarpConfig {
             wn: 64,
             stages: 4,
             min_blocks: 1,
+            ..WarpConfig::PREFETCH
+        },
+        // 4 warps of 64 x 64 on 128 x 128 x 16 tiles, two blocks per SM (237-255 registers).
+        WarpConfig {
+            bk: 16,
+            wn: 64,
             ..WarpConfig::PREFETCH
         },
     ];

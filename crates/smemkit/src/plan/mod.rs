@@ -639,6 +639,18 @@ pub fn skew_probe_threshold(
     }
 }
 
+/// Threads of a narrow-counter kernel per SM up to which the host launches its prefetching build
+/// (the next pair of 16-byte loads issued before the current pair is counted): with ~14 more
+/// registers (54-64) it fits 1024 threads per SM, and below 48 warps per SM the load latency is
+/// what stalls the warps (bench/NOTES.md, run 9).
+pub const PREFETCH_MAX_THREADS_PER_SM: u32 = 1024;
+
+/// Whether a narrow-counter plan runs the prefetching build of its kernel.
+pub fn packed_prefetch(plan: &Plan, limits: &DeviceLimits) -> bool {
+    matches!(plan.strategy, Strategy::Packed { .. })
+        && blocks_per_sm(limits, plan.shared_bytes) * plan.block <= PREFETCH_MAX_THREADS_PER_SM
+}
+
 fn plan_partition_ok(w: &Workload) -> bool {
     !w.weighted && w.nbins.div_ceil(1 << PARTITION_BITS) <= PARTITION_MAX_BUCKETS
 }
@@ -805,6 +817,14 @@ mod tests {
         assert_eq!(block(131_072), ONE_BLOCK_THREADS);
         assert_eq!(block(98_304), BLOCK_THREADS);
         assert_eq!(block(32_768), BLOCK_THREADS);
+        // The prefetching build where an SM holds at most 1024 threads: one block of 1024 or
+        // two of 512, not three (32768 bins of 16-bit counters).
+        let prefetch = |nbins| {
+            let p = plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+            packed_prefetch(&p, &DeviceLimits::H100)
+        };
+        assert!(prefetch(131_072) && prefetch(98_304) && prefetch(57_792));
+        assert!(!prefetch(32_768) && !prefetch(65_536) && !prefetch(16_384));
         // Weighted sums keep their f64 counters, and narrow counters refuse them.
         let ww = Workload::new(1000, SampleType::F32, true);
         assert_eq!(
