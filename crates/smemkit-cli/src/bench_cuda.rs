@@ -49,6 +49,21 @@ fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
 }
 
 /// Powers of two and the 1.5x steps between them, from 2 to 2^24 bins.
+/// The share of samples in the hot bin that `--dist` names: `uniform` 0, `hot` shared/BENCH.md's 7/8,
+/// `hot:F` any fraction F in [0, 1] (a skew sweep for the planner's crossovers; GPU only).
+fn hot_share(dist: &str) -> Result<f64> {
+    Ok(match dist {
+        "uniform" => 0.0,
+        "hot" => dev::BENCH_HOT_SHARE,
+        d => match d.strip_prefix("hot:").map(str::parse::<f64>) {
+            Some(Ok(f)) if (0.0..=1.0).contains(&f) => f,
+            _ => bail!(
+                "--dist {d}: the GPU benchmark draws uniform, hot or hot:F data (F a fraction in [0, 1])"
+            ),
+        },
+    })
+}
+
 pub fn sweep_bins() -> Vec<usize> {
     let mut v = Vec::new();
     for k in 1..=24 {
@@ -111,11 +126,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
         };
         for &nbins in &bins {
             for dist in &args.dist {
-                let hot = match dist.as_str() {
-                    "uniform" => false,
-                    "hot" => true,
-                    d => bail!("--dist {d}: the GPU benchmark draws uniform or hot data"),
-                };
+                let hot = hot_share(dist)?;
                 let data = dev::generate(&gpu, ty, n, nbins, hot, args.seed)?;
                 let host = data.to_host(&gpu)?;
                 let binning = Binning::resolve(&workload_spec(ty, nbins), host.as_samples())?;
@@ -189,4 +200,20 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hot_shares_parse() {
+        assert_eq!(hot_share("uniform").unwrap(), 0.0);
+        assert_eq!(hot_share("hot").unwrap(), 0.875);
+        assert_eq!(hot_share("hot:0.95").unwrap(), 0.95);
+        assert_eq!(hot_share("hot:1").unwrap(), 1.0);
+        for bad in ["hot:1.5", "hot:-0.1", "hot:x", "hot:", "zipf", "hot:NaN"] {
+            assert!(hot_share(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -98,8 +98,8 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
         for &nbins in &args.bins {
             for dist in &args.dist {
                 let hot = match dist.as_str() {
-                    "uniform" => false,
-                    "hot" => true,
+                    "uniform" => 0.0,
+                    "hot" => dev::BENCH_HOT_SHARE,
                     d => bail!("--dist {d}: the GPU benchmark draws uniform or hot data"),
                 };
                 // Every GPU draws its own samples (a different seed each); the host keeps copies

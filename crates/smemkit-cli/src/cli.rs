@@ -172,7 +172,7 @@ pub struct BenchArgs {
         default_value = "256,4096,32768,131072,1048576,16777216"
     )]
     pub bins: Vec<usize>,
-    /// Distributions, comma-separated: uniform, hot.
+    /// Distributions, comma-separated: uniform, hot (GPU only: also hot:F, a share F of the samples in one bin).
     #[arg(long, value_delimiter = ',', default_value = "uniform,hot")]
     pub dist: Vec<String>,
     /// Sample types, comma-separated: i32 (integer bins), f32 (uniform bins over [0, nbins)).

@@ -1,8 +1,9 @@
 // Benchmark data drawn on the device: a counter-based generator (splitmix64 of seed and index), so
 // every sample is independent of the launch shape and the same seed gives the same data.
 //
-// uniform: each sample uniform in [0, nbins). hot: 7 of every 8 samples (chosen at random) equal
-// 7 % nbins, the rest uniform (the skewed workload of shared/BENCH.md).
+// Each sample equals 7 % nbins with probability hot / 65536 (chosen at random), else it is uniform
+// in [0, nbins): hot = 0 is the uniform workload, 57344 (7 of 8) the skewed one of shared/BENCH.md,
+// and other values let the benchmark sweep the skew.
 
 __device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
     x += 0x9E3779B97F4A7C15ull;
@@ -17,21 +18,21 @@ __device__ __forceinline__ unsigned long long draw_bin(unsigned long long r, uns
 }
 
 __device__ __forceinline__ unsigned long long draw(unsigned long long seed, unsigned long long i,
-                                                   unsigned long long nbins, int hot) {
+                                                   unsigned long long nbins, unsigned hot) {
     unsigned long long r = splitmix64(seed ^ splitmix64(i));
-    if (hot && (r & 7ull) != 0) return 7ull % nbins;
+    if ((r & 0xFFFFull) < hot) return 7ull % nbins;
     return draw_bin(splitmix64(r), nbins);
 }
 
 extern "C" __global__ void generate_i32(int* out, unsigned long long n, unsigned long long nbins,
-                                        unsigned long long seed, int hot) {
+                                        unsigned long long seed, unsigned hot) {
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x)
         out[i] = (int)draw(seed, i, nbins, hot);
 }
 
 extern "C" __global__ void generate_u8(unsigned char* out, unsigned long long n, unsigned long long nbins,
-                                       unsigned long long seed, int hot) {
+                                       unsigned long long seed, unsigned hot) {
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x)
         out[i] = (unsigned char)draw(seed, i, nbins, hot);
@@ -40,7 +41,7 @@ extern "C" __global__ void generate_u8(unsigned char* out, unsigned long long n,
 // Floats: the bin's integer value plus a uniform fraction, so uniform float bins over [0, nbins)
 // see the same distribution as the integer workloads.
 extern "C" __global__ void generate_f32(float* out, unsigned long long n, unsigned long long nbins,
-                                        unsigned long long seed, int hot) {
+                                        unsigned long long seed, unsigned hot) {
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         unsigned long long b = draw(seed, i, nbins, hot);

@@ -261,8 +261,19 @@ fn device_resident_shards() {
         .zip(&lens)
         .enumerate()
         .map(|(i, (g, &n))| {
-            smemkit::cuda::bench::generate(g, SampleType::I32, n, nbins, i % 2 == 1, i as u64)
-                .unwrap()
+            smemkit::cuda::bench::generate(
+                g,
+                SampleType::I32,
+                n,
+                nbins,
+                if i % 2 == 1 {
+                    smemkit::cuda::bench::BENCH_HOT_SHARE
+                } else {
+                    0.0
+                },
+                i as u64,
+            )
+            .unwrap()
         })
         .collect();
     let mut all = Vec::new();

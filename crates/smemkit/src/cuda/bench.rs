@@ -36,15 +36,25 @@ impl HostSamples {
     }
 }
 
-/// Draws `n` samples on the device: uniform in `[0, nbins)`, or `hot` (7 of 8 equal `7 % nbins`).
+/// The hot share of shared/BENCH.md's skewed workload: 7 of 8 samples in one bin.
+pub const BENCH_HOT_SHARE: f64 = 0.875;
+
+/// Draws `n` samples on the device: each equals `7 % nbins` with probability `hot_share` (0 for the
+/// uniform workload, [`BENCH_HOT_SHARE`] for the hot one), else uniform in `[0, nbins)`. The share
+/// is rounded to a multiple of 1/65536.
 pub fn generate(
     gpu: &Arc<Gpu>,
     sample_type: SampleType,
     n: usize,
     nbins: usize,
-    hot: bool,
+    hot_share: f64,
     seed: u64,
 ) -> Result<DeviceSamples> {
+    if !(0.0..=1.0).contains(&hot_share) {
+        return Err(Error::InvalidArgument(format!(
+            "hot share {hot_share}: expected a fraction in [0, 1]"
+        )));
+    }
     let kernel = match sample_type {
         SampleType::I32 => "generate_i32",
         SampleType::U8 => "generate_u8",
@@ -59,7 +69,8 @@ pub fn generate(
     // SAFETY: filled completely by the generator below before anything reads it.
     let buf = unsafe { gpu.stream.alloc::<u8>(n * sample_type.size()) }
         .map_err(cuda_err("allocating benchmark samples"))?;
-    let (n64, nbins64, hot32) = (n as u64, nbins as u64, hot as i32);
+    let (n64, nbins64) = (n as u64, nbins as u64);
+    let hot32 = (hot_share * 65536.0).round() as u32;
     let ptr = buf.device_ptr(&gpu.stream).0;
     let cfg = LaunchConfig {
         grid_dim: (gpu.limits.sm_count * 8, 1, 1),
@@ -68,7 +79,7 @@ pub fn generate(
     };
     let mut b = gpu.stream.launch_builder(&func);
     b.arg(&ptr).arg(&n64).arg(&nbins64).arg(&seed).arg(&hot32);
-    // SAFETY: generate_* takes (out*, n, nbins, seed, hot); `buf` holds n samples of the type.
+    // SAFETY: generate_* takes (out*, n, nbins, seed, hot: u32); `buf` holds n samples of the type.
     unsafe { b.launch(cfg) }.map_err(cuda_err("launching the generator"))?;
     Ok(DeviceSamples {
         sample_type,
