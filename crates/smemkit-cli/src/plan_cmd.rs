@@ -47,7 +47,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
     )?;
     writeln!(out, "{p}")?;
     // The CUDA engine's skew probe (cuda::histogram::Prepared), decided by the same function.
-    if let Some(share) = skew_probe_threshold(&p, &workload, &limits, choice) {
+    if let Some(share) = skew_probe_threshold(&p, &workload, choice) {
         writeln!(
             out,
             "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}% of them \

@@ -380,18 +380,24 @@ fn plan_prints_the_plan_and_the_limits() {
     );
     let r = smemkit(&["plan", "--bins", "1000000", "--strategy", "shared"]);
     assert!(!r.ok && r.stderr.starts_with("error: "), "{}", r.stderr);
-    // Narrow counters beyond two u32 blocks per SM; one block of 8-bit counters is probed for skew.
+    // Narrow counters beyond two u32 blocks per SM; only the partition passes are probed for skew.
     let r = smemkit(&["plan", "--bins", "32768"]);
     assert!(r.ok, "{}", r.stderr);
     assert!(r.stdout.contains("strategy      shared16"), "{}", r.stdout);
     assert!(!r.stdout.contains("skew probe"), "{}", r.stdout);
     let r = smemkit(&["plan", "--bins", "131072"]);
     assert!(
-        r.stdout.contains("strategy      shared8") && r.stdout.contains("skew probe"),
+        r.stdout.contains("strategy      shared8") && !r.stdout.contains("skew probe"),
         "{}",
         r.stdout
     );
-    let r = smemkit(&["plan", "--bins", "131072", "--samples", "1000"]);
+    let r = smemkit(&["plan", "--bins", "262144"]);
+    assert!(
+        r.stdout.contains("strategy      partition") && r.stdout.contains("skew probe"),
+        "{}",
+        r.stdout
+    );
+    let r = smemkit(&["plan", "--bins", "262144", "--samples", "1000"]);
     assert!(!r.stdout.contains("skew probe"), "{}", r.stdout);
 }
 

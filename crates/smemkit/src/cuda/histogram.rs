@@ -285,7 +285,7 @@ impl Prepared {
         } else {
             None
         };
-        let skew = plan::skew_probe_threshold(&plan, &workload, &gpu.limits, choice)
+        let skew = plan::skew_probe_threshold(&plan, &workload, choice)
             .map(|threshold| {
                 SkewProbe::new(
                     &gpu,

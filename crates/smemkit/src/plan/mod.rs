@@ -605,36 +605,25 @@ fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
         .map(|&(bits, _)| bits)
 }
 
-/// The hot-bin share from which `auto` runs the global strategy instead of one block of 8-bit
-/// counters per SM. Measured on the H100 (int32, GB/s uniform / hot 7/8), modelling times as
-/// linear in the share: at 1a16e37 8-bit counters did 1075 / 998 at 131072 bins and 982 / 948 at
-/// 196608 against global's 316 / 1522 and 331 / 1522 (crossings at 0.75 and 0.73); with the
-/// per-lane hot counters of 9a4c9a7 they do 1173 / 1210 and 1054 / 1144 against 311 / 1499 and
-/// 326 / 1522 (crossings near 0.82 and 0.87, still below the hot workload's 0.875, and 0.8 was
-/// what ran there). At 98304 bins (two blocks per SM: 1392 / 1541 against 324 / 1508 at 9a4c9a7)
-/// 8-bit counters win on hot data too.
-pub const PACKED_HOT_SHARE_FOR_GLOBAL: f64 = 0.8;
-
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
-/// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch:
-/// the partition passes (367 GB/s on hot data against global's ~1520 at every bin count they
-/// serve) and one block of 8-bit counters per SM. `None` for every other plan, for a forced
-/// strategy, and for a workload known to be shorter than [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA
-/// engine builds its probe from this, and `smemkit plan` reports it.
-pub fn skew_probe_threshold(
-    plan: &Plan,
-    w: &Workload,
-    limits: &DeviceLimits,
-    choice: StrategyChoice,
-) -> Option<f64> {
+/// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch: the
+/// partition passes only (367 GB/s on hot data against global's ~1520 at every bin count they
+/// serve). `None` for every other plan, for a forced strategy, and for a workload known to be
+/// shorter than [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA engine builds its probe from this, and
+/// `smemkit plan` reports it.
+///
+/// One block of 8-bit counters per SM was probed too (from a 0.8 share) while it ran 512 threads:
+/// since it runs 1024 with prefetched loads it beats global at every share of the hot bin from 0
+/// to 1 (H100, 182fad3, int32 GB/s at shares 0 / 0.8 / 0.875 / 0.95 / 1: 131072 bins 1681 / 1697 /
+/// 1743 / 1934 / 2447 against global's 316 / 1223 / 1536 / 1681 / 1903; 232304 bins 1351 / 1451 /
+/// 1555 / 1838 / 2450 against 318 / 1232 / 1545 / 1685 / 1909, the closest at 0.9: 1609 against
+/// 1629), so the probe there only cost time (8 % on uniform data at 131072 bins).
+pub fn skew_probe_threshold(plan: &Plan, w: &Workload, choice: StrategyChoice) -> Option<f64> {
     if choice != StrategyChoice::Auto || w.samples.is_some_and(|n| n < SKEW_PROBE_MIN_SAMPLES) {
         return None;
     }
     match plan.strategy {
         Strategy::Partition => Some(hot_share_for_global(w.nbins)),
-        Strategy::Packed { bits: 8 } if blocks_per_sm(limits, plan.shared_bytes) == 1 => {
-            Some(PACKED_HOT_SHARE_FOR_GLOBAL)
-        }
         _ => None,
     }
 }
@@ -1091,28 +1080,25 @@ mod shard_tests {
         let at = |nbins| {
             let w = Workload::new(nbins, SampleType::I32, false);
             let p = plan(&w, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-            skew_probe_threshold(&p, &w, &DeviceLimits::H100, StrategyChoice::Auto)
+            skew_probe_threshold(&p, &w, StrategyChoice::Auto)
         };
         assert_eq!(at(32_768), None);
         assert_eq!(at(98_304), None, "two blocks of 8-bit counters per SM");
-        assert_eq!(at(131_072), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
-        assert_eq!(at(232_304), Some(PACKED_HOT_SHARE_FOR_GLOBAL));
+        assert_eq!(at(131_072), None, "one block of 8-bit counters per SM");
+        assert_eq!(at(232_304), None);
         assert_eq!(at(262_144), Some(hot_share_for_global(262_144)));
         // Only `auto` probes, and only inputs long enough to pay for it.
         let w = Workload::new(131_072, SampleType::I32, false);
         let p = plan(&w, &DeviceLimits::H100, StrategyChoice::Packed(8)).unwrap();
         assert_eq!(
-            skew_probe_threshold(&p, &w, &DeviceLimits::H100, StrategyChoice::Packed(8)),
+            skew_probe_threshold(&p, &w, StrategyChoice::Packed(8)),
             None
         );
         let short = Workload::new(262_144, SampleType::I32, false)
             .with_samples(Some(SKEW_PROBE_MIN_SAMPLES - 1));
         let p = plan(&short, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Partition);
-        assert_eq!(
-            skew_probe_threshold(&p, &short, &DeviceLimits::H100, StrategyChoice::Auto),
-            None
-        );
+        assert_eq!(skew_probe_threshold(&p, &short, StrategyChoice::Auto), None);
     }
 
     #[test]
