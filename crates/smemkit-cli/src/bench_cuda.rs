@@ -24,7 +24,6 @@ fn all_choices() -> Vec<StrategyChoice> {
         StrategyChoice::Shared,
         StrategyChoice::Packed(16),
         StrategyChoice::Packed(8),
-        StrategyChoice::Lanes,
     ];
     v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
     v.push(StrategyChoice::Global);

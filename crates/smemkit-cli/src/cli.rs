@@ -96,8 +96,8 @@ pub struct HistArgs {
     /// Engine: auto, cpu or cuda.
     #[arg(long, default_value = "auto")]
     pub backend: String,
-    /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), lanes (a copy of the
-    /// bins per lane), cluster, global or partition.
+    /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), cluster, global or
+    /// partition.
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// Thread block cluster size for --strategy cluster.
@@ -141,7 +141,7 @@ pub struct PlanArgs {
     /// Weighted histogram (f64 counters).
     #[arg(long)]
     pub weighted: bool,
-    /// Force a strategy: auto, shared, shared16, shared8, lanes, cluster, global or partition.
+    /// Force a strategy: auto, shared, shared16, shared8, cluster, global or partition.
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// Cluster size for --strategy cluster.
@@ -184,7 +184,7 @@ pub struct BenchArgs {
     /// Seed of the generated data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// GPU only: strategies to time, comma-separated (auto, shared, shared16, shared8, lanes, cluster2 ...
+    /// GPU only: strategies to time, comma-separated (auto, shared, shared16, shared8, cluster2 ...
     /// cluster16, global, partition); all of them by default.
     #[arg(long, value_delimiter = ',')]
     pub strategies: Vec<String>,

@@ -310,41 +310,6 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
     flush_tally(t, tallies);
 }
 
-// ---- lanes: one copy of the bins per lane of a warp ---------------------------------------------
-//
-// Counter (bin, lane) sits at word bin * 32 + lane, in bank `lane`: the 32 atomics of a warp always
-// fall in 32 different banks, one shared-memory wavefront per instruction whatever the bins (with
-// one copy, uniform data over 256 bins puts ~3.5 lanes in the busiest bank, and hot data all 32 on
-// one word). 128 bytes per bin, so for small bin counts only; counts only, no aggregation needed.
-struct LanesSink {
-    unsigned* h;  // this lane's column: h[bin * 32] is (bin, lane)
-    __device__ __forceinline__ void step() {}
-    __device__ __forceinline__ void add(unsigned long long bin, unsigned amount) {
-        atomicAdd(h + bin * 32, amount);
-    }
-};
-
-template <int MODE>
-__device__ void lanes_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
-                             unsigned long long* tallies) {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (unsigned long long b = threadIdx.x; b < p.nbins * 32; b += blockDim.x) h[b] = 0;
-    __syncthreads();
-    LanesSink sink{h + lane};
-    Tally t{0, 0, 0};
-    process<MODE, void>(in, n, (const void*)0, p, sink, t);
-    __syncthreads();
-    // A warp per bin: its lanes read the bin's 32 copies (one per bank) and add them up.
-    for (unsigned long long b = warp; b < p.nbins; b += warps) {
-        unsigned long long c = h[b * 32 + lane];
-        for (int off = 16; off > 0; off >>= 1) c += __shfl_down_sync(0xffffffffu, c, off);
-        if (lane == 0 && c != 0) atomicAdd(out + b, c);
-    }
-    flush_tally(t, tallies);
-}
-
 #define NO_HOT_KEY 0xffffffffu
 
 // ---- packed: narrow shared counters, two (16-bit) or four (8-bit) to a word ---------------------
@@ -868,17 +833,9 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
     PACKED_KERNEL(MODE, MNAME, 8, , false)                                                                     \
     PACKED_KERNEL(MODE, MNAME, 8, p, true)
 
-#define LANES_KERNEL(MODE, MNAME)                                                                              \
-    extern "C" __global__ void __launch_bounds__(512) hist_lanes_##MNAME##_none(                              \
-        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
-        unsigned long long* t) {                                                                               \
-        lanes_kernel<MODE>(in, n, p, out, t);                                                                  \
-    }
-
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \
     PACKED_KERNELS(MODE, MNAME)                                            \
-    LANES_KERNEL(MODE, MNAME)                                              \
     HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \
     HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
     HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)

@@ -88,9 +88,6 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
             v.push(StrategyChoice::Packed(bits));
         }
     }
-    if !weighted && smemkit::plan::lanes_bytes(nbins) <= smem {
-        v.push(StrategyChoice::Lanes);
-    }
     for k in [2u32, 4, 8, 16] {
         if bytes.div_ceil(k as usize) <= smem {
             v.push(StrategyChoice::Cluster(Some(k)));
@@ -542,7 +539,6 @@ fn small_run_for_sanitizers() {
         StrategyChoice::Shared,
         StrategyChoice::Packed(16),
         StrategyChoice::Packed(8),
-        StrategyChoice::Lanes,
         StrategyChoice::Cluster(Some(2)),
         StrategyChoice::Cluster(Some(16)),
         StrategyChoice::Global,
@@ -567,10 +563,10 @@ fn small_run_for_sanitizers() {
             choice,
             "sanitizer floats",
         );
-        // Partition, the narrow counters and the per-lane counters count samples only.
+        // Partition and the narrow counters count samples only.
         if !matches!(
             choice,
-            StrategyChoice::Partition | StrategyChoice::Packed(_) | StrategyChoice::Lanes
+            StrategyChoice::Partition | StrategyChoice::Packed(_)
         ) {
             check(
                 Samples::F32(&floats),

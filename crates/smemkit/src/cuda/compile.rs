@@ -252,13 +252,9 @@ mod tests {
                     }
                 }
                 // Packed narrow counters count samples only.
-                for bits in ["16", "16p", "8", "8p", "_lanes"] {
+                for bits in ["16", "16p", "8", "8p"] {
                     for m in [mode, "edges"] {
-                        let name = if bits == "_lanes" {
-                            format!("hist_lanes_{m}_none")
-                        } else {
-                            format!("hist_shared{bits}_{m}_none")
-                        };
+                        let name = format!("hist_shared{bits}_{m}_none");
                         assert!(
                             ptx.contains(&format!(".entry {name}(")),
                             "{t}: {name} missing from the PTX"

@@ -100,7 +100,6 @@ pub fn kernel_name(
             };
             return format!("hist_shared{bits}{build}_{}_none", mode_name(binning));
         }
-        Strategy::Lanes => return format!("hist_lanes_{}_none", mode_name(binning)),
         Strategy::Cluster { .. } => "cluster",
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
@@ -115,11 +114,7 @@ pub fn kernel_name(
 /// and global atomics on one address serialise without it (hot data, 256 bins: cluster2 1200 against
 /// 275 GB/s, global 85 against 6). Weighted sums never aggregate.
 pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
-    weights == WeightKind::None
-        && !matches!(
-            strategy,
-            Strategy::Shared | Strategy::Packed { .. } | Strategy::Lanes
-        )
+    weights == WeightKind::None && !matches!(strategy, Strategy::Shared | Strategy::Packed { .. })
 }
 
 /// A histogram ready to launch: compiled, planned, sized by occupancy.

@@ -14,9 +14,6 @@ pub enum Strategy {
     /// `Shared` with narrow counters (16 or 8 bits, packed into 32-bit words) whose wraps are
     /// corrected in global memory: more blocks per SM, or more bins in one block. Counts only.
     Packed { bits: u32 },
-    /// `Shared` with one copy of the bins per lane of a warp (bin b of lane l at word 32 b + l), so
-    /// that a warp's 32 atomics always fall in 32 different banks. 128 bytes per bin. Counts only.
-    Lanes,
     /// The bins split across the shared memories of the blocks of a thread block cluster.
     Cluster { size: u32 },
     /// Counters in global memory (they live in L2 while they fit).
@@ -32,7 +29,6 @@ impl Strategy {
         match self {
             Strategy::Shared => "shared".into(),
             Strategy::Packed { bits } => format!("shared{bits}"),
-            Strategy::Lanes => "lanes".into(),
             Strategy::Cluster { size } => format!("cluster{size}"),
             Strategy::Global => "global".into(),
             Strategy::Partition => "partition".into(),
@@ -54,8 +50,6 @@ pub enum StrategyChoice {
     Shared,
     /// Packed narrow counters of 16 or 8 bits.
     Packed(u32),
-    /// One copy of the bins per lane.
-    Lanes,
     /// A cluster; `None` lets the planner pick the size.
     Cluster(Option<u32>),
     Global,
@@ -69,20 +63,16 @@ impl StrategyChoice {
             ("shared", None) => Ok(StrategyChoice::Shared),
             ("shared16", None) => Ok(StrategyChoice::Packed(16)),
             ("shared8", None) => Ok(StrategyChoice::Packed(8)),
-            ("lanes", None) => Ok(StrategyChoice::Lanes),
             ("global", None) => Ok(StrategyChoice::Global),
             ("partition", None) => Ok(StrategyChoice::Partition),
             ("cluster", k) => Ok(StrategyChoice::Cluster(k)),
-            (
-                s @ ("auto" | "shared" | "shared16" | "shared8" | "lanes" | "global" | "partition"),
-                Some(_),
-            ) => {
+            (s @ ("auto" | "shared" | "shared16" | "shared8" | "global" | "partition"), Some(_)) => {
                 Err(crate::Error::InvalidArgument(format!(
                     "--cluster-size only applies to --strategy cluster, not {s}"
                 )))
             }
             _ => Err(crate::Error::InvalidArgument(format!(
-                "unknown strategy `{text}` (expected auto, shared, shared16, shared8, lanes, cluster, global or partition)"
+                "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global or partition)"
             ))),
         }
     }
@@ -269,27 +259,6 @@ pub fn plan(
             }
             Ok(packed_plan(w, limits, bits, "forced".into()))
         }
-        StrategyChoice::Lanes => {
-            if w.weighted {
-                return Err(unsupported(
-                    "lanes",
-                    "per-lane counters count samples; weighted sums need the f64 counters of \
-                     shared, cluster or global"
-                        .into(),
-                ));
-            }
-            let bytes = lanes_bytes(w.nbins);
-            if bytes > smem {
-                return Err(unsupported(
-                    "lanes",
-                    format!(
-                        "{} bins need {} bytes of per-lane counters (128 per bin), one block holds {}",
-                        w.nbins, bytes, smem
-                    ),
-                ));
-            }
-            Ok(lanes_plan(w, limits, "forced".into()))
-        }
         StrategyChoice::Global => Ok(global_plan(limits, "forced".into())),
         StrategyChoice::Partition => partition_plan(w, limits, "forced".into()),
         StrategyChoice::Cluster(size) => {
@@ -417,7 +386,7 @@ fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool {
     };
     match candidate.strategy {
         Strategy::Partition => n < w.nbins,
-        Strategy::Shared | Strategy::Packed { .. } | Strategy::Lanes => {
+        Strategy::Shared | Strategy::Packed { .. } => {
             samples_per_counter_set(n, candidate.grid, 1, w.sample_type) < w.nbins
         }
         Strategy::Cluster { size } => {
@@ -721,23 +690,6 @@ fn packed_plan(w: &Workload, limits: &DeviceLimits, bits: u32, reason: String) -
     }
 }
 
-/// Bytes of shared memory for `nbins` bins counted by [`Strategy::Lanes`]: 32 u32 copies of each.
-pub fn lanes_bytes(nbins: usize) -> usize {
-    nbins.saturating_mul(32 * 4)
-}
-
-fn lanes_plan(w: &Workload, limits: &DeviceLimits, reason: String) -> Plan {
-    let shared_bytes = lanes_bytes(w.nbins) as u32;
-    Plan {
-        strategy: Strategy::Lanes,
-        grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),
-        block: BLOCK_THREADS,
-        shared_bytes,
-        bins_per_block: w.nbins,
-        reason,
-    }
-}
-
 fn cluster_plan(w: &Workload, limits: &DeviceLimits, size: u32, reason: String) -> Plan {
     let per_block = w.nbins.div_ceil(size as usize);
     let shared_bytes = (per_block * w.counter_bytes()) as u32;
@@ -828,22 +780,6 @@ mod tests {
         assert_eq!(p.strategy, Strategy::Partition);
         assert!(plan(&w(116_153), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_err());
         assert!(plan(&w(116_152), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_ok());
-    }
-
-    #[test]
-    fn lanes_hold_a_copy_of_the_bins_per_lane() {
-        let p = plan(&w(256), &DeviceLimits::H100, StrategyChoice::Lanes).unwrap();
-        assert_eq!((p.strategy, p.shared_bytes), (Strategy::Lanes, 256 * 128));
-        assert_eq!(p.grid, 4 * 132, "32 KiB: four blocks of 512 threads per SM");
-        assert!(plan(&w(1815), &DeviceLimits::H100, StrategyChoice::Lanes).is_ok());
-        assert!(plan(&w(1816), &DeviceLimits::H100, StrategyChoice::Lanes).is_err());
-        let weighted = Workload::new(256, SampleType::F32, true);
-        assert!(plan(&weighted, &DeviceLimits::H100, StrategyChoice::Lanes).is_err());
-        assert_eq!(
-            StrategyChoice::parse("lanes", None).unwrap(),
-            StrategyChoice::Lanes
-        );
-        assert!(StrategyChoice::parse("lanes", Some(2)).is_err());
     }
 
     #[test]
