@@ -820,18 +820,22 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
 
 // Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14
 // more registers; the host takes the `p` build where an SM holds at most 1024 of the kernel's threads
-// (plan::packed_prefetch), launching 1024-thread blocks where one block fills an SM.
-#define PACKED_KERNEL(MODE, MNAME, BITS, SUFFIX, PREFETCH)                                                      \
-    extern "C" __global__ void __launch_bounds__(1024) hist_shared##BITS##SUFFIX##_##MNAME##_none(              \
+// (plan::packed_prefetch), launching 1024-thread blocks where one block fills an SM. The other build
+// runs three or four 512-thread blocks per SM, which fit only at 40 registers or fewer: integer bins
+// ask for that (41 registers, allocated as 48, cost 32768 bins a block per SM and 5 % at ba9ae65);
+// the float modes need ~56-64 and keep two blocks rather than spill.
+#define PACKED_MIN_BLOCKS(MODE) ((MODE) == MODE_INTEGER ? 3 : 2)
+#define PACKED_KERNEL(MODE, MNAME, BITS, SUFFIX, PREFETCH, BOUNDS)                                              \
+    extern "C" __global__ void BOUNDS hist_shared##BITS##SUFFIX##_##MNAME##_none(                              \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
         unsigned long long* t) {                                                                               \
         packed_kernel<MODE, BITS, PREFETCH>(in, n, p, out, t);                                                 \
     }
 #define PACKED_KERNELS(MODE, MNAME)                                                                            \
-    PACKED_KERNEL(MODE, MNAME, 16, , false)                                                                    \
-    PACKED_KERNEL(MODE, MNAME, 16, p, true)                                                                    \
-    PACKED_KERNEL(MODE, MNAME, 8, , false)                                                                     \
-    PACKED_KERNEL(MODE, MNAME, 8, p, true)
+    PACKED_KERNEL(MODE, MNAME, 16, , false, __launch_bounds__(512, PACKED_MIN_BLOCKS(MODE)))                   \
+    PACKED_KERNEL(MODE, MNAME, 16, p, true, __launch_bounds__(1024))                                           \
+    PACKED_KERNEL(MODE, MNAME, 8, , false, __launch_bounds__(512, PACKED_MIN_BLOCKS(MODE)))                    \
+    PACKED_KERNEL(MODE, MNAME, 8, p, true, __launch_bounds__(1024))
 
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \

@@ -179,8 +179,11 @@ impl Prepared {
         let workload =
             Workload::new(nbins, sample_type, weights != WeightKind::None).with_samples(samples);
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
+        // Only where one block fills an SM: the other plans' kernels are built for 512 threads.
         if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {
-            plan.block = threads;
+            if plan.block == plan::ONE_BLOCK_THREADS {
+                plan.block = threads;
+            }
         }
         let func = gpu.function(
             &HISTOGRAM,
@@ -617,9 +620,9 @@ pub const PARTITION_BATCH: usize = 1 << 28;
 /// Samples each thread of the scatter pass sorts per tile (`PART_K` in `histogram.cu`).
 const PARTITION_TILE_PER_THREAD: usize = 16;
 
-/// Kernel tuning only: SMEMKIT_PACKED_BLOCK_THREADS=512 (or 256, 1024) launches the narrow-counter
-/// kernels with blocks of that many threads instead of the plan's, so that one device call can
-/// time both block sizes (bench/NOTES.md, run 9). Other values are ignored.
+/// Kernel tuning only: SMEMKIT_PACKED_BLOCK_THREADS=512 (or 256) launches the narrow-counter
+/// kernels of one-block-per-SM plans with blocks of that many threads instead of 1024, so that one
+/// device call can time both block sizes (bench/NOTES.md, run 9). Other values are ignored.
 fn packed_block_override() -> Option<u32> {
     std::env::var("SMEMKIT_PACKED_BLOCK_THREADS")
         .ok()
