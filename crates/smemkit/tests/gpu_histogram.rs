@@ -590,6 +590,19 @@ fn small_run_for_sanitizers() {
             "sanitizer 8-bit wraps",
         );
     }
+    // The prefetching build: one block of 1024 threads per SM (98304 bins), enough samples for its
+    // loop to carry loads across iterations.
+    let long = ints(1 << 21, 98_304, Dist::Hot, &mut r);
+    for bits in [16u32, 8] {
+        check(
+            Samples::I32(&long),
+            None,
+            BinSpec::Integer { nbins: 98_304 },
+            OutOfRange::Ignore,
+            StrategyChoice::Packed(bits),
+            "sanitizer prefetching build",
+        );
+    }
     // Several partition buckets, and a cluster holding many bins per block.
     let wide = ints(50_021, 100_000, Dist::Hot, &mut r);
     for choice in [StrategyChoice::Partition, StrategyChoice::Cluster(Some(2))] {
@@ -639,5 +652,18 @@ fn narrow_counters_wrap_exactly() {
                 &format!("{bits}-bit counters, {nbins} bins {dist:?} {policy:?}"),
             );
         }
+    }
+    // The prefetching build (one block of 1024 threads, or two of 512, per SM) with wraps: samples
+    // in 5 of 98304 bins, so that ~200000 counts per bin and block wrap both widths many times.
+    let few = ints(n, 5, Dist::Uniform, &mut r);
+    for bits in [16u32, 8] {
+        check(
+            Samples::I32(&few),
+            None,
+            BinSpec::Integer { nbins: 98_304 },
+            OutOfRange::Ignore,
+            StrategyChoice::Packed(bits),
+            &format!("{bits}-bit counters, 5 of 98304 bins"),
+        );
     }
 }

@@ -553,14 +553,13 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
     }
 }
 
-/// Blocks per SM that a shared-memory histogram keeps before `auto` narrows its counters. Measured
-/// on the H100 (bench/results/*-sweep-i32-9a4c9a7.jsonl, uniform / hot int32, GB/s): u32 counters
-/// do 2842 / 2846 at 16384 bins (three blocks per SM), 2660 / 2657 at 24576 (two), 1767 / 1766 at
-/// 32768 (one); narrow counters cost instructions (checking each atomic's result for a wrap), so
-/// 16-bit counters only win where they add blocks that u32 counters lack: 2192 / 2189 at 24576
-/// (four blocks), 2112 / 2122 at 32768 (three), 1960 / 1945 at 49152 (two, against 1744 / 1722
-/// for one block of u32 and 1650 / 1721 for three of 8-bit), and 8-bit counters from 65536 bins
-/// (1476 / 1641 with three blocks, against 1401 / 1407 for one block of 16-bit).
+/// Blocks per SM that a shared-memory histogram of u32 counters keeps before `auto` narrows its
+/// counters. Measured on the H100 (bench/results/*-sweep-i32-9a4c9a7.jsonl, uniform / hot int32,
+/// GB/s): u32 counters do 2842 / 2846 at 16384 bins (three blocks per SM), 2660 / 2657 at 24576
+/// (two), 1767 / 1766 at 32768 (one); narrow counters cost instructions (checking each atomic's
+/// result for a wrap), so 16-bit counters only win where they add blocks that u32 counters lack:
+/// 2192 / 2189 at 24576 (four blocks), 2112 / 2122 at 32768 (three), 1960 / 1945 at 49152 (two,
+/// against 1744 / 1722 for one block of u32).
 pub const SHARED_FULL_SPEED_BLOCKS: u32 = 2;
 
 /// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words, and the
@@ -571,38 +570,27 @@ pub fn packed_bytes(nbins: usize, bits: u32) -> usize {
 }
 
 /// The counter width `auto` gives a one-block histogram: 32 bits while that leaves
-/// [`SHARED_FULL_SPEED_BLOCKS`] blocks per SM, else the widest packed counters that do, else the
-/// width that fits the most blocks (ties to the wider); `None` when not even 8-bit counters fit
-/// one block. Weighted sums always take their f64 counters (32 here means "plain counters").
+/// [`SHARED_FULL_SPEED_BLOCKS`] blocks per SM, else the widest packed counters that fit one block;
+/// `None` when not even 8-bit counters do. Weighted sums always take their f64 counters (32 here
+/// means "plain counters").
+///
+/// Narrower counters for more blocks per SM paid while a lone block ran 512 threads (9a4c9a7:
+/// 8-bit with three blocks 1476 / 1641 GB/s at 65536 bins against 1401 / 1407 for one block of
+/// 16-bit). Since one-block plans run 1024 threads and every plan of at most 1024 threads per SM
+/// prefetches its loads, one block of 16-bit counters wins instead (sweep at 2e0bf17: 2158 / 2160
+/// at 65536 bins and 2062 / 2068 at 98304 against 8-bit's 1509 / 1681 and 1448 / 1597).
 fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
     let smem = counter_capacity(limits);
     if w.weighted {
         return (w.nbins * w.counter_bytes() <= smem).then_some(32);
     }
-    let fitting: Vec<(u32, u32)> = [32u32, 16, 8]
-        .into_iter()
-        .map(|bits| {
-            let bytes = if bits == 32 {
-                w.nbins * 4
-            } else {
-                packed_bytes(w.nbins, bits)
-            };
-            (bits, bytes)
-        })
-        .filter(|&(_, bytes)| bytes <= smem)
-        .map(|(bits, bytes)| (bits, blocks_per_sm(limits, bytes as u32)))
-        .collect();
-    if let Some(&(bits, _)) = fitting
-        .iter()
-        .find(|&&(_, blocks)| blocks >= SHARED_FULL_SPEED_BLOCKS)
-    {
-        return Some(bits);
+    let u32_bytes = w.nbins * 4;
+    if u32_bytes <= smem && blocks_per_sm(limits, u32_bytes as u32) >= SHARED_FULL_SPEED_BLOCKS {
+        return Some(32);
     }
-    let most = fitting.iter().map(|&(_, blocks)| blocks).max()?;
-    fitting
-        .iter()
-        .find(|&&(_, blocks)| blocks == most)
-        .map(|&(bits, _)| bits)
+    [16u32, 8]
+        .into_iter()
+        .find(|&bits| packed_bytes(w.nbins, bits) <= smem)
 }
 
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
@@ -794,8 +782,12 @@ mod tests {
         assert_eq!(at(28_929), (Strategy::Packed { bits: 16 }, 396));
         assert_eq!(at(32_768), (Strategy::Packed { bits: 16 }, 396));
         assert_eq!(at(57_792), (Strategy::Packed { bits: 16 }, 264));
-        assert_eq!(at(57_793), (Strategy::Packed { bits: 8 }, 396));
-        assert_eq!(at(98_304), (Strategy::Packed { bits: 8 }, 264));
+        // Then the widest packed counters that fit one block: one block of 16-bit counters up
+        // to 116152 bins, of 8-bit counters up to 232304.
+        assert_eq!(at(57_793), (Strategy::Packed { bits: 16 }, 132));
+        assert_eq!(at(98_304), (Strategy::Packed { bits: 16 }, 132));
+        assert_eq!(at(116_152), (Strategy::Packed { bits: 16 }, 132));
+        assert_eq!(at(116_153), (Strategy::Packed { bits: 8 }, 132));
         assert_eq!(at(131_072), (Strategy::Packed { bits: 8 }, 132));
         // One block per SM: the narrow-counter kernels take 1024 threads, else 512.
         let block = |nbins| {
@@ -804,7 +796,8 @@ mod tests {
                 .block
         };
         assert_eq!(block(131_072), ONE_BLOCK_THREADS);
-        assert_eq!(block(98_304), BLOCK_THREADS);
+        assert_eq!(block(98_304), ONE_BLOCK_THREADS);
+        assert_eq!(block(57_792), BLOCK_THREADS);
         assert_eq!(block(32_768), BLOCK_THREADS);
         // The prefetching build where an SM holds at most 1024 threads: one block of 1024 or
         // two of 512, not three (32768 bins of 16-bit counters).
@@ -813,7 +806,12 @@ mod tests {
             packed_prefetch(&p, &DeviceLimits::H100)
         };
         assert!(prefetch(131_072) && prefetch(98_304) && prefetch(57_792));
-        assert!(!prefetch(32_768) && !prefetch(65_536) && !prefetch(16_384));
+        assert!(!prefetch(32_768) && !prefetch(16_384));
+        let forced = plan(&w(65_536), &DeviceLimits::H100, StrategyChoice::Packed(8)).unwrap();
+        assert!(
+            !packed_prefetch(&forced, &DeviceLimits::H100),
+            "three blocks of 512"
+        );
         // Weighted sums keep their f64 counters, and narrow counters refuse them.
         let ww = Workload::new(1000, SampleType::F32, true);
         assert_eq!(
@@ -1021,7 +1019,7 @@ mod shard_tests {
 
     #[test]
     fn tiny_shards_count_in_global_memory() {
-        // 58108 bins of 8-bit counters: 396 blocks, so 396 x 58108 = 23M samples is the
+        // 58108 bins of 16-bit counters: 132 blocks, so 132 x 58108 = 7.7M samples is the
         // threshold of one sample per counter.
         let p = at(58_108, SampleType::I32, false, Some(4096));
         assert_eq!((p.strategy, p.grid), (Strategy::Global, 2));
@@ -1031,8 +1029,12 @@ mod shard_tests {
             Strategy::Global
         );
         assert_eq!(
-            at(58_108, SampleType::I32, false, Some(396 * 58_108)).strategy,
-            Strategy::Packed { bits: 8 }
+            at(58_108, SampleType::I32, false, Some(132 * 58_108)).strategy,
+            Strategy::Packed { bits: 16 }
+        );
+        assert_eq!(
+            at(58_108, SampleType::I32, false, Some(132 * 58_108 - 1)).strategy,
+            Strategy::Global
         );
         // Few bins: even a shard of one tile keeps shared memory.
         assert_eq!(
