@@ -295,7 +295,7 @@ __device__ __forceinline__ void flush_counters(const C* h, unsigned long long co
     }
 }
 
-template <int MODE, class W, class C, class Out>
+template <int MODE, class W, class C, class Out, bool PREFETCH = false>
 __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
                               unsigned long long* tallies) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -304,7 +304,7 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
     __syncthreads();
     SharedSink<C> sink{h};
     Tally t{0, 0, 0};
-    process<MODE, W>(in, n, w, p, sink, t);
+    process<MODE, W, SharedSink<C>, PREFETCH>(in, n, w, p, sink, t);
     __syncthreads();
     flush_counters(h, p.nbins, out);
     flush_tally(t, tallies);
@@ -837,9 +837,19 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
     PACKED_KERNEL(MODE, MNAME, 8, , false, __launch_bounds__(512, PACKED_MIN_BLOCKS(MODE)))                    \
     PACKED_KERNEL(MODE, MNAME, 8, p, true, __launch_bounds__(1024))
 
+// u32 counters where one block fills an SM (28929 to 58108 bins, forced): 1024 threads and the
+// prefetching loop, as the narrow counters' `p` build (plan::shared_plan).
+#define SHARED_ONE_BLOCK_KERNEL(MODE, MNAME)                                                                   \
+    extern "C" __global__ void __launch_bounds__(1024) hist_sharedp_##MNAME##_none(                            \
+        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
+        unsigned long long* t) {                                                                               \
+        shared_kernel<MODE, void, unsigned int, unsigned long long, true>(in, n, w, p, out, t);                \
+    }
+
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \
     PACKED_KERNELS(MODE, MNAME)                                            \
+    SHARED_ONE_BLOCK_KERNEL(MODE, MNAME)                                   \
     HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \
     HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
     HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)

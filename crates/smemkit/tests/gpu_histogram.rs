@@ -590,8 +590,8 @@ fn small_run_for_sanitizers() {
             "sanitizer 8-bit wraps",
         );
     }
-    // The prefetching build: one block of 1024 threads per SM (98304 bins), enough samples for its
-    // loop to carry loads across iterations.
+    // The prefetching builds: one block of 1024 threads per SM (98304 bins of narrow counters,
+    // 40000 of u32), enough samples for their loops to carry loads across iterations.
     let long = ints(1 << 21, 98_304, Dist::Hot, &mut r);
     for bits in [16u32, 8] {
         check(
@@ -603,6 +603,14 @@ fn small_run_for_sanitizers() {
             "sanitizer prefetching build",
         );
     }
+    check(
+        Samples::I32(&long),
+        None,
+        BinSpec::Integer { nbins: 40_000 },
+        OutOfRange::Clamp,
+        StrategyChoice::Shared,
+        "sanitizer prefetching build, u32",
+    );
     // Several partition buckets, and a cluster holding many bins per block.
     let wide = ints(50_021, 100_000, Dist::Hot, &mut r);
     for choice in [StrategyChoice::Partition, StrategyChoice::Cluster(Some(2))] {

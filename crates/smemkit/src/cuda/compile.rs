@@ -251,6 +251,13 @@ mod tests {
                         );
                     }
                 }
+                for m in [mode, "edges"] {
+                    let name = format!("hist_sharedp_{m}_none");
+                    assert!(
+                        ptx.contains(&format!(".entry {name}(")),
+                        "{t}: {name} missing from the PTX"
+                    );
+                }
                 // Packed narrow counters count samples only.
                 for bits in ["16", "16p", "8", "8p"] {
                     for m in [mode, "edges"] {

@@ -90,6 +90,11 @@ pub fn kernel_name(
     weights: WeightKind,
 ) -> String {
     let s = match plan.strategy {
+        Strategy::Shared
+            if plan.block == plan::ONE_BLOCK_THREADS && weights == WeightKind::None =>
+        {
+            return format!("hist_sharedp_{}_none", mode_name(binning));
+        }
         Strategy::Shared => "shared",
         // Counts only (the planner refuses weights): one kernel per width, each in two builds.
         Strategy::Packed { bits } => {

@@ -651,10 +651,16 @@ fn blocks_per_sm(limits: &DeviceLimits, shared_bytes: u32) -> u32 {
 
 fn shared_plan(w: &Workload, limits: &DeviceLimits, reason: String) -> Plan {
     let shared_bytes = (w.nbins * w.counter_bytes()) as u32;
+    let per_sm = blocks_per_sm(limits, shared_bytes);
     Plan {
         strategy: Strategy::Shared,
-        grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),
-        block: BLOCK_THREADS,
+        grid: limits.sm_count * per_sm,
+        // u32 counts in one block per SM: the 1024-thread, prefetching build (`hist_sharedp_*`).
+        block: if per_sm == 1 && !w.weighted {
+            ONE_BLOCK_THREADS
+        } else {
+            BLOCK_THREADS
+        },
         shared_bytes,
         bins_per_block: w.nbins,
         reason,
@@ -760,6 +766,14 @@ mod tests {
     fn largest_shared_histogram_fills_the_opt_in_limit() {
         let p = plan(&w(58_108), &DeviceLimits::H100, StrategyChoice::Shared).unwrap();
         assert_eq!(p.grid, 132, "one block per SM at the limit");
+        assert_eq!(p.block, ONE_BLOCK_THREADS);
+        let weighted = Workload::new(20_000, SampleType::F32, true);
+        let p = plan(&weighted, &DeviceLimits::H100, StrategyChoice::Shared).unwrap();
+        assert_eq!(
+            (p.grid, p.block),
+            (132, BLOCK_THREADS),
+            "weighted sums keep 512"
+        );
         assert!(plan(&w(58_109), &DeviceLimits::H100, StrategyChoice::Shared).is_err());
         // 8-bit counters: one bin per byte of the opt-in limit, less the hot bin's 128 bytes.
         let p = plan(&w(232_304), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
