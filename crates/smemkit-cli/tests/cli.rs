@@ -380,9 +380,16 @@ fn plan_prints_the_plan_and_the_limits() {
     );
     let r = smemkit(&["plan", "--bins", "1000000", "--strategy", "shared"]);
     assert!(!r.ok && r.stderr.starts_with("error: "), "{}", r.stderr);
-    // Narrow counters beyond two u32 blocks per SM; only the partition passes are probed for skew.
+    // u32 counters while they fit one block, then narrow counters; only the partition passes are
+    // probed for skew.
     let r = smemkit(&["plan", "--bins", "32768"]);
     assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("strategy      shared\n") && r.stdout.contains("x 1024 threads"),
+        "{}",
+        r.stdout
+    );
+    let r = smemkit(&["plan", "--bins", "65536"]);
     assert!(r.stdout.contains("strategy      shared16"), "{}", r.stdout);
     assert!(!r.stdout.contains("skew probe"), "{}", r.stdout);
     let r = smemkit(&["plan", "--bins", "131072"]);

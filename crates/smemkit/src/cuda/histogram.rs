@@ -90,15 +90,14 @@ pub fn kernel_name(
     weights: WeightKind,
 ) -> String {
     let s = match plan.strategy {
-        Strategy::Shared
-            if plan.block == plan::ONE_BLOCK_THREADS && weights == WeightKind::None =>
-        {
+        // u32 counts with at most 1024 threads per SM: the prefetching build.
+        Strategy::Shared if plan::prefetch_build(plan, limits, weights != WeightKind::None) => {
             return format!("hist_sharedp_{}_none", mode_name(binning));
         }
         Strategy::Shared => "shared",
         // Counts only (the planner refuses weights): one kernel per width, each in two builds.
         Strategy::Packed { bits } => {
-            let build = if plan::packed_prefetch(plan, limits) {
+            let build = if plan::prefetch_build(plan, limits, false) {
                 "p"
             } else {
                 ""

@@ -553,15 +553,6 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
     }
 }
 
-/// Blocks per SM that a shared-memory histogram of u32 counters keeps before `auto` narrows its
-/// counters. Measured on the H100 (bench/results/*-sweep-i32-9a4c9a7.jsonl, uniform / hot int32,
-/// GB/s): u32 counters do 2842 / 2846 at 16384 bins (three blocks per SM), 2660 / 2657 at 24576
-/// (two), 1767 / 1766 at 32768 (one); narrow counters cost instructions (checking each atomic's
-/// result for a wrap), so 16-bit counters only win where they add blocks that u32 counters lack:
-/// 2192 / 2189 at 24576 (four blocks), 2112 / 2122 at 32768 (three), 1960 / 1945 at 49152 (two,
-/// against 1744 / 1722 for one block of u32).
-pub const SHARED_FULL_SPEED_BLOCKS: u32 = 2;
-
 /// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words, and the
 /// 32 per-lane u32 counters of the block's hot bin behind them (`PACKED_HOT_LANES` in
 /// kernels/histogram.cu).
@@ -569,23 +560,24 @@ pub fn packed_bytes(nbins: usize, bits: u32) -> usize {
     nbins.div_ceil((32 / bits) as usize) * 4 + 32 * 4
 }
 
-/// The counter width `auto` gives a one-block histogram: 32 bits while that leaves
-/// [`SHARED_FULL_SPEED_BLOCKS`] blocks per SM, else the widest packed counters that fit one block;
-/// `None` when not even 8-bit counters do. Weighted sums always take their f64 counters (32 here
-/// means "plain counters").
+/// The counter width `auto` gives a one-block histogram: u32 counters while they fit one block,
+/// then the widest packed counters that do; `None` when not even 8-bit counters fit. Weighted sums
+/// always take their f64 counters (32 here means "plain counters").
 ///
 /// Narrower counters for more blocks per SM paid while a lone block ran 512 threads (9a4c9a7:
-/// 8-bit with three blocks 1476 / 1641 GB/s at 65536 bins against 1401 / 1407 for one block of
-/// 16-bit). Since one-block plans run 1024 threads and every plan of at most 1024 threads per SM
-/// prefetches its loads, one block of 16-bit counters wins instead (sweep at 2e0bf17: 2158 / 2160
-/// at 65536 bins and 2062 / 2068 at 98304 against 8-bit's 1509 / 1681 and 1448 / 1597).
+/// 16-bit counters with three blocks 2112 / 2122 GB/s at 32768 bins against 1767 / 1766 for one
+/// block of u32; 8-bit with three 1476 / 1641 at 65536 against 1401 / 1407 for one block of
+/// 16-bit). Since a lone block runs 1024 threads and every plan of at most 1024 threads per SM
+/// prefetches its loads, the widest counters win: one block of u32 counters does 2846 / 2816 at
+/// 32768 bins and 2763 / 2777 at 58108 (0572220) against 16-bit's 2106 / 2105 and 2173 / 2186; one
+/// block of 16-bit counters 2158 / 2160 at 65536 bins and 2062 / 2068 at 98304 (2e0bf17) against
+/// 8-bit's 1509 / 1681 and 1448 / 1597.
 fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
     let smem = counter_capacity(limits);
     if w.weighted {
         return (w.nbins * w.counter_bytes() <= smem).then_some(32);
     }
-    let u32_bytes = w.nbins * 4;
-    if u32_bytes <= smem && blocks_per_sm(limits, u32_bytes as u32) >= SHARED_FULL_SPEED_BLOCKS {
+    if w.nbins * 4 <= smem {
         return Some(32);
     }
     [16u32, 8]
@@ -616,15 +608,21 @@ pub fn skew_probe_threshold(plan: &Plan, w: &Workload, choice: StrategyChoice) -
     }
 }
 
-/// Threads of a narrow-counter kernel per SM up to which the host launches its prefetching build
-/// (the next pair of 16-byte loads issued before the current pair is counted): with ~14 more
-/// registers (54-64) it fits 1024 threads per SM, and below 48 warps per SM the load latency is
+/// Threads per SM up to which the host launches the prefetching build of the shared-memory kernels
+/// (the next pair of 16-byte loads issued before the current pair is counted): with 8-14 more
+/// registers (48-64) it fits 1024 threads per SM, and below 48 warps per SM the load latency is
 /// what stalls the warps (bench/NOTES.md, run 9).
 pub const PREFETCH_MAX_THREADS_PER_SM: u32 = 1024;
 
-/// Whether a narrow-counter plan runs the prefetching build of its kernel.
-pub fn packed_prefetch(plan: &Plan, limits: &DeviceLimits) -> bool {
-    matches!(plan.strategy, Strategy::Packed { .. })
+/// Whether a plan runs the prefetching build of its kernel: counts (not weighted sums) in shared
+/// memory, u32 or packed, with at most [`PREFETCH_MAX_THREADS_PER_SM`] threads per SM.
+pub fn prefetch_build(plan: &Plan, limits: &DeviceLimits, weighted: bool) -> bool {
+    let counts_in_shared = match plan.strategy {
+        Strategy::Packed { .. } => true,
+        Strategy::Shared => !weighted,
+        _ => false,
+    };
+    counts_in_shared
         && blocks_per_sm(limits, plan.shared_bytes) * plan.block <= PREFETCH_MAX_THREADS_PER_SM
 }
 
@@ -785,47 +783,49 @@ mod tests {
     }
 
     #[test]
-    fn counters_narrow_to_keep_two_blocks_per_sm() {
+    fn the_widest_counters_that_fit_one_block() {
         let at = |nbins| {
             let p = plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-            (p.strategy, p.grid)
+            (p.strategy, p.grid, p.block)
         };
-        // u32 counters while two 512-thread blocks fit an SM (28928 bins: 115712 bytes each).
-        assert_eq!(at(16_384), (Strategy::Shared, 396));
-        assert_eq!(at(28_928), (Strategy::Shared, 264));
-        assert_eq!(at(28_929), (Strategy::Packed { bits: 16 }, 396));
-        assert_eq!(at(32_768), (Strategy::Packed { bits: 16 }, 396));
-        assert_eq!(at(57_792), (Strategy::Packed { bits: 16 }, 264));
-        // Then the widest packed counters that fit one block: one block of 16-bit counters up
-        // to 116152 bins, of 8-bit counters up to 232304.
-        assert_eq!(at(57_793), (Strategy::Packed { bits: 16 }, 132));
-        assert_eq!(at(98_304), (Strategy::Packed { bits: 16 }, 132));
-        assert_eq!(at(116_152), (Strategy::Packed { bits: 16 }, 132));
-        assert_eq!(at(116_153), (Strategy::Packed { bits: 8 }, 132));
-        assert_eq!(at(131_072), (Strategy::Packed { bits: 8 }, 132));
-        // One block per SM: the narrow-counter kernels take 1024 threads, else 512.
-        let block = |nbins| {
-            plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto)
-                .unwrap()
-                .block
-        };
-        assert_eq!(block(131_072), ONE_BLOCK_THREADS);
-        assert_eq!(block(98_304), ONE_BLOCK_THREADS);
-        assert_eq!(block(57_792), BLOCK_THREADS);
-        assert_eq!(block(32_768), BLOCK_THREADS);
+        // u32 counters while they fit one block (58108 bins), then 16-bit counters (116152),
+        // then 8-bit (232304); one block per SM takes 1024 threads.
+        assert_eq!(at(16_384), (Strategy::Shared, 396, BLOCK_THREADS));
+        assert_eq!(at(28_928), (Strategy::Shared, 264, BLOCK_THREADS));
+        assert_eq!(at(28_929), (Strategy::Shared, 132, ONE_BLOCK_THREADS));
+        assert_eq!(at(58_108), (Strategy::Shared, 132, ONE_BLOCK_THREADS));
+        assert_eq!(
+            at(58_109),
+            (Strategy::Packed { bits: 16 }, 132, ONE_BLOCK_THREADS)
+        );
+        assert_eq!(
+            at(116_152),
+            (Strategy::Packed { bits: 16 }, 132, ONE_BLOCK_THREADS)
+        );
+        assert_eq!(
+            at(116_153),
+            (Strategy::Packed { bits: 8 }, 132, ONE_BLOCK_THREADS)
+        );
+        assert_eq!(
+            at(232_304),
+            (Strategy::Packed { bits: 8 }, 132, ONE_BLOCK_THREADS)
+        );
         // The prefetching build where an SM holds at most 1024 threads: one block of 1024 or
-        // two of 512, not three (32768 bins of 16-bit counters).
+        // two of 512, not three or four; never for weighted sums.
         let prefetch = |nbins| {
             let p = plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-            packed_prefetch(&p, &DeviceLimits::H100)
+            prefetch_build(&p, &DeviceLimits::H100, false)
         };
-        assert!(prefetch(131_072) && prefetch(98_304) && prefetch(57_792));
-        assert!(!prefetch(32_768) && !prefetch(16_384));
+        assert!(prefetch(131_072) && prefetch(98_304) && prefetch(32_768) && prefetch(28_928));
+        assert!(!prefetch(16_384) && !prefetch(256));
         let forced = plan(&w(65_536), &DeviceLimits::H100, StrategyChoice::Packed(8)).unwrap();
         assert!(
-            !packed_prefetch(&forced, &DeviceLimits::H100),
+            !prefetch_build(&forced, &DeviceLimits::H100, false),
             "three blocks of 512"
         );
+        let weighted = Workload::new(20_000, SampleType::F32, true);
+        let p = plan(&weighted, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        assert!(!prefetch_build(&p, &DeviceLimits::H100, true));
         // Weighted sums keep their f64 counters, and narrow counters refuse them.
         let ww = Workload::new(1000, SampleType::F32, true);
         assert_eq!(
@@ -1033,7 +1033,7 @@ mod shard_tests {
 
     #[test]
     fn tiny_shards_count_in_global_memory() {
-        // 58108 bins of 16-bit counters: 132 blocks, so 132 x 58108 = 7.7M samples is the
+        // 58108 bins of u32 counters: 132 blocks, so 132 x 58108 = 7.7M samples is the
         // threshold of one sample per counter.
         let p = at(58_108, SampleType::I32, false, Some(4096));
         assert_eq!((p.strategy, p.grid), (Strategy::Global, 2));
@@ -1044,7 +1044,7 @@ mod shard_tests {
         );
         assert_eq!(
             at(58_108, SampleType::I32, false, Some(132 * 58_108)).strategy,
-            Strategy::Packed { bits: 16 }
+            Strategy::Shared
         );
         assert_eq!(
             at(58_108, SampleType::I32, false, Some(132 * 58_108 - 1)).strategy,
