@@ -209,10 +209,10 @@ __device__ __forceinline__ void count(long long bin, const W* w, unsigned long l
 
 // The grid-stride loop shared by all strategies: 16-byte loads, two in flight per thread. With
 // PREFETCH the next pair is loaded before the current pair is counted, so that the loads' latency
-// hides behind the counting within the warp, not only behind other warps: for the kernels that run
-// one block per SM (16 or 32 warps), where ncu put most stalls on the loads (long scoreboard, 7.2
-// of 17.5 cycles per instruction at 131072 bins). It costs 8 registers, so kernels that need 4
-// blocks of 512 threads per SM (32 registers) go without.
+// hides behind the counting within the warp, not only behind other warps: for the count kernels
+// that an SM holds at most 1024 threads of (one block of 1024 or two of 512), where ncu put most
+// stalls on the loads (long scoreboard, 7.2 of 17.5 cycles per instruction at 131072 bins). It
+// costs 8-14 registers, so kernels that run three or four 512-thread blocks per SM go without.
 template <int MODE, class W, class Sink, bool PREFETCH = false>
 __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigned long long n, const W* w,
                                         const BinParams& p, Sink& sink, Tally& t) {
@@ -820,7 +820,7 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
 
 // Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14
 // more registers; the host takes the `p` build where an SM holds at most 1024 of the kernel's threads
-// (plan::packed_prefetch), launching 1024-thread blocks where one block fills an SM. The other build
+// (plan::prefetch_build), launching 1024-thread blocks where one block fills an SM. The other build
 // runs three or four 512-thread blocks per SM, which fit only at 40 registers or fewer: integer bins
 // ask for that (41 registers, allocated as 48, cost 32768 bins a block per SM and 5 % at ba9ae65);
 // the float modes need ~56-64 and keep two blocks rather than spill.
@@ -837,8 +837,9 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
     PACKED_KERNEL(MODE, MNAME, 8, , false, __launch_bounds__(512, PACKED_MIN_BLOCKS(MODE)))                    \
     PACKED_KERNEL(MODE, MNAME, 8, p, true, __launch_bounds__(1024))
 
-// u32 counters where one block fills an SM (28929 to 58108 bins, forced): 1024 threads and the
-// prefetching loop, as the narrow counters' `p` build (plan::shared_plan).
+// u32 counts where an SM holds at most 1024 threads (two 512-thread blocks, or one of 1024 where
+// one block fills an SM: 19201 to 58108 bins): the prefetching loop, as the narrow counters' `p`
+// build (plan::prefetch_build).
 #define SHARED_ONE_BLOCK_KERNEL(MODE, MNAME)                                                                   \
     extern "C" __global__ void __launch_bounds__(1024) hist_sharedp_##MNAME##_none(                            \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \

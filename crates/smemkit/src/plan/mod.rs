@@ -647,18 +647,24 @@ fn blocks_per_sm(limits: &DeviceLimits, shared_bytes: u32) -> u32 {
     by_smem.clamp(1, 2048 / BLOCK_THREADS)
 }
 
+/// Threads per block of a shared-memory plan with `per_sm` blocks per SM: a lone block that counts
+/// samples (u32 or packed counters, not weighted sums) takes [`ONE_BLOCK_THREADS`] and the
+/// prefetching build (see [`prefetch_build`]), every other one [`BLOCK_THREADS`].
+fn counting_block_threads(per_sm: u32, counts: bool) -> u32 {
+    if per_sm == 1 && counts {
+        ONE_BLOCK_THREADS
+    } else {
+        BLOCK_THREADS
+    }
+}
+
 fn shared_plan(w: &Workload, limits: &DeviceLimits, reason: String) -> Plan {
     let shared_bytes = (w.nbins * w.counter_bytes()) as u32;
     let per_sm = blocks_per_sm(limits, shared_bytes);
     Plan {
         strategy: Strategy::Shared,
         grid: limits.sm_count * per_sm,
-        // u32 counts in one block per SM: the 1024-thread, prefetching build (`hist_sharedp_*`).
-        block: if per_sm == 1 && !w.weighted {
-            ONE_BLOCK_THREADS
-        } else {
-            BLOCK_THREADS
-        },
+        block: counting_block_threads(per_sm, !w.weighted),
         shared_bytes,
         bins_per_block: w.nbins,
         reason,
@@ -671,11 +677,7 @@ fn packed_plan(w: &Workload, limits: &DeviceLimits, bits: u32, reason: String) -
     Plan {
         strategy: Strategy::Packed { bits },
         grid: limits.sm_count * per_sm,
-        block: if per_sm == 1 {
-            ONE_BLOCK_THREADS
-        } else {
-            BLOCK_THREADS
-        },
+        block: counting_block_threads(per_sm, true),
         shared_bytes,
         bins_per_block: w.nbins,
         reason,
