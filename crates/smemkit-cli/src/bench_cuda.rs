@@ -28,6 +28,10 @@ fn all_choices() -> Vec<StrategyChoice> {
     v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
     v.push(StrategyChoice::Global);
     v.push(StrategyChoice::Partition);
+    v.push(StrategyChoice::Exchange {
+        bits: None,
+        size: None,
+    });
     v
 }
 

@@ -96,11 +96,11 @@ pub struct HistArgs {
     /// Engine: auto, cpu or cuda.
     #[arg(long, default_value = "auto")]
     pub backend: String,
-    /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), cluster, global or
-    /// partition.
+    /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), cluster, global,
+    /// partition or exchange (exchange8 / exchange16: the counter width; exchange8x8: and the size).
     #[arg(long, default_value = "auto")]
     pub strategy: String,
-    /// Thread block cluster size for --strategy cluster.
+    /// Thread block cluster size for --strategy cluster or exchange.
     #[arg(long, value_name = "K")]
     pub cluster_size: Option<u32>,
     /// Write the histogram to FILE: .csv (bin,left,right,count), .json or .npy (counts).
@@ -141,10 +141,10 @@ pub struct PlanArgs {
     /// Weighted histogram (f64 counters).
     #[arg(long)]
     pub weighted: bool,
-    /// Force a strategy: auto, shared, shared16, shared8, cluster, global or partition.
+    /// Force a strategy: auto, shared, shared16, shared8, cluster, global, partition or exchange.
     #[arg(long, default_value = "auto")]
     pub strategy: String,
-    /// Cluster size for --strategy cluster.
+    /// Cluster size for --strategy cluster or exchange.
     #[arg(long)]
     pub cluster_size: Option<u32>,
     /// Samples one GPU counts (its shard): the grid is cut to what they keep busy, and tiny
@@ -185,7 +185,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// GPU only: strategies to time, comma-separated (auto, shared, shared16, shared8, cluster2 ...
-    /// cluster16, global, partition); all of them by default.
+    /// cluster16, global, partition, exchange, exchange8x8 ...); all of them by default.
     #[arg(long, value_delimiter = ',')]
     pub strategies: Vec<String>,
     /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).

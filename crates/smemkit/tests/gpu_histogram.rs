@@ -96,6 +96,13 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
     if !weighted && nbins <= smemkit::plan::PARTITION_MAX_BUCKETS << smemkit::plan::PARTITION_BITS {
         v.push(StrategyChoice::Partition);
     }
+    // The smallest cluster that holds the bins (up to 2^21 bins as 8-bit counters over 16 blocks).
+    if !weighted && nbins <= 1 << 21 {
+        v.push(StrategyChoice::Exchange {
+            bits: None,
+            size: None,
+        });
+    }
     v
 }
 
@@ -172,6 +179,10 @@ macro_rules! typed_case {
                 StrategyChoice::Packed(8),
                 StrategyChoice::Cluster(Some(2)),
                 StrategyChoice::Global,
+                StrategyChoice::Exchange {
+                    bits: Some(8),
+                    size: Some(4),
+                },
             ] {
                 check(
                     Samples::from(&data[..]),
@@ -543,6 +554,14 @@ fn small_run_for_sanitizers() {
         StrategyChoice::Cluster(Some(16)),
         StrategyChoice::Global,
         StrategyChoice::Partition,
+        StrategyChoice::Exchange {
+            bits: None,
+            size: None,
+        },
+        StrategyChoice::Exchange {
+            bits: Some(8),
+            size: Some(16),
+        },
     ] {
         check(
             Samples::I32(&data),
@@ -563,10 +582,10 @@ fn small_run_for_sanitizers() {
             choice,
             "sanitizer floats",
         );
-        // Partition and the narrow counters count samples only.
+        // Partition, exchange and the narrow counters count samples only.
         if !matches!(
             choice,
-            StrategyChoice::Partition | StrategyChoice::Packed(_)
+            StrategyChoice::Partition | StrategyChoice::Packed(_) | StrategyChoice::Exchange { .. }
         ) {
             check(
                 Samples::F32(&floats),
@@ -611,9 +630,17 @@ fn small_run_for_sanitizers() {
         StrategyChoice::Shared,
         "sanitizer prefetching build, u32",
     );
-    // Several partition buckets, and a cluster holding many bins per block.
-    let wide = ints(50_021, 100_000, Dist::Hot, &mut r);
-    for choice in [StrategyChoice::Partition, StrategyChoice::Cluster(Some(2))] {
+    // Several partition buckets, a cluster holding many bins per block, and exchange inboxes that
+    // overflow into remote atomics (hot data) over several phases.
+    let wide = ints(1 << 20, 100_000, Dist::Hot, &mut r);
+    for choice in [
+        StrategyChoice::Partition,
+        StrategyChoice::Cluster(Some(2)),
+        StrategyChoice::Exchange {
+            bits: Some(8),
+            size: Some(8),
+        },
+    ] {
         check(
             Samples::I32(&wide),
             None,
@@ -622,6 +649,52 @@ fn small_run_for_sanitizers() {
             choice,
             "sanitizer wide",
         );
+    }
+}
+
+/// The exchange strategy on inputs long enough for many phases and 8-bit counters that wrap in
+/// every block: uniform data (the inboxes), hot data and a single bin (inboxes that overflow into
+/// remote atomics on the owner's counters, whose wraps are corrected from the sending block),
+/// clamped data, a length that ends inside a tile, every width and cluster size that holds the bins.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exchange_counts_exactly() {
+    let mut r = rng();
+    let n = (1usize << 25) + 12_347;
+    for (nbins, dist, policy) in [
+        (1usize << 20, Dist::Uniform, OutOfRange::Ignore),
+        (1 << 20, Dist::Hot, OutOfRange::Ignore),
+        (1 << 20, Dist::Wide, OutOfRange::Clamp),
+        (1_000_003, Dist::Uniform, OutOfRange::Ignore),
+        (3, Dist::Uniform, OutOfRange::Ignore),
+        (300_001, Dist::OneBin, OutOfRange::Ignore),
+        (2_000_000, Dist::Uniform, OutOfRange::Clamp),
+    ] {
+        let data = ints(n, nbins, dist, &mut r);
+        for (bits, size) in [(8u32, 8u32), (8, 16), (16, 16), (16, 4), (8, 2)] {
+            let choice = StrategyChoice::Exchange {
+                bits: Some(bits),
+                size: Some(size),
+            };
+            let fits = smemkit::plan::exchange_inbox(
+                nbins,
+                smemkit::SampleType::I32,
+                size,
+                bits,
+                &smemkit::plan::DeviceLimits::H100,
+            )
+            .is_some();
+            if fits {
+                check(
+                    Samples::I32(&data),
+                    None,
+                    BinSpec::Integer { nbins },
+                    policy,
+                    choice,
+                    &format!("exchange {nbins} bins {dist:?} {policy:?} {choice:?}"),
+                );
+            }
+        }
     }
 }
 

@@ -105,6 +105,10 @@ pub fn kernel_name(
             return format!("hist_shared{bits}{build}_{}_none", mode_name(binning));
         }
         Strategy::Cluster { .. } => "cluster",
+        // Counts only, one kernel per counter width.
+        Strategy::Exchange { bits, .. } => {
+            return format!("hist_exchange{bits}_{}_none", mode_name(binning))
+        }
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
         Strategy::Partition => return format!("hist_part_count_{}", mode_name(binning)),
@@ -194,10 +198,7 @@ impl Prepared {
             &sample_defines(sample_type),
             &kernel_name(&plan, &gpu.limits, binning, weights),
         )?;
-        let cluster = match plan.strategy {
-            Strategy::Cluster { size } => size,
-            _ => 1,
-        };
+        let cluster = plan.strategy.cluster_size();
         let mut shape = LaunchShape {
             grid: plan.grid,
             block: plan.block,
@@ -207,7 +208,7 @@ impl Prepared {
         launch::prepare_function(&func, &shape, gpu.limits.smem_per_block_optin)?;
         // Persistent grid sized by what the driver says fits, not by the input length.
         match plan.strategy {
-            Strategy::Cluster { size } => {
+            Strategy::Cluster { size } | Strategy::Exchange { size, .. } => {
                 let active = launch::max_active_clusters(
                     &func,
                     &gpu.stream,

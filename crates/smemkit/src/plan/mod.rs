@@ -21,6 +21,10 @@ pub enum Strategy {
     /// Samples first partitioned into bucket ranges of `2^PARTITION_BITS` bins, then each range
     /// counted in shared memory.
     Partition,
+    /// The bins split across a cluster's blocks as packed narrow counters (`bits` wide); each block
+    /// sends the samples of other blocks' bins to their owners in batches through distributed
+    /// shared memory, and the owners count them. Counts only.
+    Exchange { size: u32, bits: u32 },
 }
 
 impl Strategy {
@@ -32,6 +36,17 @@ impl Strategy {
             Strategy::Cluster { size } => format!("cluster{size}"),
             Strategy::Global => "global".into(),
             Strategy::Partition => "partition".into(),
+            Strategy::Exchange { size, bits } => format!("exchange{bits}x{size}"),
+        }
+    }
+}
+
+impl Strategy {
+    /// Blocks per cluster of the strategy's launches (1: no cluster).
+    pub fn cluster_size(&self) -> u32 {
+        match self {
+            Strategy::Cluster { size } | Strategy::Exchange { size, .. } => *size,
+            _ => 1,
         }
     }
 }
@@ -54,10 +69,18 @@ pub enum StrategyChoice {
     Cluster(Option<u32>),
     Global,
     Partition,
+    /// The exchange strategy; `None` lets the planner pick the counter width or the cluster size.
+    Exchange {
+        bits: Option<u32>,
+        size: Option<u32>,
+    },
 }
 
 impl StrategyChoice {
     pub fn parse(text: &str, cluster_size: Option<u32>) -> Result<Self, crate::Error> {
+        if let Some(rest) = text.strip_prefix("exchange") {
+            return parse_exchange(text, rest, cluster_size);
+        }
         match (text, cluster_size) {
             ("auto", None) => Ok(StrategyChoice::Auto),
             ("shared", None) => Ok(StrategyChoice::Shared),
@@ -72,10 +95,45 @@ impl StrategyChoice {
                 )))
             }
             _ => Err(crate::Error::InvalidArgument(format!(
-                "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global or partition)"
+                "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global, \
+                 partition or exchange)"
             ))),
         }
     }
+}
+
+/// `exchange`, `exchange8`, `exchange16`, each optionally followed by `x<cluster size>` (the names
+/// [`Strategy::name`] prints) or given the size by `--cluster-size`.
+fn parse_exchange(
+    text: &str,
+    rest: &str,
+    cluster_size: Option<u32>,
+) -> Result<StrategyChoice, crate::Error> {
+    let bad = || {
+        crate::Error::InvalidArgument(format!(
+            "unknown strategy `{text}` (exchange strategies: exchange, exchange8, exchange16, \
+             optionally with x<cluster size>, e.g. exchange8x8)"
+        ))
+    };
+    let (bits, size) = match rest.split_once('x') {
+        Some((b, k)) => (b, Some(k.parse::<u32>().map_err(|_| bad())?)),
+        None => (rest, None),
+    };
+    let bits = match bits {
+        "" => None,
+        "8" => Some(8),
+        "16" => Some(16),
+        _ => return Err(bad()),
+    };
+    let size = match (size, cluster_size) {
+        (Some(_), Some(_)) => {
+            return Err(crate::Error::InvalidArgument(format!(
+                "`{text}` names its cluster size; leave out --cluster-size"
+            )))
+        }
+        (a, b) => a.or(b),
+    };
+    Ok(StrategyChoice::Exchange { bits, size })
 }
 
 /// What the planner needs to know about the device (read from it by the CUDA layer).
@@ -306,13 +364,11 @@ pub fn plan(
             }
             Ok(cluster_plan(w, limits, size, "forced".into()))
         }
+        StrategyChoice::Exchange { bits, size } => exchange_choice(w, limits, bits, size),
         StrategyChoice::Auto => Ok(auto_plan(w, limits)),
     }
     .map(|mut p| {
-        let cluster = match p.strategy {
-            Strategy::Cluster { size } => size,
-            _ => 1,
-        };
+        let cluster = p.strategy.cluster_size();
         if p.strategy != Strategy::Partition {
             p.grid = grid_for_samples(p.grid, cluster, w.samples, w.sample_type);
         }
@@ -389,7 +445,7 @@ fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool {
         Strategy::Shared | Strategy::Packed { .. } => {
             samples_per_counter_set(n, candidate.grid, 1, w.sample_type) < w.nbins
         }
-        Strategy::Cluster { size } => {
+        Strategy::Cluster { size } | Strategy::Exchange { size, .. } => {
             samples_per_counter_set(n, candidate.grid, size, w.sample_type) < w.nbins
         }
         Strategy::Global => false,
@@ -700,6 +756,125 @@ fn cluster_plan(w: &Workload, limits: &DeviceLimits, size: u32, reason: String) 
     }
 }
 
+/// Threads per block of the exchange kernels: one block per SM, since the inboxes take the shared
+/// memory the counters leave.
+pub const EXCHANGE_THREADS: u32 = 1024;
+/// Static shared memory of the exchange kernels (the hot bin, the cursors and the received counts
+/// of 16 blocks), covered by the opt-in limit together with the dynamic part.
+pub const EXCHANGE_STATIC_SHARED: usize = 256;
+
+/// Samples one thread of an exchange kernel bins per phase (`EXCHANGE_SAMPLES` in
+/// kernels/histogram.cu): 8, or one 16-byte load of 1-byte samples.
+pub fn exchange_samples(t: SampleType) -> usize {
+    (16 / t.size()).max(8)
+}
+
+/// Bins each block of an exchange cluster of `size` owns: a multiple of 32, so that no packed word
+/// spans two owners.
+pub fn exchange_bins_per_block(nbins: usize, size: u32) -> usize {
+    nbins.div_ceil(size as usize).next_multiple_of(32)
+}
+
+/// Dynamic shared memory of an exchange block: all the opt-in limit leaves (counters, then inboxes).
+fn exchange_shared_bytes(limits: &DeviceLimits) -> usize {
+    (limits.smem_per_block_optin as usize).saturating_sub(EXCHANGE_STATIC_SHARED) & !15
+}
+
+/// The inbox room (entries per source block and phase) an exchange plan of `size` blocks and
+/// `bits`-bit counters leaves, when it holds at least 5/4 of what a source sends on uniform data
+/// (`EXCHANGE_THREADS x exchange_samples / size`); entries beyond the room become remote atomics,
+/// which cost what the cluster strategy's do.
+pub fn exchange_inbox(
+    nbins: usize,
+    sample_type: SampleType,
+    size: u32,
+    bits: u32,
+    limits: &DeviceLimits,
+) -> Option<usize> {
+    let counters = packed_bytes(exchange_bins_per_block(nbins, size), bits);
+    let room = exchange_shared_bytes(limits).checked_sub(counters)? / 4 / (2 * size as usize);
+    let uniform = EXCHANGE_THREADS as usize * exchange_samples(sample_type) / size as usize;
+    (room >= uniform * 5 / 4).then_some(room)
+}
+
+/// A forced exchange plan: the given width and size, or the smallest cluster (then the widest
+/// counters) whose counters leave the inboxes their room.
+fn exchange_choice(
+    w: &Workload,
+    limits: &DeviceLimits,
+    bits: Option<u32>,
+    size: Option<u32>,
+) -> Result<Plan, crate::Error> {
+    let unsupported = |reason: String| crate::Error::StrategyUnsupported {
+        strategy: "exchange".into(),
+        reason,
+    };
+    if !limits.has_clusters() {
+        return Err(unsupported(format!(
+            "thread block clusters need compute capability 9.0, the device has {}.{}",
+            limits.compute_capability.0, limits.compute_capability.1
+        )));
+    }
+    if w.weighted {
+        return Err(unsupported(
+            "the exchange kernels count samples in narrow counters; weighted sums use shared, \
+             cluster or global"
+                .into(),
+        ));
+    }
+    let max = limits.max_cluster_nonportable;
+    if let Some(k) = size.filter(|k| !(2..=max).contains(k)) {
+        return Err(unsupported(format!(
+            "cluster size {k} is outside 2..={max}"
+        )));
+    }
+    let sizes: Vec<u32> = size.map_or_else(
+        || [2, 4, 8, 16].into_iter().filter(|&k| k <= max).collect(),
+        |k| vec![k],
+    );
+    let widths: Vec<u32> = bits.map_or_else(|| vec![16, 8], |b| vec![b]);
+    for &k in &sizes {
+        for &b in &widths {
+            if exchange_inbox(w.nbins, w.sample_type, k, b, limits).is_some() {
+                return Ok(exchange_plan(w, limits, k, b, "forced".into()));
+            }
+        }
+    }
+    Err(unsupported(format!(
+        "{} bins leave too little shared memory for the inboxes as {}-bit counters over a cluster \
+         of {} blocks",
+        w.nbins,
+        widths
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        sizes
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" or "),
+    )))
+}
+
+fn exchange_plan(
+    w: &Workload,
+    limits: &DeviceLimits,
+    size: u32,
+    bits: u32,
+    reason: String,
+) -> Plan {
+    Plan {
+        strategy: Strategy::Exchange { size, bits },
+        // The CUDA layer refines the grid with the driver's active-cluster occupancy.
+        grid: (limits.sm_count / size).max(1) * size,
+        block: EXCHANGE_THREADS,
+        shared_bytes: exchange_shared_bytes(limits) as u32,
+        bins_per_block: exchange_bins_per_block(w.nbins, size),
+        reason,
+    }
+}
+
 fn partition_plan(
     w: &Workload,
     limits: &DeviceLimits,
@@ -932,6 +1107,117 @@ mod tests {
         );
         assert!(StrategyChoice::parse("shared", Some(4)).is_err());
         assert!(StrategyChoice::parse("bogus", None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod exchange_tests {
+    use super::*;
+
+    fn forced(nbins: usize, bits: Option<u32>, size: Option<u32>) -> Result<Plan, crate::Error> {
+        plan(
+            &Workload::new(nbins, SampleType::I32, false),
+            &DeviceLimits::H100,
+            StrategyChoice::Exchange { bits, size },
+        )
+    }
+
+    #[test]
+    fn exchange_names_parse_back() {
+        for (text, k, bits, size) in [
+            ("exchange", None, None, None),
+            ("exchange8", None, Some(8), None),
+            ("exchange16", Some(4), Some(16), Some(4)),
+            ("exchange8x16", None, Some(8), Some(16)),
+        ] {
+            assert_eq!(
+                StrategyChoice::parse(text, k).unwrap(),
+                StrategyChoice::Exchange { bits, size },
+                "{text}"
+            );
+        }
+        for bad in ["exchange4", "exchange8x", "exchange8y8", "exchangex"] {
+            assert!(StrategyChoice::parse(bad, None).is_err(), "{bad}");
+        }
+        assert!(StrategyChoice::parse("exchange8x8", Some(8)).is_err());
+        let p = forced(1 << 20, Some(8), Some(8)).unwrap();
+        assert_eq!(
+            StrategyChoice::parse(&p.strategy.name(), None).unwrap(),
+            StrategyChoice::Exchange {
+                bits: Some(8),
+                size: Some(8)
+            }
+        );
+    }
+
+    #[test]
+    fn the_smallest_cluster_that_leaves_the_inboxes_room() {
+        // 1M bins: 8-bit counters over 8 blocks (128 KiB each) leave 1578 entries per source and
+        // phase, above the 1280 (5/4 of 8192 samples / 8) asked for; 16-bit would need 16 blocks.
+        let p = forced(1 << 20, None, None).unwrap();
+        assert_eq!(p.strategy, Strategy::Exchange { size: 8, bits: 8 });
+        assert_eq!((p.block, p.bins_per_block), (EXCHANGE_THREADS, 131_072));
+        assert_eq!(
+            exchange_inbox(1 << 20, SampleType::I32, 8, 8, &DeviceLimits::H100),
+            Some(1578)
+        );
+        assert_eq!(
+            forced(1 << 20, Some(16), None).unwrap().strategy,
+            Strategy::Exchange { size: 16, bits: 16 }
+        );
+        assert_eq!(
+            forced(2_000_000, None, None).unwrap().strategy,
+            Strategy::Exchange { size: 16, bits: 8 }
+        );
+        // The slices are multiples of 32 bins and cover every bin.
+        let p = forced(1_000_003, None, Some(8)).unwrap();
+        assert_eq!(p.bins_per_block % 32, 0);
+        assert!(p.bins_per_block * 8 >= 1_000_003);
+        // Counters plus inboxes never exceed the opt-in limit with the static part.
+        assert!(p.shared_bytes as usize + EXCHANGE_STATIC_SHARED <= 232_448);
+    }
+
+    #[test]
+    fn exchange_refuses_what_it_cannot_hold() {
+        for (nbins, bits, size) in [
+            (4usize << 20, None, None),
+            (1 << 20, Some(8), Some(4)),
+            (1 << 20, Some(8), Some(32)),
+            (1000, Some(8), Some(1)),
+        ] {
+            assert!(
+                matches!(
+                    forced(nbins, bits, size),
+                    Err(crate::Error::StrategyUnsupported { .. })
+                ),
+                "{nbins} {bits:?} {size:?}"
+            );
+        }
+        let weighted = plan(
+            &Workload::new(1000, SampleType::I32, true),
+            &DeviceLimits::H100,
+            StrategyChoice::Exchange {
+                bits: None,
+                size: None,
+            },
+        );
+        assert!(matches!(
+            weighted,
+            Err(crate::Error::StrategyUnsupported { .. })
+        ));
+        let no_clusters = DeviceLimits {
+            compute_capability: (8, 0),
+            ..DeviceLimits::H100
+        };
+        assert!(plan(
+            &Workload::new(1000, SampleType::I32, false),
+            &no_clusters,
+            StrategyChoice::Exchange {
+                bits: None,
+                size: None
+            },
+        )
+        .is_err());
     }
 }
 
