@@ -548,7 +548,6 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
     Tally t{0, 0, 0};
     const float inv = 1.0f / (float)per_block;
     const unsigned lane = threadIdx.x & 31;
-    const unsigned dest_bits = 32 - __clz(K - 1);  // bits of a block rank
     const unsigned long long tile = (unsigned long long)blockDim.x * LOADS * VEC;
     const unsigned long long ntiles = (n + tile - 1) / tile;
     // Every block of a cluster runs the same number of phases (the barriers need all of them).
@@ -596,15 +595,9 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
             const unsigned local = b - dest * per_block;
             const bool remote = dest != me;
             if (b != NO_BIN && !remote) sink.add(local, 1u);
-            // Lanes sending to the same block share one cursor update: the lanes of this lane's
-            // destination, found from one ballot per bit of the block rank.
-            unsigned peers = __ballot_sync(0xffffffffu, remote);
-            if (!remote) peers = ~peers;
-            for (unsigned bit = 0; bit < dest_bits; bit++) {
-                const bool set = (dest >> bit) & 1u;
-                const unsigned vote = __ballot_sync(0xffffffffu, set);
-                peers &= set ? vote : ~vote;
-            }
+            // Lanes sending to the same block share one cursor update (the lanes that stay share
+            // one key, and only read a position they do not use).
+            const unsigned peers = __match_any_sync(0xffffffffu, remote ? dest : NO_BIN);
             const unsigned leader = __ffs(peers) - 1;
             unsigned pos = 0;
             if (remote && lane == leader) pos = atomicAdd(cursor + dest, (unsigned)__popc(peers));
