@@ -480,21 +480,23 @@ __device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W
 //
 // For bin counts beyond one block (1M bins: 1 MiB even as 8-bit counters). Each block of a cluster
 // owns a slice of the bins as packed narrow counters (see `packed`), and the cluster reads the input
-// in phases. In a phase every block bins one tile of samples: those of its own slice it counts at
-// once; for every other one it writes the bin's offset within its owner's slice into the owner's
-// inbox through distributed shared memory (4 bytes, no atomic: each source block has its own region
-// of every inbox, and the position comes from a shared-memory cursor in the source). A cluster
-// barrier ends the phase, and each block then counts what the others sent it with shared atomics.
-// Cluster-wide atomics on remote counters measured no better than global ones (cluster4 341 GB/s
-// at 131072 bins, run 3); here each sample costs one 4-byte remote store and two shared-memory
-// operations in its owner, and global memory sees the samples once (the partition passes: 12 bytes
-// per sample).
+// in phases. In a phase every block bins one tile of samples and writes each sample's offset within
+// its owner's slice into the owner's inbox (its own included) through distributed shared memory:
+// 4 bytes, no atomic, since each source block has its own region of every inbox and the positions
+// come from shared-memory cursors in the source. A cluster barrier ends the phase, and each block
+// then counts what it received with shared atomics. Cluster-wide atomics on remote counters
+// measured no better than global ones (cluster4 341 GB/s at 131072 bins, run 3); here global
+// memory sees the samples once (the partition passes: 12 bytes per sample).
 //
 // Inboxes are double-buffered: the blocks write phase p + 1's entries while their owners may still
 // be counting phase p's, and an owner finishes counting phase p before it arrives at the barrier
 // that ends phase p + 1, after which phase p + 2 reuses phase p's buffer. A region that fills up (at
 // most `cap` entries per source, owner and phase: skewed data) sends the rest as remote atomics on
 // the owner's packed counters, which correct their own wraps like local ones.
+//
+// Instructions are the cost (ncu at 6957f1d: 178 warp instructions per 32 samples, IPC 2.3), so the
+// sample loop keeps to 32-bit arithmetic, writes through 32-bit shared::cluster addresses and has
+// one path for every sample.
 
 #define EXCHANGE_MAX_CLUSTER 16
 
@@ -502,12 +504,60 @@ __device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W
 #define EXCHANGE_SAMPLES (16 / sizeof(sample_t) > 8 ? 16 / sizeof(sample_t) : 8)
 
 // The owner of bin b among slices of `per_block` bins: a float estimate, corrected (b < 2^24 is
-// exact in float; the estimate is off by at most one).
+// exact in float; the estimate is off by at most one). Garbage for NO_BIN, which callers discard.
 __device__ __forceinline__ unsigned owner_of(unsigned b, unsigned per_block, float inv) {
     unsigned q = (unsigned)((float)b * inv);
-    if (q * per_block > b) q--;
-    else if ((q + 1) * per_block <= b) q++;
+    q -= q * per_block > b ? 1u : 0u;
+    q += (q + 1) * per_block <= b ? 1u : 0u;
     return q;
+}
+
+// A sample's bin, or NO_BIN, in 32-bit arithmetic where that is exact (integer bins of samples of
+// at most 4 bytes: the CUDA engine refuses 2^32 bins or more); otherwise through `locate`.
+template <int MODE>
+__device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally& t) {
+#if !SAMPLE_IS_FLOAT
+    if (MODE == MODE_INTEGER && sizeof(sample_t) <= 4) {
+        const unsigned n = (unsigned)p.nbins;
+#if SAMPLE_IS_SIGNED
+        if (v < 0) {
+            t.below++;
+            return p.clamp ? 0u : NO_BIN;
+        }
+#endif
+        const unsigned u = (unsigned)v;
+        if (u >= n) {
+            t.above++;
+            return p.clamp ? n - 1 : NO_BIN;
+        }
+        return u;
+    }
+#endif
+    const long long b = resolve(locate<MODE>(v, p), p, t);
+    return b >= 0 ? (unsigned)b : NO_BIN;
+}
+
+// The address of `local` (this block's shared memory) in block `rank`'s window of the cluster.
+__device__ __forceinline__ unsigned cluster_address(const void* local, unsigned rank) {
+    unsigned r;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"((unsigned)__cvta_generic_to_shared(local)), "r"(rank));
+    return r;
+}
+
+__device__ __forceinline__ void store_cluster(unsigned address, unsigned v) {
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(address), "r"(v) : "memory");
+}
+
+// A full inbox region: one remote atomic on the owner's packed counters (rare, out of line).
+template <int BITS>
+__device__ __noinline__ void exchange_overflow(unsigned* h, unsigned* hot_key, unsigned dest, unsigned local,
+                                               unsigned long long* out, unsigned per_block, unsigned long long nbins) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned long long first = (unsigned long long)dest * per_block;
+    PackedSink<BITS> owner{cluster.map_shared_rank(h, dest), out + first,
+                           nbins - first < per_block ? nbins - first : per_block,
+                           cluster.map_shared_rank(hot_key, dest), nullptr, NO_HOT_KEY};
+    owner.add(local, 1u);
 }
 
 template <int MODE, int BITS>
@@ -529,25 +579,25 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
     const unsigned words = per_block / PER;
     unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
     unsigned* hot_counts = h + words;
-    unsigned* inbox = hot_counts + PACKED_HOT_LANES;  // [2][K][cap]
+    unsigned* inbox = hot_counts + PACKED_HOT_LANES;  // [2][K][cap]: phase parity, source, entry
     unsigned dynamic_bytes;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
     const unsigned cap = (dynamic_bytes / 4 - words - PACKED_HOT_LANES) / (2 * K);
-    auto slice_bins = [&](unsigned rank) -> unsigned long long {
-        const unsigned long long first = (unsigned long long)rank * per_block;
-        return first >= p.nbins ? 0 : (p.nbins - first < per_block ? p.nbins - first : per_block);
-    };
+    const unsigned long long first = (unsigned long long)me * per_block;
+    const unsigned long long mine = first >= p.nbins ? 0 : (p.nbins - first < per_block ? p.nbins - first : per_block);
     for (unsigned b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
     if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
     if (threadIdx.x < EXCHANGE_MAX_CLUSTER) cursor[threadIdx.x] = 0;
     // No block may write to another's counters or inbox before its owner has zeroed them.
     cluster.sync();
 
-    PackedSink<BITS> sink{h, out + (unsigned long long)me * per_block, slice_bins(me), &hot_key,
-                          hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
+    PackedSink<BITS> sink{h, out + first, mine, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     Tally t{0, 0, 0};
     const float inv = 1.0f / (float)per_block;
     const unsigned lane = threadIdx.x & 31;
+    const unsigned below_lane = (1u << lane) - 1u;
+    const unsigned dest_bits = 32 - __clz(K - 1);  // bits of a block rank
+    const unsigned inbox_address = (unsigned)__cvta_generic_to_shared(inbox);
     const unsigned long long tile = (unsigned long long)blockDim.x * LOADS * VEC;
     const unsigned long long ntiles = (n + tile - 1) / tile;
     // Every block of a cluster runs the same number of phases (the barriers need all of them).
@@ -579,51 +629,50 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
     };
 
     Vec cur[LOADS], nxt[LOADS];
-    unsigned cur_valid, nxt_valid;
+    unsigned cur_valid, nxt_valid = 0;
     load(blockIdx.x, cur, cur_valid);
     for (unsigned long long ph = 0; ph < phases; ph++) {
         const unsigned buf = (unsigned)(ph & 1);
+        const unsigned region = (buf * K + me) * cap;  // this block's region of every inbox
         // The next tile's loads go out before this one is binned.
         if (ph + 1 < phases) load(blockIdx.x + (ph + 1) * gridDim.x, nxt, nxt_valid);
-        sink.step();
 #pragma unroll
         for (unsigned k = 0; k < LOADS * VEC; k++) {
-            long long slot = -1;
-            if ((cur_valid >> k) & 1u) slot = resolve(locate<MODE>(cur[k / VEC].s[k % VEC], p), p, t);
-            const unsigned b = slot >= 0 ? (unsigned)slot : NO_BIN;
-            const unsigned dest = b != NO_BIN ? owner_of(b, per_block, inv) : me;
-            const unsigned local = b - dest * per_block;
-            const bool remote = dest != me;
-            if (b != NO_BIN && !remote) sink.add(local, 1u);
-            // Lanes sending to the same block share one cursor update (the lanes that stay share
-            // one key, and only read a position they do not use).
-            const unsigned peers = __match_any_sync(0xffffffffu, remote ? dest : NO_BIN);
+            const unsigned b = (cur_valid >> k) & 1u ? bin32<MODE>(cur[k / VEC].s[k % VEC], p, t) : NO_BIN;
+            const bool sends = b != NO_BIN;
+            const unsigned dest = sends ? owner_of(b, per_block, inv) : 0u;
+            // Lanes sending to the same block share one cursor update: the lanes of this lane's
+            // destination, from one ballot per bit of the block rank (one __match_any_sync measured
+            // slower: 266 against 350 GB/s at 1M bins).
+            unsigned peers = __ballot_sync(0xffffffffu, sends);
+            if (!sends) peers = ~peers;
+            for (unsigned bit = 0; bit < dest_bits; bit++) {
+                const bool set = (dest >> bit) & 1u;
+                const unsigned vote = __ballot_sync(0xffffffffu, set);
+                peers &= set ? vote : ~vote;
+            }
             const unsigned leader = __ffs(peers) - 1;
             unsigned pos = 0;
-            if (remote && lane == leader) pos = atomicAdd(cursor + dest, (unsigned)__popc(peers));
-            pos = __shfl_sync(0xffffffffu, pos, leader) + (unsigned)__popc(peers & ((1u << lane) - 1u));
-            if (remote) {
-                if (pos < cap) {
-                    unsigned* box = cluster.map_shared_rank(inbox, dest);
-                    box[(buf * K + me) * cap + pos] = local;
-                } else {
-                    PackedSink<BITS> owner{cluster.map_shared_rank(h, dest), out + (unsigned long long)dest * per_block,
-                                           slice_bins(dest), cluster.map_shared_rank(&hot_key, dest), nullptr,
-                                           NO_HOT_KEY};
-                    owner.add(local, 1u);
-                }
+            if (sends && lane == leader) pos = atomicAdd(cursor + dest, (unsigned)__popc(peers));
+            pos = __shfl_sync(0xffffffffu, pos, leader) + (unsigned)__popc(peers & below_lane);
+            if (sends) {
+                const unsigned local = b - dest * per_block;
+                if (pos < cap)
+                    store_cluster(cluster_address(inbox, dest) + (region + pos) * 4u, local);
+                else
+                    exchange_overflow<BITS>(h, &hot_key, dest, local, out, per_block, p.nbins);
             }
         }
         __syncthreads();  // every cursor of the phase is final
-        if (threadIdx.x < K && threadIdx.x != me) {
+        if (threadIdx.x < K) {
             const unsigned sent = cursor[threadIdx.x] < cap ? cursor[threadIdx.x] : cap;
-            *cluster.map_shared_rank(&received[buf][me], threadIdx.x) = sent;
+            store_cluster(cluster_address(&received[buf][me], threadIdx.x), sent);
             cursor[threadIdx.x] = 0;
         }
         // Releases this phase's inbox entries and counts to their owners, and acquires theirs.
         cluster.sync();
+        sink.step();
         for (unsigned src = 0; src < K; src++) {
-            if (src == me) continue;
             const unsigned got = received[buf][src];
             const unsigned* entries = inbox + (buf * K + src) * cap;
             for (unsigned i = threadIdx.x; i < got; i += blockDim.x) sink.add(entries[i], 1u);
@@ -634,8 +683,7 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
     }
     // The last barrier came after every remote write to this block; the counting since was local.
     __syncthreads();
-    const unsigned long long mine = slice_bins(me);
-    unsigned long long* slice_out = out + (unsigned long long)me * per_block;
+    unsigned long long* slice_out = out + first;
     for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
         const unsigned v = h[wd];
         if (v == 0) continue;
