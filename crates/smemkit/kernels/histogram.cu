@@ -503,6 +503,15 @@ __device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W
 /// Samples each thread bins per phase: 8, or 16 for 1-byte samples (one 16-byte load).
 #define EXCHANGE_SAMPLES (16 / sizeof(sample_t) > 8 ? 16 / sizeof(sample_t) : 8)
 
+// The owner of bin b among slices of `per_block` bins: a float estimate, corrected (b < 2^24 is
+// exact in float; the estimate is off by at most one). Garbage for NO_BIN, which callers discard.
+__device__ __forceinline__ unsigned owner_of(unsigned b, unsigned per_block, float inv) {
+    unsigned q = (unsigned)((float)b * inv);
+    q -= q * per_block > b ? 1u : 0u;
+    q += (q + 1) * per_block <= b ? 1u : 0u;
+    return q;
+}
+
 // A sample's bin, or NO_BIN, in 32-bit arithmetic where that is exact (integer bins of samples of
 // at most 4 bytes: the CUDA engine refuses 2^32 bins or more); otherwise through `locate`.
 template <int MODE>
@@ -566,9 +575,7 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
     cg::cluster_group cluster = cg::this_cluster();
     const unsigned K = cluster.num_blocks();
     const unsigned me = cluster.block_rank();
-    // A power of two, at least 32: the owner is a shift away, and no packed word spans two owners.
-    const unsigned per_block = p.bins_per_block;
-    const unsigned slice_shift = __ffs(per_block) - 1;
+    const unsigned per_block = p.bins_per_block;  // a multiple of 32: no packed word spans two owners
     const unsigned words = per_block / PER;
     unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
     unsigned* hot_counts = h + words;
@@ -586,14 +593,11 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
 
     PackedSink<BITS> sink{h, out + first, mine, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     Tally t{0, 0, 0};
+    const float inv = 1.0f / (float)per_block;
     const unsigned lane = threadIdx.x & 31;
     const unsigned below_lane = (1u << lane) - 1u;
-    // The inboxes' addresses in the cluster's window, as a base and a stride per rank when they are
-    // (the mapping puts the rank in fixed address bits; checked here, `mapa` per sample if not).
-    const unsigned inbox0 = cluster_address(inbox, 0);
-    const unsigned inbox_stride = cluster_address(inbox, 1 % K) - inbox0;
-    bool linear = true;
-    for (unsigned r = 0; r < K; r++) linear &= cluster_address(inbox, r) == inbox0 + r * inbox_stride;
+    const unsigned dest_bits = 32 - __clz(K - 1);  // bits of a block rank
+    const unsigned inbox_address = (unsigned)__cvta_generic_to_shared(inbox);
     const unsigned long long tile = (unsigned long long)blockDim.x * LOADS * VEC;
     const unsigned long long ntiles = (n + tile - 1) / tile;
     // Every block of a cluster runs the same number of phases (the barriers need all of them).
@@ -636,15 +640,13 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
         for (unsigned k = 0; k < LOADS * VEC; k++) {
             const unsigned b = (cur_valid >> k) & 1u ? bin32<MODE>(cur[k / VEC].s[k % VEC], p, t) : NO_BIN;
             const bool sends = b != NO_BIN;
-            const unsigned dest = sends ? b >> slice_shift : 0u;
+            const unsigned dest = sends ? owner_of(b, per_block, inv) : 0u;
             // Lanes sending to the same block share one cursor update: the lanes of this lane's
-            // destination, from one ballot per bit of the block rank, four for any cluster (a bit
-            // above the rank's is 0 in every lane and leaves the set alone); one __match_any_sync
-            // measured slower (266 against 350 GB/s at 1M bins).
+            // destination, from one ballot per bit of the block rank (one __match_any_sync measured
+            // slower: 266 against 350 GB/s at 1M bins).
             unsigned peers = __ballot_sync(0xffffffffu, sends);
             if (!sends) peers = ~peers;
-#pragma unroll
-            for (unsigned bit = 0; bit < 4; bit++) {
+            for (unsigned bit = 0; bit < dest_bits; bit++) {
                 const bool set = (dest >> bit) & 1u;
                 const unsigned vote = __ballot_sync(0xffffffffu, set);
                 peers &= set ? vote : ~vote;
@@ -654,10 +656,9 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
             if (sends && lane == leader) pos = atomicAdd(cursor + dest, (unsigned)__popc(peers));
             pos = __shfl_sync(0xffffffffu, pos, leader) + (unsigned)__popc(peers & below_lane);
             if (sends) {
-                const unsigned local = b & (per_block - 1);
-                const unsigned box = linear ? inbox0 + dest * inbox_stride : cluster_address(inbox, dest);
+                const unsigned local = b - dest * per_block;
                 if (pos < cap)
-                    store_cluster(box + (region + pos) * 4u, local);
+                    store_cluster(cluster_address(inbox, dest) + (region + pos) * 4u, local);
                 else
                     exchange_overflow<BITS>(h, &hot_key, dest, local, out, per_block, p.nbins);
             }
