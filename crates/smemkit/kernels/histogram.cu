@@ -380,10 +380,32 @@ struct PackedSink {
     }
 };
 
+// Adds a block's packed counters of `nbins` bins and its hot bin's per-lane counters to `out` (the
+// u64 result of those bins), after the block's last add.
+template <int BITS>
+__device__ __forceinline__ void flush_packed(const unsigned* h, unsigned long long nbins, const unsigned* hot_counts,
+                                             unsigned hot_key, unsigned long long* out) {
+    constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+    const unsigned long long words = (nbins + PER - 1) / PER;
+    for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
+        const unsigned v = h[wd];
+        if (v == 0) continue;
+        for (unsigned j = 0; j < PER && wd * PER + j < nbins; j++) {
+            const unsigned c = (v >> (j * BITS)) & MASK;
+            if (c) atomicAdd(out + wd * PER + j, (unsigned long long)c);
+        }
+    }
+    if (threadIdx.x < 32 && hot_key != NO_HOT_KEY) {
+        unsigned long long c = hot_counts[threadIdx.x];
+        for (int off = 16; off > 0; off >>= 1) c += __shfl_down_sync(0xffffffffu, c, off);
+        if (threadIdx.x == 0 && c != 0) atomicAdd(out + hot_key, c);
+    }
+}
+
 template <int MODE, int BITS, bool PREFETCH>
 __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
                               unsigned long long* tallies) {
-    constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+    constexpr unsigned PER = 32 / BITS;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned hot_key;
     unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
@@ -396,19 +418,7 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     Tally t{0, 0, 0};
     process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t);
     __syncthreads();
-    for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
-        const unsigned v = h[wd];
-        if (v == 0) continue;
-        for (unsigned j = 0; j < PER && wd * PER + j < p.nbins; j++) {
-            const unsigned c = (v >> (j * BITS)) & MASK;
-            if (c) atomicAdd(out + wd * PER + j, (unsigned long long)c);
-        }
-    }
-    if (threadIdx.x < 32 && hot_key != NO_HOT_KEY) {
-        unsigned long long c = hot_counts[threadIdx.x];
-        for (int off = 16; off > 0; off >>= 1) c += __shfl_down_sync(0xffffffffu, c, off);
-        if (threadIdx.x == 0 && c != 0) atomicAdd(out + hot_key, c);
-    }
+    flush_packed<BITS>(h, p.nbins, hot_counts, hot_key, out);
     flush_tally(t, tallies);
 }
 
@@ -683,20 +693,7 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
     }
     // The last barrier came after every remote write to this block; the counting since was local.
     __syncthreads();
-    unsigned long long* slice_out = out + first;
-    for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
-        const unsigned v = h[wd];
-        if (v == 0) continue;
-        for (unsigned j = 0; j < PER && wd * PER + j < mine; j++) {
-            const unsigned c = (v >> (j * BITS)) & ((1u << BITS) - 1);
-            if (c) atomicAdd(slice_out + wd * PER + j, (unsigned long long)c);
-        }
-    }
-    if (threadIdx.x < 32 && hot_key != NO_HOT_KEY) {
-        unsigned long long c = hot_counts[threadIdx.x];
-        for (int off = 16; off > 0; off >>= 1) c += __shfl_down_sync(0xffffffffu, c, off);
-        if (threadIdx.x == 0 && c != 0) atomicAdd(slice_out + hot_key, c);
-    }
+    flush_packed<BITS>(h, mine, hot_counts, hot_key, out + first);
     flush_tally(t, tallies);
 }
 
