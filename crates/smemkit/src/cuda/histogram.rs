@@ -611,12 +611,19 @@ const EDGE_TABLE_MAX_BINS: usize = 1 << 16;
 /// the multiply estimate (at most 2^24 bins, so bin numbers fit the kernel's 32-bit arithmetic)
 /// and for tables small enough to stay cached. They are the edges the CPU engine corrects against.
 fn edge_table<'a>(binning: &'a Binning, params: &KernelBinParams) -> Option<&'a [f32]> {
+    let max_bins = edge_table_override().unwrap_or(EDGE_TABLE_MAX_BINS);
     match binning {
-        Binning::UniformF32(u) if params.multiply != 0 && u.nbins <= EDGE_TABLE_MAX_BINS => {
-            Some(&u.edges)
-        }
+        Binning::UniformF32(u) if params.multiply != 0 && u.nbins <= max_bins => Some(&u.edges),
         _ => None,
     }
+}
+
+/// Kernel tuning only: SMEMKIT_EDGE_TABLE_MAX_BINS=N reads float32 edges from the table up to N bins
+/// instead of [`EDGE_TABLE_MAX_BINS`] (0: never), so that one device call can time both ways.
+fn edge_table_override() -> Option<usize> {
+    std::env::var("SMEMKIT_EDGE_TABLE_MAX_BINS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
 }
 
 /// Samples per batch of the partition passes (the index array holds one u16 per sample).
