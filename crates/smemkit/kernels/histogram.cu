@@ -33,7 +33,8 @@ struct BinParams {
     int clamp;            // out-of-range samples go to the first / last bin
     int aggregate;        // combine equal bins across a warp before the atomic (skewed data)
     unsigned int bins_per_block;  // cluster: bins owned by each block of the cluster
-    int multiply;         // the estimate multiplies by n / denom (where the host proved it exact)
+    int multiply;         // 1: the estimate multiplies by n / denom (where the host proved it exact);
+                          // 2: float32 bins from 0 of a power-of-two width, no correction needed
     float scale32;
     double scale64;
     const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
@@ -100,6 +101,14 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
     if (x != x) return SLOT_NAN;
     if (x < p.first32) return SLOT_BELOW;
     if (x > p.last32) return SLOT_ABOVE;
+    if (p.multiply == 2) {
+        // The host proved every edge to be i * width with the first at 0 and a power-of-two width
+        // (`exact_power_of_two_bins` in params.rs): the true bin is floor(x / width), the product
+        // exact, and numpy's corrected estimate is the true bin.
+        const int n = (int)p.nbins;
+        const int est = (int)__fmul_rn(x, p.scale32);
+        return est < n - 1 ? est : n - 1;
+    }
     float diff = __fsub_rn(x, p.first32);
     if (p.multiply) {
         // The same estimate and correction in 32-bit arithmetic (the multiply estimate implies

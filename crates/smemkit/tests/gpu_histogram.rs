@@ -652,6 +652,59 @@ fn small_run_for_sanitizers() {
     }
 }
 
+/// The next float32 above and below `x` (for the samples around each edge).
+fn f32_neighbours(x: f32) -> [f32; 2] {
+    if x == 0.0 {
+        return [f32::from_bits(1), -f32::from_bits(1)];
+    }
+    [
+        f32::from_bits(x.to_bits() + 1),
+        f32::from_bits(x.to_bits() - 1),
+    ]
+}
+
+/// Float32 bins from 0 of a power-of-two width skip numpy's correction (the host proves every edge
+/// exact): samples on the edges and one ulp either side, -0.0, the upper edge, NaN, infinities and
+/// values beyond the range, widths 1, 1/4 and 2, every strategy that holds the bins.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn float_power_of_two_bins_match_numpy() {
+    let mut r = rng();
+    for (nbins, hi) in [
+        (256usize, 256.0f64),
+        (4096, 1024.0),
+        (100_000, 100_000.0),
+        (1 << 20, (1u64 << 21) as f64),
+    ] {
+        let width = (hi / nbins as f64) as f32;
+        let top = hi as f32;
+        let mut data: Vec<f32> = (0..200_003)
+            .map(|_| r.gen_range(-0.1 * top..1.1 * top))
+            .collect();
+        for i in (0..=nbins).step_by((nbins / 4096).max(1)) {
+            let e = i as f32 * width;
+            data.push(e);
+            data.extend(f32_neighbours(e));
+        }
+        data.extend([-0.0, top, f32::NAN, f32::INFINITY, f32::NEG_INFINITY]);
+        for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
+            for choice in strategies_for(nbins, false) {
+                check(
+                    Samples::F32(&data),
+                    None,
+                    BinSpec::Uniform {
+                        nbins,
+                        range: Some((0.0, hi)),
+                    },
+                    policy,
+                    choice,
+                    &format!("f32 power-of-two bins {nbins} over [0, {hi}] {policy:?} {choice:?}"),
+                );
+            }
+        }
+    }
+}
+
 /// The exchange strategy on inputs long enough for many phases and 8-bit counters that wrap in
 /// every block: uniform data (the inboxes), hot data and a single bin (inboxes that overflow into
 /// remote atomics on the owner's counters, whose wraps are corrected from the sending block),

@@ -617,7 +617,7 @@ const EDGE_TABLE_MAX_BINS: usize = 1 << 14;
 fn edge_table<'a>(binning: &'a Binning, params: &KernelBinParams) -> Option<&'a [f32]> {
     let max_bins = edge_table_override().unwrap_or(EDGE_TABLE_MAX_BINS);
     match binning {
-        Binning::UniformF32(u) if params.multiply != 0 && u.nbins <= max_bins => Some(&u.edges),
+        Binning::UniformF32(u) if params.multiply == 1 && u.nbins <= max_bins => Some(&u.edges),
         _ => None,
     }
 }

@@ -32,7 +32,8 @@ pub struct KernelBinParams {
     pub clamp: i32,
     pub aggregate: i32,
     pub bins_per_block: u32,
-    /// The estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule).
+    /// 1: the estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule);
+    /// 2: float32 bins from 0 of a power-of-two width, no correction (`exact_power_of_two_bins`).
     pub multiply: i32,
     pub scale32: f32,
     pub scale64: f64,
@@ -101,9 +102,36 @@ pub fn kernel_params(
                 p.step32 = p.delta32 / div;
                 p.step_zero = (p.step32 == 0.0) as i32;
             }
+            if let Some(inv_width) = exact_power_of_two_bins(u) {
+                p.multiply = 2;
+                p.scale32 = inv_width;
+            }
         }
     }
     p
+}
+
+/// `1 / width` when float32 bins start at 0 and every edge is exactly `i * width` for a
+/// power-of-two width (pixel values over [0, 256), integer-valued data at unit width...): the true
+/// bin of `x` is then `floor(x * (1 / width))`, the product exact, and numpy's result is the true
+/// bin, since its correction returns the bin the edges define from any estimate within one bin of
+/// it. The kernels then skip the estimate's widening and the two edge comparisons (`multiply == 2`).
+/// The edges are checked one by one, not derived: they are what the CPU engine corrects against.
+pub fn exact_power_of_two_bins(u: &crate::bins::UniformF32) -> Option<f32> {
+    if u.first != 0.0 || u.nbins == 0 || u.nbins > 1 << 24 {
+        return None;
+    }
+    let width = u.last / u.nbins as f32;
+    let power_of_two = width.is_normal() && width > 0.0 && width.to_bits() & 0x007f_ffff == 0;
+    let inv = 1.0 / width;
+    if !power_of_two || !inv.is_normal() {
+        return None;
+    }
+    u.edges
+        .iter()
+        .enumerate()
+        .all(|(i, &e)| e == i as f32 * width)
+        .then_some(inv)
 }
 
 fn set_linspace64(p: &mut KernelBinParams, start: f64, stop: f64, nbins: usize) {
@@ -119,6 +147,36 @@ fn set_linspace64(p: &mut KernelBinParams, start: f64, stop: f64, nbins: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn uniform32(nbins: usize, lo: f64, hi: f64) -> Binning {
+        let spec = crate::BinSpec::Uniform {
+            nbins,
+            range: Some((lo, hi)),
+        };
+        Binning::resolve(&spec, crate::Samples::F32(&[1.0])).unwrap()
+    }
+
+    #[test]
+    fn power_of_two_bins_from_zero_skip_the_correction() {
+        for (nbins, hi, inv) in [
+            (256, 256.0, Some(1.0f32)),
+            (4, 1.0, Some(4.0)),
+            (4096, 1024.0, Some(4.0)),
+            (1 << 20, (1 << 21) as f64, Some(0.5)),
+            (3, 3.0, Some(1.0)),
+            (4, 6.0, None),
+            (10, 1.0, None),
+            (1000, 1000.5, None),
+        ] {
+            let b = uniform32(nbins, 0.0, hi);
+            let p = kernel_params(&b, OutOfRange::Ignore, false, 0);
+            let expected = inv.map_or(p.multiply != 2, |i| p.multiply == 2 && p.scale32 == i);
+            assert!(expected, "{nbins} bins over [0, {hi}): {p:?}");
+        }
+        // A lower edge other than 0 keeps numpy's estimate and correction.
+        let p = kernel_params(&uniform32(256, -256.0, 0.0), OutOfRange::Ignore, false, 0);
+        assert_ne!(p.multiply, 2);
+    }
 
     #[test]
     fn layout_matches_the_kernel_struct() {
