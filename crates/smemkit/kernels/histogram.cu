@@ -34,7 +34,7 @@ struct BinParams {
     int aggregate;        // combine equal bins across a warp before the atomic (skewed data)
     unsigned int bins_per_block;  // cluster: bins owned by each block of the cluster
     int multiply;         // 1: the estimate multiplies by n / denom (where the host proved it exact);
-                          // 2: float32 bins from 0 of a power-of-two width, no correction needed
+                          // 2: float32 bins from 0 of a power-of-two width (mode uniform32x)
     float scale32;
     double scale64;
     const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
@@ -101,14 +101,6 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
     if (x != x) return SLOT_NAN;
     if (x < p.first32) return SLOT_BELOW;
     if (x > p.last32) return SLOT_ABOVE;
-    if (p.multiply == 2) {
-        // The host proved every edge to be i * width with the first at 0 and a power-of-two width
-        // (`exact_power_of_two_bins` in params.rs): the true bin is floor(x / width), the product
-        // exact, and numpy's corrected estimate is the true bin.
-        const int n = (int)p.nbins;
-        const int est = (int)__fmul_rn(x, p.scale32);
-        return est < n - 1 ? est : n - 1;
-    }
     float diff = __fsub_rn(x, p.first32);
     if (p.multiply) {
         // The same estimate and correction in 32-bit arithmetic (the multiply estimate implies
@@ -128,6 +120,20 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
     long long est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
                                    : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
     return correct(est, p.nbins, x, [&](unsigned long long i) { return edge32(i, p); });
+}
+
+// Float32 bins from 0 of a power-of-two width whose every edge is exactly i * width (the host
+// checks them: `exact_power_of_two_bins` in params.rs): the true bin is floor(x / width), the
+// product by the power of two exact, and numpy's corrected estimate is the true bin. Its own kernel
+// builds, so that the other float32 kernels keep their registers and this one needs few.
+__device__ __forceinline__ long long locate_uniform32_exact(sample_t v, const BinParams& p) {
+    float x = (float)v;
+    if (x != x) return SLOT_NAN;
+    if (x < 0.0f) return SLOT_BELOW;
+    if (x > p.last32) return SLOT_ABOVE;
+    const int n = (int)p.nbins;
+    const int est = (int)__fmul_rn(x, p.scale32);
+    return est < n - 1 ? est : n - 1;
 }
 
 __device__ __forceinline__ long long locate_uniform64(sample_t v, const BinParams& p) {
@@ -162,12 +168,14 @@ __device__ __forceinline__ long long locate_edges(sample_t v, const BinParams& p
 #define MODE_UNIFORM32 1
 #define MODE_UNIFORM64 2
 #define MODE_EDGES 3
+#define MODE_UNIFORM32_EXACT 4
 
 template <int MODE>
 __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
     if (MODE == MODE_INTEGER) return locate_integer(v, p);
     if (MODE == MODE_UNIFORM32) return locate_uniform32(v, p);
     if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
+    if (MODE == MODE_UNIFORM32_EXACT) return locate_uniform32_exact(v, p);
     return locate_edges(v, p);
 }
 
@@ -1053,9 +1061,10 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
 // more registers; the host takes the `p` build where an SM holds at most 1024 of the kernel's threads
 // (plan::prefetch_build), launching 1024-thread blocks where one block fills an SM. The other build
 // runs three or four 512-thread blocks per SM, which fit only at 40 registers or fewer: integer bins
-// ask for that (41 registers, allocated as 48, cost 32768 bins a block per SM and 5 % at ba9ae65);
-// the float modes need ~56-64 and keep two blocks rather than spill.
-#define PACKED_MIN_BLOCKS(MODE) ((MODE) == MODE_INTEGER ? 3 : 2)
+// ask for that (41 registers, allocated as 48, cost 32768 bins a block per SM and 5 % at ba9ae65),
+// and so do float32 bins without correction (42 unbounded; 16-bit 40 without spills, 8-bit 8 bytes);
+// the other float modes need ~56-64 and keep two blocks rather than spill.
+#define PACKED_MIN_BLOCKS(MODE) ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT ? 3 : 2)
 #define PACKED_KERNEL(MODE, MNAME, BITS, SUFFIX, PREFETCH, BOUNDS)                                              \
     extern "C" __global__ void BOUNDS hist_shared##BITS##SUFFIX##_##MNAME##_none(                              \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
@@ -1099,6 +1108,7 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
 #if SAMPLE_IS_FLOAT
 #if SAMPLE_IS_F32
 HIST_MODE(MODE_UNIFORM32, uniform32)
+HIST_MODE(MODE_UNIFORM32_EXACT, uniform32x)
 #else
 HIST_MODE(MODE_UNIFORM64, uniform64)
 #endif

@@ -582,6 +582,18 @@ fn small_run_for_sanitizers() {
             choice,
             "sanitizer floats",
         );
+        // Float32 bins from 0 of a power-of-two width: the uniform32x kernels.
+        check(
+            Samples::F32(&floats),
+            None,
+            BinSpec::Uniform {
+                nbins: 4096,
+                range: Some((0.0, 1024.0)),
+            },
+            OutOfRange::Clamp,
+            choice,
+            "sanitizer floats, power-of-two bins",
+        );
         // Partition, exchange and the narrow counters count samples only.
         if !matches!(
             choice,

@@ -242,8 +242,10 @@ mod tests {
                 } else {
                     "integer"
                 };
+                // Float32 bins from 0 of a power-of-two width have their own builds.
+                let exact = (t == SampleType::F32).then_some("uniform32x");
                 for w in ["none", "f32", "f64"] {
-                    for m in [mode, "edges"] {
+                    for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
                         let name = format!("hist_{strategy}_{m}_{w}");
                         assert!(
                             ptx.contains(&format!(".entry {name}(")),
@@ -251,7 +253,7 @@ mod tests {
                         );
                     }
                 }
-                for m in [mode, "edges"] {
+                for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
                     let name = format!("hist_sharedp_{m}_none");
                     assert!(
                         ptx.contains(&format!(".entry {name}(")),
@@ -260,7 +262,7 @@ mod tests {
                 }
                 // Packed narrow counters count samples only.
                 for bits in ["16", "16p", "8", "8p"] {
-                    for m in [mode, "edges"] {
+                    for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
                         let name = format!("hist_shared{bits}_{m}_none");
                         assert!(
                             ptx.contains(&format!(".entry {name}(")),

@@ -184,8 +184,9 @@ impl Prepared {
                 limit: u32::MAX as usize - 1,
             });
         }
-        let workload =
-            Workload::new(nbins, sample_type, weights != WeightKind::None).with_samples(samples);
+        let workload = Workload::new(nbins, sample_type, weights != WeightKind::None)
+            .with_samples(samples)
+            .with_exact_float_bins(mode_name(binning) == "uniform32x");
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
         // Only where one block fills an SM: the other plans' kernels are built for 512 threads.
         if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {

@@ -33,7 +33,8 @@ pub struct KernelBinParams {
     pub aggregate: i32,
     pub bins_per_block: u32,
     /// 1: the estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule);
-    /// 2: float32 bins from 0 of a power-of-two width, no correction (`exact_power_of_two_bins`).
+    /// 2: float32 bins from 0 of a power-of-two width, no correction (`exact_power_of_two_bins`; the
+    /// `uniform32x` kernels).
     pub multiply: i32,
     pub scale32: f32,
     pub scale64: f64,
@@ -48,6 +49,7 @@ unsafe impl cudarc::driver::DeviceRepr for KernelBinParams {}
 pub fn mode_name(binning: &Binning) -> &'static str {
     match binning {
         Binning::Integer { .. } => "integer",
+        Binning::UniformF32(u) if exact_power_of_two_bins(u).is_some() => "uniform32x",
         Binning::UniformF32(_) => "uniform32",
         Binning::UniformF64(_) => "uniform64",
         Binning::Edges(_) => "edges",
@@ -115,7 +117,7 @@ pub fn kernel_params(
 /// power-of-two width (pixel values over [0, 256), integer-valued data at unit width...): the true
 /// bin of `x` is then `floor(x * (1 / width))`, the product exact, and numpy's result is the true
 /// bin, since its correction returns the bin the edges define from any estimate within one bin of
-/// it. The kernels then skip the estimate's widening and the two edge comparisons (`multiply == 2`).
+/// it. The `uniform32x` kernels then skip the estimate's widening and the two edge comparisons.
 /// The edges are checked one by one, not derived: they are what the CPU engine corrects against.
 pub fn exact_power_of_two_bins(u: &crate::bins::UniformF32) -> Option<f32> {
     if u.first != 0.0 || u.nbins == 0 || u.nbins > 1 << 24 {
@@ -172,6 +174,12 @@ mod tests {
             let p = kernel_params(&b, OutOfRange::Ignore, false, 0);
             let expected = inv.map_or(p.multiply != 2, |i| p.multiply == 2 && p.scale32 == i);
             assert!(expected, "{nbins} bins over [0, {hi}): {p:?}");
+            let mode = if inv.is_some() {
+                "uniform32x"
+            } else {
+                "uniform32"
+            };
+            assert_eq!(mode_name(&b), mode);
         }
         // A lower edge other than 0 keeps numpy's estimate and correction.
         let p = kernel_params(&uniform32(256, -256.0, 0.0), OutOfRange::Ignore, false, 0);

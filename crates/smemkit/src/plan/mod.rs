@@ -227,6 +227,10 @@ pub struct Workload {
     /// Samples this GPU will count (its shard), when known; `None` plans as for a large input
     /// (the persistent, occupancy-sized grid), which is what every caller did before.
     pub samples: Option<usize>,
+    /// Float samples whose bins need no correction against the edges (float32 bins from 0 of a
+    /// power-of-two width, `cuda::params::exact_power_of_two_bins`): binning costs about what
+    /// integer bins cost, so they are planned as integer samples are.
+    pub exact_float_bins: bool,
 }
 
 impl Workload {
@@ -237,7 +241,22 @@ impl Workload {
             sample_type,
             weighted,
             samples: None,
+            exact_float_bins: false,
         }
+    }
+
+    /// The same workload, with bins that need no correction (see [`Workload::exact_float_bins`]).
+    pub fn with_exact_float_bins(self, exact_float_bins: bool) -> Workload {
+        Workload {
+            exact_float_bins,
+            ..self
+        }
+    }
+
+    /// Whether a sample's bin costs little: integer samples, or float samples whose bins need no
+    /// correction. The partition passes locate every sample twice, which pays only then.
+    fn cheap_binning(&self) -> bool {
+        !self.sample_type.is_float() || self.exact_float_bins
     }
 
     /// The same workload, `samples` long.
@@ -508,13 +527,18 @@ fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
     // saves while the counters stay in L2 (f32, 131072 bins: 174 against 304 for global); beyond
     // 2^22 bins the counters leave L2 and partition wins for them too.
     let bucketable = plan_partition_ok(w);
-    if bucketable && !w.sample_type.is_float() {
+    if bucketable && w.cheap_binning() {
         return partition_plan(
             w,
             limits,
             format!(
-                "{} bins of integer samples beyond one block: partition passes measured fastest",
-                w.nbins
+                "{} bins of {} beyond one block: partition passes measured fastest",
+                w.nbins,
+                if w.sample_type.is_float() {
+                    "float samples in bins that need no correction"
+                } else {
+                    "integer samples"
+                }
             ),
         )
         .expect("checked by plan_partition_ok");
@@ -1044,6 +1068,14 @@ mod tests {
         assert_eq!(at(262_144, SampleType::F32), Strategy::Global);
         assert_eq!(at(1 << 20, SampleType::I32), Strategy::Partition);
         assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
+        // Float bins that need no correction bin as cheaply as integers: partition, as for them.
+        let exact = Workload::new(1 << 20, SampleType::F32, false).with_exact_float_bins(true);
+        assert_eq!(
+            plan(&exact, &DeviceLimits::H100, StrategyChoice::Auto)
+                .unwrap()
+                .strategy,
+            Strategy::Partition
+        );
         assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
         assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
         let p = plan(&w(1 << 27), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
