@@ -123,7 +123,7 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
 }
 
 // Float32 bins from 0 of a power-of-two width whose every edge is exactly i * width (the host
-// checks them: `exact_power_of_two_bins` in params.rs): the true bin is floor(x / width), the
+// checks them: `UniformF32::exact_power_of_two_width` in bins.rs): the true bin is floor(x / width), the
 // product by the power of two exact, and numpy's corrected estimate is the true bin. Its own kernel
 // builds, so that the other float32 kernels keep their registers and this one needs few.
 __device__ __forceinline__ long long locate_uniform32_exact(sample_t v, const BinParams& p) {

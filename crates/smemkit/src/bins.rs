@@ -119,6 +119,29 @@ pub enum Binning {
 }
 
 impl UniformF32 {
+    /// `1 / width` when the bins start at 0 and every edge is exactly `i * width` for a
+    /// power-of-two width (pixel values over [0, 256), integer-valued data at unit width...): the
+    /// true bin of `x` is then `floor(x * (1 / width))`, the product exact, and numpy's result is the
+    /// true bin, since its correction returns the bin the edges define from any estimate within one
+    /// bin of it. Both engines then skip the estimate and the two edge comparisons (the CPU's exact
+    /// code loop, the GPU's `uniform32x` kernels). The edges are checked one by one, not derived.
+    pub fn exact_power_of_two_width(&self) -> Option<f32> {
+        if self.first != 0.0 || self.nbins == 0 || self.nbins > 1 << 24 {
+            return None;
+        }
+        let width = self.last / self.nbins as f32;
+        let power_of_two = width.is_normal() && width > 0.0 && width.to_bits() & 0x007f_ffff == 0;
+        let inv = 1.0 / width;
+        if !power_of_two || !inv.is_normal() {
+            return None;
+        }
+        self.edges
+            .iter()
+            .enumerate()
+            .all(|(i, &e)| e == i as f32 * width)
+            .then_some(inv)
+    }
+
     #[inline(always)]
     pub fn locate(&self, x: f32) -> Slot {
         if x.is_nan() {

@@ -388,6 +388,9 @@ struct F32Codes<'a> {
     /// The estimate is `(x - first) * (n / denom)` (one multiply) instead of numpy's division:
     /// the same bins (see [`fast_estimate`]).
     fast: bool,
+    /// `1 / width` where the bin is `floor(x / width)` exactly, no estimate or correction needed
+    /// ([`UniformF32::exact_power_of_two_width`]).
+    exact: Option<f32>,
 }
 
 impl<'a> F32Codes<'a> {
@@ -395,8 +398,44 @@ impl<'a> F32Codes<'a> {
         let n = u.nbins;
         let p = EstimateParams::new(n, u.denom);
         let fast = f32_multiply_estimate(u, &p);
-        F32Codes { u, n, p, fast }
+        let exact = u.exact_power_of_two_width();
+        F32Codes {
+            u,
+            n,
+            p,
+            fast,
+            exact,
+        }
     }
+}
+
+/// The codes of float32 bins from 0 of a power-of-two width (see
+/// [`UniformF32::exact_power_of_two_width`]): `floor(x * inv)` inside `[0, last]`, no edge loads, so
+/// the loop vectorises without gathers.
+#[inline(always)]
+fn exact_f32(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
+    let top = (n - 1) as f32;
+    for (o, &x) in out.iter_mut().zip(xs) {
+        let inside = (x >= 0.0) & (x <= last);
+        #[allow(clippy::eq_op)]
+        let nan = (x != x) as u32;
+        let outside = n + (x > last) as u32 + 2 * nan;
+        // SAFETY: `max` drops NaN, so the value is finite and in [0, n - 1] < 2^24.
+        let e = unsafe { (x * inv).max(0.0).min(top).to_int_unchecked::<i32>() } as u32;
+        *o = if inside { e } else { outside };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn exact_f32_avx2(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
+    exact_f32(xs, out, n, last, inv)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
+unsafe fn exact_f32_avx512(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
+    exact_f32(xs, out, n, last, inv)
 }
 
 fn f32_multiply_estimate(u: &UniformF32, p: &EstimateParams) -> bool {
@@ -450,6 +489,9 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
         if !(x >= u.first && x <= u.last) {
             return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
         }
+        if let Some(inv) = self.exact {
+            return ((x * inv) as u32).min(n as u32 - 1);
+        }
         let diff = x - u.first;
         let estimate = match (u.denom_is_f64, self.fast) {
             (true, false) => (diff as f64 / p.denom * p.n64) as i64,
@@ -476,6 +518,20 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
             }
         };
         let u = self.u;
+        if let Some(inv) = self.exact {
+            let (n, last) = (self.n as u32, u.last);
+            run_pass!(
+                exact_f32,
+                exact_f32_avx2,
+                exact_f32_avx512,
+                xs32,
+                out,
+                n,
+                last,
+                inv
+            );
+            return;
+        }
         let (e, f, l, p) = (&u.edges[..], u.first, u.last, self.p);
         match (u.denom_is_f64, self.fast) {
             (true, false) => run_pass!(
@@ -1692,6 +1748,71 @@ mod tests {
                     Slot::Nan => n + 2,
                 };
                 assert_eq!(code, expected, "{spec:?} x={x}");
+            }
+        }
+    }
+
+    /// Float32 bins from 0 of a power-of-two width take the exact code loop (no estimate, no
+    /// correction): on every edge, one and two ulps either side, specials and random values, both
+    /// the scalar code and the vector loop agree with numpy's rule (`UniformF32::locate`); ranges
+    /// just off the rule keep numpy's loop and agree too.
+    #[test]
+    fn exact_power_of_two_bins_agree_with_locate() {
+        use rand::{Rng, SeedableRng};
+        let mut r = rand::rngs::StdRng::seed_from_u64(7);
+        for (nbins, hi, exact) in [
+            (256usize, 256.0f64, true),
+            (4096, 1024.0, true),
+            (3, 3.0, true),
+            (1 << 16, (1u64 << 17) as f64, true),
+            (1000, 1000.0 * 0.125, true),
+            (256, 255.0, false),
+            (100, 300.0, false),
+        ] {
+            let spec = BinSpec::Uniform {
+                nbins,
+                range: Some((0.0, hi)),
+            };
+            let b = Binning::resolve(&spec, Samples::F32(&[0.0])).unwrap();
+            let Binning::UniformF32(u) = &b else {
+                unreachable!()
+            };
+            let codes = F32Codes::new(u);
+            assert_eq!(codes.exact.is_some(), exact, "{nbins} bins over [0, {hi}]");
+            let mut xs: Vec<f32> = vec![f32::NAN, f32::INFINITY, -f32::INFINITY, -0.0, hi as f32];
+            for &e in u.edges.iter().step_by((nbins / 2048).max(1)) {
+                for d in 1..=2u32 {
+                    xs.push(e);
+                    xs.push(f32::from_bits(e.to_bits() + d));
+                    xs.push(if e == 0.0 {
+                        -f32::from_bits(d)
+                    } else {
+                        f32::from_bits(e.to_bits() - d)
+                    });
+                }
+            }
+            xs.extend((0..5000).map(|_| r.gen_range(-0.1 * hi as f32..1.1 * hi as f32)));
+            let n = nbins as u32;
+            let expected: Vec<u32> = xs
+                .iter()
+                .map(|&x| match u.locate(x) {
+                    Slot::Bin(i) => i as u32,
+                    Slot::Below => n,
+                    Slot::Above => n + 1,
+                    Slot::Nan => n + 2,
+                })
+                .collect();
+            let scalar: Vec<u32> = xs.iter().map(|&x| Codes::<f32>::code(&codes, x)).collect();
+            assert_eq!(scalar, expected, "scalar, {nbins} bins over [0, {hi}]");
+            for chunk in 0..xs.len().div_ceil(BATCH) {
+                let part = &xs[chunk * BATCH..((chunk + 1) * BATCH).min(xs.len())];
+                let mut out = vec![0u32; part.len()];
+                Codes::<f32>::codes(&codes, part, &mut out);
+                assert_eq!(
+                    out,
+                    expected[chunk * BATCH..chunk * BATCH + part.len()],
+                    "vector loop, {nbins} bins over [0, {hi}]"
+                );
             }
         }
     }

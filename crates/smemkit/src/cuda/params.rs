@@ -33,7 +33,8 @@ pub struct KernelBinParams {
     pub aggregate: i32,
     pub bins_per_block: u32,
     /// 1: the estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule);
-    /// 2: float32 bins from 0 of a power-of-two width, no correction (`exact_power_of_two_bins`; the
+    /// 2: float32 bins from 0 of a power-of-two width, no correction
+    /// (`UniformF32::exact_power_of_two_width`; the
     /// `uniform32x` kernels).
     pub multiply: i32,
     pub scale32: f32,
@@ -49,7 +50,7 @@ unsafe impl cudarc::driver::DeviceRepr for KernelBinParams {}
 pub fn mode_name(binning: &Binning) -> &'static str {
     match binning {
         Binning::Integer { .. } => "integer",
-        Binning::UniformF32(u) if exact_power_of_two_bins(u).is_some() => "uniform32x",
+        Binning::UniformF32(u) if u.exact_power_of_two_width().is_some() => "uniform32x",
         Binning::UniformF32(_) => "uniform32",
         Binning::UniformF64(_) => "uniform64",
         Binning::Edges(_) => "edges",
@@ -104,36 +105,13 @@ pub fn kernel_params(
                 p.step32 = p.delta32 / div;
                 p.step_zero = (p.step32 == 0.0) as i32;
             }
-            if let Some(inv_width) = exact_power_of_two_bins(u) {
+            if let Some(inv_width) = u.exact_power_of_two_width() {
                 p.multiply = 2;
                 p.scale32 = inv_width;
             }
         }
     }
     p
-}
-
-/// `1 / width` when float32 bins start at 0 and every edge is exactly `i * width` for a
-/// power-of-two width (pixel values over [0, 256), integer-valued data at unit width...): the true
-/// bin of `x` is then `floor(x * (1 / width))`, the product exact, and numpy's result is the true
-/// bin, since its correction returns the bin the edges define from any estimate within one bin of
-/// it. The `uniform32x` kernels then skip the estimate's widening and the two edge comparisons.
-/// The edges are checked one by one, not derived: they are what the CPU engine corrects against.
-pub fn exact_power_of_two_bins(u: &crate::bins::UniformF32) -> Option<f32> {
-    if u.first != 0.0 || u.nbins == 0 || u.nbins > 1 << 24 {
-        return None;
-    }
-    let width = u.last / u.nbins as f32;
-    let power_of_two = width.is_normal() && width > 0.0 && width.to_bits() & 0x007f_ffff == 0;
-    let inv = 1.0 / width;
-    if !power_of_two || !inv.is_normal() {
-        return None;
-    }
-    u.edges
-        .iter()
-        .enumerate()
-        .all(|(i, &e)| e == i as f32 * width)
-        .then_some(inv)
 }
 
 fn set_linspace64(p: &mut KernelBinParams, start: f64, stop: f64, nbins: usize) {

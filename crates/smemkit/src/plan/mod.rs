@@ -228,7 +228,7 @@ pub struct Workload {
     /// (the persistent, occupancy-sized grid), which is what every caller did before.
     pub samples: Option<usize>,
     /// Float samples whose bins need no correction against the edges (float32 bins from 0 of a
-    /// power-of-two width, `cuda::params::exact_power_of_two_bins`): binning costs about what
+    /// power-of-two width, `UniformF32::exact_power_of_two_width`): binning costs about what
     /// integer bins cost, so they are planned as integer samples are.
     pub exact_float_bins: bool,
 }
