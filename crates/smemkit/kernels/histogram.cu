@@ -503,6 +503,21 @@ __device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W
     flush_tally(t, tallies);
 }
 
+// The lanes of the warp with this lane's `valid` and, among valid lanes, the same low `key_bits`
+// bits of `key`: one ballot per bit, where __match_any_sync measured slower (exchange: 266 against
+// 350 GB/s at 1M bins). Every lane of the warp must call this. Used to let one lane of each group
+// update a shared cursor for all of them (the exchange sends, the partition scatter's ranks).
+__device__ __forceinline__ unsigned lanes_with_key(bool valid, unsigned key, unsigned key_bits) {
+    unsigned peers = __ballot_sync(0xffffffffu, valid);
+    if (!valid) peers = ~peers;
+    for (unsigned bit = 0; bit < key_bits; bit++) {
+        const bool set = (key >> bit) & 1u;
+        const unsigned vote = __ballot_sync(0xffffffffu, set);
+        peers &= set ? vote : ~vote;
+    }
+    return peers;
+}
+
 // ---- exchange: the bins split across a cluster, samples sent to their owner in batches -----------
 //
 // For bin counts beyond one block (1M bins: 1 MiB even as 8-bit counters). Each block of a cluster
@@ -668,16 +683,8 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
             const unsigned b = (cur_valid >> k) & 1u ? bin32<MODE>(cur[k / VEC].s[k % VEC], p, t) : NO_BIN;
             const bool sends = b != NO_BIN;
             const unsigned dest = sends ? owner_of(b, per_block, inv) : 0u;
-            // Lanes sending to the same block share one cursor update: the lanes of this lane's
-            // destination, from one ballot per bit of the block rank (one __match_any_sync measured
-            // slower: 266 against 350 GB/s at 1M bins).
-            unsigned peers = __ballot_sync(0xffffffffu, sends);
-            if (!sends) peers = ~peers;
-            for (unsigned bit = 0; bit < dest_bits; bit++) {
-                const bool set = (dest >> bit) & 1u;
-                const unsigned vote = __ballot_sync(0xffffffffu, set);
-                peers &= set ? vote : ~vote;
-            }
+            // Lanes sending to the same block share one cursor update.
+            const unsigned peers = lanes_with_key(sends, dest, dest_bits);
             const unsigned leader = __ffs(peers) - 1;
             unsigned pos = 0;
             if (sends && lane == leader) pos = atomicAdd(cursor + dest, (unsigned)__popc(peers));
@@ -893,13 +900,7 @@ __device__ __forceinline__ unsigned bucket_rank(unsigned bin, unsigned bits, uns
     const bool valid = bin != NO_BIN;
     const unsigned bucket = bin >> bits;
     if (split_bits == 0) return valid ? atomicAdd(cnt + bucket, 1u) : 0u;
-    unsigned peers = __ballot_sync(0xffffffffu, valid);
-    if (!valid) peers = ~peers;
-    for (unsigned bit = 0; bit < split_bits; bit++) {
-        const bool set = (bucket >> bit) & 1u;
-        const unsigned vote = __ballot_sync(0xffffffffu, set);
-        peers &= set ? vote : ~vote;
-    }
+    const unsigned peers = lanes_with_key(valid, bucket, split_bits);
     const unsigned lane = threadIdx.x & 31;
     const unsigned leader = __ffs(peers) - 1;
     unsigned first = 0;
