@@ -89,6 +89,9 @@ pub struct UniformF32 {
     /// numpy's `nbins + 1` edges in float32; the estimate is corrected against them: one down if
     /// `x < edges[i]`, else one up if `x >= edges[i + 1]` (never past the last bin).
     pub edges: Vec<f32>,
+    /// [`UniformF32::exact_power_of_two_width`], found once when the bins are resolved: the check
+    /// walks every edge, and both engines ask for it several times per histogram.
+    exact_inv_width: Option<f32>,
 }
 
 /// Uniform bins computed in float64 (float64 and all integer samples).
@@ -126,6 +129,16 @@ impl UniformF32 {
     /// bin of it. Both engines then skip the estimate and the two edge comparisons (the CPU's exact
     /// code loop, the GPU's `uniform32x` kernels). The edges are checked one by one, not derived.
     pub fn exact_power_of_two_width(&self) -> Option<f32> {
+        self.exact_inv_width
+    }
+
+    /// The same bins with [`UniformF32::exact_power_of_two_width`] found (every constructor ends here).
+    fn with_exactness(mut self) -> UniformF32 {
+        self.exact_inv_width = self.find_exact_inv_width();
+        self
+    }
+
+    fn find_exact_inv_width(&self) -> Option<f32> {
         if self.first != 0.0 || self.nbins == 0 || self.nbins > 1 << 24 {
             return None;
         }
@@ -430,6 +443,7 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                     .into_iter()
                     .map(|e| e as f32)
                     .collect(),
+                exact_inv_width: None,
             }
         }
         None => {
@@ -447,7 +461,9 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                             .into_iter()
                             .map(|e| e as f32)
                             .collect(),
-                    })
+                        exact_inv_width: None,
+                    }
+                    .with_exactness())
                 }
                 Some((lo, hi)) if !(lo.is_finite() && hi.is_finite()) => {
                     return Err(Error::NonFiniteData { lo, hi })
@@ -466,11 +482,12 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                 denom_is_f64: false,
                 range64: (lo as f64, hi as f64),
                 edges: linspace_f32(lo, hi, nbins + 1),
+                exact_inv_width: None,
             }
         }
     };
     check_increasing(&u.edges, nbins, "float32")?;
-    Ok(u)
+    Ok(u.with_exactness())
 }
 
 fn uniform_f64(nbins: usize, lo: f64, hi: f64, denom: f64) -> Result<UniformF64> {
