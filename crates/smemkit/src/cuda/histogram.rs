@@ -186,7 +186,10 @@ impl Prepared {
         }
         let workload = Workload::new(nbins, sample_type, weights != WeightKind::None)
             .with_samples(samples)
-            .with_exact_float_bins(mode_name(binning) == "uniform32x");
+            .with_exact_float_bins(matches!(
+                binning,
+                Binning::UniformF32(u) if u.exact_power_of_two_width().is_some()
+            ));
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
         // Only where one block fills an SM: the other plans' kernels are built for 512 threads.
         if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {

@@ -33,9 +33,8 @@ pub struct KernelBinParams {
     pub aggregate: i32,
     pub bins_per_block: u32,
     /// 1: the estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule);
-    /// 2: float32 bins from 0 of a power-of-two width, no correction
-    /// (`UniformF32::exact_power_of_two_width`; the
-    /// `uniform32x` kernels).
+    /// 2: float32 bins from 0 of a power-of-two width, no correction (the `uniform32x` kernels,
+    /// `UniformF32::exact_power_of_two_width`).
     pub multiply: i32,
     pub scale32: f32,
     pub scale64: f64,
