@@ -32,7 +32,20 @@ fn all_choices() -> Vec<StrategyChoice> {
         bits: None,
         size: None,
     });
+    v.push(StrategyChoice::Sliced(None));
     v
+}
+
+/// Whether a strategy of the default set is worth a row at `nbins`: `sliced` (the fewest slices) only beyond what one
+/// block of 8-bit counters holds (below that it is `shared8` with a slice test per sample) and up
+/// to 2^22 bins (18 slices; every slice reads the whole input, so beyond that it only slows down).
+fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::cuda::Gpu) -> bool {
+    match choice {
+        StrategyChoice::Sliced(None) => {
+            nbins > smemkit::plan::sliced_max_bins_per_block(&gpu.limits) && nbins <= 1 << 22
+        }
+        _ => true,
+    }
 }
 
 /// The strategies named by `--strategies` (all when none is named).
@@ -138,6 +151,9 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                     smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
                 drop(host);
                 for &choice in &strategies {
+                    if args.strategies.is_empty() && !worth_timing(choice, nbins, &gpu) {
+                        continue;
+                    }
                     for flipped in [false, true] {
                         if flipped && !args.flip_aggregation {
                             continue;

@@ -97,7 +97,8 @@ pub struct HistArgs {
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), cluster, global,
-    /// partition or exchange (exchange8 / exchange16: the counter width; exchange8x8: and the size).
+    /// partition, exchange (exchange8 / exchange16: the counter width; exchange8x8: and the size) or
+    /// sliced (sliced5: five slices).
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// Thread block cluster size for --strategy cluster or exchange.
@@ -141,7 +142,8 @@ pub struct PlanArgs {
     /// Weighted histogram (f64 counters).
     #[arg(long)]
     pub weighted: bool,
-    /// Force a strategy: auto, shared, shared16, shared8, cluster, global, partition or exchange.
+    /// Force a strategy: auto, shared, shared16, shared8, cluster, global, partition, exchange or
+    /// sliced.
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// Cluster size for --strategy cluster or exchange.
@@ -185,7 +187,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// GPU only: strategies to time, comma-separated (auto, shared, shared16, shared8, cluster2 ...
-    /// cluster16, global, partition, exchange, exchange8x8 ...); all of them by default.
+    /// cluster16, global, partition, exchange, exchange8x8 ..., sliced, sliced5 ...); all of them by
+    /// default.
     #[arg(long, value_delimiter = ',')]
     pub strategies: Vec<String>,
     /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).

@@ -230,15 +230,20 @@ __device__ __forceinline__ void count(long long bin, const W* w, unsigned long l
 // that an SM holds at most 1024 threads of (one block of 1024 or two of 512), where ncu put most
 // stalls on the loads (long scoreboard, 7.2 of 17.5 cycles per instruction at 131072 bins). It
 // costs 8-14 registers, so kernels that run three or four 512-thread blocks per SM go without.
+//
+// `block` of `blocks` is this block's place in the loop: the grid's (blockIdx.x of gridDim.x) for
+// every strategy but sliced, whose blocks of one slice each read the whole input as a grid of their
+// own.
 template <int MODE, class W, class Sink, bool PREFETCH = false>
 __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigned long long n, const W* w,
-                                        const BinParams& p, Sink& sink, Tally& t) {
+                                        const BinParams& p, Sink& sink, Tally& t, unsigned block,
+                                        unsigned blocks) {
     constexpr int VEC = 16 / sizeof(sample_t);
     union Vec { uint4 raw; sample_t s[VEC]; };
     const unsigned long long nvec = n / VEC;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
     const uint4* in4 = reinterpret_cast<const uint4*>(in);
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long i = (unsigned long long)block * blockDim.x + threadIdx.x;
     auto count_pair = [&](const Vec& a, const Vec& b, unsigned long long at) {
         sink.step();
 #pragma unroll
@@ -288,7 +293,7 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
             count<W>(bin, w, i * VEC + k, p, sink);
         }
     }
-    for (unsigned long long j = nvec * VEC + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+    for (unsigned long long j = nvec * VEC + (unsigned long long)block * blockDim.x + threadIdx.x; j < n; j += stride) {
         long long bin = resolve(locate<MODE>(in[j], p), p, t);
         count<W>(bin, w, j, p, sink);
     }
@@ -321,7 +326,7 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
     __syncthreads();
     SharedSink<C> sink{h};
     Tally t{0, 0, 0};
-    process<MODE, W, SharedSink<C>, PREFETCH>(in, n, w, p, sink, t);
+    process<MODE, W, SharedSink<C>, PREFETCH>(in, n, w, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
     flush_counters(h, p.nbins, out);
     flush_tally(t, tallies);
@@ -433,10 +438,62 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     __syncthreads();
     PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     Tally t{0, 0, 0};
-    process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t);
+    process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
     flush_packed<BITS>(h, p.nbins, hot_counts, hot_key, out);
     flush_tally(t, tallies);
+}
+
+// ---- sliced: the bins cut into slices of one block's narrow counters ---------------------------
+//
+// Beyond what one block's 8-bit counters hold (232304 bins), the bins are cut into slices of
+// p.bins_per_block bins; each block counts one slice and reads the whole input, skipping the
+// samples of other slices. Block b counts slice b % slices as member b / slices of that slice's
+// blocks, and the members of every slice walk the input in the same order: the blocks reading a
+// tile at about the same time are one per slice, so the tile comes from DRAM once and from L2 once
+// per slice. What it costs: every sample is read and binned once per slice (L2 traffic and
+// instructions grow with the slice count). What it saves against partition or global: each count is
+// a shared-memory atomic, with no round trip of the samples through DRAM and no global atomic per
+// sample. The host launches a multiple of `slices` blocks so that every slice has as many members,
+// which keeps them in step.
+template <int BITS>
+struct SlicedSink {
+    PackedSink<BITS> packed;
+    unsigned lo, len;  // the block's slice: bins [lo, lo + len)
+    __device__ __forceinline__ void step() { packed.step(); }
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        const unsigned local = (unsigned)bin - lo;  // wraps past len below the slice
+        if (local < len) packed.add(local, amount);
+    }
+};
+
+template <int MODE, int BITS>
+__device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
+                              unsigned long long* tallies) {
+    constexpr unsigned PER = 32 / BITS;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned hot_key;
+    const unsigned per = p.bins_per_block;
+    const unsigned slices = (unsigned)((p.nbins + per - 1) / per);
+    const unsigned slice = blockIdx.x % slices;
+    const unsigned member = blockIdx.x / slices;
+    const unsigned members = (gridDim.x - slice + slices - 1) / slices;
+    const unsigned lo = slice * per;
+    const unsigned len = (unsigned)min((unsigned long long)per, p.nbins - lo);
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned words = (len + PER - 1) / PER;
+    unsigned* hot_counts = h + words;
+    for (unsigned b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
+    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
+    __syncthreads();
+    SlicedSink<BITS> sink{{h, out + lo, len, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY}, lo, len};
+    Tally t{0, 0, 0};
+    process<MODE, void, SlicedSink<BITS>, true>(in, n, (const void*)0, p, sink, t, member, members);
+    __syncthreads();
+    flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
+    // Every slice sees every sample; the first slice's blocks report the ones outside the bins.
+    if (slice == 0) flush_tally(t, tallies);
 }
 
 // ---- cluster: the bins split across the blocks of a cluster ----------------------------------
@@ -490,7 +547,7 @@ __device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W
     cluster.sync();
     ClusterSink<C> sink{h, cluster, per_block, &hot_key, &hot_count};
     Tally t{0, 0, 0};
-    process<MODE, W>(in, n, w, p, sink, t);
+    process<MODE, W>(in, n, w, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
     if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != (C)0) atomicAdd(sink.owner(hot_key), hot_count);
     // Every remote update must land before the owners read their slices (and before any block exits).
@@ -763,7 +820,7 @@ __device__ void global_kernel(const sample_t* in, unsigned long long n, const W*
     __syncthreads();
     GlobalSink<Out> sink{out, &hot_key, &hot_count};
     Tally t{0, 0, 0};
-    process<MODE, W>(in, n, w, p, sink, t);
+    process<MODE, W>(in, n, w, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
     if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != (Out)0) atomicAdd(out + hot_key, hot_count);
     flush_tally(t, tallies);
@@ -811,7 +868,7 @@ __device__ void part_count(const sample_t* in, unsigned long long n, BinParams p
     BucketSink sink{cnt, bits};
     Tally t{0, 0, 0};
     p.aggregate = 0;
-    process<MODE, void>(in, n, (const void*)0, p, sink, t);
+    process<MODE, void>(in, n, (const void*)0, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
     flush_counters(cnt, nbuckets, bucket_counts);
     flush_tally(t, tallies);
@@ -1096,8 +1153,17 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
         exchange_kernel<MODE, BITS>(in, n, p, out, t);                                                         \
     }
 
+// Counts only, one 1024-thread block per SM (8-bit counters fill its shared memory), prefetching.
+#define SLICED_KERNEL(MODE, MNAME, BITS)                                                                       \
+    extern "C" __global__ void __launch_bounds__(1024) hist_sliced##BITS##_##MNAME##_none(                     \
+        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
+        unsigned long long* t) {                                                                               \
+        sliced_kernel<MODE, BITS>(in, n, p, out, t);                                                           \
+    }
+
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \
+    SLICED_KERNEL(MODE, MNAME, 8)                                          \
     EXCHANGE_KERNEL(MODE, MNAME, 16)                                       \
     EXCHANGE_KERNEL(MODE, MNAME, 8)                                        \
     PACKED_KERNELS(MODE, MNAME)                                            \

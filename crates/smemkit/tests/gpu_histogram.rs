@@ -103,6 +103,17 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
             size: None,
         });
     }
+    // The fewest slices that hold the bins (one beyond 232304 bins, 73 at 2^24), and three slices
+    // wherever there are bins for them, so that slice edges fall inside small bin counts too.
+    if !weighted {
+        v.push(StrategyChoice::Sliced(None));
+        if nbins >= 3
+            && nbins
+                <= 3 * smemkit::plan::sliced_max_bins_per_block(&smemkit::plan::DeviceLimits::H100)
+        {
+            v.push(StrategyChoice::Sliced(Some(3)));
+        }
+    }
     v
 }
 
@@ -183,6 +194,7 @@ macro_rules! typed_case {
                     bits: Some(8),
                     size: Some(4),
                 },
+                StrategyChoice::Sliced(Some(2)),
             ] {
                 check(
                     Samples::from(&data[..]),
@@ -562,6 +574,7 @@ fn small_run_for_sanitizers() {
             bits: Some(8),
             size: Some(16),
         },
+        StrategyChoice::Sliced(Some(5)),
     ] {
         check(
             Samples::I32(&data),
@@ -597,7 +610,10 @@ fn small_run_for_sanitizers() {
         // Partition, exchange and the narrow counters count samples only.
         if !matches!(
             choice,
-            StrategyChoice::Partition | StrategyChoice::Packed(_) | StrategyChoice::Exchange { .. }
+            StrategyChoice::Partition
+                | StrategyChoice::Packed(_)
+                | StrategyChoice::Exchange { .. }
+                | StrategyChoice::Sliced(_)
         ) {
             check(
                 Samples::F32(&floats),
@@ -652,6 +668,7 @@ fn small_run_for_sanitizers() {
             bits: Some(8),
             size: Some(8),
         },
+        StrategyChoice::Sliced(Some(4)),
     ] {
         check(
             Samples::I32(&wide),

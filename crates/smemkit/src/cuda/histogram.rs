@@ -109,6 +109,8 @@ pub fn kernel_name(
         Strategy::Exchange { bits, .. } => {
             return format!("hist_exchange{bits}_{}_none", mode_name(binning))
         }
+        // Counts only: 8-bit counters, one 1024-thread block per SM, prefetching.
+        Strategy::Sliced { .. } => return format!("hist_sliced8_{}_none", mode_name(binning)),
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
         Strategy::Partition => return format!("hist_part_count_{}", mode_name(binning)),
@@ -122,7 +124,11 @@ pub fn kernel_name(
 /// and global atomics on one address serialise without it (hot data, 256 bins: cluster2 1200 against
 /// 275 GB/s, global 85 against 6). Weighted sums never aggregate.
 pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
-    weights == WeightKind::None && !matches!(strategy, Strategy::Shared | Strategy::Packed { .. })
+    weights == WeightKind::None
+        && !matches!(
+            strategy,
+            Strategy::Shared | Strategy::Packed { .. } | Strategy::Sliced { .. }
+        )
 }
 
 /// A histogram ready to launch: compiled, planned, sized by occupancy.
@@ -203,6 +209,7 @@ impl Prepared {
             &kernel_name(&plan, &gpu.limits, binning, weights),
         )?;
         let cluster = plan.strategy.cluster_size();
+        let unit = plan.strategy.grid_unit();
         let mut shape = LaunchShape {
             grid: plan.grid,
             block: plan.block,
@@ -243,8 +250,18 @@ impl Prepared {
                         reason: format!("a block of {} threads with {} bytes of shared memory does not fit an SM", shape.block, shape.shared_bytes),
                     });
                 }
-                shape.grid =
-                    plan::grid_for_samples(per_sm * gpu.limits.sm_count, 1, samples, sample_type);
+                // Sliced: a multiple of the slice count (plan::sliced_choice checked it fits).
+                let blocks = per_sm * gpu.limits.sm_count / unit * unit;
+                if blocks == 0 {
+                    return Err(Error::StrategyUnsupported {
+                        strategy: plan.strategy.name(),
+                        reason: format!(
+                            "{unit} slices need {unit} blocks at once, the device holds {}",
+                            per_sm * gpu.limits.sm_count
+                        ),
+                    });
+                }
+                shape.grid = plan::grid_for_samples(blocks, unit, samples, sample_type);
             }
         }
         plan.grid = shape.grid;

@@ -25,6 +25,11 @@ pub enum Strategy {
     /// sends the samples of other blocks' bins to their owners in batches through distributed
     /// shared memory, and the owners count them. Counts only.
     Exchange { size: u32, bits: u32 },
+    /// The bins cut into `slices` slices of 8-bit packed counters, one slice per block; every
+    /// block reads the whole input and counts its slice's samples, the blocks of the different
+    /// slices reading each tile at about the same time (once from DRAM, `slices` times from L2).
+    /// Counts only.
+    Sliced { slices: u32 },
 }
 
 impl Strategy {
@@ -37,6 +42,7 @@ impl Strategy {
             Strategy::Global => "global".into(),
             Strategy::Partition => "partition".into(),
             Strategy::Exchange { size, bits } => format!("exchange{bits}x{size}"),
+            Strategy::Sliced { slices } => format!("sliced{slices}"),
         }
     }
 }
@@ -47,6 +53,15 @@ impl Strategy {
         match self {
             Strategy::Cluster { size } | Strategy::Exchange { size, .. } => *size,
             _ => 1,
+        }
+    }
+
+    /// What the grid's block count must be a multiple of: the cluster size, or for sliced the
+    /// slice count (so that every slice has as many blocks, and they stay in step).
+    pub fn grid_unit(&self) -> u32 {
+        match self {
+            Strategy::Sliced { slices } => *slices,
+            s => s.cluster_size(),
         }
     }
 }
@@ -74,12 +89,28 @@ pub enum StrategyChoice {
         bits: Option<u32>,
         size: Option<u32>,
     },
+    /// The sliced strategy; `None` lets the planner pick the fewest slices that hold the bins.
+    Sliced(Option<u32>),
 }
 
 impl StrategyChoice {
     pub fn parse(text: &str, cluster_size: Option<u32>) -> Result<Self, crate::Error> {
         if let Some(rest) = text.strip_prefix("exchange") {
             return parse_exchange(text, rest, cluster_size);
+        }
+        if let (Some(rest), None) = (text.strip_prefix("sliced"), cluster_size) {
+            return match rest {
+                "" => Ok(StrategyChoice::Sliced(None)),
+                k => k
+                    .parse::<u32>()
+                    .map(|k| StrategyChoice::Sliced(Some(k)))
+                    .map_err(|_| {
+                        crate::Error::InvalidArgument(format!(
+                            "unknown strategy `{text}` (sliced strategies: sliced, or sliced<N> \
+                             for N slices, e.g. sliced5)"
+                        ))
+                    }),
+            };
         }
         match (text, cluster_size) {
             ("auto", None) => Ok(StrategyChoice::Auto),
@@ -96,7 +127,7 @@ impl StrategyChoice {
             }
             _ => Err(crate::Error::InvalidArgument(format!(
                 "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global, \
-                 partition or exchange)"
+                 partition, exchange or sliced)"
             ))),
         }
     }
@@ -384,12 +415,13 @@ pub fn plan(
             Ok(cluster_plan(w, limits, size, "forced".into()))
         }
         StrategyChoice::Exchange { bits, size } => exchange_choice(w, limits, bits, size),
+        StrategyChoice::Sliced(slices) => sliced_choice(w, limits, slices),
         StrategyChoice::Auto => Ok(auto_plan(w, limits)),
     }
     .map(|mut p| {
-        let cluster = p.strategy.cluster_size();
+        let unit = p.strategy.grid_unit();
         if p.strategy != Strategy::Partition {
-            p.grid = grid_for_samples(p.grid, cluster, w.samples, w.sample_type);
+            p.grid = grid_for_samples(p.grid, unit, w.samples, w.sample_type);
         }
         p
     })
@@ -466,6 +498,11 @@ fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool {
         }
         Strategy::Cluster { size } | Strategy::Exchange { size, .. } => {
             samples_per_counter_set(n, candidate.grid, size, w.sample_type) < w.nbins
+        }
+        // Each block counts about n / grid samples (its share of its slice's) into one slice.
+        Strategy::Sliced { slices } => {
+            let grid = grid_for_samples(candidate.grid, slices, Some(n), w.sample_type);
+            n / (grid.max(1) as usize) < candidate.bins_per_block
         }
         Strategy::Global => false,
     }
@@ -931,6 +968,61 @@ fn partition_plan(
         shared_bytes,
         bins_per_block: 1 << PARTITION_BITS,
         reason,
+    })
+}
+
+/// Most bins one block holds as 8-bit packed counters (with its hot bin's lane counters).
+pub fn sliced_max_bins_per_block(limits: &DeviceLimits) -> usize {
+    (counter_capacity(limits) - packed_bytes(0, 8)) / 4 * 4
+}
+
+/// The sliced strategy with `slices` slices, or the fewest that hold the bins: 8-bit counters,
+/// one block of [`ONE_BLOCK_THREADS`] threads (the prefetching loop); the CUDA layer sizes the grid
+/// by occupancy, cut to a multiple of the slice count.
+fn sliced_choice(
+    w: &Workload,
+    limits: &DeviceLimits,
+    slices: Option<u32>,
+) -> Result<Plan, crate::Error> {
+    let unsupported = |reason: String| crate::Error::StrategyUnsupported {
+        strategy: "sliced".into(),
+        reason,
+    };
+    if w.weighted {
+        return Err(unsupported(
+            "the sliced kernels count samples in 8-bit counters; weighted sums use shared, \
+             cluster or global"
+                .into(),
+        ));
+    }
+    let max_per_block = sliced_max_bins_per_block(limits);
+    let fewest = w.nbins.div_ceil(max_per_block).max(1);
+    let slices = slices.map_or(fewest, |k| k as usize);
+    if slices < fewest {
+        return Err(unsupported(format!(
+            "{} bins in {slices} slices need more than the {max_per_block} 8-bit counters one \
+             block holds; at least {fewest} slices",
+            w.nbins
+        )));
+    }
+    if slices > w.nbins.max(1) || slices > limits.sm_count as usize {
+        return Err(unsupported(format!(
+            "{slices} slices: at most one per bin ({}) and one per SM ({})",
+            w.nbins, limits.sm_count
+        )));
+    }
+    let per_block = w.nbins.div_ceil(slices).max(1);
+    let shared_bytes = packed_bytes(per_block, 8) as u32;
+    let blocks = limits.sm_count * blocks_per_sm(limits, shared_bytes);
+    Ok(Plan {
+        strategy: Strategy::Sliced {
+            slices: slices as u32,
+        },
+        grid: blocks / slices as u32 * slices as u32,
+        block: ONE_BLOCK_THREADS,
+        shared_bytes,
+        bins_per_block: per_block,
+        reason: "forced".into(),
     })
 }
 
@@ -1472,5 +1564,97 @@ mod shard_tests {
                 proptest::prop_assert_eq!(got, max);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod sliced_tests {
+    use super::*;
+
+    const H100: DeviceLimits = DeviceLimits::H100;
+
+    fn sliced(nbins: usize, slices: Option<u32>) -> Result<Plan, crate::Error> {
+        plan(
+            &Workload::new(nbins, SampleType::I32, false),
+            &H100,
+            StrategyChoice::Sliced(slices),
+        )
+    }
+
+    #[test]
+    fn sliced_names_parse_back() {
+        assert_eq!(
+            StrategyChoice::parse("sliced", None).unwrap(),
+            StrategyChoice::Sliced(None)
+        );
+        assert_eq!(
+            StrategyChoice::parse("sliced5", None).unwrap(),
+            StrategyChoice::Sliced(Some(5))
+        );
+        for bad in ["slicedx", "sliced-1", "sliced5x2"] {
+            assert!(StrategyChoice::parse(bad, None).is_err(), "{bad}");
+        }
+        assert!(StrategyChoice::parse("sliced", Some(4)).is_err());
+        assert_eq!(Strategy::Sliced { slices: 5 }.name(), "sliced5");
+    }
+
+    #[test]
+    fn the_fewest_slices_hold_the_bins_in_8_bit_counters() {
+        let max = sliced_max_bins_per_block(&H100);
+        assert!(packed_bytes(max, 8) <= counter_capacity(&H100));
+        assert!(packed_bytes(max + 4, 8) > counter_capacity(&H100));
+        for (nbins, slices) in [
+            (100, 1),
+            (max, 1),
+            (max + 1, 2),
+            (1 << 20, 5),
+            (1 << 22, 19),
+        ] {
+            let p = sliced(nbins, None).unwrap();
+            assert_eq!(p.strategy, Strategy::Sliced { slices }, "{nbins} bins");
+            assert_eq!(p.bins_per_block, nbins.div_ceil(slices as usize));
+            assert!(p.bins_per_block * slices as usize >= nbins);
+            assert!(packed_bytes(p.bins_per_block, 8) as u32 == p.shared_bytes);
+            assert!(p.shared_bytes as usize <= counter_capacity(&H100));
+            assert_eq!(
+                p.grid % slices,
+                0,
+                "{nbins} bins: every slice as many blocks"
+            );
+            assert!(p.grid >= slices);
+            assert_eq!(p.block, ONE_BLOCK_THREADS);
+        }
+        // 1M bins: five slices of 209716 bins, 26 blocks each on 132 SMs.
+        assert_eq!(sliced(1 << 20, None).unwrap().grid, 130);
+    }
+
+    #[test]
+    fn sliced_refuses_what_it_cannot_do() {
+        assert!(
+            sliced(1 << 20, Some(4)).is_err(),
+            "too few slices for 1M bins"
+        );
+        assert!(sliced(2, Some(3)).is_err(), "more slices than bins");
+        assert!(sliced(1 << 20, Some(133)).is_err(), "more slices than SMs");
+        let weighted = plan(
+            &Workload::new(1000, SampleType::I32, true),
+            &H100,
+            StrategyChoice::Sliced(None),
+        );
+        assert!(weighted.is_err());
+        // Forced extra slices are allowed where there are bins and SMs for them.
+        let p = sliced(3000, Some(5)).unwrap();
+        assert_eq!(p.bins_per_block, 600);
+        assert_eq!(p.grid % 5, 0);
+    }
+
+    #[test]
+    fn a_small_shard_keeps_whole_slices() {
+        let w = Workload::new(1 << 20, SampleType::I32, false).with_samples(Some(10_000_000));
+        let p = plan(&w, &H100, StrategyChoice::Sliced(None)).unwrap();
+        assert_eq!(p.grid % 5, 0);
+        let tiny = Workload::new(1 << 20, SampleType::I32, false).with_samples(Some(100));
+        let p = plan(&tiny, &H100, StrategyChoice::Sliced(None)).unwrap();
+        assert_eq!(p.grid, 5, "at least one block per slice");
     }
 }
