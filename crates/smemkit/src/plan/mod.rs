@@ -971,9 +971,14 @@ fn partition_plan(
     })
 }
 
-/// Most bins one block holds as 8-bit packed counters (with its hot bin's lane counters).
+/// Shared memory of a sliced block besides its counters: each warp's staging ring of 64 u32
+/// entries (`SLICED_RING` in kernels/histogram.cu), for [`ONE_BLOCK_THREADS`] threads.
+pub const SLICED_STAGING_BYTES: usize = ONE_BLOCK_THREADS as usize / 32 * 64 * 4;
+
+/// Most bins one sliced block holds as 8-bit packed counters (beside its hot bin's lane counters
+/// and the warps' staging rings).
 pub fn sliced_max_bins_per_block(limits: &DeviceLimits) -> usize {
-    (counter_capacity(limits) - packed_bytes(0, 8)) / 4 * 4
+    (counter_capacity(limits) - packed_bytes(0, 8) - SLICED_STAGING_BYTES) / 4 * 4
 }
 
 /// The sliced strategy with `slices` slices, or the fewest that hold the bins: 8-bit counters,
@@ -1012,7 +1017,10 @@ fn sliced_choice(
         )));
     }
     let per_block = w.nbins.div_ceil(slices).max(1);
-    let shared_bytes = packed_bytes(per_block, 8) as u32;
+    // The kernel derives the slice count from the bins per slice: 10 bins asked in 6 slices are 5
+    // slices of 2.
+    let slices = w.nbins.div_ceil(per_block).max(1);
+    let shared_bytes = (packed_bytes(per_block, 8) + SLICED_STAGING_BYTES) as u32;
     let blocks = limits.sm_count * blocks_per_sm(limits, shared_bytes);
     Ok(Plan {
         strategy: Strategy::Sliced {
@@ -1601,8 +1609,9 @@ mod sliced_tests {
     #[test]
     fn the_fewest_slices_hold_the_bins_in_8_bit_counters() {
         let max = sliced_max_bins_per_block(&H100);
-        assert!(packed_bytes(max, 8) <= counter_capacity(&H100));
-        assert!(packed_bytes(max + 4, 8) > counter_capacity(&H100));
+        let room = counter_capacity(&H100) - SLICED_STAGING_BYTES;
+        assert!(packed_bytes(max, 8) <= room);
+        assert!(packed_bytes(max + 4, 8) > room);
         for (nbins, slices) in [
             (100, 1),
             (max, 1),
@@ -1614,7 +1623,10 @@ mod sliced_tests {
             assert_eq!(p.strategy, Strategy::Sliced { slices }, "{nbins} bins");
             assert_eq!(p.bins_per_block, nbins.div_ceil(slices as usize));
             assert!(p.bins_per_block * slices as usize >= nbins);
-            assert!(packed_bytes(p.bins_per_block, 8) as u32 == p.shared_bytes);
+            assert_eq!(
+                packed_bytes(p.bins_per_block, 8) + SLICED_STAGING_BYTES,
+                p.shared_bytes as usize
+            );
             assert!(p.shared_bytes as usize <= counter_capacity(&H100));
             assert_eq!(
                 p.grid % slices,
@@ -1645,6 +1657,13 @@ mod sliced_tests {
         // Forced extra slices are allowed where there are bins and SMs for them.
         let p = sliced(3000, Some(5)).unwrap();
         assert_eq!(p.bins_per_block, 600);
+        assert_eq!(p.grid % 5, 0);
+        // The slice count the kernel derives (bins over bins per slice) is the plan's.
+        let p = sliced(10, Some(6)).unwrap();
+        assert_eq!(
+            (p.strategy, p.bins_per_block),
+            (Strategy::Sliced { slices: 5 }, 2)
+        );
         assert_eq!(p.grid % 5, 0);
     }
 
