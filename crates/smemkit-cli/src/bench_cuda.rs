@@ -32,18 +32,29 @@ fn all_choices() -> Vec<StrategyChoice> {
         bits: None,
         size: None,
     });
-    v.push(StrategyChoice::Sliced(None));
+    v.push(StrategyChoice::Packed(4));
+    for bits in [8, 4] {
+        v.push(StrategyChoice::Sliced {
+            bits: Some(bits),
+            slices: None,
+        });
+    }
     v
 }
 
-/// Whether a strategy of the default set is worth a row at `nbins`: `sliced` (the fewest slices) only beyond what one
-/// block of 8-bit counters holds (below that it is `shared8` with a slice test per sample) and up
-/// to 2^22 bins (18 slices; every slice reads the whole input, so beyond that it only slows down).
+/// Whether a strategy of the default set is worth a row at `nbins`: 4-bit counters in one block
+/// only beyond what 8-bit counters hold (they wrap every 16 counts, for nothing below that), and
+/// `sliced` (the fewest slices) only beyond what one block of its counters holds (below that it is
+/// `shared8` / `shared4` with a slice test per sample) and up to 2^22 bins (every slice reads the
+/// whole input, so beyond that it only slows down).
 fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::cuda::Gpu) -> bool {
+    let one_block = |bits| smemkit::plan::packed_max_bins_per_block(&gpu.limits, bits);
     match choice {
-        StrategyChoice::Sliced(None) => {
-            nbins > smemkit::plan::sliced_max_bins_per_block(&gpu.limits) && nbins <= 1 << 22
-        }
+        StrategyChoice::Packed(4) => nbins > one_block(8),
+        StrategyChoice::Sliced {
+            bits: Some(bits),
+            slices: None,
+        } => nbins > one_block(bits) && nbins <= 1 << 22,
         _ => true,
     }
 }

@@ -339,7 +339,9 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
 // ---- packed: narrow shared counters, two (16-bit) or four (8-bit) to a word ---------------------
 //
 // Half or a quarter of the shared memory of u32 counters: three blocks per SM where u32 counters
-// allow one (32768 bins), and one block holds up to ~116000 (16-bit) or ~232000 (8-bit) bins.
+// allow one (32768 bins), and one block holds up to ~116000 (16-bit) or ~232000 (8-bit) bins, or
+// ~464000 as 4-bit counters (one 1024-thread build only: they wrap every 16 counts, so they serve
+// spread data over many bins, where a block sees a few counts per bin).
 // A narrow counter wraps, and its carry runs into the next counter of the word. Both are undone
 // exactly, without any timing assumption: a shared atomicAdd returns the word before the add, so the
 // one thread whose add made a counter wrap sees it, and it alone knows what every counter of the
@@ -391,13 +393,13 @@ struct PackedSink {
     __device__ __forceinline__ void step() { hot = *(volatile unsigned*)hot_key; }
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) {
-        constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+        constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1, CLAIM = MASK < 0xFFu ? MASK : 0xFFu;
         const unsigned b = (unsigned)bin, a = (unsigned)amount;
         const bool is_hot = b == hot;
         const unsigned shift = (b % PER) * BITS;
         const unsigned old = atomicAdd(is_hot ? hot_lane : h + b / PER, is_hot ? a : a << shift);
-        // Past a multiple of 256 counts (for 8 bits: a wrap): a wrap to undo, a hot bin to claim.
-        if (!is_hot && (((old >> shift) & MASK) & 0xFFu) + a > 0xFFu)
+        // Past a multiple of 256 counts (for 8 and 4 bits: a wrap): a wrap to undo, a hot bin to claim.
+        if (!is_hot && ((old >> shift) & CLAIM) + a > CLAIM)
             packed_crossed<BITS>(b, old, a, nbins, out, hot_key);
     }
 };
@@ -442,6 +444,62 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     __syncthreads();
     flush_packed<BITS>(h, p.nbins, hot_counts, hot_key, out);
     flush_tally(t, tallies);
+}
+
+// ---- sliced: the bins cut into slices of one block's narrow counters ---------------------------
+//
+// Beyond what one block's narrow counters hold, the bins are cut into slices of p.bins_per_block
+// bins; each block counts one slice and reads the whole input, skipping the samples of other
+// slices. Block b counts slice b % slices as member b / slices of that slice's blocks, and the
+// members of every slice walk the input in the same order: the blocks reading a tile at about the
+// same time are one per slice, so the tile comes from DRAM once and from L2 once per slice (ncu at
+// 1M bins in five slices: 1.08 GB read from DRAM for 1.07 GB of samples, L2 hit rate 75 %). What it
+// costs: every sample is read and binned once per slice, ~50 warp instructions per 32 samples read
+// whether counted or not (a warp's lanes rarely agree on skipping: with five slices some lane of 32
+// almost always counts), so the time grows with the slice count (~2000 / slices GB/s). Staging each
+// warp's samples of the slice in a shared ring to count them 32 at a time cost more instructions
+// than it saved (d6ad53e: 785 against 973 GB/s in two slices, 377 against 414 in five). What it
+// saves against partition or global: each count is a shared-memory atomic, with no round trip of
+// the samples through DRAM and no global atomic per sample. The host launches a multiple of
+// `slices` blocks so that every slice has as many members, which keeps them in step.
+template <int BITS>
+struct SlicedSink {
+    PackedSink<BITS> packed;
+    unsigned lo, len;  // the block's slice: bins [lo, lo + len)
+    __device__ __forceinline__ void step() { packed.step(); }
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        const unsigned local = (unsigned)bin - lo;  // wraps past len below the slice
+        if (local < len) packed.add(local, amount);
+    }
+};
+
+template <int MODE, int BITS>
+__device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
+                              unsigned long long* tallies) {
+    constexpr unsigned PER = 32 / BITS;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned hot_key;
+    const unsigned per = p.bins_per_block;
+    const unsigned slices = (unsigned)((p.nbins + per - 1) / per);
+    const unsigned slice = blockIdx.x % slices;
+    const unsigned member = blockIdx.x / slices;
+    const unsigned members = (gridDim.x - slice + slices - 1) / slices;
+    const unsigned lo = slice * per;
+    const unsigned len = (unsigned)min((unsigned long long)per, p.nbins - lo);
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned words = (len + PER - 1) / PER;
+    unsigned* hot_counts = h + words;
+    for (unsigned b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
+    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
+    __syncthreads();
+    SlicedSink<BITS> sink{{h, out + lo, len, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY}, lo, len};
+    Tally t{0, 0, 0};
+    process<MODE, void, SlicedSink<BITS>, true>(in, n, (const void*)0, p, sink, t, member, members);
+    __syncthreads();
+    flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
+    // Every slice sees every sample; the first slice's blocks report the ones outside the bins.
+    if (slice == 0) flush_tally(t, tallies);
 }
 
 // ---- cluster: the bins split across the blocks of a cluster ----------------------------------
@@ -582,108 +640,6 @@ __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally&
 #endif
     const long long b = resolve(locate<MODE>(v, p), p, t);
     return b >= 0 ? (unsigned)b : NO_BIN;
-}
-
-// ---- sliced: the bins cut into slices of one block's narrow counters ---------------------------
-//
-// Beyond what one block's 8-bit counters hold, the bins are cut into slices of p.bins_per_block
-// bins; each block counts one slice and reads the whole input, skipping the samples of other
-// slices. Block b counts slice b % slices as member b / slices of that slice's blocks, and the
-// members of every slice walk the input in the same order: the blocks reading a tile at about the
-// same time are one per slice, so the tile comes from DRAM once and from L2 once per slice. What it
-// costs: every sample is read and binned once per slice. What it saves against partition or global:
-// each count is a shared-memory atomic, with no round trip of the samples through DRAM and no global
-// atomic per sample. The host launches a multiple of `slices` blocks so that every slice has as many
-// members, which keeps them in step.
-//
-// A warp's lanes rarely agree on whether their samples are in the slice (with five slices, some
-// lane of 32 almost always has one), so counting in place would run the whole atomic path for every
-// sample read, at 1/slices of the lanes (d9af0a6: 414 GB/s at 1M bins, 2070 / slices at every
-// slice count). Instead each warp appends its slice's samples to a ring in shared memory (a ballot
-// gives each lane its place) and counts them 32 at a time, with every lane busy.
-
-/// Entries of a warp's staging ring: a step's 32 samples fit beside the fewer than 32 left over.
-#define SLICED_RING 64
-
-template <int MODE, int BITS>
-__device__ void sliced_kernel(const sample_t* __restrict__ in, unsigned long long n, BinParams p,
-                              unsigned long long* out, unsigned long long* tallies) {
-    constexpr unsigned PER = 32 / BITS;
-    constexpr int VEC = 16 / sizeof(sample_t);
-    union Vec { uint4 raw; sample_t s[VEC]; };
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    __shared__ unsigned hot_key;
-    const unsigned per = p.bins_per_block;
-    const unsigned slices = (unsigned)((p.nbins + per - 1) / per);
-    const unsigned slice = blockIdx.x % slices;
-    const unsigned member = blockIdx.x / slices;
-    const unsigned members = (gridDim.x - slice + slices - 1) / slices;
-    const unsigned lo = slice * per;
-    const unsigned len = (unsigned)min((unsigned long long)per, p.nbins - lo);
-    const unsigned lane = threadIdx.x & 31;
-    // The warps' rings first, then the packed counters and the hot bin's lane counters.
-    unsigned* ring = reinterpret_cast<unsigned*>(smem_raw) + (threadIdx.x / 32) * SLICED_RING;
-    unsigned* h = reinterpret_cast<unsigned*>(smem_raw) + (blockDim.x / 32) * SLICED_RING;
-    const unsigned words = (len + PER - 1) / PER;
-    unsigned* hot_counts = h + words;
-    for (unsigned b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
-    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
-    __syncthreads();
-    PackedSink<BITS> sink{h, out + lo, len, &hot_key, hot_counts + lane, NO_HOT_KEY};
-    Tally t{0, 0, 0};
-    const unsigned below = (1u << lane) - 1;
-    unsigned head = 0, queued = 0;  // the warp's ring: the same in every lane
-    // Every lane of the warp calls this with its bin (NO_BIN for none): NO_BIN - lo is never < len.
-    auto offer = [&](unsigned bin) {
-        const unsigned local = bin - lo;
-        const bool mine = local < len;
-        const unsigned mask = __ballot_sync(0xffffffffu, mine);
-        if (mine) ring[(head + queued + __popc(mask & below)) % SLICED_RING] = local;
-        queued += __popc(mask);
-        if (queued >= 32) {
-            __syncwarp();
-            const unsigned b = ring[(head + lane) % SLICED_RING];
-            __syncwarp();  // read before the next appends overwrite it
-            sink.add(b, 1u);
-            head = (head + 32) % SLICED_RING;
-            queued -= 32;
-        }
-    };
-    const unsigned long long nvec = n / VEC;
-    const unsigned long long stride = (unsigned long long)members * blockDim.x;
-    const uint4* in4 = reinterpret_cast<const uint4*>(in);
-    // Two 16-byte loads per lane per step and the next two in flight, as in `process`; the loop runs
-    // while any lane of the warp has a vector (the warp's lanes agree on it), the others offer none.
-    unsigned long long i = (unsigned long long)member * blockDim.x + threadIdx.x;
-    Vec a, b;
-    bool va = i < nvec, vb = i + stride < nvec;
-    if (va) a.raw = __ldg(in4 + i);
-    if (vb) b.raw = __ldg(in4 + i + stride);
-    while (__any_sync(0xffffffffu, va)) {
-        const unsigned long long next = i + 2 * stride;
-        const bool na_ok = next < nvec, nb_ok = next + stride < nvec;
-        Vec na, nb;
-        if (na_ok) na.raw = __ldg(in4 + next);
-        if (nb_ok) nb.raw = __ldg(in4 + next + stride);
-        sink.step();
-#pragma unroll
-        for (int k = 0; k < VEC; k++) offer(va ? bin32<MODE>(a.s[k], p, t) : NO_BIN);
-#pragma unroll
-        for (int k = 0; k < VEC; k++) offer(vb ? bin32<MODE>(b.s[k], p, t) : NO_BIN);
-        a = na, b = nb, va = na_ok, vb = nb_ok, i = next;
-    }
-    __syncwarp();
-    if (lane < queued) sink.add(ring[(head + lane) % SLICED_RING], 1u);
-    // The samples after the last whole vector (fewer than VEC), lane by lane.
-    for (unsigned long long j = nvec * VEC + (unsigned long long)member * blockDim.x + threadIdx.x; j < n;
-         j += stride) {
-        const unsigned local = bin32<MODE>(in[j], p, t) - lo;
-        if (local < len) sink.add(local, 1u);
-    }
-    __syncthreads();
-    flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
-    // Every slice sees every sample; the first slice's blocks report the ones outside the bins.
-    if (slice == 0) flush_tally(t, tallies);
 }
 
 // The address of `local` (this block's shared memory) in block `rank`'s window of the cluster.
@@ -1183,7 +1139,8 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
     PACKED_KERNEL(MODE, MNAME, 16, , false, __launch_bounds__(512, PACKED_MIN_BLOCKS(MODE)))                   \
     PACKED_KERNEL(MODE, MNAME, 16, p, true, __launch_bounds__(1024))                                           \
     PACKED_KERNEL(MODE, MNAME, 8, , false, __launch_bounds__(512, PACKED_MIN_BLOCKS(MODE)))                    \
-    PACKED_KERNEL(MODE, MNAME, 8, p, true, __launch_bounds__(1024))
+    PACKED_KERNEL(MODE, MNAME, 8, p, true, __launch_bounds__(1024))                                            \
+    PACKED_KERNEL(MODE, MNAME, 4, p, true, __launch_bounds__(1024))
 
 // u32 counts where an SM holds at most 1024 threads (two 512-thread blocks, or one of 1024 where
 // one block fills an SM: 19201 to 58108 bins): the prefetching loop, as the narrow counters' `p`
@@ -1203,7 +1160,7 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
         exchange_kernel<MODE, BITS>(in, n, p, out, t);                                                         \
     }
 
-// Counts only, one 1024-thread block per SM (8-bit counters fill its shared memory), prefetching.
+// Counts only, one 1024-thread block per SM (narrow counters fill its shared memory), prefetching.
 #define SLICED_KERNEL(MODE, MNAME, BITS)                                                                       \
     extern "C" __global__ void __launch_bounds__(1024) hist_sliced##BITS##_##MNAME##_none(                     \
         const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
@@ -1214,6 +1171,7 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \
     SLICED_KERNEL(MODE, MNAME, 8)                                          \
+    SLICED_KERNEL(MODE, MNAME, 4)                                          \
     EXCHANGE_KERNEL(MODE, MNAME, 16)                                       \
     EXCHANGE_KERNEL(MODE, MNAME, 8)                                        \
     PACKED_KERNELS(MODE, MNAME)                                            \

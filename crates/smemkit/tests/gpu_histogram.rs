@@ -83,7 +83,7 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
     if bytes <= smem {
         v.push(StrategyChoice::Shared);
     }
-    for bits in [16u32, 8] {
+    for bits in [16u32, 8, 4] {
         if !weighted && smemkit::plan::packed_bytes(nbins, bits) <= smem {
             v.push(StrategyChoice::Packed(bits));
         }
@@ -103,15 +103,22 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
             size: None,
         });
     }
-    // The fewest slices that hold the bins (one beyond 232304 bins, 73 at 2^24), and three slices
-    // wherever there are bins for them, so that slice edges fall inside small bin counts too.
+    // The fewest slices that hold the bins in either width (8-bit: two beyond 232304 bins, 73 at
+    // 2^24), and 4-bit counters in three slices wherever there are bins for them, so that slice
+    // edges fall inside small bin counts too.
     if !weighted {
-        v.push(StrategyChoice::Sliced(None));
-        if nbins >= 3
-            && nbins
-                <= 3 * smemkit::plan::sliced_max_bins_per_block(&smemkit::plan::DeviceLimits::H100)
-        {
-            v.push(StrategyChoice::Sliced(Some(3)));
+        for bits in [8, 4] {
+            v.push(StrategyChoice::Sliced {
+                bits: Some(bits),
+                slices: None,
+            });
+        }
+        let limits = smemkit::plan::DeviceLimits::H100;
+        if nbins >= 3 && nbins <= 3 * smemkit::plan::packed_max_bins_per_block(&limits, 4) {
+            v.push(StrategyChoice::Sliced {
+                bits: Some(4),
+                slices: Some(3),
+            });
         }
     }
     v
@@ -194,7 +201,10 @@ macro_rules! typed_case {
                     bits: Some(8),
                     size: Some(4),
                 },
-                StrategyChoice::Sliced(Some(2)),
+                StrategyChoice::Sliced {
+                    bits: Some(8),
+                    slices: Some(2),
+                },
             ] {
                 check(
                     Samples::from(&data[..]),
@@ -574,7 +584,15 @@ fn small_run_for_sanitizers() {
             bits: Some(8),
             size: Some(16),
         },
-        StrategyChoice::Sliced(Some(5)),
+        StrategyChoice::Sliced {
+            bits: Some(8),
+            slices: Some(5),
+        },
+        StrategyChoice::Sliced {
+            bits: Some(4),
+            slices: Some(3),
+        },
+        StrategyChoice::Packed(4),
     ] {
         check(
             Samples::I32(&data),
@@ -613,7 +631,7 @@ fn small_run_for_sanitizers() {
             StrategyChoice::Partition
                 | StrategyChoice::Packed(_)
                 | StrategyChoice::Exchange { .. }
-                | StrategyChoice::Sliced(_)
+                | StrategyChoice::Sliced { .. }
         ) {
             check(
                 Samples::F32(&floats),
@@ -625,17 +643,20 @@ fn small_run_for_sanitizers() {
             );
         }
     }
-    // 8-bit counters that wrap (a few hundred samples per bin in each block), carries included.
+    // 8-bit and 4-bit counters that wrap (a few hundred samples per bin in each block), carries
+    // included.
     for dist in [Dist::Uniform, Dist::Hot] {
         let few = ints(40_009, 3, dist, &mut r);
-        check(
-            Samples::I32(&few),
-            None,
-            BinSpec::Integer { nbins: 3 },
-            OutOfRange::Ignore,
-            StrategyChoice::Packed(8),
-            "sanitizer 8-bit wraps",
-        );
+        for bits in [8, 4] {
+            check(
+                Samples::I32(&few),
+                None,
+                BinSpec::Integer { nbins: 3 },
+                OutOfRange::Ignore,
+                StrategyChoice::Packed(bits),
+                "sanitizer narrow counter wraps",
+            );
+        }
     }
     // The prefetching builds: one block of 1024 threads per SM (98304 bins of narrow counters,
     // 40000 of u32), enough samples for their loops to carry loads across iterations.
@@ -668,7 +689,14 @@ fn small_run_for_sanitizers() {
             bits: Some(8),
             size: Some(8),
         },
-        StrategyChoice::Sliced(Some(4)),
+        StrategyChoice::Sliced {
+            bits: Some(8),
+            slices: Some(4),
+        },
+        StrategyChoice::Sliced {
+            bits: Some(4),
+            slices: Some(2),
+        },
     ] {
         check(
             Samples::I32(&wide),
@@ -800,7 +828,7 @@ fn narrow_counters_wrap_exactly() {
         (131_071, Dist::Hot, OutOfRange::Clamp),
     ] {
         let data = ints(n, nbins, dist, &mut r);
-        for bits in [16u32, 8] {
+        for bits in [16u32, 8, 4] {
             if smemkit::plan::packed_bytes(nbins, bits)
                 > 232_448 - smemkit::plan::STATIC_SHARED_RESERVE
             {
@@ -819,7 +847,7 @@ fn narrow_counters_wrap_exactly() {
     // The prefetching build (one block of 1024 threads, or two of 512, per SM) with wraps: samples
     // in 5 of 98304 bins, so that ~200000 counts per bin and block wrap both widths many times.
     let few = ints(n, 5, Dist::Uniform, &mut r);
-    for bits in [16u32, 8] {
+    for bits in [16u32, 8, 4] {
         check(
             Samples::I32(&few),
             None,
@@ -827,6 +855,21 @@ fn narrow_counters_wrap_exactly() {
             OutOfRange::Ignore,
             StrategyChoice::Packed(bits),
             &format!("{bits}-bit counters, 5 of 98304 bins"),
+        );
+    }
+    // Slices of narrow counters on hot data: the hot bin's slice wraps its counter and claims it.
+    let hot = ints(n, 400_000, Dist::Hot, &mut r);
+    for (bits, slices) in [(8, 2), (4, 3)] {
+        check(
+            Samples::I32(&hot),
+            None,
+            BinSpec::Integer { nbins: 400_000 },
+            OutOfRange::Clamp,
+            StrategyChoice::Sliced {
+                bits: Some(bits),
+                slices: Some(slices),
+            },
+            &format!("sliced {bits}-bit counters in {slices} slices, hot"),
         );
     }
 }

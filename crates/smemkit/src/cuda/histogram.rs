@@ -97,7 +97,7 @@ pub fn kernel_name(
         Strategy::Shared => "shared",
         // Counts only (the planner refuses weights): one kernel per width, each in two builds.
         Strategy::Packed { bits } => {
-            let build = if plan::prefetch_build(plan, limits, false) {
+            let build = if bits == 4 || plan::prefetch_build(plan, limits, false) {
                 "p"
             } else {
                 ""
@@ -109,8 +109,10 @@ pub fn kernel_name(
         Strategy::Exchange { bits, .. } => {
             return format!("hist_exchange{bits}_{}_none", mode_name(binning))
         }
-        // Counts only: 8-bit counters, one 1024-thread block per SM, prefetching.
-        Strategy::Sliced { .. } => return format!("hist_sliced8_{}_none", mode_name(binning)),
+        // Counts only, one kernel per counter width: 1024-thread blocks, prefetching.
+        Strategy::Sliced { bits, .. } => {
+            return format!("hist_sliced{bits}_{}_none", mode_name(binning))
+        }
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
         Strategy::Partition => return format!("hist_part_count_{}", mode_name(binning)),

@@ -25,11 +25,11 @@ pub enum Strategy {
     /// sends the samples of other blocks' bins to their owners in batches through distributed
     /// shared memory, and the owners count them. Counts only.
     Exchange { size: u32, bits: u32 },
-    /// The bins cut into `slices` slices of 8-bit packed counters, one slice per block; every
-    /// block reads the whole input and counts its slice's samples, the blocks of the different
-    /// slices reading each tile at about the same time (once from DRAM, `slices` times from L2).
-    /// Counts only.
-    Sliced { slices: u32 },
+    /// The bins cut into `slices` slices of `bits`-wide packed counters (8 or 4), one slice per
+    /// block; every block reads the whole input and counts its slice's samples, the blocks of the
+    /// different slices reading each tile at about the same time (once from DRAM, `slices` times
+    /// from L2). Counts only.
+    Sliced { slices: u32, bits: u32 },
 }
 
 impl Strategy {
@@ -42,7 +42,7 @@ impl Strategy {
             Strategy::Global => "global".into(),
             Strategy::Partition => "partition".into(),
             Strategy::Exchange { size, bits } => format!("exchange{bits}x{size}"),
-            Strategy::Sliced { slices } => format!("sliced{slices}"),
+            Strategy::Sliced { slices, bits } => format!("sliced{bits}x{slices}"),
         }
     }
 }
@@ -60,7 +60,7 @@ impl Strategy {
     /// slice count (so that every slice has as many blocks, and they stay in step).
     pub fn grid_unit(&self) -> u32 {
         match self {
-            Strategy::Sliced { slices } => *slices,
+            Strategy::Sliced { slices, .. } => *slices,
             s => s.cluster_size(),
         }
     }
@@ -89,8 +89,12 @@ pub enum StrategyChoice {
         bits: Option<u32>,
         size: Option<u32>,
     },
-    /// The sliced strategy; `None` lets the planner pick the fewest slices that hold the bins.
-    Sliced(Option<u32>),
+    /// The sliced strategy; `None` lets the planner pick the counter width (8 bits) or the
+    /// fewest slices that hold the bins.
+    Sliced {
+        bits: Option<u32>,
+        slices: Option<u32>,
+    },
 }
 
 impl StrategyChoice {
@@ -99,28 +103,21 @@ impl StrategyChoice {
             return parse_exchange(text, rest, cluster_size);
         }
         if let (Some(rest), None) = (text.strip_prefix("sliced"), cluster_size) {
-            return match rest {
-                "" => Ok(StrategyChoice::Sliced(None)),
-                k => k
-                    .parse::<u32>()
-                    .map(|k| StrategyChoice::Sliced(Some(k)))
-                    .map_err(|_| {
-                        crate::Error::InvalidArgument(format!(
-                            "unknown strategy `{text}` (sliced strategies: sliced, or sliced<N> \
-                             for N slices, e.g. sliced5)"
-                        ))
-                    }),
-            };
+            return parse_sliced(text, rest);
         }
         match (text, cluster_size) {
             ("auto", None) => Ok(StrategyChoice::Auto),
             ("shared", None) => Ok(StrategyChoice::Shared),
             ("shared16", None) => Ok(StrategyChoice::Packed(16)),
             ("shared8", None) => Ok(StrategyChoice::Packed(8)),
+            ("shared4", None) => Ok(StrategyChoice::Packed(4)),
             ("global", None) => Ok(StrategyChoice::Global),
             ("partition", None) => Ok(StrategyChoice::Partition),
             ("cluster", k) => Ok(StrategyChoice::Cluster(k)),
-            (s @ ("auto" | "shared" | "shared16" | "shared8" | "global" | "partition"), Some(_)) => {
+            (
+                s @ ("auto" | "shared" | "shared16" | "shared8" | "shared4" | "global" | "partition"),
+                Some(_),
+            ) => {
                 Err(crate::Error::InvalidArgument(format!(
                     "--cluster-size only applies to --strategy cluster, not {s}"
                 )))
@@ -131,6 +128,28 @@ impl StrategyChoice {
             ))),
         }
     }
+}
+
+/// `sliced`, `sliced8`, `sliced4`, each optionally followed by `x<slices>` (the names
+/// [`Strategy::name`] prints).
+fn parse_sliced(text: &str, rest: &str) -> Result<StrategyChoice, crate::Error> {
+    let bad = || {
+        crate::Error::InvalidArgument(format!(
+            "unknown strategy `{text}` (sliced strategies: sliced, sliced8, sliced4, optionally \
+             with x<slices>, e.g. sliced4x3)"
+        ))
+    };
+    let (bits, slices) = match rest.split_once('x') {
+        Some((b, k)) => (b, Some(k.parse::<u32>().map_err(|_| bad())?)),
+        None => (rest, None),
+    };
+    let bits = match bits {
+        "" => None,
+        "8" => Some(8),
+        "4" => Some(4),
+        _ => return Err(bad()),
+    };
+    Ok(StrategyChoice::Sliced { bits, slices })
 }
 
 /// `exchange`, `exchange8`, `exchange16`, each optionally followed by `x<cluster size>` (the names
@@ -341,10 +360,10 @@ pub fn plan(
         }
         StrategyChoice::Packed(bits) => {
             let name = Strategy::Packed { bits }.name();
-            if bits != 8 && bits != 16 {
+            if ![16, 8, 4].contains(&bits) {
                 return Err(unsupported(
                     &name,
-                    "narrow counters are 8 or 16 bits wide".into(),
+                    "narrow counters are 16, 8 or 4 bits wide".into(),
                 ));
             }
             if w.weighted {
@@ -415,7 +434,7 @@ pub fn plan(
             Ok(cluster_plan(w, limits, size, "forced".into()))
         }
         StrategyChoice::Exchange { bits, size } => exchange_choice(w, limits, bits, size),
-        StrategyChoice::Sliced(slices) => sliced_choice(w, limits, slices),
+        StrategyChoice::Sliced { bits, slices } => sliced_choice(w, limits, bits, slices),
         StrategyChoice::Auto => Ok(auto_plan(w, limits)),
     }
     .map(|mut p| {
@@ -500,7 +519,7 @@ fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool {
             samples_per_counter_set(n, candidate.grid, size, w.sample_type) < w.nbins
         }
         // Each block counts about n / grid samples (its share of its slice's) into one slice.
-        Strategy::Sliced { slices } => {
+        Strategy::Sliced { slices, .. } => {
             let grid = grid_for_samples(candidate.grid, slices, Some(n), w.sample_type);
             n / (grid.max(1) as usize) < candidate.bins_per_block
         }
@@ -734,6 +753,13 @@ pub const PREFETCH_MAX_THREADS_PER_SM: u32 = 1024;
 /// Whether a plan runs the prefetching build of its kernel: counts (not weighted sums) in shared
 /// memory, u32 or packed, with at most [`PREFETCH_MAX_THREADS_PER_SM`] threads per SM.
 pub fn prefetch_build(plan: &Plan, limits: &DeviceLimits, weighted: bool) -> bool {
+    // 4-bit counters and the sliced kernels have no other build.
+    if matches!(
+        plan.strategy,
+        Strategy::Packed { bits: 4 } | Strategy::Sliced { .. }
+    ) {
+        return true;
+    }
     let counts_in_shared = match plan.strategy {
         Strategy::Packed { .. } => true,
         Strategy::Shared => !weighted,
@@ -794,7 +820,12 @@ fn packed_plan(w: &Workload, limits: &DeviceLimits, bits: u32, reason: String) -
     Plan {
         strategy: Strategy::Packed { bits },
         grid: limits.sm_count * per_sm,
-        block: counting_block_threads(per_sm, true),
+        // 4-bit counters have only the 1024-thread build (they serve bins beyond 8-bit's reach).
+        block: if bits == 4 {
+            ONE_BLOCK_THREADS
+        } else {
+            counting_block_threads(per_sm, true)
+        },
         shared_bytes,
         bins_per_block: w.nbins,
         reason,
@@ -971,22 +1002,18 @@ fn partition_plan(
     })
 }
 
-/// Shared memory of a sliced block besides its counters: each warp's staging ring of 64 u32
-/// entries (`SLICED_RING` in kernels/histogram.cu), for [`ONE_BLOCK_THREADS`] threads.
-pub const SLICED_STAGING_BYTES: usize = ONE_BLOCK_THREADS as usize / 32 * 64 * 4;
-
-/// Most bins one sliced block holds as 8-bit packed counters (beside its hot bin's lane counters
-/// and the warps' staging rings).
-pub fn sliced_max_bins_per_block(limits: &DeviceLimits) -> usize {
-    (counter_capacity(limits) - packed_bytes(0, 8) - SLICED_STAGING_BYTES) / 4 * 4
+/// Most bins one block holds as `bits`-wide packed counters (beside its hot bin's lane counters).
+pub fn packed_max_bins_per_block(limits: &DeviceLimits, bits: u32) -> usize {
+    (counter_capacity(limits) - packed_bytes(0, bits)) / 4 * (32 / bits) as usize
 }
 
-/// The sliced strategy with `slices` slices, or the fewest that hold the bins: 8-bit counters,
-/// one block of [`ONE_BLOCK_THREADS`] threads (the prefetching loop); the CUDA layer sizes the grid
-/// by occupancy, cut to a multiple of the slice count.
+/// The sliced strategy with `bits`-wide counters (8 unless asked) in `slices` slices, or the fewest
+/// that hold the bins; one block of [`ONE_BLOCK_THREADS`] threads (the prefetching loop). The CUDA
+/// layer sizes the grid by occupancy, cut to a multiple of the slice count.
 fn sliced_choice(
     w: &Workload,
     limits: &DeviceLimits,
+    bits: Option<u32>,
     slices: Option<u32>,
 ) -> Result<Plan, crate::Error> {
     let unsupported = |reason: String| crate::Error::StrategyUnsupported {
@@ -995,18 +1022,24 @@ fn sliced_choice(
     };
     if w.weighted {
         return Err(unsupported(
-            "the sliced kernels count samples in 8-bit counters; weighted sums use shared, \
+            "the sliced kernels count samples in narrow counters; weighted sums use shared, \
              cluster or global"
                 .into(),
         ));
     }
-    let max_per_block = sliced_max_bins_per_block(limits);
+    let bits = bits.unwrap_or(8);
+    if bits != 8 && bits != 4 {
+        return Err(unsupported(format!(
+            "sliced counters are 8 or 4 bits wide, not {bits}"
+        )));
+    }
+    let max_per_block = packed_max_bins_per_block(limits, bits);
     let fewest = w.nbins.div_ceil(max_per_block).max(1);
     let slices = slices.map_or(fewest, |k| k as usize);
     if slices < fewest {
         return Err(unsupported(format!(
-            "{} bins in {slices} slices need more than the {max_per_block} 8-bit counters one \
-             block holds; at least {fewest} slices",
+            "{} bins in {slices} slices need more than the {max_per_block} {bits}-bit counters \
+             one block holds; at least {fewest} slices",
             w.nbins
         )));
     }
@@ -1020,11 +1053,12 @@ fn sliced_choice(
     // The kernel derives the slice count from the bins per slice: 10 bins asked in 6 slices are 5
     // slices of 2.
     let slices = w.nbins.div_ceil(per_block).max(1);
-    let shared_bytes = (packed_bytes(per_block, 8) + SLICED_STAGING_BYTES) as u32;
+    let shared_bytes = packed_bytes(per_block, bits) as u32;
     let blocks = limits.sm_count * blocks_per_sm(limits, shared_bytes);
     Ok(Plan {
         strategy: Strategy::Sliced {
             slices: slices as u32,
+            bits,
         },
         grid: blocks / slices as u32 * slices as u32,
         block: ONE_BLOCK_THREADS,
@@ -1136,7 +1170,7 @@ mod tests {
             Strategy::Shared
         );
         assert!(plan(&ww, &DeviceLimits::H100, StrategyChoice::Packed(8)).is_err());
-        assert!(plan(&w(10), &DeviceLimits::H100, StrategyChoice::Packed(4)).is_err());
+        assert!(plan(&w(10), &DeviceLimits::H100, StrategyChoice::Packed(2)).is_err());
         assert_eq!(
             StrategyChoice::parse("shared16", None).unwrap(),
             StrategyChoice::Packed(16)
@@ -1581,99 +1615,155 @@ mod sliced_tests {
 
     const H100: DeviceLimits = DeviceLimits::H100;
 
-    fn sliced(nbins: usize, slices: Option<u32>) -> Result<Plan, crate::Error> {
+    fn sliced(nbins: usize, bits: Option<u32>, slices: Option<u32>) -> Result<Plan, crate::Error> {
         plan(
             &Workload::new(nbins, SampleType::I32, false),
             &H100,
-            StrategyChoice::Sliced(slices),
+            StrategyChoice::Sliced { bits, slices },
         )
     }
 
     #[test]
     fn sliced_names_parse_back() {
-        assert_eq!(
-            StrategyChoice::parse("sliced", None).unwrap(),
-            StrategyChoice::Sliced(None)
-        );
-        assert_eq!(
-            StrategyChoice::parse("sliced5", None).unwrap(),
-            StrategyChoice::Sliced(Some(5))
-        );
-        for bad in ["slicedx", "sliced-1", "sliced5x2"] {
+        for (text, bits, slices) in [
+            ("sliced", None, None),
+            ("sliced8", Some(8), None),
+            ("sliced4x3", Some(4), Some(3)),
+            ("slicedx5", None, Some(5)),
+        ] {
+            assert_eq!(
+                StrategyChoice::parse(text, None).unwrap(),
+                StrategyChoice::Sliced { bits, slices },
+                "{text}"
+            );
+        }
+        for bad in ["slicedy", "sliced16", "sliced8x", "sliced4x-1"] {
             assert!(StrategyChoice::parse(bad, None).is_err(), "{bad}");
         }
         assert!(StrategyChoice::parse("sliced", Some(4)).is_err());
-        assert_eq!(Strategy::Sliced { slices: 5 }.name(), "sliced5");
+        let s = Strategy::Sliced { slices: 5, bits: 8 };
+        assert_eq!(s.name(), "sliced8x5");
+        assert_eq!(
+            StrategyChoice::parse(&s.name(), None).unwrap(),
+            StrategyChoice::Sliced {
+                bits: Some(8),
+                slices: Some(5)
+            }
+        );
+        assert_eq!(
+            StrategyChoice::parse("shared4", None).unwrap(),
+            StrategyChoice::Packed(4)
+        );
     }
 
     #[test]
-    fn the_fewest_slices_hold_the_bins_in_8_bit_counters() {
-        let max = sliced_max_bins_per_block(&H100);
-        let room = counter_capacity(&H100) - SLICED_STAGING_BYTES;
-        assert!(packed_bytes(max, 8) <= room);
-        assert!(packed_bytes(max + 4, 8) > room);
-        for (nbins, slices) in [
-            (100, 1),
-            (max, 1),
-            (max + 1, 2),
-            (1 << 20, 5),
-            (1 << 22, 19),
-        ] {
-            let p = sliced(nbins, None).unwrap();
-            assert_eq!(p.strategy, Strategy::Sliced { slices }, "{nbins} bins");
-            assert_eq!(p.bins_per_block, nbins.div_ceil(slices as usize));
-            assert!(p.bins_per_block * slices as usize >= nbins);
-            assert_eq!(
-                packed_bytes(p.bins_per_block, 8) + SLICED_STAGING_BYTES,
-                p.shared_bytes as usize
-            );
-            assert!(p.shared_bytes as usize <= counter_capacity(&H100));
-            assert_eq!(
-                p.grid % slices,
-                0,
-                "{nbins} bins: every slice as many blocks"
-            );
-            assert!(p.grid >= slices);
-            assert_eq!(p.block, ONE_BLOCK_THREADS);
+    fn the_fewest_slices_hold_the_bins() {
+        for bits in [8u32, 4] {
+            let max = packed_max_bins_per_block(&H100, bits);
+            assert!(packed_bytes(max, bits) <= counter_capacity(&H100));
+            assert!(packed_bytes(max + (32 / bits) as usize, bits) > counter_capacity(&H100));
+            for (nbins, slices8, slices4) in [
+                (100, 1, 1),
+                (232_304, 1, 1),
+                (232_305, 2, 1),
+                (464_608, 2, 1),
+                (464_609, 3, 2),
+                (1 << 20, 5, 3),
+                (1 << 22, 19, 10),
+            ] {
+                let slices = if bits == 8 { slices8 } else { slices4 };
+                let p = sliced(nbins, Some(bits), None).unwrap();
+                assert_eq!(
+                    p.strategy,
+                    Strategy::Sliced { slices, bits },
+                    "{nbins} bins"
+                );
+                assert_eq!(p.bins_per_block, nbins.div_ceil(slices as usize));
+                assert_eq!(
+                    packed_bytes(p.bins_per_block, bits),
+                    p.shared_bytes as usize
+                );
+                assert!(p.shared_bytes as usize <= counter_capacity(&H100));
+                assert_eq!(
+                    p.grid % slices,
+                    0,
+                    "{nbins} bins: every slice as many blocks"
+                );
+                assert!(p.grid >= slices);
+                assert_eq!(p.block, ONE_BLOCK_THREADS);
+                assert!(prefetch_build(&p, &H100, false));
+            }
         }
-        // 1M bins: five slices of 209716 bins, 26 blocks each on 132 SMs.
-        assert_eq!(sliced(1 << 20, None).unwrap().grid, 130);
+        // 1M bins in 8-bit counters: five slices of 209716 bins, 26 blocks each on 132 SMs.
+        assert_eq!(sliced(1 << 20, None, None).unwrap().grid, 130);
     }
 
     #[test]
     fn sliced_refuses_what_it_cannot_do() {
         assert!(
-            sliced(1 << 20, Some(4)).is_err(),
+            sliced(1 << 20, None, Some(4)).is_err(),
             "too few slices for 1M bins"
         );
-        assert!(sliced(2, Some(3)).is_err(), "more slices than bins");
-        assert!(sliced(1 << 20, Some(133)).is_err(), "more slices than SMs");
+        assert!(sliced(1 << 20, Some(4), Some(3)).is_ok());
+        assert!(sliced(1 << 20, Some(16), None).is_err(), "no 16-bit build");
+        assert!(sliced(2, None, Some(3)).is_err(), "more slices than bins");
+        assert!(
+            sliced(1 << 20, None, Some(133)).is_err(),
+            "more slices than SMs"
+        );
         let weighted = plan(
             &Workload::new(1000, SampleType::I32, true),
             &H100,
-            StrategyChoice::Sliced(None),
+            StrategyChoice::Sliced {
+                bits: None,
+                slices: None,
+            },
         );
         assert!(weighted.is_err());
         // Forced extra slices are allowed where there are bins and SMs for them.
-        let p = sliced(3000, Some(5)).unwrap();
+        let p = sliced(3000, None, Some(5)).unwrap();
         assert_eq!(p.bins_per_block, 600);
         assert_eq!(p.grid % 5, 0);
         // The slice count the kernel derives (bins over bins per slice) is the plan's.
-        let p = sliced(10, Some(6)).unwrap();
+        let p = sliced(10, None, Some(6)).unwrap();
         assert_eq!(
             (p.strategy, p.bins_per_block),
-            (Strategy::Sliced { slices: 5 }, 2)
+            (Strategy::Sliced { slices: 5, bits: 8 }, 2)
         );
         assert_eq!(p.grid % 5, 0);
     }
 
     #[test]
     fn a_small_shard_keeps_whole_slices() {
+        let choice = StrategyChoice::Sliced {
+            bits: None,
+            slices: None,
+        };
         let w = Workload::new(1 << 20, SampleType::I32, false).with_samples(Some(10_000_000));
-        let p = plan(&w, &H100, StrategyChoice::Sliced(None)).unwrap();
-        assert_eq!(p.grid % 5, 0);
+        assert_eq!(plan(&w, &H100, choice).unwrap().grid % 5, 0);
         let tiny = Workload::new(1 << 20, SampleType::I32, false).with_samples(Some(100));
-        let p = plan(&tiny, &H100, StrategyChoice::Sliced(None)).unwrap();
+        let p = plan(&tiny, &H100, choice).unwrap();
         assert_eq!(p.grid, 5, "at least one block per slice");
+    }
+
+    #[test]
+    fn four_bit_counters_hold_twice_the_bins_of_eight() {
+        let w = Workload::new(400_000, SampleType::I32, false);
+        let p = plan(&w, &H100, StrategyChoice::Packed(4)).unwrap();
+        assert_eq!(p.strategy, Strategy::Packed { bits: 4 });
+        assert_eq!(p.shared_bytes as usize, packed_bytes(400_000, 4));
+        assert_eq!((p.grid, p.block), (132, ONE_BLOCK_THREADS));
+        assert!(plan(&w, &H100, StrategyChoice::Packed(8)).is_err());
+        assert!(plan(&w.with_samples(None), &H100, StrategyChoice::Packed(2)).is_err());
+        let small = plan(
+            &Workload::new(3000, SampleType::I32, false),
+            &H100,
+            StrategyChoice::Packed(4),
+        )
+        .unwrap();
+        assert_eq!(
+            small.block, ONE_BLOCK_THREADS,
+            "4-bit counters have only the 1024-thread build"
+        );
     }
 }
