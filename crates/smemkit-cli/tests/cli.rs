@@ -380,8 +380,8 @@ fn plan_prints_the_plan_and_the_limits() {
     );
     let r = smemkit(&["plan", "--bins", "1000000", "--strategy", "shared"]);
     assert!(!r.ok && r.stderr.starts_with("error: "), "{}", r.stderr);
-    // u32 counters while they fit one block, then narrow counters; only the partition passes are
-    // probed for skew.
+    // u32 counters while they fit one block, then narrow counters; the 4-bit and sliced plans and
+    // the partition passes are probed for skew.
     let r = smemkit(&["plan", "--bins", "32768"]);
     assert!(r.ok, "{}", r.stderr);
     assert!(
@@ -398,12 +398,19 @@ fn plan_prints_the_plan_and_the_limits() {
         "{}",
         r.stdout
     );
-    let r = smemkit(&["plan", "--bins", "262144"]);
-    assert!(
-        r.stdout.contains("strategy      partition") && r.stdout.contains("skew probe"),
-        "{}",
-        r.stdout
-    );
+    for (bins, strategy) in [
+        ("262144", "shared4"),
+        ("1048576", "sliced4x3"),
+        ("2097152", "partition"),
+    ] {
+        let r = smemkit(&["plan", "--bins", bins]);
+        assert!(
+            r.stdout.contains(&format!("strategy      {strategy}\n"))
+                && r.stdout.contains("skew probe"),
+            "{}",
+            r.stdout
+        );
+    }
     let r = smemkit(&["plan", "--bins", "262144", "--samples", "1000"]);
     assert!(!r.stdout.contains("skew probe"), "{}", r.stdout);
 }

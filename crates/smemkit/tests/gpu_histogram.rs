@@ -504,9 +504,10 @@ fn large_inputs_2_to_the_28_and_beyond_2_to_the_31() {
     assert_eq!(gpu.counted(), n as u64, "every byte counted");
 }
 
-/// `auto` beyond one block probes the data before the partition passes: hot data (7 of 8 samples
-/// in one bin) goes to the global kernel, uniform data stays on partition, and either way the
-/// result is the CPU engine's. Inputs shorter than the probe's minimum are not probed.
+/// `auto` beyond one block of 8-bit counters probes the data before its plan (4-bit counters,
+/// slices of them, the partition passes): hot data (7 of 8 samples in one bin) goes to the global
+/// kernel, uniform data stays on the plan, and either way the result is the CPU engine's. Inputs
+/// shorter than the probe's minimum are not probed.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn auto_probes_skew_beyond_one_block() {
@@ -517,7 +518,9 @@ fn auto_probes_skew_beyond_one_block() {
         (131_072, Dist::Hot, "shared8"),
         (131_072, Dist::Uniform, "shared8"),
         (262_144, Dist::Hot, "-> global"),
-        (262_144, Dist::Uniform, "-> partition"),
+        (262_144, Dist::Uniform, "-> shared4"),
+        (1 << 20, Dist::Hot, "-> global"),
+        (1 << 20, Dist::Uniform, "-> sliced4x3"),
         (1 << 24, Dist::Hot, "-> global"),
         (1 << 24, Dist::Uniform, "-> partition"),
     ] {

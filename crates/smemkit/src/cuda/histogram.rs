@@ -147,7 +147,8 @@ pub struct Prepared {
     fold: Option<(CudaSlice<u32>, cudarc::driver::CudaFunction)>,
     /// Partition strategy: the later passes and their buffers.
     partition: Option<Partition>,
-    /// `auto`'s partition plans: the skew probe and the global plan it may switch to.
+    /// `auto`'s probed plans (partition, 4-bit counters, sliced): the skew probe and the global
+    /// plan it may switch to.
     skew: Option<SkewProbe>,
     _edges: Option<CudaSlice<f64>>,
     /// numpy's float32 edges of uniform float32 bins, read by the correction step instead of

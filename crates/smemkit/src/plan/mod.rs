@@ -575,8 +575,12 @@ fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
         }
         _ => {}
     }
+    if let Some(p) = auto_four_bit_plan(w, limits) {
+        return p;
+    }
     // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/). Counts of integer
-    // samples: the partition passes beat every other strategy beyond one block (131072 bins, run 3:
+    // samples: the partition passes beat every other strategy beyond the 4-bit counters' reach
+    // (auto_four_bit_plan) and beyond one block before them (131072 bins, run 3:
     // 418 GB/s uniform against 341 for clusters of 4 and 316 for global; run 4 sorts each scatter
     // tile in shared memory and stores 16-bit indices, which is what makes them win at 1M bins too).
     // Float samples locate each sample twice in the partition passes, which costs more than it
@@ -627,6 +631,50 @@ fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
             w.nbins
         ),
     )
+}
+
+/// Most slices of 4-bit counters `auto` plans: four lost to partition (H100, 6836a87: 1572864
+/// bins, 439 against 468 GB/s uniform).
+pub const AUTO_SLICED_MAX_SLICES: usize = 3;
+
+/// `auto`'s plan from where one block of 8-bit counters no longer holds the bins (232304) to three
+/// slices of 4-bit counters (1393824 bins): one block of 4-bit counters, then the sliced strategy
+/// with the fewest slices. Measured on the H100 (6836a87, 2^28 int32, uniform / hot GB/s, the hot
+/// figures before the skew probe): one block 1066 / 1334 at 262144 bins, 904 / 1291 at 393216,
+/// 816 / 1309 at 464608; two slices 746 / 899 at 524288, 635 / 873 at 929216; three 546 / 674 at
+/// 1M; partition did 465-472 / 363-368 over the same range, 8-bit slices 413-970 (one more slice
+/// each). Counts of samples with cheap binning only: the sliced kernels bin every sample once per
+/// slice. A 4-bit counter wraps every 16 counts and each wrap costs a few global atomics, so the
+/// choice assumes spread data (2^28 samples over 262144 bins: ~8 counts per bin and block); data
+/// piled on few bins goes to global through the skew probe ([`skew_probe_threshold`]).
+fn auto_four_bit_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
+    if w.weighted || !w.cheap_binning() {
+        return None;
+    }
+    let bytes = packed_bytes(w.nbins, 4);
+    if bytes <= counter_capacity(limits) {
+        return Some(packed_plan(
+            w,
+            limits,
+            4,
+            format!(
+                "{} bytes of 4-bit counters fit one block ({} bins are beyond 8-bit counters)",
+                bytes, w.nbins
+            ),
+        ));
+    }
+    let slices = w.nbins.div_ceil(packed_max_bins_per_block(limits, 4));
+    if slices > AUTO_SLICED_MAX_SLICES {
+        return None;
+    }
+    sliced_choice(w, limits, Some(4), None).ok().map(|p| Plan {
+        reason: format!(
+            "{} bins in {slices} slices of 4-bit counters, one block each: every block reads \
+                 the input and counts its slice (measured ahead of partition up to {} slices)",
+            w.nbins, AUTO_SLICED_MAX_SLICES
+        ),
+        ..p
+    })
 }
 
 /// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
@@ -689,6 +737,15 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
     }
 }
 
+/// The hot share from which global beats one block of 4-bit counters. Modelled as for
+/// [`hot_share_for_global`] from the H100 figures at 262144 bins (6836a87 and d9af0a6): 4-bit
+/// counters 1.007 - 0.23 f ms, global 3.17 - 2.83 f, equal at f = 0.83 (0.82 at 464608 bins).
+pub const HOT_SHARE_FOR_GLOBAL_FOUR_BIT: f64 = 0.85;
+/// The same for the sliced 4-bit plans: at 786432 bins (two slices) 1.57 - 0.40 f ms against
+/// global's 3.17 - 2.83 f, f = 0.66; at 1M (three slices) 1.97 - 0.43 f against 3.22 - 2.87 f,
+/// f = 0.51.
+pub const HOT_SHARE_FOR_GLOBAL_SLICED: f64 = 0.55;
+
 /// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words, and the
 /// 32 per-lane u32 counters of the block's hot bin behind them (`PACKED_HOT_LANES` in
 /// kernels/histogram.cu).
@@ -723,8 +780,9 @@ fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
 
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
 /// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch: the
-/// partition passes only (367 GB/s on hot data against global's ~1520 at every bin count they
-/// serve). `None` for every other plan, for a forced strategy, and for a workload known to be
+/// partition passes (367 GB/s on hot data against global's ~1520 at every bin count they serve),
+/// one block of 4-bit counters and the sliced plans (their thresholds' arithmetic is on the
+/// constants). `None` for every other plan, for a forced strategy, and for a workload known to be
 /// shorter than [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA engine builds its probe from this, and
 /// `smemkit plan` reports it.
 ///
@@ -740,6 +798,8 @@ pub fn skew_probe_threshold(plan: &Plan, w: &Workload, choice: StrategyChoice) -
     }
     match plan.strategy {
         Strategy::Partition => Some(hot_share_for_global(w.nbins)),
+        Strategy::Packed { bits: 4 } => Some(HOT_SHARE_FOR_GLOBAL_FOUR_BIT),
+        Strategy::Sliced { .. } => Some(HOT_SHARE_FOR_GLOBAL_SLICED),
         _ => None,
     }
 }
@@ -1112,7 +1172,7 @@ mod tests {
         let p = plan(&w(232_304), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!((p.strategy, p.grid), (Strategy::Packed { bits: 8 }, 132));
         let p = plan(&w(232_305), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-        assert_eq!(p.strategy, Strategy::Partition);
+        assert_eq!(p.strategy, Strategy::Packed { bits: 4 });
         assert!(plan(&w(116_153), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_err());
         assert!(plan(&w(116_152), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_ok());
     }
@@ -1198,18 +1258,32 @@ mod tests {
         };
         assert_eq!(at(131_072, SampleType::I32), Strategy::Packed { bits: 8 });
         assert_eq!(at(131_072, SampleType::F32), Strategy::Packed { bits: 8 });
-        assert_eq!(at(262_144, SampleType::I32), Strategy::Partition);
-        assert_eq!(at(262_144, SampleType::F32), Strategy::Global);
-        assert_eq!(at(1 << 20, SampleType::I32), Strategy::Partition);
-        assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
-        // Float bins that need no correction bin as cheaply as integers: partition, as for them.
-        let exact = Workload::new(1 << 20, SampleType::F32, false).with_exact_float_bins(true);
+        assert_eq!(at(262_144, SampleType::I32), Strategy::Packed { bits: 4 });
+        assert_eq!(at(464_608, SampleType::I32), Strategy::Packed { bits: 4 });
         assert_eq!(
-            plan(&exact, &DeviceLimits::H100, StrategyChoice::Auto)
-                .unwrap()
-                .strategy,
-            Strategy::Partition
+            at(464_609, SampleType::I32),
+            Strategy::Sliced { slices: 2, bits: 4 }
         );
+        assert_eq!(at(262_144, SampleType::F32), Strategy::Global);
+        assert_eq!(
+            at(1 << 20, SampleType::I32),
+            Strategy::Sliced { slices: 3, bits: 4 }
+        );
+        assert_eq!(
+            at(3 * 464_608, SampleType::I32),
+            Strategy::Sliced { slices: 3, bits: 4 }
+        );
+        assert_eq!(at(3 * 464_608 + 1, SampleType::I32), Strategy::Partition);
+        assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
+        // Float bins that need no correction bin as cheaply as integers: planned as them.
+        let exact = |nbins| {
+            let w = Workload::new(nbins, SampleType::F32, false).with_exact_float_bins(true);
+            plan(&w, &DeviceLimits::H100, StrategyChoice::Auto)
+                .unwrap()
+                .strategy
+        };
+        assert_eq!(exact(1 << 20), Strategy::Sliced { slices: 3, bits: 4 });
+        assert_eq!(exact(1 << 21), Strategy::Partition);
         assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
         assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
         let p = plan(&w(1 << 27), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
@@ -1515,12 +1589,29 @@ mod shard_tests {
         );
         // Partition: fewer samples than bins.
         assert_eq!(
-            at(262_144, SampleType::I32, false, Some(200_000)).strategy,
+            at(1 << 21, SampleType::I32, false, Some(2_000_000)).strategy,
             Strategy::Global
         );
         assert_eq!(
-            at(262_144, SampleType::I32, false, Some(262_144)).strategy,
+            at(1 << 21, SampleType::I32, false, Some(1 << 21)).strategy,
             Strategy::Partition
+        );
+        // One block of 4-bit counters and the sliced plans: fewer samples per block than bins.
+        assert_eq!(
+            at(262_144, SampleType::I32, false, Some(132 * 262_143)).strategy,
+            Strategy::Global
+        );
+        assert_eq!(
+            at(262_144, SampleType::I32, false, Some(132 * 262_144)).strategy,
+            Strategy::Packed { bits: 4 }
+        );
+        assert_eq!(
+            at(1 << 20, SampleType::I32, false, Some(1 << 20)).strategy,
+            Strategy::Global
+        );
+        assert_eq!(
+            at(1 << 20, SampleType::I32, false, Some(1 << 28)).strategy,
+            Strategy::Sliced { slices: 3, bits: 4 }
         );
         // Weighted clusters of 2: 198 clusters own 32768 sums each.
         assert_eq!(
@@ -1556,7 +1647,9 @@ mod shard_tests {
         assert_eq!(at(98_304), None, "two blocks of 8-bit counters per SM");
         assert_eq!(at(131_072), None, "one block of 8-bit counters per SM");
         assert_eq!(at(232_304), None);
-        assert_eq!(at(262_144), Some(hot_share_for_global(262_144)));
+        assert_eq!(at(262_144), Some(HOT_SHARE_FOR_GLOBAL_FOUR_BIT));
+        assert_eq!(at(1 << 20), Some(HOT_SHARE_FOR_GLOBAL_SLICED));
+        assert_eq!(at(1 << 21), Some(hot_share_for_global(1 << 21)));
         // Only `auto` probes, and only inputs long enough to pay for it.
         let w = Workload::new(131_072, SampleType::I32, false);
         let p = plan(&w, &DeviceLimits::H100, StrategyChoice::Packed(8)).unwrap();
@@ -1564,7 +1657,7 @@ mod shard_tests {
             skew_probe_threshold(&p, &w, StrategyChoice::Packed(8)),
             None
         );
-        let short = Workload::new(262_144, SampleType::I32, false)
+        let short = Workload::new(1 << 21, SampleType::I32, false)
             .with_samples(Some(SKEW_PROBE_MIN_SAMPLES - 1));
         let p = plan(&short, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!(p.strategy, Strategy::Partition);
