@@ -426,6 +426,12 @@ __device__ __forceinline__ void flush_packed(const unsigned* h, unsigned long lo
     }
 }
 
+// The sliced kernels' lean loop (below, after `bin32`), which the prefetching builds here share.
+template <int MODE, int BITS, bool TALLY>
+__device__ __forceinline__ void sliced_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
+                                            PackedSink<BITS>& sink, Tally& t, unsigned lo, unsigned len,
+                                            unsigned block, unsigned blocks);
+
 template <int MODE, int BITS, bool PREFETCH>
 __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
                               unsigned long long* tallies) {
@@ -440,66 +446,16 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     __syncthreads();
     PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     Tally t{0, 0, 0};
-    process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t, blockIdx.x, gridDim.x);
+    // The prefetching builds of the cheap binning modes count unaggregated samples with the sliced
+    // kernels' lean step (a whole slice: the bins from 0); the rest with `process`.
+    constexpr bool LEAN = PREFETCH && (MODE == MODE_INTEGER || MODE == MODE_UNIFORM32_EXACT);
+    if (LEAN && !p.aggregate)
+        sliced_loop<MODE, BITS, true>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
+    else
+        process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
     flush_packed<BITS>(h, p.nbins, hot_counts, hot_key, out);
     flush_tally(t, tallies);
-}
-
-// ---- sliced: the bins cut into slices of one block's narrow counters ---------------------------
-//
-// Beyond what one block's narrow counters hold, the bins are cut into slices of p.bins_per_block
-// bins; each block counts one slice and reads the whole input, skipping the samples of other
-// slices. Block b counts slice b % slices as member b / slices of that slice's blocks, and the
-// members of every slice walk the input in the same order: the blocks reading a tile at about the
-// same time are one per slice, so the tile comes from DRAM once and from L2 once per slice (ncu at
-// 1M bins in five slices: 1.08 GB read from DRAM for 1.07 GB of samples, L2 hit rate 75 %). What it
-// costs: every sample is read and binned once per slice, ~50 warp instructions per 32 samples read
-// whether counted or not (a warp's lanes rarely agree on skipping: with five slices some lane of 32
-// almost always counts), so the time grows with the slice count (~2000 / slices GB/s). Staging each
-// warp's samples of the slice in a shared ring to count them 32 at a time cost more instructions
-// than it saved (d6ad53e: 785 against 973 GB/s in two slices, 377 against 414 in five). What it
-// saves against partition or global: each count is a shared-memory atomic, with no round trip of
-// the samples through DRAM and no global atomic per sample. The host launches a multiple of
-// `slices` blocks so that every slice has as many members, which keeps them in step.
-template <int BITS>
-struct SlicedSink {
-    PackedSink<BITS> packed;
-    unsigned lo, len;  // the block's slice: bins [lo, lo + len)
-    __device__ __forceinline__ void step() { packed.step(); }
-    template <class A>
-    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
-        const unsigned local = (unsigned)bin - lo;  // wraps past len below the slice
-        if (local < len) packed.add(local, amount);
-    }
-};
-
-template <int MODE, int BITS>
-__device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
-                              unsigned long long* tallies) {
-    constexpr unsigned PER = 32 / BITS;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    __shared__ unsigned hot_key;
-    const unsigned per = p.bins_per_block;
-    const unsigned slices = (unsigned)((p.nbins + per - 1) / per);
-    const unsigned slice = blockIdx.x % slices;
-    const unsigned member = blockIdx.x / slices;
-    const unsigned members = (gridDim.x - slice + slices - 1) / slices;
-    const unsigned lo = slice * per;
-    const unsigned len = (unsigned)min((unsigned long long)per, p.nbins - lo);
-    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
-    const unsigned words = (len + PER - 1) / PER;
-    unsigned* hot_counts = h + words;
-    for (unsigned b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
-    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
-    __syncthreads();
-    SlicedSink<BITS> sink{{h, out + lo, len, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY}, lo, len};
-    Tally t{0, 0, 0};
-    process<MODE, void, SlicedSink<BITS>, true>(in, n, (const void*)0, p, sink, t, member, members);
-    __syncthreads();
-    flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
-    // Every slice sees every sample; the first slice's blocks report the ones outside the bins.
-    if (slice == 0) flush_tally(t, tallies);
 }
 
 // ---- cluster: the bins split across the blocks of a cluster ----------------------------------
@@ -619,27 +575,169 @@ __device__ __forceinline__ unsigned owner_of(unsigned b, unsigned per_block, flo
 
 // A sample's bin, or NO_BIN, in 32-bit arithmetic where that is exact (integer bins of samples of
 // at most 4 bytes: the CUDA engine refuses 2^32 bins or more); otherwise through `locate`.
-template <int MODE>
+// TALLY = false skips the tallies (the sliced kernels' blocks of every slice but the first).
+template <int MODE, bool TALLY = true>
 __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally& t) {
 #if !SAMPLE_IS_FLOAT
     if (MODE == MODE_INTEGER && sizeof(sample_t) <= 4) {
         const unsigned n = (unsigned)p.nbins;
 #if SAMPLE_IS_SIGNED
         if (v < 0) {
-            t.below++;
+            if (TALLY) t.below++;
             return p.clamp ? 0u : NO_BIN;
         }
 #endif
         const unsigned u = (unsigned)v;
         if (u >= n) {
-            t.above++;
+            if (TALLY) t.above++;
             return p.clamp ? n - 1 : NO_BIN;
         }
         return u;
     }
 #endif
+#if SAMPLE_IS_F32
+    // locate_uniform32_exact with 32-bit results.
+    if (MODE == MODE_UNIFORM32_EXACT) {
+        const float x = (float)v;
+        const unsigned n = (unsigned)p.nbins;
+        if (!(x >= 0.0f)) {
+            if (x != x) {
+                if (TALLY) t.nan++;
+                return NO_BIN;
+            }
+            if (TALLY) t.below++;
+            return p.clamp ? 0u : NO_BIN;
+        }
+        if (x > p.last32) {
+            if (TALLY) t.above++;
+            return p.clamp ? n - 1 : NO_BIN;
+        }
+        return min((unsigned)__fmul_rn(x, p.scale32), n - 1);
+    }
+#endif
     const long long b = resolve(locate<MODE>(v, p), p, t);
     return b >= 0 ? (unsigned)b : NO_BIN;
+}
+
+// ---- sliced: the bins cut into slices of one block's narrow counters ---------------------------
+//
+// Beyond what one block's narrow counters hold, the bins are cut into slices of p.bins_per_block
+// bins; each block counts one slice and reads the whole input, skipping the samples of other
+// slices. Block b counts slice b % slices as member b / slices of that slice's blocks, and the
+// members of every slice walk the input in the same order: the blocks reading a tile at about the
+// same time are one per slice, so the tile comes from DRAM once and from L2 once per slice (ncu at
+// 1M bins in five slices: 1.08 GB read from DRAM for 1.07 GB of samples, L2 hit rate 75 %). What it
+// costs: every sample is read and binned once per slice, ~50 warp instructions per 32 samples read
+// whether counted or not (a warp's lanes rarely agree on skipping: with five slices some lane of 32
+// almost always counts), so the time grows with the slice count (~2000 / slices GB/s). Staging each
+// warp's samples of the slice in a shared ring to count them 32 at a time cost more instructions
+// than it saved (d6ad53e: 785 against 973 GB/s in two slices, 377 against 414 in five). What it
+// saves against partition or global: each count is a shared-memory atomic, with no round trip of
+// the samples through DRAM and no global atomic per sample. The host launches a multiple of
+// `slices` blocks so that every slice has as many members, which keeps them in step.
+// A sample's bin for the slice test (`bin - lo < len`): bin32's, or for integer samples of at most
+// 4 bytes without tallies the value itself. Out of range, the value minus lo is never below len:
+// a negative value is at least 2^31 as unsigned, above the 2^31 - len the test would need (the host
+// keeps sliced plans under 2^30 bins), and a value from nbins on is at least nbins - lo >= len
+// above lo. NO_BIN - lo is never below len either (lo + len <= nbins < NO_BIN).
+template <int MODE, bool TALLY>
+__device__ __forceinline__ unsigned slice_bin(sample_t v, const BinParams& p, Tally& t) {
+#if !SAMPLE_IS_FLOAT
+    if (MODE == MODE_INTEGER && sizeof(sample_t) <= 4 && !TALLY) {
+        if (!p.clamp) return (unsigned)v;
+        const unsigned n = (unsigned)p.nbins;
+#if SAMPLE_IS_SIGNED
+        if (v < 0) return 0u;
+#endif
+        return (unsigned)v < n ? (unsigned)v : n - 1;
+    }
+#endif
+    return bin32<MODE, TALLY>(v, p, t);
+}
+
+// The grid-stride loop of `process` (two 16-byte loads per lane, the next two in flight) with the
+// lean per-sample step of the sliced kernels: the 32-bit bin of `slice_bin`, one subtraction and
+// one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
+// The generic step (64-bit slot codes, `resolve`, the aggregation branch) cost ~30 PTX
+// instructions per sample read at 0b27299, which every sample pays whether in the slice or not.
+template <int MODE, int BITS, bool TALLY>
+__device__ __forceinline__ void sliced_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
+                                            PackedSink<BITS>& sink, Tally& t, unsigned lo, unsigned len,
+                                            unsigned block, unsigned blocks) {
+    constexpr int VEC = 16 / sizeof(sample_t);
+    union Vec { uint4 raw; sample_t s[VEC]; };
+    auto step = [&](sample_t v) {
+        const unsigned local = slice_bin<MODE, TALLY>(v, p, t) - lo;
+        if (local < len) sink.add(local, 1u);
+    };
+    const unsigned long long nvec = n / VEC;
+    const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
+    const uint4* in4 = reinterpret_cast<const uint4*>(in);
+    unsigned long long i = (unsigned long long)block * blockDim.x + threadIdx.x;
+    if (i + stride < nvec) {
+        Vec a, b;
+        a.raw = __ldg(in4 + i);
+        b.raw = __ldg(in4 + i + stride);
+        for (;;) {
+            const unsigned long long next = i + 2 * stride;
+            const bool more = next + stride < nvec;
+            Vec na, nb;
+            if (more) {
+                na.raw = __ldg(in4 + next);
+                nb.raw = __ldg(in4 + next + stride);
+            }
+            sink.step();
+#pragma unroll
+            for (int k = 0; k < VEC; k++) step(a.s[k]);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) step(b.s[k]);
+            i = next;
+            if (!more) break;
+            a = na, b = nb;
+        }
+    }
+    for (; i < nvec; i += stride) {
+        Vec a;
+        a.raw = __ldg(in4 + i);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) step(a.s[k]);
+    }
+    for (unsigned long long j = nvec * VEC + (unsigned long long)block * blockDim.x + threadIdx.x; j < n; j += stride)
+        step(in[j]);
+}
+
+template <int MODE, int BITS>
+__device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
+                              unsigned long long* tallies) {
+    constexpr unsigned PER = 32 / BITS;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned hot_key;
+    const unsigned per = p.bins_per_block;
+    const unsigned slices = (unsigned)((p.nbins + per - 1) / per);
+    const unsigned slice = blockIdx.x % slices;
+    const unsigned member = blockIdx.x / slices;
+    const unsigned members = (gridDim.x - slice + slices - 1) / slices;
+    const unsigned lo = slice * per;
+    const unsigned len = (unsigned)min((unsigned long long)per, p.nbins - lo);
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned words = (len + PER - 1) / PER;
+    unsigned* hot_counts = h + words;
+    for (unsigned b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
+    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
+    __syncthreads();
+    PackedSink<BITS> sink{h, out + lo, len, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
+    Tally t{0, 0, 0};
+    // A second copy of the loop without tallies where binning is cheap (the modes `auto` slices);
+    // the others keep one copy, which fits their registers without spilling.
+    constexpr bool LEAN = MODE == MODE_INTEGER || MODE == MODE_UNIFORM32_EXACT;
+    if (!LEAN || slice == 0)
+        sliced_loop<MODE, BITS, true>(in, n, p, sink, t, lo, len, member, members);
+    else
+        sliced_loop<MODE, BITS, !LEAN>(in, n, p, sink, t, lo, len, member, members);
+    __syncthreads();
+    flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
+    // Every slice sees every sample; the first slice's blocks report the ones outside the bins.
+    if (slice == 0) flush_tally(t, tallies);
 }
 
 // The address of `local` (this block's shared memory) in block `rank`'s window of the cluster.

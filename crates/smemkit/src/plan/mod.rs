@@ -1103,6 +1103,14 @@ fn sliced_choice(
             w.nbins
         )));
     }
+    // The kernels' slice test relies on it (`slice_bin` in kernels/histogram.cu); the slice count's
+    // own limit (one per SM) keeps real devices far below it.
+    if w.nbins >= 1 << 30 {
+        return Err(unsupported(format!(
+            "{} bins: the sliced kernels take fewer than 2^30",
+            w.nbins
+        )));
+    }
     if slices > w.nbins.max(1) || slices > limits.sm_count as usize {
         return Err(unsupported(format!(
             "{slices} slices: at most one per bin ({}) and one per SM ({})",
