@@ -380,7 +380,7 @@ fn plan_prints_the_plan_and_the_limits() {
     );
     let r = smemkit(&["plan", "--bins", "1000000", "--strategy", "shared"]);
     assert!(!r.ok && r.stderr.starts_with("error: "), "{}", r.stderr);
-    // u32 counters while they fit one block, then narrow counters; the 4-bit and sliced plans and
+    // u32 counters while they fit one block, then narrow counters; the sliced plans and
     // the partition passes are probed for skew.
     let r = smemkit(&["plan", "--bins", "32768"]);
     assert!(r.ok, "{}", r.stderr);
@@ -399,7 +399,7 @@ fn plan_prints_the_plan_and_the_limits() {
         r.stdout
     );
     for (bins, strategy) in [
-        ("262144", "shared4"),
+        ("262144", "sliced8x2"),
         ("1048576", "sliced4x3"),
         ("2097152", "partition"),
     ] {

@@ -504,8 +504,8 @@ fn large_inputs_2_to_the_28_and_beyond_2_to_the_31() {
     assert_eq!(gpu.counted(), n as u64, "every byte counted");
 }
 
-/// `auto` beyond one block of 8-bit counters probes the data before its plan (4-bit counters,
-/// slices of them, the partition passes): hot data (7 of 8 samples in one bin) goes to the global
+/// `auto` beyond one block of 8-bit counters probes the data before its plan (slices of 8- or 4-bit
+/// counters, the partition passes): hot data (7 of 8 samples in one bin) goes to the global
 /// kernel, uniform data stays on the plan, and either way the result is the CPU engine's. Inputs
 /// shorter than the probe's minimum are not probed.
 #[test]
@@ -518,7 +518,7 @@ fn auto_probes_skew_beyond_one_block() {
         (131_072, Dist::Hot, "shared8"),
         (131_072, Dist::Uniform, "shared8"),
         (262_144, Dist::Hot, "-> global"),
-        (262_144, Dist::Uniform, "-> shared4"),
+        (262_144, Dist::Uniform, "-> sliced8x2"),
         (1 << 20, Dist::Hot, "-> global"),
         (1 << 20, Dist::Uniform, "-> sliced4x3"),
         (1 << 24, Dist::Hot, "-> global"),

@@ -575,12 +575,12 @@ fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
         }
         _ => {}
     }
-    if let Some(p) = auto_four_bit_plan(w, limits) {
+    if let Some(p) = auto_sliced_plan(w, limits) {
         return p;
     }
     // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/). Counts of integer
     // samples: the partition passes beat every other strategy beyond the 4-bit counters' reach
-    // (auto_four_bit_plan) and beyond one block before them (131072 bins, run 3:
+    // (auto_sliced_plan) and beyond one block before them (131072 bins, run 3:
     // 418 GB/s uniform against 341 for clusters of 4 and 316 for global; run 4 sorts each scatter
     // tile in shared memory and stores 16-bit indices, which is what makes them win at 1M bins too).
     // Float samples locate each sample twice in the partition passes, which costs more than it
@@ -633,45 +633,47 @@ fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
     )
 }
 
-/// Most slices of 4-bit counters `auto` plans: four lost to partition (H100, 6836a87: 1572864
-/// bins, 439 against 468 GB/s uniform).
-pub const AUTO_SLICED_MAX_SLICES: usize = 3;
+/// Most slices of 8-bit counters `auto` plans before 4-bit ones take over (H100, f8eb8bb, 2^28
+/// int32, uniform GB/s): two slices of 8-bit counters beat one block of 4-bit counters (1215 /
+/// 1122 / 1045 against 1181 / 986 / 882 at 262144 / 393216 / 464608 bins), three lose to two of
+/// 4-bit (854 against 930 at 524288).
+pub const AUTO_SLICED8_MAX_SLICES: usize = 2;
+/// Most slices of 4-bit counters `auto` plans: four beat partition (589 against 468 GB/s at
+/// 1572864 bins, f8eb8bb); five would read the input five times for ~2300 / 5 GB/s, partition's
+/// ~466.
+pub const AUTO_SLICED4_MAX_SLICES: usize = 4;
 
-/// `auto`'s plan from where one block of 8-bit counters no longer holds the bins (232304) to three
-/// slices of 4-bit counters (1393824 bins): one block of 4-bit counters, then the sliced strategy
-/// with the fewest slices. Measured on the H100 (6836a87, 2^28 int32, uniform / hot GB/s, the hot
-/// figures before the skew probe): one block 1066 / 1334 at 262144 bins, 904 / 1291 at 393216,
-/// 816 / 1309 at 464608; two slices 746 / 899 at 524288, 635 / 873 at 929216; three 546 / 674 at
-/// 1M; partition did 465-472 / 363-368 over the same range, 8-bit slices 413-970 (one more slice
-/// each). Counts of samples with cheap binning only: the sliced kernels bin every sample once per
-/// slice. A 4-bit counter wraps every 16 counts and each wrap costs a few global atomics, so the
-/// choice assumes spread data (2^28 samples over 262144 bins: ~8 counts per bin and block); data
-/// piled on few bins goes to global through the skew probe ([`skew_probe_threshold`]).
-fn auto_four_bit_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
+/// `auto`'s plan from where one block of 8-bit counters no longer holds the bins (232304) to four
+/// slices of 4-bit counters (1858432 bins): the sliced strategy, two slices of 8-bit counters, then
+/// 4-bit ones. Measured on the H100 (f8eb8bb, 2^28 int32, uniform / hot GB/s, the hot figures
+/// before the skew probe): sliced8x2 1215 / 1223 at 262144 bins, 1045 / 1167 at 464608; sliced4x2
+/// 930 / 1049 at 524288, 786 / 1025 at 786432; sliced4x3 742 / 815 at 1M, 656 / 759 at 1393824;
+/// sliced4x4 589 / 637 at 1572864; partition did 465-476 / 364-369 over the range. Counts of
+/// samples with cheap binning only: the sliced kernels bin every sample once per slice. A 4-bit
+/// counter wraps every 16 counts and each wrap costs a few global atomics, so they assume spread
+/// data (2^28 samples over 1M bins in three slices: ~6 counts per bin and block); data piled on few
+/// bins goes to global through the skew probe ([`skew_probe_threshold`]).
+fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
     if w.weighted || !w.cheap_binning() {
         return None;
     }
-    let bytes = packed_bytes(w.nbins, 4);
-    if bytes <= counter_capacity(limits) {
-        return Some(packed_plan(
-            w,
-            limits,
-            4,
-            format!(
-                "{} bytes of 4-bit counters fit one block ({} bins are beyond 8-bit counters)",
-                bytes, w.nbins
-            ),
-        ));
-    }
-    let slices = w.nbins.div_ceil(packed_max_bins_per_block(limits, 4));
-    if slices > AUTO_SLICED_MAX_SLICES {
+    let bits = [
+        (8u32, AUTO_SLICED8_MAX_SLICES),
+        (4, AUTO_SLICED4_MAX_SLICES),
+    ]
+    .into_iter()
+    .find(|&(bits, most)| w.nbins.div_ceil(packed_max_bins_per_block(limits, bits)) <= most)?
+    .0;
+    let p = sliced_choice(w, limits, Some(bits), None).ok()?;
+    let Strategy::Sliced { slices, .. } = p.strategy else {
         return None;
-    }
-    sliced_choice(w, limits, Some(4), None).ok().map(|p| Plan {
+    };
+    Some(Plan {
         reason: format!(
-            "{} bins in {slices} slices of 4-bit counters, one block each: every block reads \
-                 the input and counts its slice (measured ahead of partition up to {} slices)",
-            w.nbins, AUTO_SLICED_MAX_SLICES
+            "{} bins in {slices} slices of {bits}-bit counters, one block each: every block reads \
+             the input and counts its slice (measured ahead of partition up to {} slices of 4-bit \
+             counters)",
+            w.nbins, AUTO_SLICED4_MAX_SLICES
         ),
         ..p
     })
@@ -737,14 +739,20 @@ pub fn hot_share_for_global(nbins: usize) -> f64 {
     }
 }
 
-/// The hot share from which global beats one block of 4-bit counters. Modelled as for
-/// [`hot_share_for_global`] from the H100 figures at 262144 bins (6836a87 and d9af0a6): 4-bit
-/// counters 1.007 - 0.23 f ms, global 3.17 - 2.83 f, equal at f = 0.83 (0.82 at 464608 bins).
-pub const HOT_SHARE_FOR_GLOBAL_FOUR_BIT: f64 = 0.85;
-/// The same for the sliced 4-bit plans: at 786432 bins (two slices) 1.57 - 0.40 f ms against
-/// global's 3.17 - 2.83 f, f = 0.66; at 1M (three slices) 1.97 - 0.43 f against 3.22 - 2.87 f,
-/// f = 0.51.
-pub const HOT_SHARE_FOR_GLOBAL_SLICED: f64 = 0.55;
+/// The hot share from which global beats `auto`'s sliced plan of `slices` slices. Modelled as for
+/// [`hot_share_for_global`] from the H100 figures of f8eb8bb (time linear in the share f between
+/// uniform and 7/8 hot): two slices 0.884 - 0.01 f ms against global's 3.17 - 2.83 f at 262144 bins
+/// (f = 0.81), 1.155 - 0.15 f against 3.2 - 2.86 f at 524288 (0.75), 1.366 - 0.365 f at 786432
+/// (0.73); three slices 1.447 - 0.149 f against 3.22 - 2.87 f at 1M (0.65); four 1.823 - 0.157 f
+/// against 3.13 - 2.77 f at 1572864 (0.50). Each threshold sits a little above the lowest crossover
+/// of its slice count.
+pub fn hot_share_for_global_sliced(slices: u32) -> f64 {
+    match slices {
+        0..=2 => 0.75,
+        3 => 0.66,
+        _ => 0.55,
+    }
+}
 
 /// Bytes of shared memory for `nbins` counters of `bits` bits packed into 32-bit words, and the
 /// 32 per-lane u32 counters of the block's hot bin behind them (`PACKED_HOT_LANES` in
@@ -780,9 +788,8 @@ fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
 
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
 /// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch: the
-/// partition passes (367 GB/s on hot data against global's ~1520 at every bin count they serve),
-/// one block of 4-bit counters and the sliced plans (their thresholds' arithmetic is on the
-/// constants). `None` for every other plan, for a forced strategy, and for a workload known to be
+/// partition passes (367 GB/s on hot data against global's ~1520 at every bin count they serve) and
+/// the sliced plans (their thresholds' arithmetic is on [`hot_share_for_global_sliced`]). `None` for every other plan, for a forced strategy, and for a workload known to be
 /// shorter than [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA engine builds its probe from this, and
 /// `smemkit plan` reports it.
 ///
@@ -798,8 +805,7 @@ pub fn skew_probe_threshold(plan: &Plan, w: &Workload, choice: StrategyChoice) -
     }
     match plan.strategy {
         Strategy::Partition => Some(hot_share_for_global(w.nbins)),
-        Strategy::Packed { bits: 4 } => Some(HOT_SHARE_FOR_GLOBAL_FOUR_BIT),
-        Strategy::Sliced { .. } => Some(HOT_SHARE_FOR_GLOBAL_SLICED),
+        Strategy::Sliced { slices, .. } => Some(hot_share_for_global_sliced(slices)),
         _ => None,
     }
 }
@@ -1180,7 +1186,7 @@ mod tests {
         let p = plan(&w(232_304), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
         assert_eq!((p.strategy, p.grid), (Strategy::Packed { bits: 8 }, 132));
         let p = plan(&w(232_305), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-        assert_eq!(p.strategy, Strategy::Packed { bits: 4 });
+        assert_eq!(p.strategy, Strategy::Sliced { slices: 2, bits: 8 });
         assert!(plan(&w(116_153), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_err());
         assert!(plan(&w(116_152), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_ok());
     }
@@ -1266,8 +1272,14 @@ mod tests {
         };
         assert_eq!(at(131_072, SampleType::I32), Strategy::Packed { bits: 8 });
         assert_eq!(at(131_072, SampleType::F32), Strategy::Packed { bits: 8 });
-        assert_eq!(at(262_144, SampleType::I32), Strategy::Packed { bits: 4 });
-        assert_eq!(at(464_608, SampleType::I32), Strategy::Packed { bits: 4 });
+        assert_eq!(
+            at(262_144, SampleType::I32),
+            Strategy::Sliced { slices: 2, bits: 8 }
+        );
+        assert_eq!(
+            at(464_608, SampleType::I32),
+            Strategy::Sliced { slices: 2, bits: 8 }
+        );
         assert_eq!(
             at(464_609, SampleType::I32),
             Strategy::Sliced { slices: 2, bits: 4 }
@@ -1278,10 +1290,10 @@ mod tests {
             Strategy::Sliced { slices: 3, bits: 4 }
         );
         assert_eq!(
-            at(3 * 464_608, SampleType::I32),
-            Strategy::Sliced { slices: 3, bits: 4 }
+            at(4 * 464_608, SampleType::I32),
+            Strategy::Sliced { slices: 4, bits: 4 }
         );
-        assert_eq!(at(3 * 464_608 + 1, SampleType::I32), Strategy::Partition);
+        assert_eq!(at(4 * 464_608 + 1, SampleType::I32), Strategy::Partition);
         assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
         // Float bins that need no correction bin as cheaply as integers: planned as them.
         let exact = |nbins| {
@@ -1604,14 +1616,14 @@ mod shard_tests {
             at(1 << 21, SampleType::I32, false, Some(1 << 21)).strategy,
             Strategy::Partition
         );
-        // One block of 4-bit counters and the sliced plans: fewer samples per block than bins.
+        // The sliced plans: fewer samples per block than bins in its slice.
         assert_eq!(
-            at(262_144, SampleType::I32, false, Some(132 * 262_143)).strategy,
+            at(262_144, SampleType::I32, false, Some(132 * 131_071)).strategy,
             Strategy::Global
         );
         assert_eq!(
-            at(262_144, SampleType::I32, false, Some(132 * 262_144)).strategy,
-            Strategy::Packed { bits: 4 }
+            at(262_144, SampleType::I32, false, Some(132 * 131_072)).strategy,
+            Strategy::Sliced { slices: 2, bits: 8 }
         );
         assert_eq!(
             at(1 << 20, SampleType::I32, false, Some(1 << 20)).strategy,
@@ -1655,8 +1667,13 @@ mod shard_tests {
         assert_eq!(at(98_304), None, "two blocks of 8-bit counters per SM");
         assert_eq!(at(131_072), None, "one block of 8-bit counters per SM");
         assert_eq!(at(232_304), None);
-        assert_eq!(at(262_144), Some(HOT_SHARE_FOR_GLOBAL_FOUR_BIT));
-        assert_eq!(at(1 << 20), Some(HOT_SHARE_FOR_GLOBAL_SLICED));
+        assert_eq!(at(262_144), Some(hot_share_for_global_sliced(2)));
+        assert_eq!(at(1 << 20), Some(hot_share_for_global_sliced(3)));
+        // The standard hot workload goes to global from every sliced plan, uniform data never.
+        for slices in 1..=4 {
+            let t = hot_share_for_global_sliced(slices);
+            assert!(t > 0.5 && t < 7.0 / 8.0, "{slices}: {t}");
+        }
         assert_eq!(at(1 << 21), Some(hot_share_for_global(1 << 21)));
         // Only `auto` probes, and only inputs long enough to pay for it.
         let w = Workload::new(131_072, SampleType::I32, false);
