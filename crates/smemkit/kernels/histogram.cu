@@ -299,6 +299,13 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
     }
 }
 
+// The lean loop of the sliced kernels (defined after `bin32`, below), which the shared and packed
+// kernels use for integer bins and (packed) exact float32 bins.
+template <int MODE, bool TALLY, bool PREFETCH, class Sink>
+__device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
+                                          Sink& sink, Tally& t, unsigned lo, unsigned len, unsigned block,
+                                          unsigned blocks);
+
 // ---- shared: one private histogram per block -------------------------------------------------
 
 template <class C>
@@ -326,7 +333,13 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
     __syncthreads();
     SharedSink<C> sink{h};
     Tally t{0, 0, 0};
-    process<MODE, W, SharedSink<C>, PREFETCH>(in, n, w, p, sink, t, blockIdx.x, gridDim.x);
+    // Unaggregated u32 counts of integer bins take the lean step (see `lean_loop`).
+    constexpr bool LEAN = cuda::std::is_void<W>::value && cuda::std::is_same<C, unsigned int>::value &&
+                          MODE == MODE_INTEGER;
+    if (LEAN && !p.aggregate)
+        lean_loop<MODE, true, PREFETCH>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
+    else
+        process<MODE, W, SharedSink<C>, PREFETCH>(in, n, w, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
     flush_counters(h, p.nbins, out);
     flush_tally(t, tallies);
@@ -426,12 +439,6 @@ __device__ __forceinline__ void flush_packed(const unsigned* h, unsigned long lo
     }
 }
 
-// The sliced kernels' lean loop (below, after `bin32`), which the prefetching builds here share.
-template <int MODE, int BITS, bool TALLY>
-__device__ __forceinline__ void sliced_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
-                                            PackedSink<BITS>& sink, Tally& t, unsigned lo, unsigned len,
-                                            unsigned block, unsigned blocks);
-
 template <int MODE, int BITS, bool PREFETCH>
 __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
                               unsigned long long* tallies) {
@@ -450,7 +457,7 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     // kernels' lean step (a whole slice: the bins from 0); the rest with `process`.
     constexpr bool LEAN = PREFETCH && (MODE == MODE_INTEGER || MODE == MODE_UNIFORM32_EXACT);
     if (LEAN && !p.aggregate)
-        sliced_loop<MODE, BITS, true>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
+        lean_loop<MODE, true, true>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
     else
         process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t, blockIdx.x, gridDim.x);
     __syncthreads();
@@ -660,10 +667,10 @@ __device__ __forceinline__ unsigned slice_bin(sample_t v, const BinParams& p, Ta
 // one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
 // The generic step (64-bit slot codes, `resolve`, the aggregation branch) cost ~30 PTX
 // instructions per sample read at 0b27299, which every sample pays whether in the slice or not.
-template <int MODE, int BITS, bool TALLY>
-__device__ __forceinline__ void sliced_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
-                                            PackedSink<BITS>& sink, Tally& t, unsigned lo, unsigned len,
-                                            unsigned block, unsigned blocks) {
+template <int MODE, bool TALLY, bool PREFETCH, class Sink>
+__device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
+                                          Sink& sink, Tally& t, unsigned lo, unsigned len, unsigned block,
+                                          unsigned blocks) {
     constexpr int VEC = 16 / sizeof(sample_t);
     union Vec { uint4 raw; sample_t s[VEC]; };
     auto step = [&](sample_t v) {
@@ -674,7 +681,18 @@ __device__ __forceinline__ void sliced_loop(const sample_t* __restrict__ in, uns
     const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
     const uint4* in4 = reinterpret_cast<const uint4*>(in);
     unsigned long long i = (unsigned long long)block * blockDim.x + threadIdx.x;
-    if (i + stride < nvec) {
+    if (!PREFETCH) {
+        for (; i + stride < nvec; i += 2 * stride) {
+            Vec a, b;
+            a.raw = __ldg(in4 + i);
+            b.raw = __ldg(in4 + i + stride);
+            sink.step();
+#pragma unroll
+            for (int k = 0; k < VEC; k++) step(a.s[k]);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) step(b.s[k]);
+        }
+    } else if (i + stride < nvec) {
         Vec a, b;
         a.raw = __ldg(in4 + i);
         b.raw = __ldg(in4 + i + stride);
@@ -731,9 +749,9 @@ __device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParam
     // the others keep one copy, which fits their registers without spilling.
     constexpr bool LEAN = MODE == MODE_INTEGER || MODE == MODE_UNIFORM32_EXACT;
     if (!LEAN || slice == 0)
-        sliced_loop<MODE, BITS, true>(in, n, p, sink, t, lo, len, member, members);
+        lean_loop<MODE, true, true>(in, n, p, sink, t, lo, len, member, members);
     else
-        sliced_loop<MODE, BITS, !LEAN>(in, n, p, sink, t, lo, len, member, members);
+        lean_loop<MODE, !LEAN, true>(in, n, p, sink, t, lo, len, member, members);
     __syncthreads();
     flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
     // Every slice sees every sample; the first slice's blocks report the ones outside the bins.
@@ -1189,8 +1207,12 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
 
 // ---- extern "C" entry points -----------------------------------------------------------------
 
+// Counts of integer bins in shared memory run four 512-thread blocks per SM while the counters are
+// small (256 bins: u8 samples at 90 % of a copy is a target), which leaves 32 registers a thread:
+// the lean step took byte samples to 39 unbounded.
+#define SHARED_MIN_BLOCKS(MODE, WTYPE) ((MODE) == MODE_INTEGER && cuda::std::is_void<WTYPE>::value ? 4 : 1)
 #define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT, GOUT)                                                         \
-    extern "C" __global__ void __launch_bounds__(512) hist_shared_##MNAME##_##WNAME(                           \
+    extern "C" __global__ void __launch_bounds__(512, SHARED_MIN_BLOCKS(MODE, WTYPE)) hist_shared_##MNAME##_##WNAME( \
         const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
         shared_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                                 \
     }                                                                                                            \
