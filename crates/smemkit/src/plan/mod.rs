@@ -1864,6 +1864,27 @@ mod sliced_tests {
         assert_eq!(p.grid, 5, "at least one block per slice");
     }
 
+    proptest::proptest! {
+        /// Every bin count of the sliced range gets a sliced plan that holds its bins: the widths
+        /// and slice counts `auto` allows, counters within one block's shared memory, a grid of
+        /// whole slices, and the skew probe in front.
+        #[test]
+        fn auto_sliced_plans_hold_their_bins(nbins in 232_305usize..=4 * 464_608) {
+            let w = Workload::new(nbins, SampleType::I32, false);
+            let p = plan(&w, &H100, StrategyChoice::Auto).unwrap();
+            let Strategy::Sliced { slices, bits } = p.strategy else {
+                panic!("{nbins} bins: {}", p.strategy);
+            };
+            let most = if bits == 8 { AUTO_SLICED8_MAX_SLICES } else { AUTO_SLICED4_MAX_SLICES };
+            proptest::prop_assert!(slices as usize <= most);
+            proptest::prop_assert!(p.bins_per_block * slices as usize >= nbins);
+            proptest::prop_assert!(p.bins_per_block * (slices as usize - 1) < nbins);
+            proptest::prop_assert!(p.shared_bytes as usize <= counter_capacity(&H100));
+            proptest::prop_assert_eq!(p.grid % slices, 0);
+            proptest::prop_assert!(skew_probe_threshold(&p, &w, StrategyChoice::Auto).is_some());
+        }
+    }
+
     #[test]
     fn four_bit_counters_hold_twice_the_bins_of_eight() {
         let w = Workload::new(400_000, SampleType::I32, false);
