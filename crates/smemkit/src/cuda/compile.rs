@@ -260,10 +260,18 @@ mod tests {
                         "{t}: {name} missing from the PTX"
                     );
                 }
-                // Packed narrow counters count samples only.
-                for bits in ["16", "16p", "8", "8p"] {
+                // Packed narrow counters and the sliced kernels count samples only.
+                for kernel in [
+                    "shared16",
+                    "shared16p",
+                    "shared8",
+                    "shared8p",
+                    "shared4p",
+                    "sliced8",
+                    "sliced4",
+                ] {
                     for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
-                        let name = format!("hist_shared{bits}_{m}_none");
+                        let name = format!("hist_{kernel}_{m}_none");
                         assert!(
                             ptx.contains(&format!(".entry {name}(")),
                             "{t}: {name} missing from the PTX"

@@ -95,9 +95,10 @@ pub fn kernel_name(
             return format!("hist_sharedp_{}_none", mode_name(binning));
         }
         Strategy::Shared => "shared",
-        // Counts only (the planner refuses weights): one kernel per width, each in two builds.
+        // Counts only (the planner refuses weights): one kernel per width, in two builds (4-bit
+        // counters: the prefetching one only, which plan::prefetch_build says).
         Strategy::Packed { bits } => {
-            let build = if bits == 4 || plan::prefetch_build(plan, limits, false) {
+            let build = if plan::prefetch_build(plan, limits, false) {
                 "p"
             } else {
                 ""
@@ -147,8 +148,8 @@ pub struct Prepared {
     fold: Option<(CudaSlice<u32>, cudarc::driver::CudaFunction)>,
     /// Partition strategy: the later passes and their buffers.
     partition: Option<Partition>,
-    /// `auto`'s probed plans (partition, 4-bit counters, sliced): the skew probe and the global
-    /// plan it may switch to.
+    /// `auto`'s probed plans (partition, sliced): the skew probe and the global plan it may switch
+    /// to.
     skew: Option<SkewProbe>,
     _edges: Option<CudaSlice<f64>>,
     /// numpy's float32 edges of uniform float32 bins, read by the correction step instead of

@@ -789,8 +789,9 @@ fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
 /// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch: the
 /// partition passes (367 GB/s on hot data against global's ~1520 at every bin count they serve) and
-/// the sliced plans (their thresholds' arithmetic is on [`hot_share_for_global_sliced`]). `None` for every other plan, for a forced strategy, and for a workload known to be
-/// shorter than [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA engine builds its probe from this, and
+/// the sliced plans (their thresholds' arithmetic is on [`hot_share_for_global_sliced`]). `None`
+/// for every other plan, for a forced strategy, and for a workload known to be shorter than
+/// [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA engine builds its probe from this, and
 /// `smemkit plan` reports it.
 ///
 /// One block of 8-bit counters per SM was probed too (from a 0.8 share) while it ran 512 threads:
