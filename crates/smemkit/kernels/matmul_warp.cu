@@ -543,8 +543,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
     extern __shared__ __align__(16) float smem[];
     float* As = smem;
     float* Bs = smem + STAGES * A_STAGE;
-    int m0, n0;
-    block_tile(M, N, m0, n0);
+    int lm0, ln0;  // the tile computed, which the stored tile (m0, n0) may shift (see below)
+    {
+        int m0, n0;
+        block_tile(M, N, m0, n0);
+        // A block tile that crosses M (or N) is computed shifted back to end at M (N), so that
+        // its loads lie inside A and B and take the unchecked path; the rows (columns) it shares
+        // with its neighbour are computed twice and stored once, by the block that owns them
+        // (below m0 and n0 nothing is stored). The shift keeps 16-byte groups aligned: along an
+        // mn-contiguous operand it needs that dimension to be a multiple of 4, and N always (C's
+        // 16-byte stores).
+        lm0 = m0 + BM > M && M >= BM && (!A_MN_CONTIG || M % 4 == 0) ? M - BM : m0;
+        ln0 = n0 + BN > N && N >= BN && N % 4 == 0 ? N - BN : n0;
+    }
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
     const int ra = wm + (lane / LANES_N) * 4, rb = wn + (lane % LANES_N) * 4;
@@ -553,8 +564,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
     Operand<B_MN_CONTIG, BN, LDB_S> opb;
     int t0, tiles;
     c += k_range(K, M, ldc, t0, tiles);
-    opa.init(a, lda, m0, M, t0 * BK, vec_a != 0);
-    opb.init(b, ldb, n0, N, t0 * BK, vec_b != 0);
+    opa.init(a, lda, lm0, M, t0 * BK, vec_a != 0);
+    opb.init(b, ldb, ln0, N, t0 * BK, vec_b != 0);
 
     float acc[TM][TN];
 #pragma unroll
@@ -585,7 +596,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
     // The tiles whose loads lie wholly inside A and B (the block's tile inside M and N, both
     // operands 16-byte aligned, whole BK steps inside K) run without the bounds checks; the
     // rest (the last STAGES - 1 tiles, edge blocks, unaligned operands) with them.
-    const bool inside = vec_a != 0 && vec_b != 0 && m0 + BM <= M && n0 + BN <= N;
+    const bool inside = vec_a != 0 && vec_b != 0 && lm0 + BM <= M && ln0 + BN <= N;
     const int whole = K / BK - t0;  // tiles from t0 on that end inside K
     const int fast = inside ? max(0, min(tiles, whole) - (STAGES - 1)) : 0;
     int t = 0;
@@ -595,14 +606,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
         multiply_tile<false>(t, tiles, t0, K, opa, opb, As, Bs, ra, rb, rs, ws, fa, fb, acc);
     cp_async_wait<0>();  // only empty groups can remain; leave none behind
 
+    // The stored tile, derived again here rather than kept in registers through the loop.
+    int m0, n0;
+    block_tile(M, N, m0, n0);
     const bool vc = vec_c != 0;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int m = m0 + ra + (i / 4) * (WM / FM) + i % 4;
-        if (m >= M) continue;
+        const int m = lm0 + ra + (i / 4) * (WM / FM) + i % 4;
+        if (m < m0 || m >= M) continue;
 #pragma unroll
         for (int h = 0; h < FN; ++h) {
-            const int n = n0 + rb + h * (WN / FN);
+            // n, n0 and ln0 are multiples of 4: a group of 4 columns is wholly the block's or not
+            const int n = ln0 + rb + h * (WN / FN);
+            if (n < n0) continue;
             float* p = c + (i64)m * ldc + n;
             const float* r = &acc[i][h * 4];
             if (vc && n + 3 < N) {

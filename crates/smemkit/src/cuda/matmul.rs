@@ -90,10 +90,11 @@ impl WarpConfig {
 
     /// The configurations the autotuner measures (the default first). Registers by ptxas 13.0
     /// for sm_90a (NN layout): 127, 128, 127, 149, 149, 151,
-    /// 153, 127, 127, 128 for the first ten, then 127, 127, 127, 235, 233, 241, 127, 127, 167 and
-    /// 127 for those added in session 3, 233, 249, 235 and 253 for the four of session 5; none spills
-    /// in any layout. The split-K ones are measured only for products with fewer tiles than the
-    /// GPU has SMs.
+    /// 153, 127, 127, 128 for the first ten, then 127, 123, 128, 235, 237, 241, 127, 127, 167 and
+    /// 127 for those added in session 3, 237, 241, 239 and 233 for the four of session 5 (with
+    /// the unchecked loads and shifted edge tiles of session 8). None spills, except
+    /// 128x128x16-w64x32-s3-b2-p with both operands transposed (4 bytes). The split-K ones are
+    /// measured only for products with fewer tiles than the GPU has SMs.
     pub const CANDIDATES: [WarpConfig; 24] = [
         WarpConfig::DEFAULT,
         WarpConfig {
