@@ -34,6 +34,8 @@ use crate::bins::{locate_in_edges, Binning, OutOfRange, Slot, UniformF32, Unifor
 use crate::histogram::{Counts, Tallies};
 use crate::sample::{Sample, SampleType, Weights};
 
+mod partition_i32;
+
 /// Counts and tallies of one run of the CPU engine, before the policy is checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuResult {
@@ -690,7 +692,10 @@ fn dispatch<T: Sample, C: Codes<T>>(
     match weights {
         Some(w) => run_weighted(samples, w, nbins, clamp, codes),
         None => {
-            let mut slots = if nbins >= PARTITION_MIN_BINS {
+            let int32 = codes.integer_bins().and(same_type::<T, i32>(samples));
+            let mut slots = if let (true, Some(xs)) = (nbins >= PARTITION_MIN_BINS, int32) {
+                partition_i32::run_partitioned_i32(xs, nbins)
+            } else if nbins >= PARTITION_MIN_BINS {
                 run_partitioned(samples, nbins, codes)
             } else {
                 run_counts(samples, nbins, codes)

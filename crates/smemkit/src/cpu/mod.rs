@@ -2,6 +2,7 @@
 //! machine without a GPU, and it is the reference the GPU engine is tested against.
 
 pub mod histogram;
+pub(crate) mod huge_pages;
 pub mod matmul;
 pub mod reverse;
 pub mod stencil;
