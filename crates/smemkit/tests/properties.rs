@@ -250,22 +250,30 @@ proptest! {
     }
 }
 
-/// Skewed data on the partitioned path: one bucket holds most samples and is split among workers.
+/// Skewed data on the partitioned paths: one bucket holds most samples and is split among
+/// workers. One hot value (which the int32 path takes out before its scatter), and five values
+/// of one bucket in turn (no hot value: the bucket itself is split), as int32 and as int64 (the
+/// generic path).
 #[test]
 fn partitioned_path_hot_bucket() {
     let nbins = PARTITION_MIN_BINS + 5;
-    let n = 5_000_000;
-    let data: Vec<i32> = noise(n, 3)
-        .map(|r| {
-            if r % 8 != 0 {
-                7
-            } else {
-                (r >> 20) as i32 % (nbins as i32 + 50) - 20
-            }
-        })
-        .collect();
-    for p in [OutOfRange::Ignore, OutOfRange::Clamp] {
-        check(&data, None, BinSpec::Integer { nbins }, p).unwrap();
+    // 7/8 of the samples in one bucket: above SPLIT_BUCKET (2^22 entries)
+    let n = 6_000_000;
+    for spread in [1, 5] {
+        let data: Vec<i32> = noise(n, 3)
+            .map(|r| {
+                if r % 8 != 0 {
+                    7 + 1000 * (r % spread) as i32
+                } else {
+                    (r >> 20) as i32 % (nbins as i32 + 50) - 20
+                }
+            })
+            .collect();
+        let wide: Vec<i64> = data.iter().map(|&x| x as i64).collect();
+        for p in [OutOfRange::Ignore, OutOfRange::Clamp] {
+            check(&data, None, BinSpec::Integer { nbins }, p).unwrap();
+            check(&wide, None, BinSpec::Integer { nbins }, p).unwrap();
+        }
     }
 }
 

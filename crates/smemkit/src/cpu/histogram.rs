@@ -1518,11 +1518,36 @@ fn hot_code_of(codes: &[u32]) -> u32 {
 /// Bins from [`PARTITION_MIN_BINS`] on: scatter into buckets of 2^16 bins, then count each bucket in
 /// a cache-resident scratch and add it into its own slice of the result. Returns `nbins + 3` slots.
 fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &C) -> Vec<u64> {
-    let nbuckets = nbins.div_ceil(BUCKET_BINS);
-    let mut counts = vec![0u64; nbins + 3];
+    partitioned_rounds(
+        samples,
+        nbins,
+        BUCKET_BINS,
+        PARTITION_ROUND,
+        |chunk, part| scatter(chunk, codes, nbins, part),
+        || vec![0u32; 4 * BUCKET_BINS],
+        |lists, out, scratch| count_bucket(lists, scratch, out),
+    )
+}
+
+/// The rounds of a partitioned count, shared by [`run_partitioned`] and the int32 path: `round`
+/// samples at a time, the workers' chunks are scattered into [`Part`]s of `nbins / bucket_bins`
+/// buckets by `scatter`, then each bucket is counted by `count` (with a worker's scratch from
+/// `scratch`) into its slice of the result, and the parts' extra slots and hot counts are added.
+/// Returns `nbins + 3` slots.
+fn partitioned_rounds<T: Sync, S: Send>(
+    samples: &[T],
+    nbins: usize,
+    bucket_bins: usize,
+    round: usize,
+    scatter: impl Fn(&[T], &mut Part) + Sync,
+    scratch: impl Fn() -> S + Sync + Send,
+    count: impl Fn(&[&[u16]], &mut [u64], &mut S) + Sync,
+) -> Vec<u64> {
+    let nbuckets = nbins.div_ceil(bucket_bins);
+    let mut counts = crate::cpu::huge_pages::zeroed::<u64>(nbins + 3);
     let workers = rayon::current_num_threads().max(1);
     let mut parts: Vec<Part> = Vec::new();
-    for round in samples.chunks(PARTITION_ROUND) {
+    for round in samples.chunks(round) {
         let part_len = round.len().div_ceil(workers * 2).max(MIN_CHUNK);
         let nparts = round.len().div_ceil(part_len);
         let part_len_max = part_len.min(round.len());
@@ -1543,28 +1568,22 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
             .for_each(|(part, chunk)| {
                 if part.lines.is_empty() || part.cap != cap {
                     // zeroed by the allocator (pages mapped on first touch, no writing pass)
-                    part.lines = vec![0u16; (nbuckets * cap + 1) * STAGE];
+                    part.lines = crate::cpu::huge_pages::zeroed((nbuckets * cap + 1) * STAGE);
                     part.base = part.lines.as_ptr().align_offset(64);
                     part.cap = cap;
                 }
                 part.filled.fill(0);
                 part.spill.iter_mut().for_each(Vec::clear);
-                scatter(chunk, codes, nbins, part);
+                scatter(chunk, part);
             });
         let active = &parts[..nparts];
         counts[..nbins]
-            .par_chunks_mut(BUCKET_BINS)
+            .par_chunks_mut(bucket_bins)
             .enumerate()
-            .for_each_init(
-                || vec![0u32; 4 * BUCKET_BINS],
-                |scratch, (b, out)| {
-                    count_bucket(
-                        &active.iter().flat_map(|p| p.lists(b)).collect::<Vec<_>>(),
-                        scratch,
-                        out,
-                    )
-                },
-            );
+            .for_each_init(&scratch, |s, (b, out)| {
+                let lists: Vec<&[u16]> = active.iter().flat_map(|p| p.lists(b)).collect();
+                count_split(&lists, out, s, &scratch, &count)
+            });
         for p in parts[..nparts].iter_mut() {
             for (k, e) in p.extra.iter().enumerate() {
                 counts[nbins + k] += e;
@@ -1579,22 +1598,33 @@ fn run_partitioned<T: Sample, C: Codes<T>>(samples: &[T], nbins: usize, codes: &
     counts
 }
 
+/// `count` on one bucket's lists, except that a bucket holding a large share of the samples
+/// (skewed data), which would leave the other workers idle, has its lists halved and the halves
+/// counted in parallel (the second with a new scratch).
+fn count_split<S: Send>(
+    lists: &[&[u16]],
+    out: &mut [u64],
+    s: &mut S,
+    scratch: &(impl Fn() -> S + Sync),
+    count: &(impl Fn(&[&[u16]], &mut [u64], &mut S) + Sync),
+) {
+    let total: usize = lists.iter().map(|l| l.len()).sum();
+    if total <= SPLIT_BUCKET {
+        return count(lists, out, s);
+    }
+    let (left, right): (Vec<&[u16]>, Vec<&[u16]>) =
+        lists.iter().map(|l| l.split_at(l.len() / 2)).unzip();
+    let mut right_out = vec![0u64; out.len()];
+    rayon::join(
+        || count_split(&left, out, s, scratch, count),
+        || count_split(&right, &mut right_out, &mut scratch(), scratch, count),
+    );
+    out.iter_mut().zip(&right_out).for_each(|(o, r)| *o += r);
+}
+
 /// Counts one bucket's offsets (from every part) into `scratch` and adds them into `out`.
 fn count_bucket(lists: &[&[u16]], scratch: &mut [u32], out: &mut [u64]) {
     let total: usize = lists.iter().map(|l| l.len()).sum();
-    if total > SPLIT_BUCKET {
-        // A bucket holding a large share of the samples (skewed data) would leave the other
-        // workers idle: its lists are halved and the halves counted in parallel.
-        let (left, right): (Vec<&[u16]>, Vec<&[u16]>) =
-            lists.iter().map(|l| l.split_at(l.len() / 2)).unzip();
-        let mut right_out = vec![0u64; out.len()];
-        rayon::join(
-            || count_bucket(&left, scratch, out),
-            || count_bucket(&right, &mut vec![0u32; 4 * BUCKET_BINS], &mut right_out),
-        );
-        out.iter_mut().zip(&right_out).for_each(|(o, r)| *o += r);
-        return;
-    }
     // Many entries for one bucket means skewed data: interleave four copies.
     let ways = if total > 4 * BUCKET_BINS { 4 } else { 1 };
     let (s0, rest) = scratch.split_at_mut(BUCKET_BINS);

@@ -155,19 +155,6 @@ impl Scratch {
 /// [`BUCKET`] bins), leaving `s` zeroed.
 fn count_bucket(lists: &[&[u16]], out: &mut [u64], s: &mut Scratch) {
     let total: usize = lists.iter().map(|l| l.len()).sum();
-    if total > SPLIT_BUCKET {
-        // a bucket holding a large share of the samples (skew the hot bins did not catch):
-        // halves counted in parallel
-        let (left, right): (Vec<&[u16]>, Vec<&[u16]>) =
-            lists.iter().map(|l| l.split_at(l.len() / 2)).unzip();
-        let mut right_out = vec![0u64; out.len()];
-        rayon::join(
-            || count_bucket(&left, out, s),
-            || count_bucket(&right, &mut right_out, &mut Scratch::new()),
-        );
-        out.iter_mut().zip(&right_out).for_each(|(o, r)| *o += r);
-        return;
-    }
     if total < BUCKET / 2 {
         // few entries (skewed data whose hot bins were taken out, or a short input): added
         // straight into the result, which costs less than folding all the bucket's counters
@@ -208,63 +195,15 @@ fn count_bucket(lists: &[&[u16]], out: &mut [u64], s: &mut Scratch) {
 /// int32 samples, integer bins from [`PARTITION_MIN_BINS`]. Returns `nbins + 3` slots.
 pub(super) fn run_partitioned_i32(samples: &[i32], nbins: usize) -> Vec<u64> {
     let n = u32::try_from(nbins).expect("integer bins fit u32 slots");
-    let nbuckets = nbins.div_ceil(BUCKET);
-    let mut counts = crate::cpu::huge_pages::zeroed::<u64>(nbins + 3);
-    let workers = rayon::current_num_threads().max(1);
-    let mut parts: Vec<Part> = Vec::new();
-    for round in samples.chunks(ROUND) {
-        let part_len = round.len().div_ceil(workers * 2).max(MIN_CHUNK);
-        let nparts = round.len().div_ceil(part_len);
-        let part_len_max = part_len.min(round.len());
-        // a region holds its bucket's expected share plus 1/8 and two lines
-        let cap = (part_len_max / nbuckets + part_len_max / (8 * nbuckets)).div_ceil(STAGE) + 2;
-        parts.resize_with(nparts, || Part {
-            lines: Vec::new(),
-            base: 0,
-            filled: vec![0; nbuckets],
-            cap,
-            spill: vec![Vec::new(); nbuckets],
-            extra: [0; 3],
-            hot: Vec::new(),
-        });
-        parts
-            .par_iter_mut()
-            .zip(round.par_chunks(part_len))
-            .for_each(|(part, chunk)| {
-                if part.lines.is_empty() || part.cap != cap {
-                    // zeroed by the allocator (pages mapped on first touch, no writing pass)
-                    part.lines =
-                        crate::cpu::huge_pages::zeroed::<u16>((nbuckets * cap + 1) * STAGE);
-                    part.base = part.lines.as_ptr().align_offset(64);
-                    part.cap = cap;
-                }
-                part.filled.fill(0);
-                part.spill.iter_mut().for_each(Vec::clear);
-                scatter(chunk, n, part);
-            });
-        let active = &parts[..nparts];
-        counts[..nbins]
-            .par_chunks_mut(BUCKET)
-            .enumerate()
-            .for_each_init(Scratch::new, |scratch, (b, out)| {
-                count_bucket(
-                    &active.iter().flat_map(|p| p.lists(b)).collect::<Vec<_>>(),
-                    out,
-                    scratch,
-                )
-            });
-        for p in parts[..nparts].iter_mut() {
-            for (k, e) in p.extra.iter().enumerate() {
-                counts[nbins + k] += e;
-            }
-            p.extra = [0; 3];
-            for &(h, c) in &p.hot {
-                counts[h as usize] += c;
-            }
-            p.hot.clear();
-        }
-    }
-    counts
+    partitioned_rounds(
+        samples,
+        nbins,
+        BUCKET,
+        ROUND,
+        |chunk, part| scatter(chunk, n, part),
+        Scratch::new,
+        count_bucket,
+    )
 }
 
 #[cfg(test)]
