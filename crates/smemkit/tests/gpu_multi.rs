@@ -116,6 +116,16 @@ fn every_strategy_over_uneven_and_empty_shards() {
         (StrategyChoice::Cluster(Some(2)), 32768),
         (StrategyChoice::Global, 131072),
         (StrategyChoice::Partition, 1 << 20),
+        // the sliced plans (session 7): auto's pick on one GPU from 232305 bins, planned again
+        // for each shard's size, and the strategy forced
+        (StrategyChoice::Auto, 300_000),
+        (
+            StrategyChoice::Sliced {
+                bits: None,
+                slices: None,
+            },
+            1 << 20,
+        ),
     ];
     for (choice, nbins) in cases {
         let data: Vec<i32> = (0..n).map(|_| r.gen_range(-5..nbins as i32 + 5)).collect();
