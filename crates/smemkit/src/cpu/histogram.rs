@@ -20,7 +20,7 @@
 //!   counters, and added into the disjoint slice of the result it covers (no merge of full-size
 //!   per-thread arrays). A bucket holding a large share of the samples (skewed data) is split
 //!   between workers. int32 samples with integer bins have their own scatter and count
-//!   ([`partition_i32`]: vector slots, hot bins taken out, L1-sized buckets) on the same rounds.
+//!   (`partition_i32.rs`: vector slots, hot bins taken out, L1-sized buckets) on the same rounds.
 //! - weighted: fixed blocks of [`WEIGHTED_BLOCK`] samples (or more when there are more bins), each
 //!   summed in sample order into its own f64 vector; the blocks are added into the result strictly in
 //!   block order. The sums are therefore the same on every run and with any number of threads. For
