@@ -222,6 +222,16 @@ pub fn histogram_with_progress(
             }
         )));
     }
+    // The CPU engine's slots are u32 (the bins plus below, above and NaN): refused here with the
+    // limit named, before any buffer of that size is asked for.
+    let cpu_limit = u32::MAX as usize - 3;
+    if backend == Backend::Cpu && binning.nbins() > cpu_limit {
+        return Err(Error::BinsTooLarge {
+            what: "the CPU engine",
+            nbins: binning.nbins(),
+            limit: cpu_limit,
+        });
+    }
     let start = Instant::now();
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {

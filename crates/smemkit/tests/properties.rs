@@ -312,3 +312,19 @@ fn weighted_sums_are_deterministic_across_thread_counts() {
         }
     }
 }
+
+/// More bins than the CPU engine's u32 slots hold: a clear error, not a panic or a huge allocation.
+#[test]
+fn too_many_bins_for_the_cpu_engine_is_an_error() {
+    let nbins = u32::MAX as usize;
+    let options = HistogramOptions::new(BinSpec::Integer { nbins }).backend(Backend::Cpu);
+    match histogram(Samples::I32(&[1, 2, 3]), None, &options) {
+        Err(Error::BinsTooLarge {
+            nbins: n, limit, ..
+        }) => {
+            assert_eq!(n, nbins);
+            assert!(limit < nbins);
+        }
+        other => panic!("expected BinsTooLarge, got {other:?}"),
+    }
+}
