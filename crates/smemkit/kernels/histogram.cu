@@ -234,28 +234,21 @@ __device__ __forceinline__ void count(long long bin, const W* w, unsigned long l
 // `block` of `blocks` is this block's place in the loop: the grid's (blockIdx.x of gridDim.x) for
 // every strategy but sliced, whose blocks of one slice each read the whole input as a grid of their
 // own.
-template <int MODE, class W, class Sink, bool PREFETCH = false>
-__device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigned long long n, const W* w,
-                                        const BinParams& p, Sink& sink, Tally& t, unsigned block,
-                                        unsigned blocks) {
+template <bool PREFETCH, class Sink, class Step>
+__device__ __forceinline__ void grid_walk(const sample_t* __restrict__ in, unsigned long long n, Sink& sink,
+                                          Step step, unsigned block, unsigned blocks) {
     constexpr int VEC = 16 / sizeof(sample_t);
     union Vec { uint4 raw; sample_t s[VEC]; };
     const unsigned long long nvec = n / VEC;
     const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
     const uint4* in4 = reinterpret_cast<const uint4*>(in);
     unsigned long long i = (unsigned long long)block * blockDim.x + threadIdx.x;
-    auto count_pair = [&](const Vec& a, const Vec& b, unsigned long long at) {
+    auto step_pair = [&](const Vec& a, const Vec& b, unsigned long long at) {
         sink.step();
 #pragma unroll
-        for (int k = 0; k < VEC; k++) {
-            long long bin = resolve(locate<MODE>(a.s[k], p), p, t);
-            count<W>(bin, w, at * VEC + k, p, sink);
-        }
+        for (int k = 0; k < VEC; k++) step(a.s[k], at * VEC + k);
 #pragma unroll
-        for (int k = 0; k < VEC; k++) {
-            long long bin = resolve(locate<MODE>(b.s[k], p), p, t);
-            count<W>(bin, w, (at + stride) * VEC + k, p, sink);
-        }
+        for (int k = 0; k < VEC; k++) step(b.s[k], (at + stride) * VEC + k);
     };
     if (PREFETCH) {
         if (i + stride < nvec) {
@@ -270,7 +263,7 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
                     na.raw = __ldg(in4 + next);
                     nb.raw = __ldg(in4 + next + stride);
                 }
-                count_pair(a, b, i);
+                step_pair(a, b, i);
                 i = next;
                 if (!more) break;
                 a = na, b = nb;
@@ -281,22 +274,28 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
             Vec a, b;
             a.raw = __ldg(in4 + i);
             b.raw = __ldg(in4 + i + stride);
-            count_pair(a, b, i);
+            step_pair(a, b, i);
         }
     }
     for (; i < nvec; i += stride) {
         Vec a;
         a.raw = __ldg(in4 + i);
 #pragma unroll
-        for (int k = 0; k < VEC; k++) {
-            long long bin = resolve(locate<MODE>(a.s[k], p), p, t);
-            count<W>(bin, w, i * VEC + k, p, sink);
-        }
+        for (int k = 0; k < VEC; k++) step(a.s[k], i * VEC + k);
     }
-    for (unsigned long long j = nvec * VEC + (unsigned long long)block * blockDim.x + threadIdx.x; j < n; j += stride) {
-        long long bin = resolve(locate<MODE>(in[j], p), p, t);
-        count<W>(bin, w, j, p, sink);
-    }
+    for (unsigned long long j = nvec * VEC + (unsigned long long)block * blockDim.x + threadIdx.x; j < n; j += stride)
+        step(in[j], j);
+}
+
+// Every sample through numpy's rule (`locate`), its slot resolved against the policy and counted
+// (with its weight) into `sink`, over `grid_walk`.
+template <int MODE, class W, class Sink, bool PREFETCH = false>
+__device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigned long long n, const W* w,
+                                        const BinParams& p, Sink& sink, Tally& t, unsigned block,
+                                        unsigned blocks) {
+    grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long j) {
+        count<W>(resolve(locate<MODE>(v, p), p, t), w, j, p, sink);
+    }, block, blocks);
 }
 
 // The lean loop of the sliced kernels (defined after `bin32`, below), which the shared and packed
@@ -664,7 +663,7 @@ __device__ __forceinline__ unsigned slice_bin(sample_t v, const BinParams& p, Ta
     return bin32<MODE, TALLY>(v, p, t);
 }
 
-// The grid-stride loop of `process` (two 16-byte loads per lane, the next two in flight) with the
+// `grid_walk` (two 16-byte loads per lane, the next two in flight) with the
 // lean per-sample step of the sliced kernels: the 32-bit bin of `slice_bin`, one subtraction and
 // one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
 // The generic step (64-bit slot codes, `resolve`, the aggregation branch) cost ~30 PTX
@@ -673,57 +672,10 @@ template <int MODE, bool TALLY, bool PREFETCH, class Sink>
 __device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
                                           Sink& sink, Tally& t, unsigned lo, unsigned len, unsigned block,
                                           unsigned blocks) {
-    constexpr int VEC = 16 / sizeof(sample_t);
-    union Vec { uint4 raw; sample_t s[VEC]; };
-    auto step = [&](sample_t v) {
+    grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
         const unsigned local = slice_bin<MODE, TALLY>(v, p, t) - lo;
         if (local < len) sink.add(local, 1u);
-    };
-    const unsigned long long nvec = n / VEC;
-    const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
-    const uint4* in4 = reinterpret_cast<const uint4*>(in);
-    unsigned long long i = (unsigned long long)block * blockDim.x + threadIdx.x;
-    if (!PREFETCH) {
-        for (; i + stride < nvec; i += 2 * stride) {
-            Vec a, b;
-            a.raw = __ldg(in4 + i);
-            b.raw = __ldg(in4 + i + stride);
-            sink.step();
-#pragma unroll
-            for (int k = 0; k < VEC; k++) step(a.s[k]);
-#pragma unroll
-            for (int k = 0; k < VEC; k++) step(b.s[k]);
-        }
-    } else if (i + stride < nvec) {
-        Vec a, b;
-        a.raw = __ldg(in4 + i);
-        b.raw = __ldg(in4 + i + stride);
-        for (;;) {
-            const unsigned long long next = i + 2 * stride;
-            const bool more = next + stride < nvec;
-            Vec na, nb;
-            if (more) {
-                na.raw = __ldg(in4 + next);
-                nb.raw = __ldg(in4 + next + stride);
-            }
-            sink.step();
-#pragma unroll
-            for (int k = 0; k < VEC; k++) step(a.s[k]);
-#pragma unroll
-            for (int k = 0; k < VEC; k++) step(b.s[k]);
-            i = next;
-            if (!more) break;
-            a = na, b = nb;
-        }
-    }
-    for (; i < nvec; i += stride) {
-        Vec a;
-        a.raw = __ldg(in4 + i);
-#pragma unroll
-        for (int k = 0; k < VEC; k++) step(a.s[k]);
-    }
-    for (unsigned long long j = nvec * VEC + (unsigned long long)block * blockDim.x + threadIdx.x; j < n; j += stride)
-        step(in[j]);
+    }, block, blocks);
 }
 
 template <int MODE, int BITS>
