@@ -1379,6 +1379,42 @@ struct Part {
 }
 
 impl Part {
+    /// Appends a full staging line of bucket `b`: to its region while there is room (non-temporal
+    /// stores), else to its spill vector.
+    #[inline(always)]
+    fn push_line(&mut self, b: usize, line: &[u16; STAGE]) {
+        let k = self.filled[b];
+        if k < self.cap {
+            let at = self.base + (b * self.cap + k) * STAGE;
+            store_line(&mut self.lines[at..at + STAGE], line);
+            self.filled[b] = k + 1;
+        } else {
+            self.spill[b].extend_from_slice(line);
+        }
+    }
+
+    /// Counts `hits` samples of `code` apart (runs of one code share an entry).
+    fn add_hot(&mut self, code: u32, hits: u64) {
+        match self.hot.last_mut() {
+            Some((h, n)) if *h == code => *n += hits,
+            _ => self.hot.push((code, hits)),
+        }
+    }
+
+    /// Ends a scatter: orders its non-temporal stores before the buckets are read by other
+    /// threads, and appends the buckets' partial staging lines (the first rows of `stage`, `fill`
+    /// entries each) to their spill vectors.
+    fn close(&mut self, stage: &[[u16; STAGE]], fill: &[u8]) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a store fence has no preconditions.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+        for (b, (line, &f)) in stage.iter().zip(fill).take(self.filled.len()).enumerate() {
+            self.spill[b].extend_from_slice(&line[..f as usize]);
+        }
+    }
+
     /// The offsets of bucket `b`, as two slices.
     fn lists(&self, b: usize) -> [&[u16]; 2] {
         let start = self.base + b * self.cap * STAGE;
@@ -1429,7 +1465,6 @@ fn scatter<T: Sample, C: Codes<T>>(chunk: &[T], codes: &C, nbins: usize, part: &
     let mut fill = vec![0u8; nbuckets + 3 + 8];
     let mut counted = [0u64; 3];
     let mut buf = [0u32; BATCH];
-    let cap = part.cap;
     for xs in chunk.chunks(BATCH) {
         prefetch_ahead(xs);
         let buf = &mut buf[..xs.len()];
@@ -1452,14 +1487,7 @@ fn scatter<T: Sample, C: Codes<T>>(chunk: &[T], codes: &C, nbins: usize, part: &
             stage[row][f] = c as u16;
             if f + 1 == STAGE {
                 if row < nbuckets {
-                    let k = part.filled[row];
-                    if k < cap {
-                        let at = part.base + (row * cap + k) * STAGE;
-                        store_line(&mut part.lines[at..at + STAGE], &stage[row]);
-                        part.filled[row] = k + 1;
-                    } else {
-                        part.spill[row].extend_from_slice(&stage[row]);
-                    }
+                    part.push_line(row, &stage[row]);
                 } else if row < hot_row {
                     counted[row - nbuckets] += STAGE as u64;
                 }
@@ -1469,24 +1497,12 @@ fn scatter<T: Sample, C: Codes<T>>(chunk: &[T], codes: &C, nbins: usize, part: &
             }
         }
         if hits > 0 {
-            match part.hot.last_mut() {
-                Some((h, n)) if *h == hot => *n += hits,
-                _ => part.hot.push((hot, hits)),
-            }
+            part.add_hot(hot, hits);
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a store fence has no preconditions; it orders the non-temporal stores above before
-    // the return (the buckets are then read by other threads).
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
-    for (row, (line, &f)) in stage.iter().zip(&fill).enumerate().take(nbuckets + 3) {
-        if row < nbuckets {
-            part.spill[row].extend_from_slice(&line[..f as usize]);
-        } else {
-            counted[row - nbuckets] += f as u64;
-        }
+    part.close(&stage, &fill);
+    for (c, &f) in counted.iter_mut().zip(&fill[nbuckets..nbuckets + 3]) {
+        *c += f as u64;
     }
     for (e, c) in part.extra.iter_mut().zip(counted) {
         *e += c;

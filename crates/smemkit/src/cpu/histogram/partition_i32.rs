@@ -70,7 +70,6 @@ fn scatter_plain<const COMPRESS: bool>(chunk: &[i32], n: u32, part: &mut Part) {
     let mut fill = vec![0u8; nbuckets + 2];
     let mut outside = [0u64; 2];
     let mut buf = [0u32; I32_SUB];
-    let cap = part.cap;
     let slot = |x: i32| {
         let u = x as u32;
         u.min(n + (u >> 31))
@@ -97,38 +96,22 @@ fn scatter_plain<const COMPRESS: bool>(chunk: &[i32], n: u32, part: &mut Part) {
                 fill[row] = 0;
                 if row >= nbuckets {
                     outside[row - nbuckets] += STAGE as u64;
-                } else if part.filled[row] < cap {
-                    let at = part.base + (row * cap + part.filled[row]) * STAGE;
-                    store_line(&mut part.lines[at..at + STAGE], &stage[row]);
-                    part.filled[row] += 1;
                 } else {
-                    part.spill[row].extend_from_slice(&stage[row]);
+                    part.push_line(row, &stage[row]);
                 }
             }
         }
         if hits > 0 {
             if hot < n {
-                match part.hot.last_mut() {
-                    Some((h, c)) if *h == hot => *c += hits,
-                    _ => part.hot.push((hot, hits)),
-                }
+                part.add_hot(hot, hits);
             } else {
                 outside[(hot - n) as usize] += hits;
             }
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a store fence has no preconditions; it orders the non-temporal stores above before
-    // the return (the buckets are then read by other threads).
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
-    for (row, (line, &f)) in stage.iter().zip(&fill).enumerate() {
-        if row < nbuckets {
-            part.spill[row].extend_from_slice(&line[..f as usize]);
-        } else {
-            outside[row - nbuckets] += f as u64;
-        }
+    part.close(&stage, &fill);
+    for (o, &f) in outside.iter_mut().zip(&fill[nbuckets..]) {
+        *o += f as u64;
     }
     // the parent's extra slots: below, above, NaN
     part.extra[0] += outside[1];
