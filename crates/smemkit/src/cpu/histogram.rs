@@ -693,13 +693,12 @@ fn dispatch<T: Sample, C: Codes<T>>(
     match weights {
         Some(w) => run_weighted(samples, w, nbins, clamp, codes),
         None => {
-            let int32 = codes.integer_bins().and(same_type::<T, i32>(samples));
-            let mut slots = if let (true, Some(xs)) = (nbins >= PARTITION_MIN_BINS, int32) {
-                partition_i32::run_partitioned_i32(xs, nbins)
-            } else if nbins >= PARTITION_MIN_BINS {
-                run_partitioned(samples, nbins, codes)
-            } else {
+            let mut slots = if nbins < PARTITION_MIN_BINS {
                 run_counts(samples, nbins, codes)
+            } else if let Some(xs) = codes.integer_bins().and(same_type::<T, i32>(samples)) {
+                partition_i32::run_partitioned_i32(xs, nbins)
+            } else {
+                run_partitioned(samples, nbins, codes)
             };
             finish(&mut slots, nbins, clamp)
         }
