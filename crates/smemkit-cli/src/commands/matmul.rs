@@ -1,6 +1,6 @@
 //! `smemkit matmul A.npy B.npy --out C.npy`: C = op(A) * op(B) over float32 2-D `.npy` files, on
 //! the chosen backend and GPU kernel. It reuses the `.npy` reading and atomic writing of
-//! [`crate::ops_cmd`]. A Fortran-order file is used in place as a column-major matrix (a transposed
+//! [`crate::commands::ops`]. A Fortran-order file is used in place as a column-major matrix (a transposed
 //! row-major view), so no input is ever copied into another layout.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use smemkit::{Backend, MatmulKernel, MatrixMut, MatrixRef};
 
-use crate::ops_cmd::{check_out, open, read, type_code, write, Array};
+use crate::commands::ops::{check_out, open, read, type_code, write, Array};
 
 #[derive(Debug, Args)]
 pub struct MatmulArgs {

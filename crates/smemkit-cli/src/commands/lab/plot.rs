@@ -9,7 +9,7 @@ use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 use smemkit::lab::{CacheExperiment, CacheMeasurement};
 
-use crate::lab_cmd::carveout_label;
+use crate::commands::lab::carveout_label;
 use crate::output::{write_atomic, write_atomic_at_path, PlotFormat};
 
 /// One panel: categories along x, one line per series.

@@ -2,6 +2,13 @@
 //! engine, one JSON line per workload. Every measured result is checked against a plain
 //! sequential loop over `Binning::locate`, so `correct` means what the schema says.
 
+pub mod cuda;
+pub mod multi;
+pub mod ops;
+pub mod plot;
+pub mod sgemm;
+pub mod stream;
+
 use std::io::Write;
 use std::time::Instant;
 
@@ -26,8 +33,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
             args.op
         ),
         "cpu" => bench_cpu(args, out),
-        "cuda" if args.op == "sgemm" => crate::bench_sgemm::run(args, out),
-        "cuda" => crate::bench_cuda::bench_cuda(args),
+        "cuda" if args.op == "sgemm" => crate::bench::sgemm::run(args, out),
+        "cuda" => crate::bench::cuda::bench_cuda(args),
         other => bail!("--backend {other}: the benchmark runs on cpu or cuda"),
     }
 }

@@ -7,6 +7,8 @@
 //! shared-memory against global atomics: a table (GB/s, ratio to the shared-memory kernel), a summary
 //! per experiment, `--json FILE` (shared/BENCH.md lines) and `--plot FILE`. It needs a GPU.
 
+pub mod plot;
+
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -118,7 +120,7 @@ fn cache(a: &LabArgs, out: &mut dyn Write) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.plot {
-        crate::lab_plot::draw(path, &rows, &gpu.name)?;
+        crate::commands::lab::plot::draw(path, &rows, &gpu.name)?;
     }
     Ok(())
 }

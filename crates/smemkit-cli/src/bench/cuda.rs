@@ -122,13 +122,13 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
         if args.op != "hist" {
             bail!("--devices applies to --op hist");
         }
-        return crate::bench_multi::run(args, devices, &commit());
+        return crate::bench::multi::run(args, devices, &commit());
     }
     if matches!(args.op.as_str(), "h2d" | "hist-stream") {
-        return crate::bench_stream::run(args, &commit());
+        return crate::bench::stream::run(args, &commit());
     }
     if args.op != "hist" {
-        return crate::bench_ops::bench_ops(args, &commit());
+        return crate::bench::ops::bench_ops(args, &commit());
     }
     if args.runs < MIN_RUNS {
         bail!(
