@@ -176,3 +176,78 @@ fn npy_headers_of_native_and_no_byte_order_are_read() {
         &["bar.npy", "not a valid .npy"],
     );
 }
+
+#[test]
+fn byte_order_marks_and_header_lines() {
+    let dir = TempDir::new().unwrap();
+    // A BOM before the first sample: that sample is data, not a header.
+    let f = write(&dir, "bom.txt", "\u{feff}0\n1\n1\n3\n".as_bytes());
+    let (doc, out) = hist_json(&dir, &[p(&f), "--bins", "4", "--dtype", "i32"], None);
+    assert_eq!(counts(&doc), [1, 2, 0, 1]);
+    assert!(!out.contains("header"), "{out}");
+    // A BOM before a header, CRLF line ends; the column by name and by index.
+    let f = write(
+        &dir,
+        "bom.csv",
+        "\u{feff}id,v\r\n7,0\r\n8,2\r\n9,2\r\n".as_bytes(),
+    );
+    for column in ["v", "1"] {
+        let (doc, out) = hist_json(
+            &dir,
+            &[p(&f), "--column", column, "--bins", "4", "--dtype", "i64"],
+            None,
+        );
+        assert_eq!(counts(&doc), [1, 0, 2, 0], "--column {column}");
+        assert!(out.contains("skipped the header line `id,v`"), "{out}");
+    }
+    // A first line that is not a number is shown as a skipped header, never dropped unseen.
+    let f = write(&dir, "typo.txt", b"1.5x\n2\n3\n");
+    let (doc, out) = hist_json(&dir, &[p(&f), "--bins", "2", "--range", "0:4"], None);
+    assert_eq!(counts(&doc), [0, 2]);
+    assert!(
+        out.contains("typo.txt: skipped the header line `1.5x`"),
+        "{out}"
+    );
+    // Half numbers, half words: an error naming the line and the cells.
+    let f = write(&dir, "half.csv", b"a,1\n2,3\n");
+    fails(
+        &["hist", p(&f), "--bins", "4", "--column", "1"],
+        &["line 1 of", "half.csv", "column 1 (`1`)", "column 0 (`a`)"],
+    );
+    // An empty cell is neither (pandas leaves the index column's name empty).
+    let f = write(&dir, "pandas.csv", b",v\n0,1\n1,1\n");
+    let (doc, _) = hist_json(
+        &dir,
+        &[p(&f), "--column", "v", "--bins", "2", "--dtype", "u8"],
+        None,
+    );
+    assert_eq!(counts(&doc), [0, 2]);
+    // A BOM in edge and weight files, and their header lines named in the summary.
+    let s = write(&dir, "s.txt", b"0.5\n1.5\n1.7\n");
+    let e = write(&dir, "e.txt", "\u{feff}0\n1\n2\n".as_bytes());
+    let w = write(&dir, "w.txt", "\u{feff}weight\n1\n2\n4\n".as_bytes());
+    let (doc, out) = hist_json(&dir, &[p(&s), "--edges", p(&e), "--weights", p(&w)], None);
+    assert_eq!(sums(&doc), [1.0, 6.0]);
+    assert!(
+        out.contains("w.txt: skipped the header line `weight`"),
+        "{out}"
+    );
+    assert!(!out.contains("e.txt"), "{out}");
+}
+
+#[test]
+fn a_column_name_held_twice_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let f = write(&dir, "dup.csv", b"x,y,x\n1,2,3\n");
+    fails(
+        &["hist", p(&f), "--bins", "4", "--column", "x"],
+        &["dup.csv", "columns 0 and 2", "`x`"],
+    );
+    // The other, unique name is fine.
+    let (doc, _) = hist_json(
+        &dir,
+        &[p(&f), "--bins", "4", "--column", "y", "--dtype", "i32"],
+        None,
+    );
+    assert_eq!(counts(&doc), [0, 0, 1, 0]);
+}

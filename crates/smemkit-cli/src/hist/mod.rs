@@ -30,12 +30,17 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let ranks = RankSpec::from_env()?;
     let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
-    let (input, what) = load(&config, &ranks)?;
-    let weights = config
-        .weights
-        .as_ref()
-        .map(|p| WeightData::read(p).with_context(|| format!("--weights {}", p.display())))
-        .transpose()?;
+    let (input, what, input_note) = load(&config, &ranks)?;
+    let mut notes = config.notes.clone();
+    notes.extend(input_note);
+    let weights = match &config.weights {
+        Some(p) => {
+            let read = WeightData::read(p).with_context(|| format!("--weights {}", p.display()))?;
+            notes.extend(read.note(p));
+            Some(read.values)
+        }
+        None => None,
+    };
     let read_time = start.elapsed();
     let ty = input.sample_type();
     let spec = config.bins.spec(ty)?;
@@ -66,6 +71,9 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         bins: describe_bins(&spec, &h),
     };
     output::summary::write(out, &h, &facts)?;
+    for note in &notes {
+        writeln!(out, "note        {note}")?;
+    }
     if config.chart {
         writeln!(out)?;
         output::chart::write(out, &h)?;
@@ -123,7 +131,8 @@ impl Input {
     }
 }
 
-fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<(Input, String)> {
+/// The samples, how they are held (for the summary) and a note on how they were read.
+fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<(Input, String, Option<String>)> {
     match &config.source {
         Source::File {
             path,
@@ -134,11 +143,17 @@ fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<(Input, String)
                 return Ok((
                     Input::File(file),
                     format!("{} (streamed from the file)", path.display()),
+                    None,
                 ));
             }
-            let data = read_file(path, *dtype, column.as_deref())?;
-            let how = data.how();
-            Ok((Input::Data(data), format!("{} ({how})", path.display())))
+            let read = read_file(path, *dtype, column.as_deref())?;
+            let note = read.note(path);
+            let how = read.values.how();
+            Ok((
+                Input::Data(read.values),
+                format!("{} ({how})", path.display()),
+                note,
+            ))
         }
         Source::Generate {
             dist,
@@ -160,6 +175,7 @@ fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<(Input, String)
             Ok((
                 Input::Data(data),
                 format!("generated {} (seed {seed})", dist.name()),
+                None,
             ))
         }
     }

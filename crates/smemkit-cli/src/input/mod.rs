@@ -17,6 +17,7 @@ use memmap2::Mmap;
 use smemkit::{SampleType, Samples};
 
 pub use data::SampleData;
+pub use text::Parsed;
 
 /// How a file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,27 +106,42 @@ pub fn direct_file(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile>
     }
 }
 
-/// Reads samples from `path`.
+/// Reads samples from `path` (with the header line a text file's summary should name).
 pub fn read_file(
     path: &Path,
     dtype: Option<SampleType>,
     column: Option<&str>,
-) -> Result<SampleData> {
-    let data = match FileKind::of(path, dtype)? {
-        FileKind::Npy => npy::read(path)?,
-        FileKind::Text => SampleData::Owned(text::read(path, &text::Column::parse(column), dtype)?),
-        FileKind::Raw => raw::read(path, dtype.context("raw input needs --dtype")?)?,
+) -> Result<Parsed<SampleData>> {
+    let read = match FileKind::of(path, dtype)? {
+        FileKind::Npy => Parsed {
+            values: npy::read(path)?,
+            header: None,
+        },
+        FileKind::Text => {
+            let t = text::read(path, &text::Column::parse(column), dtype)?;
+            Parsed {
+                values: SampleData::Owned(t.values),
+                header: t.header,
+            }
+        }
+        FileKind::Raw => Parsed {
+            values: raw::read(path, dtype.context("raw input needs --dtype")?)?,
+            header: None,
+        },
     };
-    if data.samples().is_empty() {
+    if read.values.samples().is_empty() {
         bail!("{} holds no samples (empty input)", path.display());
     }
-    Ok(data)
+    Ok(read)
 }
 
 /// Reads a file of numbers (`.npy` or text) as f64: bin edges.
-pub fn read_numbers(path: &Path) -> Result<Vec<f64>> {
+pub fn read_numbers(path: &Path) -> Result<Parsed<Vec<f64>>> {
     match FileKind::of(path, None) {
-        Ok(FileKind::Npy) => npy::read_f64(path),
+        Ok(FileKind::Npy) => Ok(Parsed {
+            values: npy::read_f64(path)?,
+            header: None,
+        }),
         _ => text::read_f64(path),
     }
 }
