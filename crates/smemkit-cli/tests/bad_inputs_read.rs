@@ -251,3 +251,116 @@ fn a_column_name_held_twice_is_refused() {
     );
     assert_eq!(counts(&doc), [0, 0, 1, 0]);
 }
+
+/// The elements of a 2-D array given by rows, in Fortran (column-major) storage order.
+fn by_columns<T: Copy>(rows: &[&[T]]) -> Vec<T> {
+    (0..rows[0].len())
+        .flat_map(|j| rows.iter().map(move |r| r[j]))
+        .collect()
+}
+
+#[test]
+fn weights_pair_with_samples_by_logical_index_whatever_the_storage_order() {
+    let dir = TempDir::new().unwrap();
+    // x = [[0, 1, 2], [3, 0, 1]], w = [[1, 2, 4], [8, 16, 32]]: numpy.histogram(x, 4, (0, 4),
+    // weights=w) gives bin 0: 1 + 16, bin 1: 2 + 32, bin 2: 4, bin 3: 8, however either is stored.
+    let x: [&[i32]; 2] = [&[0, 1, 2], &[3, 0, 1]];
+    let w: [&[f64]; 2] = [&[1.0, 2.0, 4.0], &[8.0, 16.0, 32.0]];
+    let expected = [17.0, 34.0, 4.0, 8.0];
+    let x_c = x.concat();
+    let w_c = w.concat();
+    let samples = [
+        (
+            "xc.npy",
+            npy("<i4", false, &[2, 3], &le(&x_c, i32::to_le_bytes)),
+        ),
+        (
+            "xf.npy",
+            npy("<i4", true, &[2, 3], &le(&by_columns(&x), i32::to_le_bytes)),
+        ),
+        (
+            "xfb.npy",
+            npy(">i4", true, &[2, 3], &le(&by_columns(&x), i32::to_be_bytes)),
+        ),
+    ];
+    let weights = [
+        (
+            "wc.npy",
+            npy("<f8", false, &[2, 3], &le(&w_c, f64::to_le_bytes)),
+        ),
+        (
+            "wf.npy",
+            npy("<f8", true, &[2, 3], &le(&by_columns(&w), f64::to_le_bytes)),
+        ),
+        (
+            "wf4.npy",
+            npy(
+                "<f4",
+                true,
+                &[2, 3],
+                &le(
+                    &by_columns(&w).iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                    f32::to_le_bytes,
+                ),
+            ),
+        ),
+    ];
+    for (xn, xb) in &samples {
+        let xp = write(&dir, xn, xb);
+        for (wn, wb) in &weights {
+            let wp = write(&dir, wn, wb);
+            let (doc, _) = hist_json(&dir, &[p(&xp), "--bins", "4", "--weights", p(&wp)], None);
+            assert_eq!(sums(&doc), expected, "{xn} with {wn}");
+        }
+    }
+    // Three dimensions, samples by columns, weights by rows: the same pairing.
+    let x3: Vec<i32> = (0..24).map(|i| i % 4).collect();
+    let w3: Vec<f64> = (0..24).map(|i| f64::from(1 << (i % 7))).collect();
+    let mut want = [0.0; 4];
+    for (&xv, &wv) in x3.iter().zip(&w3) {
+        want[xv as usize] += wv;
+    }
+    // The Fortran storage of a C-order (2, 3, 4) array: element [i][j][k] at i + 2j + 6k.
+    let mut x3f = vec![0i32; 24];
+    for i in 0..2 {
+        for j in 0..3 {
+            for k in 0..4 {
+                x3f[i + 2 * j + 6 * k] = x3[i * 12 + j * 4 + k];
+            }
+        }
+    }
+    let xp = write(
+        &dir,
+        "x3.npy",
+        &npy("<i4", true, &[2, 3, 4], &le(&x3f, i32::to_le_bytes)),
+    );
+    let wp = write(
+        &dir,
+        "w3.npy",
+        &npy("<f8", false, &[2, 3, 4], &le(&w3, f64::to_le_bytes)),
+    );
+    let (doc, _) = hist_json(&dir, &[p(&xp), "--bins", "4", "--weights", p(&wp)], None);
+    assert_eq!(sums(&doc), want);
+    // Weights of another shape but the same size: refused, as numpy refuses them.
+    let xp = write(&dir, "x.npy", &samples[0].1);
+    let wt = write(
+        &dir,
+        "wt.npy",
+        &npy("<f8", false, &[3, 2], &le(&w_c, f64::to_le_bytes)),
+    );
+    fails(
+        &["hist", p(&xp), "--bins", "4", "--weights", p(&wt)],
+        &["wt.npy", "same shape", "(3, 2)", "(2, 3)"],
+    );
+    let flat = write(&dir, "flat.txt", b"1\n2\n4\n8\n16\n32\n");
+    fails(
+        &["hist", p(&xp), "--bins", "4", "--weights", p(&flat)],
+        &["same shape", "(6,)", "(2, 3)"],
+    );
+    // Another size is the length check's (as before).
+    let short = write(&dir, "short.txt", b"1\n2\n");
+    fails(
+        &["hist", p(&xp), "--bins", "4", "--weights", p(&short)],
+        &["2 weights for 6 samples"],
+    );
+}

@@ -1,7 +1,8 @@
 //! `.npy` input. npyz parses the header; the data bytes are then viewed in place in a memory map
 //! when they are native-endian and aligned, and decoded into a vector otherwise (big-endian files).
 //! A histogram does not depend on the order of its samples, so C and Fortran order arrays of any
-//! shape are both read flat, in the order the bytes are stored.
+//! shape are both read flat, in the order the bytes are stored; the shape and order go with them
+//! so that weights can be paired by logical index ([`super::shape`]).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -11,7 +12,7 @@ use npyz::{DType, TypeChar};
 use smemkit::SampleType;
 
 use super::data::{decode, MappedSamples, SampleData};
-use super::{map_file, progress};
+use super::{map_file, progress, Parsed, Shape};
 
 /// What the header says about the data.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,13 +22,25 @@ pub struct NpyLayout {
     pub len: usize,
     /// Offset of the first data byte.
     pub data_start: usize,
+    /// Dimensions and storage order.
+    pub shape: Shape,
 }
 
-/// Reads a `.npy` file (mapped when possible).
-pub fn read(path: &Path) -> Result<SampleData> {
+/// Reads a `.npy` file (mapped when possible), with its shape.
+pub fn read(path: &Path) -> Result<Parsed<SampleData>> {
     let map = map_file(path)?;
     let layout =
         parse(&map).with_context(|| format!("{} is not a valid .npy file", path.display()))?;
+    let shape = layout.shape.clone();
+    Ok(Parsed {
+        values: read_data(path, map, layout)?,
+        shape,
+        header: None,
+    })
+}
+
+/// The samples of a mapped `.npy` file whose header was parsed into `layout`.
+fn read_data(path: &Path, map: memmap2::Mmap, layout: NpyLayout) -> Result<SampleData> {
     let bytes = &map[layout.data_start..layout.data_start + layout.len * layout.ty.size()];
     progress::touch(bytes, "reading");
     if layout.little_endian == cfg!(target_endian = "little") {
@@ -110,11 +123,22 @@ fn parse_header(file: &[u8]) -> Result<NpyLayout> {
         .context("the shape holds more elements than this machine can address")?;
     len.checked_mul(ty.size())
         .context("the array is larger than this machine can address")?;
+    // Every dimension fits: their product does (a zero dimension leaves the others unchecked).
+    let dims = header
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<Vec<usize>, _>>()
+        .context("a dimension of the shape is larger than this machine can address")?;
     Ok(NpyLayout {
         ty,
         little_endian,
         len,
         data_start,
+        shape: Shape {
+            dims,
+            fortran: header.order() == npyz::Order::Fortran,
+        },
     })
 }
 
@@ -208,10 +232,14 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Reads a `.npy` file of numbers as f64 (bin edges, weights in text-free form).
-pub fn read_f64(path: &Path) -> Result<Vec<f64>> {
-    let data = read(path)?;
-    Ok(super::to_f64(data.samples()))
+/// Reads a `.npy` file of numbers as f64 (bin edges).
+pub fn read_f64(path: &Path) -> Result<Parsed<Vec<f64>>> {
+    let read = read(path)?;
+    Ok(Parsed {
+        values: super::to_f64(read.values.samples()),
+        shape: read.shape,
+        header: None,
+    })
 }
 
 #[cfg(test)]
@@ -251,6 +279,12 @@ mod tests {
             (SampleType::I32, true, 3, f.len() - 12)
         );
         assert_eq!(l.data_start % 64, 0);
+        assert_eq!(l.shape, Shape::flat(3));
+        let l = parse(&npy("<i2", true, &[2, 3], &[0; 12])).unwrap();
+        assert_eq!(
+            (l.shape.dims.as_slice(), l.shape.fortran),
+            (&[2, 3][..], true)
+        );
     }
 
     #[test]

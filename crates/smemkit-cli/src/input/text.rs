@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use smemkit::SampleType;
 
 use super::data::OwnedSamples;
-use super::progress;
+use super::{progress, Parsed, Shape};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Delimiter {
@@ -124,23 +124,6 @@ impl Sink {
             OwnedSamples::F32(v) => p!(v),
             OwnedSamples::F64(v) => p!(v),
         }
-    }
-}
-
-/// A text file's values and the header line that was skipped, if any (the summary names it, so a
-/// first line taken for a header is never dropped unseen).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Parsed<T> {
-    pub values: T,
-    pub header: Option<String>,
-}
-
-impl<T> Parsed<T> {
-    /// One line for the summary when a header was skipped.
-    pub fn note(&self, path: &Path) -> Option<String> {
-        self.header
-            .as_ref()
-            .map(|h| format!("{}: skipped the header line `{h}`", path.display()))
     }
 }
 
@@ -257,8 +240,10 @@ fn parse(
             );
         }
     }
+    let shape = Shape::flat(sink.out.samples().len());
     Ok(Parsed {
         values: sink.out,
+        shape,
         header,
     })
 }
@@ -281,6 +266,7 @@ pub fn parse_f64(reader: impl BufRead, path: &Path) -> Result<Parsed<Vec<f64>>> 
     };
     Ok(Parsed {
         values,
+        shape: parsed.shape,
         header: parsed.header,
     })
 }

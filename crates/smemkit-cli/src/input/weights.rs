@@ -13,7 +13,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use smemkit::{SampleType, Weights};
 
 use super::data::{decode, OwnedSamples};
-use super::{npy, text, FileKind, Parsed};
+use super::{npy, shape, text, FileKind, Parsed, Shape};
 
 /// Bytes read and decoded at a time.
 const PIECE: usize = 16 << 20;
@@ -28,18 +28,25 @@ pub enum WeightData {
 impl WeightData {
     pub fn read(path: &Path) -> Result<Parsed<WeightData>> {
         match FileKind::of(path, None) {
-            Ok(FileKind::Npy) => Ok(Parsed {
-                values: read_npy(path)?,
-                header: None,
-            }),
+            Ok(FileKind::Npy) => read_npy(path),
             _ => {
                 let t = text::read_f64(path)?;
                 Ok(Parsed {
                     values: WeightData::F64(t.values),
+                    shape: t.shape,
                     header: t.header,
                 })
             }
         }
+    }
+
+    /// The weights of shape `mine` in the storage order of samples of shape `samples`
+    /// ([`shape::pair`]: numpy's pairing, by logical index).
+    pub fn pair(self, mine: &Shape, samples: &Shape) -> Result<WeightData> {
+        Ok(match self {
+            WeightData::F32(w) => WeightData::F32(shape::pair(w, mine, samples)?),
+            WeightData::F64(w) => WeightData::F64(shape::pair(w, mine, samples)?),
+        })
     }
 
     pub fn weights(&self) -> Weights<'_> {
@@ -60,7 +67,7 @@ fn reserve<T>(v: &mut Vec<T>, n: usize, path: &Path) -> Result<()> {
     })
 }
 
-fn read_npy(path: &Path) -> Result<WeightData> {
+fn read_npy(path: &Path) -> Result<Parsed<WeightData>> {
     let layout = npy::read_layout(path)?;
     let size = layout.ty.size();
     let mut out = match layout.ty {
@@ -96,7 +103,11 @@ fn read_npy(path: &Path) -> Result<WeightData> {
         }
         left -= want;
     }
-    Ok(out)
+    Ok(Parsed {
+        values: out,
+        shape: layout.shape,
+        header: None,
+    })
 }
 
 #[cfg(test)]
