@@ -51,7 +51,8 @@ Bins:
 
 Inputs:
   .npy (any numeric dtype, either byte order, C or Fortran order, any shape, flattened),
-  .csv / .tsv / .txt (one column: --column N counts from 0, or a header name),
+  .csv / .tsv / .txt (one column: --column N counts from 0, or a header name; the first line is
+  a header when none of its cells is a number, and the summary names it),
   any other file as raw little-endian binary with --dtype, or --generate DIST --count N.";
 
 #[derive(Debug, Args)]

@@ -88,6 +88,8 @@ pub struct HistConfig {
     pub device_budget: Option<usize>,
     /// GPU: the GPUs of this process (`--devices`).
     pub devices: DeviceSet,
+    /// Lines for the summary about how the inputs read so far were read (a skipped header).
+    pub notes: Vec<String>,
 }
 
 /// Parses `LO:HI`. LO >= HI is refused here although the library widens `lo == hi` as numpy
@@ -156,10 +158,13 @@ impl HistConfig {
             bail!("--bins must be at least 1 (got 0)");
         }
         let range = a.range.as_deref().map(parse_range).transpose()?;
+        let mut notes = Vec::new();
         let edges = match &a.edges {
             Some(path) => {
-                let e = crate::input::read_numbers(path)
+                let read = crate::input::read_numbers(path)
                     .with_context(|| format!("cannot use --edges {}", path.display()))?;
+                notes.extend(read.note(path));
+                let e = read.values;
                 check_edges(&e).with_context(|| format!("--edges {}", path.display()))?;
                 Some(e)
             }
@@ -246,6 +251,7 @@ impl HistConfig {
             out,
             plot,
             chart: !a.no_chart,
+            notes,
         })
     }
 }

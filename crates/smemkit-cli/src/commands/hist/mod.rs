@@ -18,7 +18,7 @@ use smemkit::{
 use crate::cli::HistArgs;
 use crate::input::generate::{generate, GenSpec};
 use crate::input::weights::WeightData;
-use crate::input::{direct_file, progress, read_file, SampleData};
+use crate::input::{direct_file, progress, read_file, SampleData, Shape};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
 
@@ -30,12 +30,19 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let ranks = RankSpec::from_env()?;
     let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
-    let (input, what) = load(&config, &ranks)?;
-    let weights = config
-        .weights
-        .as_ref()
-        .map(|p| WeightData::read(p).with_context(|| format!("--weights {}", p.display())))
-        .transpose()?;
+    let loaded = load(&config, &ranks)?;
+    let (input, what) = (loaded.input, loaded.what);
+    let mut notes = config.notes.clone();
+    notes.extend(loaded.note);
+    let weights = match &config.weights {
+        Some(p) => {
+            let read = WeightData::read(p).with_context(|| format!("--weights {}", p.display()))?;
+            notes.extend(read.note(p));
+            let paired = read.values.pair(&read.shape, &loaded.shape);
+            Some(paired.with_context(|| format!("--weights {}", p.display()))?)
+        }
+        None => None,
+    };
     let read_time = start.elapsed();
     let ty = input.sample_type();
     let spec = config.bins.spec(ty)?;
@@ -66,6 +73,9 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         bins: describe_bins(&spec, &h),
     };
     output::summary::write(out, &h, &facts)?;
+    for note in &notes {
+        writeln!(out, "note        {note}")?;
+    }
     if config.chart {
         writeln!(out)?;
         output::chart::write(out, &h)?;
@@ -123,22 +133,41 @@ impl Input {
     }
 }
 
-fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<(Input, String)> {
+/// The samples as loaded.
+struct Loaded {
+    input: Input,
+    /// Where they came from and how they are held, for the summary.
+    what: String,
+    /// Their logical shape, which weights must have too.
+    shape: Shape,
+    /// How they were read, when the summary should say (a skipped header).
+    note: Option<String>,
+}
+
+fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<Loaded> {
     match &config.source {
         Source::File {
             path,
             dtype,
             column,
         } => {
-            if let Some(file) = stream_from_file(config, ranks, path, *dtype)? {
-                return Ok((
-                    Input::File(file),
-                    format!("{} (streamed from the file)", path.display()),
-                ));
+            if let Some((file, shape)) = stream_from_file(config, ranks, path, *dtype)? {
+                return Ok(Loaded {
+                    input: Input::File(file),
+                    what: format!("{} (streamed from the file)", path.display()),
+                    shape,
+                    note: None,
+                });
             }
-            let data = read_file(path, *dtype, column.as_deref())?;
-            let how = data.how();
-            Ok((Input::Data(data), format!("{} ({how})", path.display())))
+            let read = read_file(path, *dtype, column.as_deref())?;
+            let note = read.note(path);
+            let how = read.values.how();
+            Ok(Loaded {
+                input: Input::Data(read.values),
+                what: format!("{} ({how})", path.display()),
+                shape: read.shape,
+                note,
+            })
         }
         Source::Generate {
             dist,
@@ -157,10 +186,12 @@ fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<(Input, String)
                 hi,
             };
             let data = SampleData::Owned(generate(&spec)?);
-            Ok((
-                Input::Data(data),
-                format!("generated {} (seed {seed})", dist.name()),
-            ))
+            Ok(Loaded {
+                input: Input::Data(data),
+                what: format!("generated {} (seed {seed})", dist.name()),
+                shape: Shape::flat(*count),
+                note: None,
+            })
         }
     }
 }
@@ -179,7 +210,7 @@ fn stream_from_file(
     ranks: &Option<RankSpec>,
     path: &Path,
     dtype: Option<SampleType>,
-) -> Result<Option<FileInput>> {
+) -> Result<Option<(FileInput, Shape)>> {
     let Some(direct) = direct_file(path, dtype) else {
         return Ok(None);
     };
@@ -194,7 +225,7 @@ fn stream_from_file(
     if file.is_empty() {
         bail!("{} holds no samples (empty input)", path.display());
     }
-    Ok(Some(file))
+    Ok(Some((file, direct.shape)))
 }
 
 /// A bar over `total` bytes streamed to the GPU, in decimal units (GB/s, as the benchmarks count).
