@@ -107,7 +107,13 @@ pub(crate) fn write<T: Element + npyz::AutoSerialize>(
     })
 }
 
-pub(crate) fn check_out(path: &Path) -> Result<()> {
+/// Checks `--out` before any work: a `.npy` in an existing folder, and none of `inputs`
+/// (described, paths) by identity.
+pub(crate) fn check_out(path: &Path, inputs: &[(&str, &Path)]) -> Result<()> {
+    for (what, input) in inputs {
+        crate::output::identity::protect(what, input);
+    }
+    crate::output::identity::check_output("--out", path)?;
     if path.extension().and_then(|e| e.to_str()) != Some("npy") {
         bail!("--out {}: the result is written as .npy", path.display());
     }
@@ -142,7 +148,7 @@ pub(crate) fn type_code(npy: &NpyFile<BufReader<File>>) -> Result<(char, u64)> {
 }
 
 pub fn stencil(a: &StencilArgs) -> Result<()> {
-    check_out(&a.out)?;
+    check_out(&a.out, &[("the input", &a.input)])?;
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let boundary = Boundary::parse(&a.boundary).context("--boundary")?;
     let npy = open(&a.input)?;
@@ -231,7 +237,7 @@ macro_rules! by_type {
 }
 
 pub fn transpose(a: &TransposeArgs) -> Result<()> {
-    check_out(&a.out)?;
+    check_out(&a.out, &[("the input", &a.input)])?;
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let npy = open(&a.input)?;
     by_type!(npy, T => {
@@ -247,7 +253,7 @@ pub fn transpose(a: &TransposeArgs) -> Result<()> {
 }
 
 pub fn reverse(a: &ReverseArgs) -> Result<()> {
-    check_out(&a.out)?;
+    check_out(&a.out, &[("the input", &a.input)])?;
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let kernel = ReverseKernel::parse(&a.kernel).context("--kernel")?;
     let npy = open(&a.input)?;
