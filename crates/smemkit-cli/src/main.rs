@@ -19,6 +19,7 @@ mod matmul_cmd;
 mod ops_cmd;
 mod output;
 mod plan_cmd;
+mod sigbus;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -30,6 +31,7 @@ use cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     output::partial::install_signal_cleanup();
+    sigbus::install();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
