@@ -8,6 +8,7 @@ mod commit;
 mod device;
 mod input;
 mod output;
+mod sigbus;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,6 +20,8 @@ use commands::{hist, lab, matmul, ops, plan};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    output::partial::install_signal_cleanup();
+    sigbus::install();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {

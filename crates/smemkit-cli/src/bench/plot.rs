@@ -77,6 +77,10 @@ fn load(a: &PlotBenchArgs) -> Result<Series> {
 }
 
 pub fn run(a: &PlotBenchArgs) -> Result<()> {
+    for f in &a.files {
+        crate::output::identity::protect("an input", f);
+    }
+    crate::output::identity::check_output("--out", &a.out)?;
     let format = PlotFormat::of(&a.out)?;
     let series = load(a)?;
     crate::output::plot::register_font();

@@ -72,7 +72,7 @@ fn view(arr: &Array<f32>, transpose: bool) -> MatrixRef<'_, f32> {
 }
 
 pub fn run(a: &MatmulArgs) -> Result<()> {
-    check_out(&a.out)?;
+    check_out(&a.out, &[("A", &a.a), ("B", &a.b)])?;
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let kernel = MatmulKernel::parse(&a.kernel).context("--kernel")?;
     let (am, bm) = (load(&a.a, "A")?, load(&a.b, "B")?);

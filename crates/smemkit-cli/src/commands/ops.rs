@@ -1,6 +1,8 @@
 //! `smemkit stencil`, `smemkit transpose` and `smemkit reverse`: the shared-memory array operations
 //! over `.npy` files. The input is read whole (npyz converts any byte order), the operation runs on
 //! the chosen backend, and the result is written as `.npy` to a temporary file and renamed.
+//! Stencil and reverse work on the array flattened in logical (C) order, so a Fortran-order file
+//! gives the same result as the same array stored in C order.
 
 use std::fs::File;
 use std::io::{BufReader, Write};
@@ -15,7 +17,8 @@ use crate::output::write_atomic;
 
 #[derive(Debug, Args)]
 pub struct StencilArgs {
-    /// Input .npy (float32, float64: weighted sums; int32, int64: plain sums), any shape, read flat.
+    /// Input .npy (float32, float64: weighted sums; int32, int64: plain sums), any shape, read flat
+    /// in C (row-major) order whatever the file's order.
     pub input: PathBuf,
     /// Stencil radius r (1 to 64): each output combines 2r + 1 inputs.
     #[arg(long)]
@@ -48,7 +51,7 @@ pub struct TransposeArgs {
 
 #[derive(Debug, Args)]
 pub struct ReverseArgs {
-    /// Input .npy of any numeric type and shape, reversed flat.
+    /// Input .npy of any numeric type and shape, reversed flat (in C order whatever the file's order).
     pub input: PathBuf,
     /// Output .npy.
     #[arg(long)]
@@ -90,6 +93,38 @@ pub(crate) fn read<T: Deserialize>(npy: NpyFile<BufReader<File>>, path: &Path) -
     })
 }
 
+/// The elements of `arr` in logical (C, row-major) order: a Fortran-order array's memory holds
+/// them column-major, so element `(i0, .., ik)` is at `i0 + d0 * (i1 + d1 * (..))`. Operations
+/// that read the array flat (stencil, reverse) must see the same sequence whatever the storage.
+pub(crate) fn logical<T: Copy>(arr: Array<T>) -> Vec<T> {
+    if !arr.fortran || arr.shape.len() < 2 || arr.data.is_empty() {
+        return arr.data;
+    }
+    let dims: Vec<usize> = arr.shape.iter().map(|&d| d as usize).collect();
+    // Fortran strides: the first axis is contiguous.
+    let mut strides = vec![1usize; dims.len()];
+    for k in 1..dims.len() {
+        strides[k] = strides[k - 1] * dims[k - 1];
+    }
+    let mut out = Vec::with_capacity(arr.data.len());
+    let mut index = vec![0usize; dims.len()];
+    let mut offset = 0usize;
+    for _ in 0..arr.data.len() {
+        out.push(arr.data[offset]);
+        // Next C-order index: the last axis moves fastest, carries go left.
+        for k in (0..dims.len()).rev() {
+            index[k] += 1;
+            offset += strides[k];
+            if index[k] < dims[k] {
+                break;
+            }
+            offset -= strides[k] * dims[k];
+            index[k] = 0;
+        }
+    }
+    out
+}
+
 pub(crate) fn write<T: Element + npyz::AutoSerialize>(
     path: &Path,
     data: &[T],
@@ -107,7 +142,13 @@ pub(crate) fn write<T: Element + npyz::AutoSerialize>(
     })
 }
 
-pub(crate) fn check_out(path: &Path) -> Result<()> {
+/// Checks `--out` before any work: a `.npy` in an existing folder, and none of `inputs`
+/// (described, paths) by identity.
+pub(crate) fn check_out(path: &Path, inputs: &[(&str, &Path)]) -> Result<()> {
+    for (what, input) in inputs {
+        crate::output::identity::protect(what, input);
+    }
+    crate::output::identity::check_output("--out", path)?;
     if path.extension().and_then(|e| e.to_str()) != Some("npy") {
         bail!("--out {}: the result is written as .npy", path.display());
     }
@@ -142,7 +183,7 @@ pub(crate) fn type_code(npy: &NpyFile<BufReader<File>>) -> Result<(char, u64)> {
 }
 
 pub fn stencil(a: &StencilArgs) -> Result<()> {
-    check_out(&a.out)?;
+    check_out(&a.out, &[("the input", &a.input)])?;
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let boundary = Boundary::parse(&a.boundary).context("--boundary")?;
     let npy = open(&a.input)?;
@@ -154,8 +195,10 @@ pub fn stencil(a: &StencilArgs) -> Result<()> {
         backend: Backend,
     ) -> Result<()> {
         let arr = read::<T>(npy, &a.input)?;
-        let out = smemkit::stencil1d(&arr.data, a.radius, weights.as_deref(), boundary, backend)?;
-        write(&a.out, &out, &arr.shape)
+        let shape = arr.shape.clone();
+        let data = logical(arr);
+        let out = smemkit::stencil1d(&data, a.radius, weights.as_deref(), boundary, backend)?;
+        write(&a.out, &out, &shape)
     }
     let no_weights = |kind: &str| -> Result<()> {
         if a.weights.is_empty() {
@@ -231,7 +274,7 @@ macro_rules! by_type {
 }
 
 pub fn transpose(a: &TransposeArgs) -> Result<()> {
-    check_out(&a.out)?;
+    check_out(&a.out, &[("the input", &a.input)])?;
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let npy = open(&a.input)?;
     by_type!(npy, T => {
@@ -247,13 +290,47 @@ pub fn transpose(a: &TransposeArgs) -> Result<()> {
 }
 
 pub fn reverse(a: &ReverseArgs) -> Result<()> {
-    check_out(&a.out)?;
+    check_out(&a.out, &[("the input", &a.input)])?;
     let backend = Backend::parse(&a.backend).context("--backend")?;
     let kernel = ReverseKernel::parse(&a.kernel).context("--kernel")?;
     let npy = open(&a.input)?;
     by_type!(npy, T => {
-        let arr = read::<T>(npy, &a.input)?;
-        let out = smemkit::reverse(&arr.data, backend, kernel)?;
-        write(&a.out, &out, &[arr.data.len() as u64])
+        let data = logical(read::<T>(npy, &a.input)?);
+        let out = smemkit::reverse(&data, backend, kernel)?;
+        write(&a.out, &out, &[data.len() as u64])
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fortran_array_reads_back_in_c_order_in_any_dimension() {
+        let dims = [2usize, 3, 4];
+        let value = |i: usize, j: usize, k: usize| (100 * i + 10 * j + k) as u32;
+        let mut memory = vec![0u32; 24];
+        let mut want = Vec::new();
+        for i in 0..dims[0] {
+            for j in 0..dims[1] {
+                for k in 0..dims[2] {
+                    memory[i + dims[0] * (j + dims[1] * k)] = value(i, j, k);
+                    want.push(value(i, j, k));
+                }
+            }
+        }
+        let shape: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
+        let fortran = Array {
+            data: memory,
+            shape: shape.clone(),
+            fortran: true,
+        };
+        assert_eq!(logical(fortran), want);
+        let c = Array {
+            data: want.clone(),
+            shape,
+            fortran: false,
+        };
+        assert_eq!(logical(c), want);
+    }
 }

@@ -78,8 +78,10 @@ pub fn map_file(path: &Path) -> Result<Mmap> {
     if meta.is_dir() {
         bail!("cannot read {}: it is a directory", path.display());
     }
-    // SAFETY: the map is read-only and private to this process; like every mmap-based reader we
-    // rely on the file not being truncated by another process while the command runs.
+    crate::sigbus::watch(path);
+    // SAFETY: the map is read-only and private to this process. A file truncated by another
+    // process while the command runs raises SIGBUS on the lost pages, which `crate::sigbus` turns
+    // into one error line naming the file and exit status 1.
     unsafe { Mmap::map(&file) }.with_context(|| format!("cannot map {}", path.display()))
 }
 

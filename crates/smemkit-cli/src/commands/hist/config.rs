@@ -76,6 +76,8 @@ pub struct HistConfig {
     pub source: Source,
     pub bins: BinsRequest,
     pub weights: Option<PathBuf>,
+    /// The file the edges came from (`--edges`), kept so no output replaces it.
+    pub edges_file: Option<PathBuf>,
     pub policy: OutOfRange,
     pub backend: Backend,
     pub strategy: StrategyChoice,
@@ -245,6 +247,7 @@ impl HistConfig {
             source,
             bins,
             weights: a.weights.clone(),
+            edges_file: a.edges.clone(),
             policy,
             backend,
             strategy,

@@ -24,6 +24,7 @@ use config::{HistConfig, Source};
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
+    protect_inputs(&config)?;
     // Several processes: each histograms its slice of the same input; all get the sum; rank 0
     // writes the files.
     // With --devices, each rank drives those GPUs (every rank as many), one NCCL rank per GPU.
@@ -93,6 +94,28 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     if let Some((path, format)) = &config.plot {
         output::plot::draw(path, *format, &h, &title(&facts))?;
         writeln!(out, "plotted     {}", path.display())?;
+    }
+    Ok(())
+}
+
+/// Registers the files this command reads, and refuses `--out` or `--plot` naming one of them
+/// (by identity: any spelling, a symbolic or a hard link).
+fn protect_inputs(config: &HistConfig) -> Result<()> {
+    use crate::output::identity::{check_output, protect};
+    if let Source::File { path, .. } = &config.source {
+        protect("the input", path);
+    }
+    if let Some(w) = &config.weights {
+        protect("the --weights file", w);
+    }
+    if let Some(e) = &config.edges_file {
+        protect("the --edges file", e);
+    }
+    if let Some((path, _)) = &config.out {
+        check_output("--out", path)?;
+    }
+    if let Some((path, _)) = &config.plot {
+        check_output("--plot", path)?;
     }
     Ok(())
 }
