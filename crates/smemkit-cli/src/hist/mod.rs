@@ -36,7 +36,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     notes.extend(loaded.note);
     let weights = match &config.weights {
         Some(p) => {
-            let read = WeightData::read(p).with_context(|| format!("--weights {}", p.display()))?;
+            let read = WeightData::read(p, config.weights_dtype)
+                .with_context(|| format!("--weights {}", p.display()))?;
             notes.extend(read.note(p));
             let paired = read.values.pair(&read.shape, &loaded.shape);
             Some(paired.with_context(|| format!("--weights {}", p.display()))?)

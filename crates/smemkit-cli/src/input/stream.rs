@@ -1,0 +1,157 @@
+//! Inputs read by streaming, and plain piecewise reads. `-` (standard input) and anything that is
+//! not a regular file (a pipe, a FIFO, `/dev/stdin` on a pipe) cannot be mapped or read twice:
+//! their kind comes from their name when it has a known extension, else from their first bytes
+//! (the `.npy` magic), else raw with a dtype flag, else text; they are then read once, a piece at a
+//! time, into memory. Weights are read with the same piecewise reads from regular files too (never
+//! mapped: a mapped file truncated under us is a SIGBUS, a short read is an error naming it).
+
+use std::io::{BufRead, BufReader, Cursor, ErrorKind, Read};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::FileKind;
+use smemkit::SampleType;
+
+/// The name that means standard input.
+pub const STDIN: &str = "-";
+
+/// Bytes read and decoded at a time.
+const PIECE: usize = 16 << 20;
+
+/// Whether `path` is read by streaming: `-`, or something that exists and is neither a regular
+/// file nor a directory (a missing file or a directory is left to the usual "cannot read").
+pub fn is_stream(path: &Path) -> bool {
+    path.as_os_str() == STDIN || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Opens the stream at `path`, finds its kind (`flag` names the dtype flag for messages) and
+/// returns it with a reader that still yields every byte, the ones looked at included.
+pub fn open(
+    path: &Path,
+    dtype: Option<SampleType>,
+    column: bool,
+    flag: &str,
+) -> Result<(FileKind, Box<dyn BufRead>)> {
+    let mut reader: Box<dyn Read> = if path.as_os_str() == STDIN {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(
+            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?,
+        )
+    };
+    let mut head = Vec::with_capacity(super::npy::MAGIC.len());
+    (&mut reader)
+        .take(super::npy::MAGIC.len() as u64)
+        .read_to_end(&mut head)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let kind = FileKind::resolve(path, &head, dtype, column, true, flag)?;
+    Ok((
+        kind,
+        Box::new(BufReader::with_capacity(
+            1 << 20,
+            Cursor::new(head).chain(reader),
+        )),
+    ))
+}
+
+/// The name to show for `path` in messages (`-` is standard input).
+pub fn name(path: &Path) -> String {
+    if path.as_os_str() == STDIN {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Reads elements of `size` bytes from `reader`, a piece at a time, and hands each piece of whole
+/// elements to `each`: `count` of them (a `.npy` header's promise: fewer is an error saying how
+/// many were read), or all until the end (`None`: a partial element at the end is an error).
+/// Returns the number of elements read.
+pub fn read_pieces(
+    reader: &mut dyn Read,
+    size: usize,
+    count: Option<usize>,
+    path: &Path,
+    what: &str,
+    mut each: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<usize> {
+    let size = size.max(1);
+    let piece = (PIECE / size).max(1) * size;
+    let first = count.map_or(piece, |c| c.saturating_mul(size).min(piece));
+    let mut buf = vec![0u8; first.max(size)];
+    let (mut done, mut total_bytes, mut carry) = (0usize, 0u64, 0usize);
+    loop {
+        let want = match count {
+            Some(c) => (c - done).saturating_mul(size).min(piece),
+            None => piece,
+        };
+        if want == 0 {
+            break;
+        }
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let mut filled = carry;
+        let mut end = false;
+        while filled < want {
+            match reader.read(&mut buf[filled..want]) {
+                Ok(0) => {
+                    end = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => bail!("cannot read {}: {e}", name(path)),
+            }
+        }
+        total_bytes += (filled - carry) as u64;
+        let whole = filled / size * size;
+        each(&buf[..whole])?;
+        done += whole / size;
+        carry = filled - whole;
+        buf.copy_within(whole..filled, 0);
+        if end {
+            break;
+        }
+    }
+    match count {
+        Some(c) if done < c => bail!(
+            "{}: the data ends early: {done} of the {c} {what} the header promises were read",
+            name(path)
+        ),
+        None if carry > 0 => bail!(
+            "{} holds {total_bytes} bytes, not a whole number of {what} ({size} bytes each)",
+            name(path)
+        ),
+        _ => Ok(done),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(bytes: &[u8], size: usize, count: Option<usize>) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut r = bytes;
+        let n = read_pieces(&mut r, size, count, Path::new("x"), "things", |b| {
+            assert_eq!(b.len() % size, 0);
+            out.extend_from_slice(b);
+            Ok(())
+        })?;
+        assert_eq!(n * size, out.len());
+        Ok(out)
+    }
+
+    #[test]
+    fn whole_elements_or_a_clear_error() {
+        assert_eq!(collect(&[1, 2, 3, 4], 2, None).unwrap(), [1, 2, 3, 4]);
+        assert_eq!(collect(&[1, 2, 3, 4, 5], 2, Some(2)).unwrap(), [1, 2, 3, 4]);
+        assert_eq!(collect(&[], 8, None).unwrap(), [] as [u8; 0]);
+        let e = format!("{:#}", collect(&[1, 2, 3], 2, None).unwrap_err());
+        assert!(e.contains("3 bytes, not a whole number of things"), "{e}");
+        let e = format!("{:#}", collect(&[1, 2, 3], 2, Some(4)).unwrap_err());
+        assert!(e.contains("1 of the 4 things"), "{e}");
+    }
+}
