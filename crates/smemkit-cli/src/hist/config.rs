@@ -303,7 +303,7 @@ impl HistConfig {
 }
 
 /// Edges must be finite and strictly increasing (checked again by the library; this names the file).
-fn check_edges(e: &[f64]) -> Result<()> {
+pub(crate) fn check_edges(e: &[f64]) -> Result<()> {
     if e.len() < 2 {
         bail!("at least two edges are needed (got {})", e.len());
     }

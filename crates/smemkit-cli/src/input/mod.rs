@@ -6,6 +6,8 @@ pub mod data;
 pub mod generate;
 pub mod npy;
 pub mod progress;
+#[cfg(test)]
+mod proptests;
 pub mod raw;
 pub mod shape;
 pub mod stream;
