@@ -608,7 +608,17 @@ fn standard_input_and_pipes_are_streamed() {
     fails_with_stdin(
         &["hist", "-", "--bins", "4", "--weights", "-"],
         Some(&npy_bytes),
-        &["standard input (`-`) can be read once"],
+        &["standard input (`-`, /dev/stdin) can be read once"],
+    );
+    fails_with_stdin(
+        &["hist", "/dev/stdin", "--bins", "4", "--edges", "-"],
+        Some(&npy_bytes),
+        &["can be read once"],
+    );
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4"],
+        Some(b"\xff\xfe1\x00\n\x00"),
+        &["line 1 of standard input is not UTF-8 text"],
     );
     fails_with_stdin(
         &["hist", "-", "--bins", "4", "--dtype", "i32"],

@@ -165,10 +165,12 @@ fn check_input_flags(
     let stdin = [a.input.as_ref(), a.weights.as_ref(), a.edges.as_ref()]
         .into_iter()
         .flatten()
-        .filter(|p| p.as_os_str() == stream::STDIN)
+        .filter(|p| stream::is_stdin(p))
         .count();
     if stdin > 1 {
-        bail!("standard input (`-`) can be read once: give it to one of the input, --weights and --edges");
+        bail!(
+            "standard input (`-`, /dev/stdin) can be read once: give it to only one of the input, --weights and --edges"
+        );
     }
     Ok(())
 }

@@ -165,7 +165,7 @@ fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<Loaded> {
             let how = read.values.how();
             Ok(Loaded {
                 input: Input::Data(read.values),
-                what: format!("{} ({how})", path.display()),
+                what: format!("{} ({how})", crate::input::stream::name(path)),
                 shape: read.shape,
                 note,
             })

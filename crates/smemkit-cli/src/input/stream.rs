@@ -19,6 +19,14 @@ pub const STDIN: &str = "-";
 /// Bytes read and decoded at a time.
 const PIECE: usize = 16 << 20;
 
+/// Whether `path` names this process's standard input (`-`, `/dev/stdin`, its file descriptor).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+        || ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
+            .iter()
+            .any(|s| path == Path::new(s))
+}
+
 /// Whether `path` is read by streaming: `-`, or something that exists and is neither a regular
 /// file nor a directory (a missing file or a directory is left to the usual "cannot read").
 pub fn is_stream(path: &Path) -> bool {

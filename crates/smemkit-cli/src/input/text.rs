@@ -199,8 +199,16 @@ fn parse(
     let mut first = true;
     for (number, line) in reader.lines().enumerate() {
         let number = number + 1;
-        let line = line.with_context(|| {
-            format!("cannot read line {number} of {}", super::stream::name(path))
+        let line = line.map_err(|e| {
+            let name = super::stream::name(path);
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                anyhow::anyhow!(
+                    "line {number} of {name} is not UTF-8 text (a binary file, or text in another \
+                     encoding such as UTF-16: save it as UTF-8)"
+                )
+            } else {
+                anyhow::anyhow!("cannot read line {number} of {name}: {e}")
+            }
         })?;
         // A UTF-8 byte-order mark (Windows editors write one) is not part of the first cell.
         let line = match number {
