@@ -1,6 +1,7 @@
 //! Where samples come from: `.npy`, raw binary, one column of a text file, or a generator. The
-//! kind of a file is chosen by its extension, so a typo in a name cannot silently be read as raw
-//! bytes: raw input needs `--dtype`.
+//! kind of a file is chosen by its extension (a name without a known one: `.npy` by its magic,
+//! else raw with `--dtype`), so a typo in a name cannot silently be read as raw bytes. Pipes and
+//! standard input are read as they stream ([`stream`]).
 
 pub mod data;
 pub mod generate;
@@ -220,7 +221,7 @@ pub fn read_file(
     if stream::is_stream(path) {
         let (kind, reader) = stream::open(path, dtype, column.is_some(), "--dtype")?;
         kind.check_flags(path, dtype, "--dtype", column)?;
-        let read = read_stream(kind, reader, path, dtype, column)?;
+        let read = stream::read_samples(kind, reader, path, dtype, column)?;
         if read.values.samples().is_empty() {
             bail!("{} holds no samples (empty input)", stream::name(path));
         }
@@ -253,64 +254,12 @@ pub fn read_file(
     Ok(read)
 }
 
-/// Reads samples of the given kind from a stream (nothing is mapped: they are read into memory).
-pub fn read_stream(
-    kind: FileKind,
-    mut reader: Box<dyn std::io::BufRead>,
-    path: &Path,
-    dtype: Option<SampleType>,
-    column: Option<&str>,
-) -> Result<Parsed<SampleData>> {
-    let (ty, count, little_endian, shape) = match kind {
-        FileKind::Text => {
-            let t = text::read_from(reader, path, &text::Column::parse(column), dtype)?;
-            return Ok(Parsed {
-                values: SampleData::Owned(t.values),
-                shape: t.shape,
-                header: t.header,
-            });
-        }
-        FileKind::Npy => {
-            let l = npy::read_header(&mut reader, path)?;
-            (l.ty, Some(l.len), l.little_endian, Some(l.shape))
-        }
-        FileKind::Raw => {
-            let ty = dtype.context("raw input needs --dtype")?;
-            (ty, None, cfg!(target_endian = "little"), None)
-        }
-    };
-    let mut out = data::OwnedSamples::new(ty);
-    let name = stream::name(path);
-    let no_room = |n: usize| {
-        anyhow::anyhow!(
-            "{name}: {n} more samples ({} bytes) do not fit in memory",
-            n.saturating_mul(ty.size())
-        )
-    };
-    if let Some(n) = count {
-        out.try_reserve(n).map_err(|_| no_room(n))?;
-    }
-    let what = format!("{ty} samples");
-    stream::read_pieces(&mut reader, ty.size(), count, path, &what, |piece| {
-        let n = piece.len() / ty.size();
-        out.try_reserve(n).map_err(|_| no_room(n))?;
-        out.extend_decoded(piece, little_endian);
-        Ok(())
-    })?;
-    let shape = shape.unwrap_or_else(|| Shape::flat(out.samples().len()));
-    Ok(Parsed {
-        values: SampleData::Owned(out),
-        shape,
-        header: None,
-    })
-}
-
 /// Reads a file of numbers as f64: bin edges. A `.npy` file, or text (any other extension; a
 /// stream is a `.npy` when it starts with the magic).
 pub fn read_numbers(path: &Path) -> Result<Parsed<Vec<f64>>> {
     if stream::is_stream(path) {
         let (kind, reader) = stream::open(path, None, false, "--dtype")?;
-        let read = read_stream(kind, reader, path, None, None)?;
+        let read = stream::read_samples(kind, reader, path, None, None)?;
         return Ok(Parsed {
             values: to_f64(read.values.samples()),
             shape: read.shape,

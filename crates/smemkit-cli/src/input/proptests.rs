@@ -9,9 +9,10 @@ use std::path::Path;
 use proptest::prelude::*;
 use smemkit::SampleType;
 
+use super::stream::read_samples as read_stream;
 use super::text::{self, Column};
 use super::weights::{self, WeightData};
-use super::{npy, read_stream, shape, FileKind, Shape};
+use super::{npy, shape, FileKind, Shape};
 
 const TYPES: [SampleType; 10] = [
     SampleType::U8,

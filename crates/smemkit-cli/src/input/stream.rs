@@ -10,8 +10,10 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::FileKind;
 use smemkit::SampleType;
+
+use super::data::OwnedSamples;
+use super::{npy, text, FileKind, Parsed, SampleData, Shape};
 
 /// The name that means standard input.
 pub const STDIN: &str = "-";
@@ -48,9 +50,9 @@ pub fn open(
             std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?,
         )
     };
-    let mut head = Vec::with_capacity(super::npy::MAGIC.len());
+    let mut head = Vec::with_capacity(npy::MAGIC.len());
     (&mut reader)
-        .take(super::npy::MAGIC.len() as u64)
+        .take(npy::MAGIC.len() as u64)
         .read_to_end(&mut head)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let kind = FileKind::resolve(path, &head, dtype, column, true, flag)?;
@@ -70,6 +72,58 @@ pub fn name(path: &Path) -> String {
     } else {
         path.display().to_string()
     }
+}
+
+/// Reads samples of the given kind from a stream (nothing is mapped: they are read into memory).
+pub fn read_samples(
+    kind: FileKind,
+    mut reader: Box<dyn std::io::BufRead>,
+    path: &Path,
+    dtype: Option<SampleType>,
+    column: Option<&str>,
+) -> Result<Parsed<SampleData>> {
+    let (ty, count, little_endian, shape) = match kind {
+        FileKind::Text => {
+            let t = text::read_from(reader, path, &text::Column::parse(column), dtype)?;
+            return Ok(Parsed {
+                values: SampleData::Owned(t.values),
+                shape: t.shape,
+                header: t.header,
+            });
+        }
+        FileKind::Npy => {
+            let l = npy::read_header(&mut reader, path)?;
+            (l.ty, Some(l.len), l.little_endian, Some(l.shape))
+        }
+        FileKind::Raw => {
+            let ty = dtype.context("raw input needs --dtype")?;
+            (ty, None, cfg!(target_endian = "little"), None)
+        }
+    };
+    let mut out = OwnedSamples::new(ty);
+    let name = name(path);
+    let no_room = |n: usize| {
+        anyhow::anyhow!(
+            "{name}: {n} more samples ({} bytes) do not fit in memory",
+            n.saturating_mul(ty.size())
+        )
+    };
+    if let Some(n) = count {
+        out.try_reserve(n).map_err(|_| no_room(n))?;
+    }
+    let what = format!("{ty} samples");
+    read_pieces(&mut reader, ty.size(), count, path, &what, |piece| {
+        let n = piece.len() / ty.size();
+        out.try_reserve(n).map_err(|_| no_room(n))?;
+        out.extend_decoded(piece, little_endian);
+        Ok(())
+    })?;
+    let shape = shape.unwrap_or_else(|| Shape::flat(out.samples().len()));
+    Ok(Parsed {
+        values: SampleData::Owned(out),
+        shape,
+        header: None,
+    })
 }
 
 /// Reads elements of `size` bytes from `reader`, a piece at a time, and hands each piece of whole
