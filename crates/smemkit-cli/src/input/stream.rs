@@ -1,8 +1,8 @@
 //! Inputs read by streaming, and plain piecewise reads. `-` (standard input) and anything that is
 //! not a regular file (a pipe, a FIFO, `/dev/stdin` on a pipe) cannot be mapped or read twice:
 //! their kind comes from their name when it has a known extension, else from their first bytes
-//! (the `.npy` magic), else raw with a dtype flag, else text; they are then read once, a piece at a
-//! time, into memory. Weights are read with the same piecewise reads from regular files too (never
+//! (the `.npy` magic), else text when a column is chosen, else raw with a dtype flag, else text;
+//! they are then read once, a piece at a time, into memory. Weights are read with the same piecewise reads from regular files too (never
 //! mapped: a mapped file truncated under us is a SIGBUS, a short read is an error naming it).
 
 use std::io::{BufRead, BufReader, Cursor, ErrorKind, Read};
@@ -46,15 +46,13 @@ pub fn open(
     let mut reader: Box<dyn Read> = if path.as_os_str() == STDIN {
         Box::new(std::io::stdin())
     } else {
-        Box::new(
-            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?,
-        )
+        Box::new(std::fs::File::open(path).with_context(|| format!("cannot read {}", name(path)))?)
     };
     let mut head = Vec::with_capacity(npy::MAGIC.len());
     (&mut reader)
         .take(npy::MAGIC.len() as u64)
         .read_to_end(&mut head)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .with_context(|| format!("cannot read {}", name(path)))?;
     let kind = FileKind::resolve(path, &head, dtype, column, true, flag)?;
     Ok((
         kind,
