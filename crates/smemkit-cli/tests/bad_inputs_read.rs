@@ -571,6 +571,18 @@ fn standard_input_and_pipes_are_streamed() {
     );
     assert_eq!(counts(&doc), want);
     assert!(out.contains("skipped the header line `a,b`"), "{out}");
+    // Numbers as text with --dtype: not summed as their bytes; with --column they are text.
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4", "--dtype", "i32"],
+        Some(b"0\n1\n1\n3\n"),
+        &["standard input looks like text", "--column 0"],
+    );
+    let (doc, _) = hist_json(
+        &dir,
+        &["-", "--bins", "4", "--dtype", "i32", "--column", "0"],
+        Some(b"0\n1\n1\n3\n3\n3\n"),
+    );
+    assert_eq!(counts(&doc), want);
     // Text by default (floats: uniform bins over a range).
     let (doc, _) = hist_json(
         &dir,

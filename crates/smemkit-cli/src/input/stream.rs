@@ -21,6 +21,20 @@ pub const STDIN: &str = "-";
 /// Bytes read and decoded at a time.
 const PIECE: usize = 16 << 20;
 
+/// Bytes of a stream looked at to tell numbers written as text from raw binary.
+const LOOK_AHEAD: usize = 4096;
+
+/// Whether `bytes` read as nothing but numbers written as text: digits, signs, points, exponents,
+/// separators and line breaks, with at least one digit and one line break. Raw samples of real
+/// data almost never stay within those few byte values for long.
+fn looks_like_text(bytes: &[u8]) -> bool {
+    bytes.contains(&b'\n')
+        && bytes.iter().any(u8::is_ascii_digit)
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_digit() || b" \t\r\n,;+-.eE".contains(b))
+}
+
 /// Whether `path` names this process's standard input (`-`, `/dev/stdin`, its file descriptor).
 pub fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == STDIN
@@ -54,6 +68,26 @@ pub fn open(
         .read_to_end(&mut head)
         .with_context(|| format!("cannot read {}", name(path)))?;
     let kind = FileKind::resolve(path, &head, dtype, column, true, flag)?;
+    if kind == FileKind::Raw && path.extension().is_none() {
+        // Numbers typed into a pipe with a dtype flag would otherwise be summed as their ASCII
+        // bytes: a wrong answer, silently. Look further before trusting the flag.
+        (&mut reader)
+            .take(LOOK_AHEAD.saturating_sub(head.len()) as u64)
+            .read_to_end(&mut head)
+            .with_context(|| format!("cannot read {}", name(path)))?;
+        if looks_like_text(&head) {
+            let fix = if flag == "--dtype" {
+                "add --column 0 to read it as text of that type"
+            } else {
+                "leave it out to read the numbers as text"
+            };
+            bail!(
+                "{} looks like text (digits and line breaks) but {flag} reads a stream without an \
+                 extension as raw binary: {fix}",
+                name(path)
+            );
+        }
+    }
     Ok((
         kind,
         Box::new(BufReader::with_capacity(
@@ -202,6 +236,15 @@ mod tests {
         })?;
         assert_eq!(n * size, out.len());
         Ok(out)
+    }
+
+    #[test]
+    fn text_is_told_from_raw_bytes() {
+        assert!(looks_like_text(b"1\n2.5\n-3e4\r\n"));
+        assert!(looks_like_text(b"1, 2\n"));
+        assert!(!looks_like_text(b"12"));
+        assert!(!looks_like_text(&[1, 0, 0, 0, 10, 0, 0, 0]));
+        assert!(!looks_like_text(b"\n\n"));
     }
 
     #[test]
