@@ -53,7 +53,11 @@ Inputs:
   .npy (any numeric dtype, either byte order, C or Fortran order, any shape, flattened),
   .csv / .tsv / .txt (one column: --column N counts from 0, or a header name; the first line is
   a header when none of its cells is a number, and the summary names it),
-  any other file as raw little-endian binary with --dtype, or --generate DIST --count N.";
+  any other file as raw little-endian binary with --dtype, or --generate DIST --count N.
+  `-` (standard input), a pipe or a FIFO is read as it streams: .npy when it starts with the .npy
+  magic, raw with --dtype, text otherwise. --weights takes the same formats (--weights-dtype for
+  raw). A flag that means nothing for the input (--dtype on a .npy, --column on a .npy or raw
+  file) is an error.";
 
 #[derive(Debug, Args)]
 #[command(after_help = HIST_AFTER_HELP)]
@@ -88,9 +92,13 @@ pub struct HistArgs {
     /// Integer bins (bincount) [0, N): the default for integer samples without --range or --edges.
     #[arg(long, conflicts_with = "range")]
     pub integer: bool,
-    /// Weights, one per sample (.npy of f32 or f64; or text, one number per line).
+    /// Weights, one per sample, of the samples' shape: .npy (f32 and f64 kept, integers as f64),
+    /// text (one number per line), or raw binary with --weights-dtype.
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
+    /// Type of raw binary weights: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64.
+    #[arg(long, value_name = "T", requires = "weights")]
+    pub weights_dtype: Option<String>,
     /// What happens to samples outside the bins: ignore (numpy), clamp (into the first/last bin), error.
     #[arg(long, value_name = "POLICY", default_value = "ignore")]
     pub out_of_range: String,

@@ -364,3 +364,337 @@ fn weights_pair_with_samples_by_logical_index_whatever_the_storage_order() {
         &["2 weights for 6 samples"],
     );
 }
+
+#[test]
+fn raw_binary_weights_take_their_own_dtype() {
+    let dir = TempDir::new().unwrap();
+    let x = write(&dir, "x.txt", b"0\n1\n1\n3\n");
+    let args = |w: &Path, t: &str| -> Vec<String> {
+        [
+            p(&x),
+            "--bins",
+            "4",
+            "--dtype",
+            "u8",
+            "--weights",
+            p(w),
+            "--weights-dtype",
+            t,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run = |w: &Path, t: &str| {
+        let a = args(w, t);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        hist_json(&dir, &a, None).0
+    };
+    let f32s = write(
+        &dir,
+        "w.f32",
+        &le(&[0.5f32, 1.0, 2.0, 4.0], f32::to_le_bytes),
+    );
+    assert_eq!(sums(&run(&f32s, "f32")), [0.5, 3.0, 0.0, 4.0]);
+    let i16s = write(&dir, "w.bin", &le(&[-1i16, 2, 3, 100], i16::to_le_bytes));
+    assert_eq!(sums(&run(&i16s, "i16")), [-1.0, 5.0, 0.0, 100.0]);
+    // No extension at all: raw with the flag too.
+    let bare = write(
+        &dir,
+        "weights",
+        &le(&[1.0f64, 1.0, 1.0, 1.0], f64::to_le_bytes),
+    );
+    assert_eq!(sums(&run(&bare, "f64")), [1.0, 2.0, 0.0, 1.0]);
+    // Not a whole number of weights; raw without the flag; the flag on a .npy or a text file.
+    let odd = write(&dir, "odd.bin", &[0u8; 7]);
+    fails(
+        &[
+            "hist",
+            p(&x),
+            "--bins",
+            "4",
+            "--weights",
+            p(&odd),
+            "--weights-dtype",
+            "f32",
+        ],
+        &["odd.bin", "7 bytes, not a whole number of float32 weights"],
+    );
+    fails(
+        &["hist", p(&x), "--bins", "4", "--weights", p(&i16s)],
+        &["--weights", "w.bin", "--weights-dtype"],
+    );
+    let npy_w = write(
+        &dir,
+        "w.npy",
+        &npy("<f8", false, &[4], &le(&[1.0f64; 4], f64::to_le_bytes)),
+    );
+    fails(
+        &[
+            "hist",
+            p(&x),
+            "--bins",
+            "4",
+            "--weights",
+            p(&npy_w),
+            "--weights-dtype",
+            "f32",
+        ],
+        &[
+            "--weights-dtype does not apply",
+            "w.npy",
+            "header gives the type",
+        ],
+    );
+    let text_w = write(&dir, "w.txt", b"1\n2\n3\n4\n");
+    fails(
+        &[
+            "hist",
+            p(&x),
+            "--bins",
+            "4",
+            "--weights",
+            p(&text_w),
+            "--weights-dtype",
+            "f32",
+        ],
+        &["--weights-dtype does not apply", "w.txt", "text file"],
+    );
+}
+
+#[test]
+fn flags_that_mean_nothing_for_the_input_are_refused() {
+    let dir = TempDir::new().unwrap();
+    let x = write(
+        &dir,
+        "x.npy",
+        &npy("<i4", false, &[3], &le(&[0i32, 1, 2], i32::to_le_bytes)),
+    );
+    fails(
+        &["hist", p(&x), "--bins", "4", "--dtype", "f32"],
+        &["--dtype does not apply", "x.npy", "header gives the type"],
+    );
+    fails(
+        &["hist", p(&x), "--bins", "4", "--column", "1"],
+        &["--column 1 does not apply", "x.npy", "a .npy file"],
+    );
+    // A .npy by its magic under another name: the same.
+    let hidden = write(&dir, "x.data", &std::fs::read(&x).unwrap());
+    fails(
+        &["hist", p(&hidden), "--bins", "4", "--dtype", "i32"],
+        &["--dtype does not apply", "x.data"],
+    );
+    let (doc, _) = hist_json(&dir, &[p(&hidden), "--bins", "4"], None);
+    assert_eq!(counts(&doc), [1, 1, 1, 0]);
+    let raw = write(&dir, "x.u8", &[0, 1, 2]);
+    fails(
+        &[
+            "hist",
+            p(&raw),
+            "--bins",
+            "4",
+            "--dtype",
+            "u8",
+            "--column",
+            "v",
+        ],
+        &["--column v does not apply", "x.u8", "raw binary"],
+    );
+    fails(
+        &[
+            "hist",
+            "--generate",
+            "uniform",
+            "--count",
+            "10",
+            "--bins",
+            "4",
+            "--column",
+            "2",
+        ],
+        &["--column 2 does not apply to --generate"],
+    );
+    // Without --weights, --weights-dtype is a usage error (clap's).
+    let r = smemkit_with_stdin(
+        &["hist", p(&x), "--bins", "4", "--weights-dtype", "f32"],
+        None,
+    );
+    assert!(!r.ok && r.stderr.contains("--weights"), "{}", r.stderr);
+}
+
+#[cfg(unix)]
+fn fifo(dir: &TempDir, name: &str, bytes: Vec<u8>) -> (PathBuf, std::thread::JoinHandle<()>) {
+    let path = dir.path().join(name);
+    let ok = Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(ok.success());
+    let writer = path.clone();
+    let handle = std::thread::spawn(move || {
+        // Opening blocks until the reader opens; a reader that stops early breaks the pipe.
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&writer) {
+            let _ = f.write_all(&bytes);
+        }
+    });
+    (path, handle)
+}
+
+#[test]
+fn standard_input_and_pipes_are_streamed() {
+    let dir = TempDir::new().unwrap();
+    let values = [0i32, 1, 1, 3, 3, 3];
+    let npy_bytes = npy("<i4", false, &[6], &le(&values, i32::to_le_bytes));
+    let want = [1, 2, 0, 3];
+    // .npy by its magic, on `-` and on /dev/stdin.
+    for name in ["-", "/dev/stdin"] {
+        let (doc, out) = hist_json(&dir, &[name, "--bins", "4"], Some(&npy_bytes));
+        assert_eq!(counts(&doc), want, "{name}");
+        assert!(out.contains("in memory"), "{out}");
+    }
+    // Big-endian and Fortran-ordered .npy from a pipe.
+    let big = npy(">i4", true, &[2, 3], &le(&values, i32::to_be_bytes));
+    assert_eq!(
+        counts(&hist_json(&dir, &["-", "--bins", "4"], Some(&big)).0),
+        want
+    );
+    // Raw with --dtype.
+    let raw = le(&values, i32::to_le_bytes);
+    let (doc, _) = hist_json(&dir, &["-", "--bins", "4", "--dtype", "i32"], Some(&raw));
+    assert_eq!(counts(&doc), want);
+    // Text, with a header and a column by name.
+    let text = b"a,b\n9,0\n9,1\n9,1\n9,3\n9,3\n9,3\n";
+    let (doc, out) = hist_json(
+        &dir,
+        &["-", "--bins", "4", "--column", "b", "--dtype", "u16"],
+        Some(text),
+    );
+    assert_eq!(counts(&doc), want);
+    assert!(out.contains("skipped the header line `a,b`"), "{out}");
+    // Numbers as text with --dtype: not summed as their bytes; with --column they are text.
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4", "--dtype", "i32"],
+        Some(b"0\n1\n1\n3\n"),
+        &["standard input looks like text", "--column 0"],
+    );
+    let (doc, _) = hist_json(
+        &dir,
+        &["-", "--bins", "4", "--dtype", "i32", "--column", "0"],
+        Some(b"0\n1\n1\n3\n3\n3\n"),
+    );
+    assert_eq!(counts(&doc), want);
+    // Text by default (floats: uniform bins over a range).
+    let (doc, _) = hist_json(
+        &dir,
+        &["-", "--bins", "2", "--range", "0:4"],
+        Some(b"0.5\n3.5\n3\n"),
+    );
+    assert_eq!(counts(&doc), [1, 2]);
+    // Weights and edges from standard input.
+    let x = write(&dir, "x.npy", &npy_bytes);
+    let w = npy(
+        "<f4",
+        false,
+        &[6],
+        &le(&[1.0f32, 2.0, 4.0, 8.0, 16.0, 32.0], f32::to_le_bytes),
+    );
+    let (doc, _) = hist_json(&dir, &[p(&x), "--bins", "4", "--weights", "-"], Some(&w));
+    assert_eq!(sums(&doc), [1.0, 6.0, 0.0, 56.0]);
+    let (doc, _) = hist_json(
+        &dir,
+        &[
+            p(&x),
+            "--bins",
+            "4",
+            "--weights",
+            "-",
+            "--weights-dtype",
+            "u8",
+        ],
+        Some(&[1, 1, 1, 1, 1, 1]),
+    );
+    assert_eq!(sums(&doc), [1.0, 2.0, 0.0, 3.0]);
+    let (doc, _) = hist_json(&dir, &[p(&x), "--edges", "-"], Some(b"0\n2\n4\n"));
+    assert_eq!(counts(&doc), [3, 3]);
+    // Read once only; a .npy on stdin does not take --dtype; bad bytes are one clear error.
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4", "--weights", "-"],
+        Some(&npy_bytes),
+        &["standard input (`-`, /dev/stdin) can be read once"],
+    );
+    fails_with_stdin(
+        &["hist", "/dev/stdin", "--bins", "4", "--edges", "-"],
+        Some(&npy_bytes),
+        &["can be read once"],
+    );
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4"],
+        Some(b"\xff\xfe1\x00\n\x00"),
+        &["line 1 of standard input is not UTF-8 text"],
+    );
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4", "--dtype", "i32"],
+        Some(&npy_bytes),
+        &["--dtype does not apply to standard input"],
+    );
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4"],
+        Some(&npy_bytes[..npy_bytes.len() - 3]),
+        &["standard input", "ends early", "5 of the 6"],
+    );
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4", "--dtype", "i32"],
+        Some(&raw[..raw.len() - 1]),
+        &[
+            "standard input",
+            "23 bytes, not a whole number of int32 samples",
+        ],
+    );
+    fails_with_stdin(
+        &["hist", "-", "--bins", "4"],
+        Some(b""),
+        &["standard input", "no samples"],
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn fifos_are_streamed() {
+    let dir = TempDir::new().unwrap();
+    let values = [2u16, 2, 0, 1];
+    let (path, writer) = fifo(
+        &dir,
+        "samples",
+        npy("<u2", false, &[4], &le(&values, u16::to_le_bytes)),
+    );
+    let (doc, _) = hist_json(&dir, &[p(&path), "--bins", "3"], None);
+    writer.join().unwrap();
+    assert_eq!(counts(&doc), [1, 1, 2]);
+    // A FIFO with a known extension is read as its extension says.
+    let (path, writer) = fifo(&dir, "s.csv", b"v\n2\n2\n0\n1\n".to_vec());
+    let (doc, _) = hist_json(&dir, &[p(&path), "--bins", "3", "--dtype", "u8"], None);
+    writer.join().unwrap();
+    assert_eq!(counts(&doc), [1, 1, 2]);
+    // Weights through a FIFO, as from `<(...)` in a shell.
+    let x = write(
+        &dir,
+        "x.npy",
+        &npy("<u2", false, &[4], &le(&values, u16::to_le_bytes)),
+    );
+    let (path, writer) = fifo(&dir, "w", le(&[1.0f64, 2.0, 4.0, 8.0], f64::to_le_bytes));
+    let (doc, _) = hist_json(
+        &dir,
+        &[
+            p(&x),
+            "--bins",
+            "3",
+            "--weights",
+            p(&path),
+            "--weights-dtype",
+            "f64",
+        ],
+        None,
+    );
+    writer.join().unwrap();
+    assert_eq!(sums(&doc), [4.0, 8.0, 3.0]);
+}

@@ -21,6 +21,67 @@ pub enum OwnedSamples {
 }
 
 impl OwnedSamples {
+    /// No samples yet, of type `ty`.
+    pub fn new(ty: SampleType) -> OwnedSamples {
+        match ty {
+            SampleType::U8 => OwnedSamples::U8(Vec::new()),
+            SampleType::U16 => OwnedSamples::U16(Vec::new()),
+            SampleType::U32 => OwnedSamples::U32(Vec::new()),
+            SampleType::U64 => OwnedSamples::U64(Vec::new()),
+            SampleType::I8 => OwnedSamples::I8(Vec::new()),
+            SampleType::I16 => OwnedSamples::I16(Vec::new()),
+            SampleType::I32 => OwnedSamples::I32(Vec::new()),
+            SampleType::I64 => OwnedSamples::I64(Vec::new()),
+            SampleType::F32 => OwnedSamples::F32(Vec::new()),
+            SampleType::F64 => OwnedSamples::F64(Vec::new()),
+        }
+    }
+
+    /// Room for `more` samples, or an error (never an abort) when memory cannot be had.
+    pub fn try_reserve(&mut self, more: usize) -> Result<(), std::collections::TryReserveError> {
+        match self {
+            OwnedSamples::U8(v) => v.try_reserve(more),
+            OwnedSamples::U16(v) => v.try_reserve(more),
+            OwnedSamples::U32(v) => v.try_reserve(more),
+            OwnedSamples::U64(v) => v.try_reserve(more),
+            OwnedSamples::I8(v) => v.try_reserve(more),
+            OwnedSamples::I16(v) => v.try_reserve(more),
+            OwnedSamples::I32(v) => v.try_reserve(more),
+            OwnedSamples::I64(v) => v.try_reserve(more),
+            OwnedSamples::F32(v) => v.try_reserve(more),
+            OwnedSamples::F64(v) => v.try_reserve(more),
+        }
+    }
+
+    /// Decodes `bytes` (whole samples of this type, in the given byte order) onto the end.
+    pub fn extend_decoded(&mut self, bytes: &[u8], little_endian: bool) {
+        macro_rules! dec {
+            ($v:expr, $t:ty) => {{
+                const N: usize = std::mem::size_of::<$t>();
+                $v.extend(bytes.chunks_exact(N).map(|c| {
+                    let a: [u8; N] = c.try_into().expect("chunks_exact gives N bytes");
+                    if little_endian {
+                        <$t>::from_le_bytes(a)
+                    } else {
+                        <$t>::from_be_bytes(a)
+                    }
+                }))
+            }};
+        }
+        match self {
+            OwnedSamples::U8(v) => dec!(v, u8),
+            OwnedSamples::U16(v) => dec!(v, u16),
+            OwnedSamples::U32(v) => dec!(v, u32),
+            OwnedSamples::U64(v) => dec!(v, u64),
+            OwnedSamples::I8(v) => dec!(v, i8),
+            OwnedSamples::I16(v) => dec!(v, i16),
+            OwnedSamples::I32(v) => dec!(v, i32),
+            OwnedSamples::I64(v) => dec!(v, i64),
+            OwnedSamples::F32(v) => dec!(v, f32),
+            OwnedSamples::F64(v) => dec!(v, f64),
+        }
+    }
+
     pub fn samples(&self) -> Samples<'_> {
         match self {
             OwnedSamples::U8(v) => Samples::U8(v),
@@ -109,34 +170,7 @@ impl SampleData {
 
 /// Decodes `bytes` (a whole number of elements of `ty`, in the given byte order) into owned samples.
 pub fn decode(bytes: &[u8], ty: SampleType, little_endian: bool) -> OwnedSamples {
-    macro_rules! dec {
-        ($t:ty, $tag:ident) => {{
-            const N: usize = std::mem::size_of::<$t>();
-            OwnedSamples::$tag(
-                bytes
-                    .chunks_exact(N)
-                    .map(|c| {
-                        let a: [u8; N] = c.try_into().expect("chunks_exact gives N bytes");
-                        if little_endian {
-                            <$t>::from_le_bytes(a)
-                        } else {
-                            <$t>::from_be_bytes(a)
-                        }
-                    })
-                    .collect(),
-            )
-        }};
-    }
-    match ty {
-        SampleType::U8 => dec!(u8, U8),
-        SampleType::U16 => dec!(u16, U16),
-        SampleType::U32 => dec!(u32, U32),
-        SampleType::U64 => dec!(u64, U64),
-        SampleType::I8 => dec!(i8, I8),
-        SampleType::I16 => dec!(i16, I16),
-        SampleType::I32 => dec!(i32, I32),
-        SampleType::I64 => dec!(i64, I64),
-        SampleType::F32 => dec!(f32, F32),
-        SampleType::F64 => dec!(f64, F64),
-    }
+    let mut out = OwnedSamples::new(ty);
+    out.extend_decoded(bytes, little_endian);
+    out
 }

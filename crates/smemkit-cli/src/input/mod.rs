@@ -1,16 +1,21 @@
 //! Where samples come from: `.npy`, raw binary, one column of a text file, or a generator. The
-//! kind of a file is chosen by its extension, so a typo in a name cannot silently be read as raw
-//! bytes: raw input needs `--dtype`.
+//! kind of a file is chosen by its extension (a name without a known one: `.npy` by its magic,
+//! else raw with `--dtype`), so a typo in a name cannot silently be read as raw bytes. Pipes and
+//! standard input are read as they stream ([`stream`]).
 
 pub mod data;
 pub mod generate;
 pub mod npy;
 pub mod progress;
+#[cfg(test)]
+mod proptests;
 pub mod raw;
 pub mod shape;
+pub mod stream;
 pub mod text;
 pub mod weights;
 
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -47,22 +52,96 @@ pub enum FileKind {
 }
 
 impl FileKind {
-    /// The kind the extension names; files with any other extension are raw and need a dtype.
-    pub fn of(path: &Path, dtype: Option<SampleType>) -> Result<FileKind> {
+    /// The kind of the regular file at `path`: by its extension; a name without a known one is a
+    /// `.npy` when its first bytes are the magic, else raw when `dtype` is given. `flag` names the dtype flag in messages (`--dtype`,
+    /// `--weights-dtype`).
+    pub fn of(path: &Path, dtype: Option<SampleType>, flag: &str) -> Result<FileKind> {
+        if let Some(kind) = Self::by_extension(path) {
+            return Ok(kind);
+        }
+        let mut head = Vec::new();
+        if let Ok(file) = std::fs::File::open(path) {
+            // Unreadable files are reported by whoever reads them.
+            let _ = file.take(npy::MAGIC.len() as u64).read_to_end(&mut head);
+        }
+        Self::resolve(path, &head, dtype, false, false, flag)
+    }
+
+    fn by_extension(path: &Path) -> Option<FileKind> {
         let ext = path
             .extension()
             .and_then(|e| e.to_str())
             .map(|e| e.to_ascii_lowercase());
         match ext.as_deref() {
-            Some("npy") => Ok(FileKind::Npy),
-            Some("csv" | "tsv" | "txt") => Ok(FileKind::Text),
-            _ if dtype.is_some() => Ok(FileKind::Raw),
+            Some("npy") => Some(FileKind::Npy),
+            Some("csv" | "tsv" | "txt") => Some(FileKind::Text),
+            _ => None,
+        }
+    }
+
+    /// The kind of `path`, whose first bytes are `head`: by the extension, the `.npy` magic, then
+    /// for a stream a chosen column (text), then a dtype (raw), then for a stream (which has no
+    /// other way to say) text. A regular file's name says whether it is text.
+    pub fn resolve(
+        path: &Path,
+        head: &[u8],
+        dtype: Option<SampleType>,
+        column: bool,
+        stream: bool,
+        flag: &str,
+    ) -> Result<FileKind> {
+        if let Some(kind) = Self::by_extension(path) {
+            return Ok(kind);
+        }
+        if head.starts_with(npy::MAGIC) {
+            return Ok(FileKind::Npy);
+        }
+        if column && stream {
+            return Ok(FileKind::Text);
+        }
+        if dtype.is_some() {
+            return Ok(FileKind::Raw);
+        }
+        if stream {
+            return Ok(FileKind::Text);
+        }
+        match path.extension() {
             Some(e) => bail!(
-                "unknown input extension `.{e}` of {}: use .npy, .csv, .tsv or .txt, or pass --dtype to read raw binary",
+                "unknown input extension `.{}` of {}: use .npy, .csv, .tsv or .txt, or pass {flag} to read raw binary",
+                e.to_string_lossy(),
                 path.display()
             ),
-            None => bail!("{} has no extension: pass --dtype to read it as raw binary", path.display()),
+            None => bail!(
+                "{} has no extension: pass {flag} to read it as raw binary",
+                path.display()
+            ),
         }
+    }
+
+    /// Refuses the flags that mean nothing for this kind of input, rather than ignoring them:
+    /// a dtype for a `.npy` (its header gives it), a column for anything but text.
+    pub fn check_flags(
+        self,
+        path: &Path,
+        dtype: Option<SampleType>,
+        dtype_flag: &str,
+        column: Option<&str>,
+    ) -> Result<()> {
+        let name = stream::name(path);
+        if self == FileKind::Npy && dtype.is_some() {
+            bail!("{dtype_flag} does not apply to {name}: it is a .npy file, whose header gives the type");
+        }
+        if let (Some(c), false) = (column, self == FileKind::Text) {
+            let what = if self == FileKind::Npy {
+                "a .npy file"
+            } else {
+                "raw binary"
+            };
+            bail!(
+                "--column {c} does not apply to {name}: it is {what}, not a text file of columns"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -106,7 +185,10 @@ pub struct DirectFile {
 /// `None` for text and big-endian `.npy` files, and for anything the probe cannot read or parse:
 /// [`read_file`] then reports it as it always has.
 pub fn direct_file(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile> {
-    match FileKind::of(path, dtype).ok()? {
+    if stream::is_stream(path) {
+        return None;
+    }
+    match FileKind::of(path, dtype, "--dtype").ok()? {
         FileKind::Text => None,
         FileKind::Raw => {
             let meta = std::fs::metadata(path).ok()?;
@@ -138,7 +220,18 @@ pub fn read_file(
     dtype: Option<SampleType>,
     column: Option<&str>,
 ) -> Result<Parsed<SampleData>> {
-    let read = match FileKind::of(path, dtype)? {
+    if stream::is_stream(path) {
+        let (kind, reader) = stream::open(path, dtype, column.is_some(), "--dtype")?;
+        kind.check_flags(path, dtype, "--dtype", column)?;
+        let read = stream::read_samples(kind, reader, path, dtype, column)?;
+        if read.values.samples().is_empty() {
+            bail!("{} holds no samples (empty input)", stream::name(path));
+        }
+        return Ok(read);
+    }
+    let kind = FileKind::of(path, dtype, "--dtype")?;
+    kind.check_flags(path, dtype, "--dtype", column)?;
+    let read = match kind {
         FileKind::Npy => npy::read(path)?,
         FileKind::Text => {
             let t = text::read(path, &text::Column::parse(column), dtype)?;
@@ -163,9 +256,19 @@ pub fn read_file(
     Ok(read)
 }
 
-/// Reads a file of numbers (`.npy` or text) as f64: bin edges.
+/// Reads a file of numbers as f64: bin edges. A `.npy` file, or text (any other extension; a
+/// stream is a `.npy` when it starts with the magic).
 pub fn read_numbers(path: &Path) -> Result<Parsed<Vec<f64>>> {
-    match FileKind::of(path, None) {
+    if stream::is_stream(path) {
+        let (kind, reader) = stream::open(path, None, false, "--dtype")?;
+        let read = stream::read_samples(kind, reader, path, None, None)?;
+        return Ok(Parsed {
+            values: to_f64(read.values.samples()),
+            shape: read.shape,
+            header: read.header,
+        });
+    }
+    match FileKind::of(path, None, "--dtype") {
         Ok(FileKind::Npy) => npy::read_f64(path),
         _ => text::read_f64(path),
     }

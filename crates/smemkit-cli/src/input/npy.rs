@@ -4,7 +4,7 @@
 //! shape are both read flat, in the order the bytes are stored; the shape and order go with them
 //! so that weights can be paired by logical index ([`super::shape`]).
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -77,19 +77,29 @@ pub fn parse(file: &[u8]) -> Result<NpyLayout> {
     Ok(layout)
 }
 
+/// The first bytes of every `.npy` file.
+pub const MAGIC: &[u8] = b"\x93NUMPY";
+
 /// Reads only the header of the `.npy` file at `path` (the data may be any size, and is not
 /// checked: whoever reads it checks that it is all there).
 pub fn read_layout(path: &Path) -> Result<NpyLayout> {
-    /// Headers are a few hundred bytes; a larger length field is a forged or foreign file.
-    const MAX_HEADER: usize = 1 << 20;
     let mut file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    read_header(&mut file, path)
+}
+
+/// Reads the header of the `.npy` data in `reader` and leaves the reader at the first data byte
+/// (it never reads past the header, so a pipe can be read on from there).
+pub fn read_header(reader: &mut dyn Read, path: &Path) -> Result<NpyLayout> {
+    /// Headers are a few hundred bytes; a larger length field is a forged or foreign file.
+    const MAX_HEADER: usize = 1 << 20;
+    let name = super::stream::name(path);
     let mut head = Vec::with_capacity(12);
-    (&mut file)
+    reader
         .take(12)
         .read_to_end(&mut head)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let invalid = || format!("{} is not a valid .npy file", path.display());
+        .with_context(|| format!("cannot read {name}"))?;
+    let invalid = || format!("{name} is not a valid .npy file");
     // Magic (6 bytes), version (2), then the header's length: 2 bytes in version 1, 4 after.
     let total = match head.get(6..12) {
         Some([1, _, a, b, ..]) => 10 + u16::from_le_bytes([*a, *b]) as usize,
@@ -99,10 +109,16 @@ pub fn read_layout(path: &Path) -> Result<NpyLayout> {
     if total > MAX_HEADER {
         bail!("{}: a header of {total} bytes", invalid());
     }
-    head.resize(total, 0);
-    file.seek(SeekFrom::Start(0))
-        .and_then(|_| file.read_exact(&mut head))
-        .with_context(|| format!("{}: the header is cut short", invalid()))?;
+    if total < head.len() {
+        bail!("{}: a header of {total} bytes", invalid());
+    }
+    reader
+        .take((total - head.len()) as u64)
+        .read_to_end(&mut head)
+        .with_context(|| format!("cannot read {name}"))?;
+    if head.len() < total {
+        bail!("{}: the header is cut short", invalid());
+    }
     parse_header(&head).with_context(invalid)
 }
 

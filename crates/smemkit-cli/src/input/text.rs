@@ -41,14 +41,24 @@ impl Column {
 
 /// Reads the column as samples of `ty` (f64 when `None`).
 pub fn read(path: &Path, column: &Column, ty: Option<SampleType>) -> Result<Parsed<OwnedSamples>> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read {}", super::stream::name(path)))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     let bar = progress::bar(total, "reading");
     let reader = BufReader::new(bar.wrap_read(file));
     let values = parse(reader, path, column, ty.unwrap_or(SampleType::F64));
     bar.finish_and_clear();
     values
+}
+
+/// Reads the column as samples of `ty` (f64 when `None`) from any reader (a pipe).
+pub fn read_from(
+    reader: impl BufRead,
+    path: &Path,
+    column: &Column,
+    ty: Option<SampleType>,
+) -> Result<Parsed<OwnedSamples>> {
+    parse(reader, path, column, ty.unwrap_or(SampleType::F64))
 }
 
 fn delimiter_for(path: &Path, first_line: &str) -> Delimiter {
@@ -84,19 +94,10 @@ struct Sink {
 
 impl Sink {
     fn new(ty: SampleType) -> Sink {
-        let out = match ty {
-            SampleType::U8 => OwnedSamples::U8(Vec::new()),
-            SampleType::U16 => OwnedSamples::U16(Vec::new()),
-            SampleType::U32 => OwnedSamples::U32(Vec::new()),
-            SampleType::U64 => OwnedSamples::U64(Vec::new()),
-            SampleType::I8 => OwnedSamples::I8(Vec::new()),
-            SampleType::I16 => OwnedSamples::I16(Vec::new()),
-            SampleType::I32 => OwnedSamples::I32(Vec::new()),
-            SampleType::I64 => OwnedSamples::I64(Vec::new()),
-            SampleType::F32 => OwnedSamples::F32(Vec::new()),
-            SampleType::F64 => OwnedSamples::F64(Vec::new()),
-        };
-        Sink { ty, out }
+        Sink {
+            ty,
+            out: OwnedSamples::new(ty),
+        }
     }
 
     /// Parses and appends `text`; false when it is not a value of the sink's type.
@@ -151,7 +152,7 @@ fn classify(fields: &[&str], number: usize, path: &Path) -> Result<FirstLine> {
             "line {number} of {} is neither a header nor data: column {i} (`{n}`) is a number but \
              column {j} (`{w}`) is not (columns counted from 0); a header line must hold only names, \
              a data line only numbers",
-            path.display()
+            super::stream::name(path)
         ),
         (None, Some(_)) => Ok(FirstLine::Header),
         _ => Ok(FirstLine::Data),
@@ -169,14 +170,14 @@ fn named_column(fields: &[&str], name: &str, path: &Path) -> Result<usize> {
     let i = at.next().with_context(|| {
         format!(
             "{} has no column named `{name}` (its first line has: {})",
-            path.display(),
+            super::stream::name(path),
             fields.join(", ")
         )
     })?;
     if let Some(j) = at.next() {
         bail!(
             "{}: columns {i} and {j} (counted from 0) are both named `{name}`: choose one with --column {i} or --column {j}",
-            path.display()
+            super::stream::name(path)
         );
     }
     Ok(i)
@@ -198,8 +199,17 @@ fn parse(
     let mut first = true;
     for (number, line) in reader.lines().enumerate() {
         let number = number + 1;
-        let line =
-            line.with_context(|| format!("cannot read line {number} of {}", path.display()))?;
+        let line = line.map_err(|e| {
+            let name = super::stream::name(path);
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                anyhow::anyhow!(
+                    "line {number} of {name} is not UTF-8 text (a binary file, or text in another \
+                     encoding such as UTF-16: save it as UTF-8)"
+                )
+            } else {
+                anyhow::anyhow!("cannot read line {number} of {name}: {e}")
+            }
+        })?;
         // A UTF-8 byte-order mark (Windows editors write one) is not part of the first cell.
         let line = match number {
             1 => line.strip_prefix('\u{feff}').unwrap_or(&line),
@@ -228,14 +238,14 @@ fn parse(
         let Some(field) = fields.get(index) else {
             bail!(
                 "line {number} of {} has {} fields, no column {index}",
-                path.display(),
+                super::stream::name(path),
                 fields.len()
             );
         };
         if !sink.push(field) {
             bail!(
                 "line {number} of {}: `{field}` is not a {} value",
-                path.display(),
+                super::stream::name(path),
                 sink.ty
             );
         }
@@ -253,7 +263,7 @@ pub fn read_f64(path: &Path) -> Result<Parsed<Vec<f64>>> {
     let mut text = Vec::new();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_end(&mut text))
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .with_context(|| format!("cannot read {}", super::stream::name(path)))?;
     parse_f64(&text[..], path)
 }
 

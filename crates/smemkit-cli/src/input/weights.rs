@@ -1,22 +1,23 @@
-//! `--weights FILE`: one weight per sample, from a `.npy` file (f32 and f64 are kept as they are,
-//! integer arrays are converted to f64) or a text file of one number per line.
+//! `--weights FILE`: one weight per sample, in the formats samples take: a `.npy` file (f32 and
+//! f64 are kept as they are, integer arrays are converted to f64), raw binary with
+//! `--weights-dtype`, or a text file of one number per line; from a regular file or a stream.
 //!
 //! The weights are read into memory with plain reads, a piece at a time, never mapped: a mapped
 //! file that another process truncates while it is read kills the process with SIGBUS, where a read
 //! ends short and becomes an error naming the file. Memory that cannot be had is an error too,
 //! asked for before reading (`try_reserve`), not an abort.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use smemkit::{SampleType, Weights};
 
 use super::data::{decode, OwnedSamples};
-use super::{npy, shape, text, FileKind, Parsed, Shape};
+use super::{npy, shape, stream, text, FileKind, Parsed, Shape};
 
-/// Bytes read and decoded at a time.
-const PIECE: usize = 16 << 20;
+/// The flag that gives the type of raw weights.
+pub const DTYPE_FLAG: &str = "--weights-dtype";
 
 /// Weights held for the duration of the histogram.
 #[derive(Debug)]
@@ -26,17 +27,24 @@ pub enum WeightData {
 }
 
 impl WeightData {
-    pub fn read(path: &Path) -> Result<Parsed<WeightData>> {
-        match FileKind::of(path, None) {
-            Ok(FileKind::Npy) => read_npy(path),
-            _ => {
-                let t = text::read_f64(path)?;
-                Ok(Parsed {
-                    values: WeightData::F64(t.values),
-                    shape: t.shape,
-                    header: t.header,
-                })
-            }
+    /// Reads the weights at `path`; `dtype` is the type of raw weights (`--weights-dtype`).
+    pub fn read(path: &Path, dtype: Option<SampleType>) -> Result<Parsed<WeightData>> {
+        let (kind, reader): (FileKind, Box<dyn BufRead>) = if stream::is_stream(path) {
+            stream::open(path, dtype, false, DTYPE_FLAG)?
+        } else {
+            let kind = FileKind::of(path, dtype, DTYPE_FLAG)?;
+            let file = std::fs::File::open(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            (kind, Box::new(BufReader::with_capacity(1 << 20, file)))
+        };
+        check_flags(kind, path, dtype)?;
+        from_reader(kind, reader, path, dtype)
+    }
+
+    pub fn weights(&self) -> Weights<'_> {
+        match self {
+            WeightData::F32(w) => Weights::F32(w),
+            WeightData::F64(w) => Weights::F64(w),
         }
     }
 
@@ -49,63 +57,91 @@ impl WeightData {
         })
     }
 
-    pub fn weights(&self) -> Weights<'_> {
+    fn reserve(&mut self, n: usize, path: &Path) -> Result<()> {
+        let (r, size) = match self {
+            WeightData::F32(v) => (v.try_reserve(n), 4),
+            WeightData::F64(v) => (v.try_reserve(n), 8),
+        };
+        r.map_err(|_| {
+            anyhow!(
+                "{}: {n} weights ({} bytes) do not fit in memory",
+                stream::name(path),
+                n.saturating_mul(size)
+            )
+        })
+    }
+
+    fn len(&self) -> usize {
         match self {
-            WeightData::F32(w) => Weights::F32(w),
-            WeightData::F64(w) => Weights::F64(w),
+            WeightData::F32(v) => v.len(),
+            WeightData::F64(v) => v.len(),
         }
     }
 }
 
-fn reserve<T>(v: &mut Vec<T>, n: usize, path: &Path) -> Result<()> {
-    v.try_reserve_exact(n).map_err(|_| {
-        anyhow!(
-            "{}: {n} weights ({} bytes) do not fit in memory",
-            path.display(),
-            n.saturating_mul(std::mem::size_of::<T>())
-        )
-    })
+/// Refuses `--weights-dtype` where it means nothing: on a `.npy` file (its header gives the
+/// type) and on text (read as f64).
+pub fn check_flags(kind: FileKind, path: &Path, dtype: Option<SampleType>) -> Result<()> {
+    kind.check_flags(path, dtype, DTYPE_FLAG, None)?;
+    if kind == FileKind::Text && dtype.is_some() {
+        anyhow::bail!(
+            "{DTYPE_FLAG} does not apply to {}: it is a text file, whose weights are read as f64 \
+             ({DTYPE_FLAG} gives the type of raw binary weights)",
+            stream::name(path)
+        );
+    }
+    Ok(())
 }
 
-fn read_npy(path: &Path) -> Result<Parsed<WeightData>> {
-    let layout = npy::read_layout(path)?;
-    let size = layout.ty.size();
-    let mut out = match layout.ty {
+/// Reads weights of the given kind from `reader` (positioned at the start of the file).
+pub fn from_reader(
+    kind: FileKind,
+    mut reader: Box<dyn BufRead>,
+    path: &Path,
+    dtype: Option<SampleType>,
+) -> Result<Parsed<WeightData>> {
+    let (ty, count, little_endian, shape) = match kind {
+        FileKind::Text => {
+            let t = text::parse_f64(reader, path)?;
+            return Ok(Parsed {
+                values: WeightData::F64(t.values),
+                shape: t.shape,
+                header: t.header,
+            });
+        }
+        FileKind::Npy => {
+            let l = npy::read_header(&mut reader, path)?;
+            (l.ty, Some(l.len), l.little_endian, Some(l.shape))
+        }
+        FileKind::Raw => {
+            let ty = dtype.with_context(|| format!("raw weights need {DTYPE_FLAG}"))?;
+            (ty, None, cfg!(target_endian = "little"), None)
+        }
+    };
+    let mut out = match ty {
         SampleType::F32 => WeightData::F32(Vec::new()),
         _ => WeightData::F64(Vec::new()),
     };
-    match &mut out {
-        WeightData::F32(v) => reserve(v, layout.len, path)?,
-        WeightData::F64(v) => reserve(v, layout.len, path)?,
+    if let Some(n) = count {
+        out.reserve(n, path)?;
     }
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    file.seek(SeekFrom::Start(layout.data_start as u64))
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let mut left = layout.len * size;
-    let mut piece = vec![0u8; PIECE.min(left).max(1) / size.max(1) * size.max(1)];
-    while left > 0 {
-        let want = left.min(piece.len());
-        let buf = &mut piece[..want];
-        file.read_exact(buf).map_err(|e| {
-            let done = layout.len - left / size;
-            anyhow!(
-                "{}: the data ends early ({e}): {done} of the {} weights the header promises were read",
-                path.display(),
-                layout.len
-            )
-        })?;
-        match (decode(buf, layout.ty, layout.little_endian), &mut out) {
+    let what = format!("{ty} weights");
+    stream::read_pieces(&mut reader, ty.size(), count, path, &what, |piece| {
+        out.reserve(piece.len() / ty.size(), path)?;
+        match (decode(piece, ty, little_endian), &mut out) {
             (OwnedSamples::F32(w), WeightData::F32(v)) => v.extend_from_slice(&w),
             (OwnedSamples::F64(w), WeightData::F64(v)) => v.extend_from_slice(&w),
             (other, WeightData::F64(v)) => v.extend(super::to_f64(other.samples())),
-            (_, WeightData::F32(_)) => bail!("internal: float32 weights decoded as another type"),
+            (_, WeightData::F32(_)) => {
+                anyhow::bail!("internal: float32 weights decoded as another type")
+            }
         }
-        left -= want;
-    }
+        Ok(())
+    })?;
+    let shape = shape.unwrap_or_else(|| Shape::flat(out.len()));
     Ok(Parsed {
         values: out,
-        shape: layout.shape,
+        shape,
         header: None,
     })
 }
@@ -141,17 +177,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f: Vec<f32> = vec![0.5, 1.25, -3.0];
         let bytes: Vec<u8> = f.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let w = WeightData::read(&npy_file(dir.path(), "f.npy", "<f4", &bytes, 3))
+        let w = WeightData::read(&npy_file(dir.path(), "f.npy", "<f4", &bytes, 3), None)
             .unwrap()
             .values;
         assert!(matches!(w.weights(), Weights::F32(v) if v == f.as_slice()));
         let be: Vec<u8> = [2.5f64, 7.0].iter().flat_map(|x| x.to_be_bytes()).collect();
-        let w = WeightData::read(&npy_file(dir.path(), "d.npy", ">f8", &be, 2))
+        let w = WeightData::read(&npy_file(dir.path(), "d.npy", ">f8", &be, 2), None)
             .unwrap()
             .values;
         assert!(matches!(w.weights(), Weights::F64(v) if v == [2.5, 7.0]));
         let i: Vec<u8> = [3i16, -4].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let w = WeightData::read(&npy_file(dir.path(), "i.npy", "<i2", &i, 2))
+        let w = WeightData::read(&npy_file(dir.path(), "i.npy", "<i2", &i, 2), None)
             .unwrap()
             .values;
         assert!(matches!(w.weights(), Weights::F64(v) if v == [3.0, -4.0]));
@@ -162,7 +198,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bytes: Vec<u8> = [1.0f64, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
         let p = npy_file(dir.path(), "short.npy", "<f8", &bytes, 5);
-        let e = format!("{:#}", WeightData::read(&p).unwrap_err());
+        let e = format!("{:#}", WeightData::read(&p, None).unwrap_err());
         assert!(e.contains("short.npy") && e.contains("ends early"), "{e}");
     }
 }

@@ -9,6 +9,7 @@ use smemkit::{Backend, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoic
 
 use crate::cli::HistArgs;
 use crate::input::generate::Dist;
+use crate::input::{stream, weights, FileKind};
 use crate::output::{OutFormat, PlotFormat};
 
 /// Where the samples come from.
@@ -78,6 +79,8 @@ pub struct HistConfig {
     pub weights: Option<PathBuf>,
     /// The file the edges came from (`--edges`), kept so no output replaces it.
     pub edges_file: Option<PathBuf>,
+    /// The type of raw weights (`--weights-dtype`).
+    pub weights_dtype: Option<SampleType>,
     pub policy: OutOfRange,
     pub backend: Backend,
     pub strategy: StrategyChoice,
@@ -122,14 +125,62 @@ pub fn parse_range(text: &str) -> Result<(f64, f64)> {
     Ok((lo, hi))
 }
 
-fn dtype(text: Option<&str>) -> Result<Option<SampleType>> {
-    text.map(|t| SampleType::parse(t).with_context(|| "--dtype"))
-        .transpose()
+fn parse_dtype(text: Option<&str>, flag: &'static str) -> Result<Option<SampleType>> {
+    text.map(|t| SampleType::parse(t).context(flag)).transpose()
+}
+
+/// Refuses, before anything is read, flags that mean nothing for the inputs as their names (or,
+/// without a known extension, their first bytes) say they are, and standard input named twice.
+/// Streams are checked when they are opened, since their first bytes can be read only once.
+fn check_input_flags(
+    a: &HistArgs,
+    source: &Source,
+    weights_dtype: Option<SampleType>,
+) -> Result<()> {
+    if let Source::File {
+        path,
+        dtype,
+        column,
+    } = source
+    {
+        if !stream::is_stream(path) {
+            FileKind::of(path, *dtype, "--dtype")?.check_flags(
+                path,
+                *dtype,
+                "--dtype",
+                column.as_deref(),
+            )?;
+        }
+    } else if let Some(c) = &a.column {
+        bail!("--column {c} does not apply to --generate (it chooses a column of a text file)");
+    }
+    if let Some(w) = &a.weights {
+        if !stream::is_stream(w) {
+            if !w.is_file() {
+                bail!("--weights: cannot read {}: no such file", w.display());
+            }
+            FileKind::of(w, weights_dtype, weights::DTYPE_FLAG)
+                .and_then(|kind| weights::check_flags(kind, w, weights_dtype))
+                .context("--weights")?;
+        }
+    }
+    let stdin = [a.input.as_ref(), a.weights.as_ref(), a.edges.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter(|p| stream::is_stdin(p))
+        .count();
+    if stdin > 1 {
+        bail!(
+            "standard input (`-`, /dev/stdin) can be read once: give it to only one of the input, --weights and --edges"
+        );
+    }
+    Ok(())
 }
 
 impl HistConfig {
     pub fn from_args(a: &HistArgs) -> Result<HistConfig> {
-        let dtype = dtype(a.dtype.as_deref())?;
+        let dtype = parse_dtype(a.dtype.as_deref(), "--dtype")?;
+        let weights_dtype = parse_dtype(a.weights_dtype.as_deref(), weights::DTYPE_FLAG)?;
         let source = match (&a.input, &a.generate) {
             (Some(path), None) => Source::File {
                 path: path.clone(),
@@ -156,6 +207,7 @@ impl HistConfig {
             (None, None) => bail!("give an input file or --generate DIST --count N"),
             (Some(_), Some(_)) => bail!("give either an input file or --generate, not both"),
         };
+        check_input_flags(a, &source, weights_dtype)?;
         if a.bins == Some(0) {
             bail!("--bins must be at least 1 (got 0)");
         }
@@ -212,11 +264,6 @@ impl HistConfig {
         {
             check_folder(path).with_context(|| what.to_string())?;
         }
-        if let Some(w) = &a.weights {
-            if !w.is_file() {
-                bail!("--weights: cannot read {}: no such file", w.display());
-            }
-        }
         let stream = match (a.stream, a.no_stream) {
             (true, _) => StreamMode::Always,
             (_, true) => StreamMode::Never,
@@ -248,6 +295,7 @@ impl HistConfig {
             bins,
             weights: a.weights.clone(),
             edges_file: a.edges.clone(),
+            weights_dtype,
             policy,
             backend,
             strategy,
@@ -260,7 +308,7 @@ impl HistConfig {
 }
 
 /// Edges must be finite and strictly increasing (checked again by the library; this names the file).
-fn check_edges(e: &[f64]) -> Result<()> {
+pub(crate) fn check_edges(e: &[f64]) -> Result<()> {
     if e.len() < 2 {
         bail!("at least two edges are needed (got {})", e.len());
     }

@@ -37,7 +37,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     notes.extend(loaded.note);
     let weights = match &config.weights {
         Some(p) => {
-            let read = WeightData::read(p).with_context(|| format!("--weights {}", p.display()))?;
+            let read = WeightData::read(p, config.weights_dtype)
+                .with_context(|| format!("--weights {}", p.display()))?;
             notes.extend(read.note(p));
             let paired = read.values.pair(&read.shape, &loaded.shape);
             Some(paired.with_context(|| format!("--weights {}", p.display()))?)
@@ -187,7 +188,7 @@ fn load(config: &HistConfig, ranks: &Option<RankSpec>) -> Result<Loaded> {
             let how = read.values.how();
             Ok(Loaded {
                 input: Input::Data(read.values),
-                what: format!("{} ({how})", path.display()),
+                what: format!("{} ({how})", crate::input::stream::name(path)),
                 shape: read.shape,
                 note,
             })
