@@ -15,7 +15,9 @@ mod hist;
 mod input;
 mod lab_cmd;
 mod lab_plot;
+mod limits;
 mod matmul_cmd;
+mod oom;
 mod ops_cmd;
 mod output;
 mod plan_cmd;
@@ -27,6 +29,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{Cli, Command};
+
+#[global_allocator]
+static ALLOCATOR: oom::ExitOnFailure = oom::ExitOnFailure;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

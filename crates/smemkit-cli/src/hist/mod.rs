@@ -25,6 +25,7 @@ use config::{HistConfig, Source};
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
     protect_inputs(&config)?;
+    check_sizes(&config)?;
     // Several processes: each histograms its slice of the same input; all get the sum; rank 0
     // writes the files.
     // With --devices, each rank drives those GPUs (every rank as many), one NCCL rank per GPU.
@@ -106,6 +107,27 @@ fn protect_inputs(config: &HistConfig) -> Result<()> {
     }
     if let Some((path, _)) = &config.plot {
         check_output("--plot", path)?;
+    }
+    Ok(())
+}
+
+/// Refuses bins or generated samples that this process cannot hold, before anything is read or
+/// allocated (see [`crate::limits`]).
+fn check_sizes(config: &HistConfig) -> Result<()> {
+    let nbins = match (&config.bins.edges, config.bins.nbins) {
+        (Some(e), _) => e.len().saturating_sub(1),
+        (None, Some(n)) => n,
+        (None, None) => 0,
+    };
+    crate::limits::check(
+        format_args!("--bins {nbins} (counters and edges, 24 bytes a bin)"),
+        crate::limits::histogram_bytes(nbins as u128),
+    )?;
+    if let Source::Generate { count, dtype, .. } = &config.source {
+        crate::limits::check(
+            format_args!("--count {count} of {dtype}"),
+            *count as u128 * dtype.size() as u128,
+        )?;
     }
     Ok(())
 }
