@@ -59,7 +59,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(b) = bar.get() {
         b.finish_and_clear();
     }
-    let h = h?;
+    let h = h.map_err(|e| collapsed_range_hint(e, &config))?;
     let facts = InputFacts {
         what,
         dtype: ty.name(),
@@ -130,6 +130,24 @@ fn check_sizes(config: &HistConfig) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Samples that are all one value and no `--range`: numpy widens the range by 0.5 on each side,
+/// which at large magnitudes changes nothing, so the library refuses it. Names a range to pass
+/// that these bins can cut.
+fn collapsed_range_hint(e: smemkit::Error, config: &HistConfig) -> anyhow::Error {
+    if let smemkit::Error::TooManyBins { nbins, lo, hi, .. } = e {
+        if config.bins.range.is_none() && lo == hi {
+            if let Some((a, b)) = config::widened_range(lo, hi, nbins) {
+                return anyhow::anyhow!(
+                    "{e}: every sample is {lo:?}, and numpy's widening by 0.5 on each side does not \
+                     change that range at this magnitude; pass --range {a:?}:{b:?} (the narrowest \
+                     symmetric widening that {nbins} bins can cut)"
+                );
+            }
+        }
+    }
+    e.into()
 }
 
 /// The library's options for this command and these bins.
