@@ -112,20 +112,20 @@ pub fn parse_range(text: &str, nbins: usize) -> Result<(f64, f64)> {
     };
     let (lo, hi) = (num(lo)?, num(hi)?);
     if lo > hi {
-        bail!("--range {lo:?}:{hi:?} is inverted: LO must be below HI");
+        bail!("--range {text} is inverted: LO must be below HI");
     }
     if lo == hi {
         match widened_range(lo, hi, nbins) {
             Some((a, b)) if a == lo - 0.5 && b == hi + 0.5 => bail!(
-                "--range {lo:?}:{hi:?} is empty (LO must be below HI); numpy would widen it by 0.5 on \
+                "--range {text} is empty (LO must be below HI); numpy would widen it by 0.5 on \
                  each side: pass --range {a:?}:{b:?} to ask for that explicitly"
             ),
             Some((a, b)) => bail!(
-                "--range {lo:?}:{hi:?} is empty (LO must be below HI), and numpy's widening by 0.5 on each \
+                "--range {text} is empty (LO must be below HI), and numpy's widening by 0.5 on each \
                  side does not change it at this magnitude: pass --range {a:?}:{b:?}, the narrowest \
                  symmetric widening that {nbins} bins can cut"
             ),
-            None => bail!("--range {lo:?}:{hi:?} is empty (LO must be below HI)"),
+            None => bail!("--range {text} is empty (LO must be below HI)"),
         }
     }
     Ok((lo, hi))
