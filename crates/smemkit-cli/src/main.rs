@@ -7,6 +7,8 @@ mod commands;
 mod commit;
 mod device;
 mod input;
+mod limits;
+mod oom;
 mod output;
 mod sigbus;
 
@@ -17,6 +19,9 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 use commands::{hist, lab, matmul, ops, plan};
+
+#[global_allocator]
+static ALLOCATOR: oom::ExitOnFailure = oom::ExitOnFailure;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

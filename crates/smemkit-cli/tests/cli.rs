@@ -556,7 +556,7 @@ fn bad_inputs_give_one_clear_error_line() {
     fails(
         &dir,
         &["hist", g, "--bins", "4", "--range", "2:1"],
-        "numpy would widen",
+        "is inverted",
     );
     fails(
         &dir,

@@ -4,6 +4,26 @@
 
 use thiserror::Error;
 
+/// Why uniform bins over `[lo, hi]` cannot be cut: a width that overflows the precision (a range
+/// wider than the largest float), or bins narrower than its spacing.
+fn too_many_bins_reason(precision: &str, lo: f64, hi: f64) -> &'static str {
+    let overflows = if precision == "float32" {
+        !((hi as f32) - (lo as f32)).is_finite()
+    } else {
+        !(hi - lo).is_finite()
+    };
+    match (overflows, precision == "float32") {
+        (true, true) => {
+            "the range is wider than the largest finite float32 (its width overflows); narrow it"
+        }
+        (true, false) => {
+            "the range is wider than the largest finite float64 (its width overflows); narrow it"
+        }
+        (false, true) => "too many bins for the data range: they would have zero width in float32",
+        (false, false) => "too many bins for the data range: they would have zero width in float64",
+    }
+}
+
 /// Everything that can go wrong inside smemkit.
 #[derive(Debug, Error)]
 pub enum Error {
@@ -15,7 +35,7 @@ pub enum Error {
     NonFiniteRange { lo: f64, hi: f64 },
     #[error("autodetected range of [{lo}, {hi}] is not finite (the data holds NaN or infinity); pass an explicit range")]
     NonFiniteData { lo: f64, hi: f64 },
-    #[error("too many bins for the data range: {nbins} bins over [{lo}, {hi}] would give bins of zero width in {precision}")]
+    #[error("{nbins} bins over [{lo:?}, {hi:?}]: {}", too_many_bins_reason(precision, *lo, *hi))]
     TooManyBins {
         nbins: usize,
         lo: f64,

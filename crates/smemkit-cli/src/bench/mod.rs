@@ -26,6 +26,7 @@ use crate::input::generate::{generate, Dist, GenSpec};
 pub const MIN_RUNS: usize = 7;
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+    check_sizes(args)?;
     match args.backend.as_str() {
         "cpu" if args.devices.is_some() => bail!("--devices applies to --backend cuda"),
         "cpu" if args.op != "hist" => bail!(
@@ -67,6 +68,39 @@ pub fn reference(samples: Samples<'_>, binning: &Binning) -> (Vec<u64>, Tallies)
         }
     });
     (counts, tallies)
+}
+
+/// The most timed runs a workload takes: the median of more would not change, and their times
+/// are kept in memory.
+pub const MAX_RUNS: usize = 1_000_000;
+
+/// Refuses benchmark sizes this process cannot hold (samples, counters, timings), before any
+/// data is generated.
+pub fn check_sizes(args: &BenchArgs) -> Result<()> {
+    if args.runs > MAX_RUNS {
+        bail!(
+            "--runs {} is too many (at most {MAX_RUNS}: the median does not move, and the run would take days)",
+            args.runs
+        );
+    }
+    let size = args
+        .dtype
+        .iter()
+        .filter_map(|t| SampleType::parse(t).ok())
+        .map(|t| t.size())
+        .max()
+        .unwrap_or(4) as u128;
+    let nbins = args.bins.iter().copied().max().unwrap_or(0) as u128;
+    let n = 1u128 << args.log2_n.min(127);
+    // The samples, the reference counts and the engine's result, and the timings.
+    let bytes = n * size + 2 * crate::limits::histogram_bytes(nbins) + args.runs as u128 * 8;
+    crate::limits::check(
+        format_args!(
+            "--log2-n {} ({n} samples of {size} bytes) with --bins up to {nbins}",
+            args.log2_n
+        ),
+        bytes,
+    )
 }
 
 fn bench_cpu(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {

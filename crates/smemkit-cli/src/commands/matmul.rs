@@ -81,7 +81,7 @@ pub fn run(a: &MatmulArgs) -> Result<()> {
     let len = m
         .checked_mul(n)
         .context("the product is too large to allocate")?;
-    let mut c = vec![0.0f32; len];
+    let mut c = crate::oom::try_vec(&format!("the {m} x {n} float32 product"), len, 0.0f32)?;
     smemkit::matmul(
         va,
         vb,

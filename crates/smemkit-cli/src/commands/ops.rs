@@ -80,6 +80,26 @@ pub(crate) fn open(path: &Path) -> Result<NpyFile<BufReader<File>>> {
 pub(crate) fn read<T: Deserialize>(npy: NpyFile<BufReader<File>>, path: &Path) -> Result<Array<T>> {
     let shape = npy.shape().to_vec();
     let fortran = npy.order() == Order::Fortran;
+    // The header's shape sizes the buffer the reader allocates: it must be what the file holds
+    // and what this process can hold (the array, its result, and a reordered copy of a
+    // Fortran-order array) before anything is allocated.
+    let elements = shape
+        .iter()
+        .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
+        .unwrap_or(u128::MAX);
+    let bytes = elements.saturating_mul(std::mem::size_of::<T>() as u128);
+    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if bytes > file_len as u128 {
+        bail!(
+            "{} is truncated: its header gives shape {shape:?} ({bytes} bytes of data), the file \
+             holds {file_len} bytes in all",
+            path.display()
+        );
+    }
+    crate::limits::check(
+        format_args!("{} (shape {shape:?}) with its result", path.display()),
+        bytes.saturating_mul(if fortran { 3 } else { 2 }),
+    )?;
     let data = npy
         .into_vec::<T>()
         .with_context(|| format!("reading the data of {}", path.display()))?;

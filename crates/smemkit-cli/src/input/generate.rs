@@ -115,7 +115,7 @@ fn fill<T: FromDraw>(spec: &GenSpec) -> Result<Vec<T>> {
         .map_err(|e| anyhow::anyhow!("normal distribution: {e}"))?;
     let zipf = Zipf::new(nbins as u64, ZIPF_EXPONENT)
         .map_err(|e| anyhow::anyhow!("zipf distribution: {e}"))?;
-    let mut out = vec![T::default(); count];
+    let mut out = crate::oom::try_vec(&format!("--count {count} of {ty}"), count, T::default())?;
     out.par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(c, chunk)| {

@@ -170,7 +170,7 @@ proptest! {
         for kind in [FileKind::Npy, FileKind::Text] {
             if let Ok(read) = read_stream(kind, reader(&bytes), Path::new("e"), None, None) {
                 let edges = super::to_f64(read.values.samples());
-                let _ = crate::hist::config::check_edges(&edges);
+                let _ = crate::commands::hist::config::check_edges(&edges);
             }
         }
     }

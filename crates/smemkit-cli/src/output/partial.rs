@@ -39,7 +39,10 @@ pub fn install_signal_cleanup() {
                 for path in live.iter() {
                     let _ = std::fs::remove_file(path);
                 }
-                std::process::exit(128 + signal);
+                // _exit, not exit: the other threads may be mid-call (a GPU driver, rayon), and
+                // exit's destructors and atexit handlers would run beside them.
+                // SAFETY: _exit ends the process at once; it touches nothing of Rust's.
+                unsafe { libc::_exit(128 + signal) };
             }
         });
     // No thread: the handlers are installed but nothing acts on them, so put the defaults back.

@@ -98,8 +98,10 @@ pub struct HistConfig {
 }
 
 /// Parses `LO:HI`. LO >= HI is refused here although the library widens `lo == hi` as numpy
-/// does: on the command line an empty range is almost always a typo.
-pub fn parse_range(text: &str) -> Result<(f64, f64)> {
+/// does: on the command line an empty range is almost always a typo. An empty range is told the
+/// widened range to pass (one that `nbins` bins can cut); an inverted one is only told it is
+/// inverted (numpy widens only `lo == hi`).
+pub fn parse_range(text: &str, nbins: usize) -> Result<(f64, f64)> {
     let (lo, hi) = text
         .split_once(':')
         .with_context(|| format!("--range `{text}` is not of the form LO:HI"))?;
@@ -114,13 +116,22 @@ pub fn parse_range(text: &str) -> Result<(f64, f64)> {
         Ok(v)
     };
     let (lo, hi) = (num(lo)?, num(hi)?);
-    if lo >= hi {
-        bail!(
-            "--range {lo}:{hi} is empty or inverted (LO must be below HI); numpy would widen an empty range by 0.5 \
-             on each side: pass --range {}:{} to ask for that explicitly",
-            lo - 0.5,
-            hi + 0.5
-        );
+    if lo > hi {
+        bail!("--range {text} is inverted: LO must be below HI");
+    }
+    if lo == hi {
+        match widened_range(lo, hi, nbins) {
+            Some((a, b)) if a == lo - 0.5 && b == hi + 0.5 => bail!(
+                "--range {text} is empty (LO must be below HI); numpy would widen it by 0.5 on \
+                 each side: pass --range {a:?}:{b:?} to ask for that explicitly"
+            ),
+            Some((a, b)) => bail!(
+                "--range {text} is empty (LO must be below HI), and numpy's widening by 0.5 on each \
+                 side does not change it at this magnitude: pass --range {a:?}:{b:?}, the narrowest \
+                 symmetric widening that {nbins} bins can cut"
+            ),
+            None => bail!("--range {text} is empty (LO must be below HI)"),
+        }
     }
     Ok((lo, hi))
 }
@@ -177,6 +188,50 @@ fn check_input_flags(
     Ok(())
 }
 
+/// The narrowest range `[lo - w, hi + w]`, w = 0.5 (numpy's widening of an empty range) or a
+/// doubling of it, that `nbins` uniform bins can cut into increasing edges, in float64 and, where
+/// the values fit float32, in float32 too (so float32 samples accept it as well). `None` when no
+/// finite one exists.
+pub fn widened_range(lo: f64, hi: f64, nbins: usize) -> Option<(f64, f64)> {
+    let mut w = 0.5f64;
+    while w.is_finite() {
+        let (a, b) = (lo - w, hi + w);
+        if !(a.is_finite() && b.is_finite()) {
+            return None;
+        }
+        let fits_f32 = a.abs().max(b.abs()) < f32::MAX as f64 / 2.0;
+        if cuttable(a, b, nbins, false) && (!fits_f32 || cuttable(a, b, nbins, true)) {
+            return Some((a, b));
+        }
+        w *= 2.0;
+    }
+    None
+}
+
+/// Whether the edges of `nbins` uniform bins over `[a, b]` strictly increase, computed as the
+/// library computes them (numpy's linspace in float64, cast to float32 for float32 samples).
+/// Large bin counts use a sufficient condition instead of building every edge: bins at least
+/// four units in the last place of the larger bound wide.
+fn cuttable(a: f64, b: f64, nbins: usize, f32_edges: bool) -> bool {
+    let nbins = nbins.max(1);
+    if nbins <= 1 << 16 {
+        let edges = smemkit::bins::linspace_f64(a, b, nbins + 1);
+        return if f32_edges {
+            edges.windows(2).all(|w| (w[0] as f32) < (w[1] as f32))
+        } else {
+            edges.windows(2).all(|w| w[0] < w[1])
+        };
+    }
+    let m = a.abs().max(b.abs());
+    let ulp = if f32_edges {
+        let m = m as f32;
+        (f32::from_bits(m.to_bits() + 1) - m) as f64
+    } else {
+        f64::from_bits(m.to_bits() + 1) - m
+    };
+    (b - a) / nbins as f64 >= 4.0 * ulp
+}
+
 impl HistConfig {
     pub fn from_args(a: &HistArgs) -> Result<HistConfig> {
         let dtype = parse_dtype(a.dtype.as_deref(), "--dtype")?;
@@ -211,7 +266,11 @@ impl HistConfig {
         if a.bins == Some(0) {
             bail!("--bins must be at least 1 (got 0)");
         }
-        let range = a.range.as_deref().map(parse_range).transpose()?;
+        let range = a
+            .range
+            .as_deref()
+            .map(|r| parse_range(r, a.bins.unwrap_or(10)))
+            .transpose()?;
         let mut notes = Vec::new();
         let edges = match &a.edges {
             Some(path) => {
@@ -358,12 +417,54 @@ mod tests {
 
     #[test]
     fn ranges_parse_and_empty_ones_explain_numpy() {
-        assert_eq!(parse_range("-1.5:2").unwrap(), (-1.5, 2.0));
-        let e = format!("{:#}", parse_range("3:3").unwrap_err());
+        assert_eq!(parse_range("-1.5:2", 4).unwrap(), (-1.5, 2.0));
+        let e = format!("{:#}", parse_range("3:3", 4).unwrap_err());
         assert!(e.contains("numpy") && e.contains("2.5:3.5"), "{e}");
-        assert!(parse_range("5:1").is_err());
-        assert!(parse_range("1-2").is_err());
-        assert!(parse_range("a:2").is_err());
+        let e = format!("{:#}", parse_range("5:1", 4).unwrap_err());
+        assert!(e.contains("inverted") && !e.contains("widen"), "{e}");
+        assert!(parse_range("1-2", 4).is_err());
+        assert!(parse_range("a:2", 4).is_err());
+    }
+
+    /// The widened range suggested for an empty one is accepted by the parser and by the
+    /// library's binning for float64, float32 and integer samples.
+    #[test]
+    fn suggested_widened_ranges_are_accepted() {
+        use smemkit::{Binning, Samples};
+        for v in [
+            0.0,
+            3.0,
+            -7.25,
+            1e15,
+            1e20,
+            18446744073709551615.0,
+            -9.2e18,
+            1e300,
+        ] {
+            for nbins in [1usize, 3, 10, 1000, 100_000] {
+                let (a, b) = widened_range(v, v, nbins).unwrap_or_else(|| panic!("{v} {nbins}"));
+                assert!(a < v && v < b);
+                let text = format!("{a:?}:{b:?}");
+                assert_eq!(parse_range(&text, nbins).unwrap(), (a, b), "{text}");
+                let spec = BinSpec::Uniform {
+                    nbins,
+                    range: Some((a, b)),
+                };
+                let f64s = [v];
+                let u64s = [v as u64];
+                Binning::resolve(&spec, Samples::F64(&f64s)).unwrap();
+                Binning::resolve(&spec, Samples::U64(&u64s)).unwrap();
+                if v.abs() < 1e30 {
+                    let f32s = [v as f32];
+                    Binning::resolve(&spec, Samples::F32(&f32s)).unwrap();
+                }
+                let e = format!(
+                    "{:#}",
+                    parse_range(&format!("{v:?}:{v:?}"), nbins).unwrap_err()
+                );
+                assert!(e.contains(&text), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -25,6 +25,7 @@ use config::{HistConfig, Source};
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
     protect_inputs(&config)?;
+    check_sizes(&config)?;
     // Several processes: each histograms its slice of the same input; all get the sum; rank 0
     // writes the files.
     // With --devices, each rank drives those GPUs (every rank as many), one NCCL rank per GPU.
@@ -66,7 +67,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(b) = bar.get() {
         b.finish_and_clear();
     }
-    let h = h?;
+    let h = h.map_err(|e| collapsed_range_hint(e, &config))?;
     let facts = InputFacts {
         what,
         dtype: ty.name(),
@@ -119,6 +120,45 @@ fn protect_inputs(config: &HistConfig) -> Result<()> {
         check_output("--plot", path)?;
     }
     Ok(())
+}
+
+/// Refuses bins or generated samples that this process cannot hold, before anything is read or
+/// allocated (see [`crate::limits`]).
+fn check_sizes(config: &HistConfig) -> Result<()> {
+    let nbins = match (&config.bins.edges, config.bins.nbins) {
+        (Some(e), _) => e.len().saturating_sub(1),
+        (None, Some(n)) => n,
+        (None, None) => 0,
+    };
+    crate::limits::check(
+        format_args!("--bins {nbins} (counters and edges, 24 bytes a bin)"),
+        crate::limits::histogram_bytes(nbins as u128),
+    )?;
+    if let Source::Generate { count, dtype, .. } = &config.source {
+        crate::limits::check(
+            format_args!("--count {count} of {dtype}"),
+            *count as u128 * dtype.size() as u128,
+        )?;
+    }
+    Ok(())
+}
+
+/// Samples that are all one value and no `--range`: numpy widens the range by 0.5 on each side,
+/// which at large magnitudes changes nothing, so the library refuses it. Names a range to pass
+/// that these bins can cut.
+fn collapsed_range_hint(e: smemkit::Error, config: &HistConfig) -> anyhow::Error {
+    if let smemkit::Error::TooManyBins { nbins, lo, hi, .. } = e {
+        if config.bins.range.is_none() && lo == hi {
+            if let Some((a, b)) = config::widened_range(lo, hi, nbins) {
+                return anyhow::anyhow!(
+                    "{e}: every sample is {lo:?}, and numpy's widening by 0.5 on each side does not \
+                     change that range at this magnitude; pass --range {a:?}:{b:?} (the narrowest \
+                     symmetric widening that {nbins} bins can cut)"
+                );
+            }
+        }
+    }
+    e.into()
 }
 
 /// The library's options for this command and these bins.

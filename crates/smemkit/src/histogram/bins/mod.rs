@@ -390,16 +390,22 @@ fn check_edges(edges: &[f64]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses edges that do not strictly increase (NaN edges from a width that overflows included),
+/// naming the range asked for (`range`), not the edges, which may be NaN.
 fn check_increasing<P: PartialOrd + Copy + Into<f64>>(
     edges: &[P],
     nbins: usize,
     precision: &'static str,
+    range: (f64, f64),
 ) -> Result<()> {
-    if edges.windows(2).any(|w| w[0] >= w[1]) {
+    if edges
+        .windows(2)
+        .any(|w| w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Less))
+    {
         return Err(Error::TooManyBins {
             nbins,
-            lo: edges[0].into(),
-            hi: edges[edges.len() - 1].into(),
+            lo: range.0,
+            hi: range.1,
             precision,
         });
     }
@@ -496,13 +502,13 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
             }
         }
     };
-    check_increasing(&u.edges, nbins, "float32")?;
+    check_increasing(&u.edges, nbins, "float32", u.range64)?;
     Ok(u.with_exactness())
 }
 
 fn uniform_f64(nbins: usize, lo: f64, hi: f64, denom: f64) -> Result<UniformF64> {
     let edges = linspace_f64(lo, hi, nbins + 1);
-    check_increasing(&edges, nbins, "float64")?;
+    check_increasing(&edges, nbins, "float64", (lo, hi))?;
     Ok(UniformF64 {
         nbins,
         first: lo,

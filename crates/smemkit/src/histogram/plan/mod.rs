@@ -324,6 +324,9 @@ impl Workload {
     }
 }
 
+/// The most bins the CUDA engine counts (u32 bin indices, one value kept free).
+pub const MAX_CUDA_BINS: usize = u32::MAX as usize - 1;
+
 /// Largest cluster the automatic choice uses: beyond it, the measured global-memory kernel wins.
 pub const AUTO_CLUSTER_MAX: u32 = 4;
 
@@ -338,6 +341,15 @@ pub fn plan(
         strategy: strategy.into(),
         reason,
     };
+    // The CUDA engine's bin indices are u32 (see cuda::histogram): beyond that no plan can run,
+    // and the byte counts below would overflow.
+    if w.nbins > MAX_CUDA_BINS {
+        return Err(crate::Error::BinsTooLarge {
+            what: "the CUDA engine",
+            nbins: w.nbins,
+            limit: MAX_CUDA_BINS,
+        });
+    }
     let bytes = w.nbins * w.counter_bytes();
     let smem = counter_capacity(limits);
     let max_cluster = if limits.has_clusters() {
@@ -1160,6 +1172,37 @@ mod tests {
 
     fn w(nbins: usize) -> Workload {
         Workload::new(nbins, SampleType::I32, false)
+    }
+
+    #[test]
+    fn bins_beyond_the_cuda_engine_are_refused_with_the_limit_for_every_strategy() {
+        for nbins in [MAX_CUDA_BINS + 1, 1 << 40, 1 << 62, usize::MAX] {
+            for weighted in [false, true] {
+                let wl = Workload::new(nbins, SampleType::F64, weighted);
+                for choice in [
+                    StrategyChoice::Auto,
+                    StrategyChoice::Global,
+                    StrategyChoice::Shared,
+                ] {
+                    let e = plan(&wl, &DeviceLimits::H100, choice).unwrap_err();
+                    assert!(
+                        matches!(
+                            e,
+                            crate::Error::BinsTooLarge {
+                                limit: MAX_CUDA_BINS,
+                                ..
+                            }
+                        ),
+                        "{nbins} {choice:?}: {e}"
+                    );
+                }
+            }
+        }
+        for weighted in [false, true] {
+            let wl = Workload::new(MAX_CUDA_BINS, SampleType::I32, weighted);
+            let p = plan(&wl, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+            assert_eq!(p.strategy, Strategy::Global);
+        }
     }
 
     #[test]
