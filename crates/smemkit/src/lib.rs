@@ -34,6 +34,7 @@ pub mod cuda {
     pub use crate::lab::cache as cache_lab;
     pub use crate::matmul::cuda as matmul;
     pub use crate::matmul::cuda::autotune;
+    pub use crate::matmul::cuda::cublas;
 }
 #[doc(hidden)]
 pub mod cpu {

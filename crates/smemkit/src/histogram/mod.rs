@@ -7,10 +7,12 @@ pub mod bins;
 pub mod cpu;
 pub mod cuda;
 pub mod plan;
+pub mod result;
 
 use std::time::{Duration, Instant};
 
 pub use crate::backend::Backend;
+pub use result::{Counts, Tallies};
 
 use crate::error::{Error, Result};
 use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
@@ -81,48 +83,6 @@ impl HistogramOptions {
     pub fn ranks(mut self, ranks: Option<RankSpec>) -> Self {
         self.ranks = ranks;
         self
-    }
-}
-
-/// Per-bin results: counts, or sums of weights.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Counts {
-    Unweighted(Vec<u64>),
-    Weighted(Vec<f64>),
-}
-
-impl Counts {
-    pub fn len(&self) -> usize {
-        match self {
-            Counts::Unweighted(c) => c.len(),
-            Counts::Weighted(c) => c.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Bin `i` as f64 (for charts and text output).
-    pub fn get_f64(&self, i: usize) -> f64 {
-        match self {
-            Counts::Unweighted(c) => c[i] as f64,
-            Counts::Weighted(c) => c[i],
-        }
-    }
-}
-
-/// Samples that fell outside the bins (counted anyway under `clamp`) and NaN samples (never counted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Tallies {
-    pub below: u64,
-    pub above: u64,
-    pub nan: u64,
-}
-
-impl Tallies {
-    pub fn add(&mut self, other: &Tallies) {
-        self.below += other.below;
-        self.above += other.above;
-        self.nan += other.nan;
     }
 }
 

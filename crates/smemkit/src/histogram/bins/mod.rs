@@ -7,6 +7,8 @@
 //! estimate against the actual edge values. The GPU kernels receive the same numbers
 //! ([`UniformF32`], [`UniformF64`]) and repeat the same arithmetic.
 
+pub(crate) mod estimate;
+
 use crate::error::{Error, Result};
 use crate::sample::{Sample, SampleType, Samples};
 

@@ -23,14 +23,14 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, DevicePtr};
 
-use super::bench::DeviceSamples;
+use super::device_samples::DeviceSamples;
 use super::prepared::{CudaResult, Prepared, WeightKind};
 use super::stream::{StreamInput, StreamOptions, Streamer};
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, device_count, gpu_at, Gpu};
 use crate::histogram::bins::{Binning, OutOfRange};
 use crate::histogram::plan::StrategyChoice;
-use crate::histogram::{Counts, Tallies};
+use crate::histogram::result::{Counts, Tallies};
 use crate::sample::{SampleType, Samples, Weights};
 
 #[cfg(feature = "nccl")]

@@ -15,7 +15,7 @@ use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::{Binning, OutOfRange};
 use crate::histogram::plan::{self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload};
-use crate::histogram::{Counts, Tallies};
+use crate::histogram::result::{Counts, Tallies};
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
 /// Result of a GPU run.

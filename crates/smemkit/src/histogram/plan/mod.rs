@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+pub use crate::gpu::limits::DeviceLimits;
 use crate::sample::SampleType;
 
 /// Where a GPU histogram keeps its counters.
@@ -184,37 +185,6 @@ fn parse_exchange(
         (a, b) => a.or(b),
     };
     Ok(StrategyChoice::Exchange { bits, size })
-}
-
-/// What the planner needs to know about the device (read from it by the CUDA layer).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DeviceLimits {
-    pub sm_count: u32,
-    /// Opt-in dynamic shared memory per block, in bytes (232448 on the H100).
-    pub smem_per_block_optin: u32,
-    pub smem_per_sm: u32,
-    /// 0 when the device has no clusters (compute capability below 9.0).
-    pub max_cluster_portable: u32,
-    pub max_cluster_nonportable: u32,
-    pub l2_bytes: u32,
-    pub compute_capability: (u32, u32),
-}
-
-impl DeviceLimits {
-    /// The H100 80GB HBM3 of the device machine (for tests and `smemkit plan` without a GPU).
-    pub const H100: DeviceLimits = DeviceLimits {
-        sm_count: 132,
-        smem_per_block_optin: 232_448,
-        smem_per_sm: 233_472,
-        max_cluster_portable: 8,
-        max_cluster_nonportable: 16,
-        l2_bytes: 52_428_800,
-        compute_capability: (9, 0),
-    };
-
-    pub fn has_clusters(&self) -> bool {
-        self.compute_capability.0 >= 9 && self.max_cluster_portable > 1
-    }
 }
 
 /// Bytes of static shared memory the cluster, packed and global kernels keep beside the dynamic counters

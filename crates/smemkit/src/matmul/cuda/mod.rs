@@ -16,6 +16,7 @@
 //! take their scalar, bounds-checked paths.
 
 pub mod autotune;
+pub mod cublas;
 
 use cudarc::driver::sys;
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -24,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::gpu::compile::{MATMUL, MATMUL_WARP};
 use crate::gpu::device::{cuda_err, gpu, Gpu};
 use crate::gpu::launch::{check, prepare_function, LaunchShape};
-use crate::matmul::{span, MatmulKernel, MatrixMut, MatrixRef};
+use crate::matmul::matrix::{span, MatmulKernel, MatrixMut, MatrixRef};
 
 /// Largest M, N or K: the kernels index tiles with 32-bit ints and add up to a tile to them.
 pub const MAX_DIM: usize = 1 << 30;
@@ -810,7 +811,7 @@ pub fn resolve(g: &Gpu, p: &DeviceGemm, kernel: MatmulKernel) -> Result<Variant>
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
     Variant(Variant),
-    Cublas(crate::gpu::cublas::CublasMath),
+    Cublas(cublas::CublasMath),
 }
 
 /// C = alpha * op(A) * op(B) + beta * C for views checked by [`crate::matmul()`], M, N, K > 0.
@@ -842,7 +843,7 @@ pub fn matmul_with(
     engine: Engine,
     misalign: bool,
 ) -> Result<()> {
-    crate::matmul::check(a, b, c)?;
+    crate::matmul::matrix::check(a, b, c)?;
     let (m, k) = a.op_shape();
     let n = b.op_shape().1;
     if m == 0 || n == 0 || k == 0 {
@@ -851,7 +852,7 @@ pub fn matmul_with(
         ));
     }
     let blas = match engine {
-        Engine::Cublas(math) => Some(crate::gpu::cublas::Cublas::new(&gpu()?, math)?),
+        Engine::Cublas(math) => Some(cublas::Cublas::new(&gpu()?, math)?),
         Engine::Variant(_) => None,
     };
     run(
