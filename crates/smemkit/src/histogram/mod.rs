@@ -6,6 +6,7 @@
 pub mod bins;
 pub mod cpu;
 pub mod cuda;
+pub mod job;
 pub mod plan;
 pub mod result;
 
@@ -19,6 +20,7 @@ use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
 use crate::histogram::cuda::multi::DeviceSet;
 use crate::histogram::cuda::ranks::RankSpec;
 use crate::histogram::cuda::stream::{FileInput, StreamInput, StreamMode, StreamOptions};
+use crate::histogram::job::Job;
 use crate::histogram::plan::StrategyChoice;
 use crate::sample::{Samples, Weights};
 
@@ -176,64 +178,37 @@ pub fn histogram_with_progress(
             limit: cpu_limit,
         });
     }
+    let job = Job {
+        weights,
+        binning: &binning,
+        policy: options.policy,
+        strategy: options.strategy,
+        stream: options.stream_options,
+        progress,
+    };
     let start = Instant::now();
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
             let r = crate::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
-            (
-                r.counts,
-                r.tallies,
-                format!("rayon, {} threads", rayon::current_num_threads()),
-            )
+            (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if options.ranks.is_some() => {
             let spec = options.ranks.as_ref().expect("checked by the guard");
-            let r = crate::histogram::cuda::ranks::histogram(
-                spec,
-                &options.devices,
-                samples,
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-                &options.stream_options,
-                progress,
-            )?;
+            let r =
+                crate::histogram::cuda::ranks::histogram(spec, &options.devices, samples, &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if options.devices != DeviceSet::Default => {
-            let r = crate::histogram::cuda::multi::histogram(
-                samples,
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-                &options.stream_options,
-                &options.devices.resolve()?,
-                progress,
-            )?;
+            let devices = options.devices.resolve()?;
+            let r = crate::histogram::cuda::multi::histogram(samples, &devices, &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if streams(samples.byte_len(), options)? => {
-            let r = crate::histogram::cuda::stream::histogram(
-                &StreamInput::Host(samples),
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-                &options.stream_options,
-                progress,
-            )?;
+            let r = crate::histogram::cuda::stream::histogram(&StreamInput::Host(samples), &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda => {
-            let r = crate::histogram::cuda::prepared::histogram(
-                samples,
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-            )?;
+            let r = crate::histogram::cuda::prepared::histogram(samples, &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Auto => unreachable!("resolved above"),
@@ -328,15 +303,15 @@ pub fn histogram_file_with_progress(
     }
     let binning = file.binning(&options.bins)?;
     let start = Instant::now();
-    let r = crate::histogram::cuda::stream::histogram(
-        &StreamInput::File(file),
+    let job = Job {
         weights,
-        &binning,
-        options.policy,
-        &options.strategy,
-        &options.stream_options,
+        binning: &binning,
+        policy: options.policy,
+        strategy: options.strategy,
+        stream: options.stream_options,
         progress,
-    )?;
+    };
+    let r = crate::histogram::cuda::stream::histogram(&StreamInput::File(file), &job)?;
     finish(
         options,
         &binning,

@@ -42,3 +42,12 @@ impl Tallies {
         self.nan += other.nan;
     }
 }
+
+/// What every engine returns: the counts, the tallies, and a line saying how it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineOutput {
+    pub counts: Counts,
+    pub tallies: Tallies,
+    /// How the engine ran (threads, strategy, devices), for reports.
+    pub detail: String,
+}

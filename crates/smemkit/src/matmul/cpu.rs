@@ -114,7 +114,6 @@ mod tests {
     }
 
     /// The plain triple loop in f64, and the largest |reference| (the scale of the error).
-    #[allow(clippy::too_many_arguments)]
     fn reference(
         a: &MatrixRef<f32>,
         b: &MatrixRef<f32>,

@@ -55,11 +55,11 @@ use int32::*;
 use partition::*;
 use weighted::*;
 
-/// Counts and tallies of one run of the CPU engine, before the policy is checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CpuResult {
-    pub counts: Counts,
-    pub tallies: Tallies,
+pub use crate::histogram::result::EngineOutput;
+
+/// The CPU engine's line for reports.
+fn detail() -> String {
+    format!("rayon, {} threads", rayon::current_num_threads())
 }
 
 /// From this many bins on, the partitioned path is used.
@@ -94,7 +94,7 @@ pub fn histogram<T: Sample>(
     weights: Option<Weights<'_>>,
     binning: &Binning,
     policy: OutOfRange,
-) -> CpuResult {
+) -> EngineOutput {
     let nbins = binning.nbins();
     assert!(
         nbins as u64 + 3 <= u32::MAX as u64,
@@ -138,7 +138,7 @@ fn dispatch<T: Sample, C: Codes<T>>(
     nbins: usize,
     clamp: bool,
     codes: &C,
-) -> CpuResult {
+) -> EngineOutput {
     match weights {
         Some(w) => run_weighted(samples, w, nbins, clamp, codes),
         None => {
@@ -155,7 +155,7 @@ fn dispatch<T: Sample, C: Codes<T>>(
 }
 
 /// Splits the extra slots off the counts into tallies and applies `clamp`.
-fn finish(slots: &mut Vec<u64>, nbins: usize, clamp: bool) -> CpuResult {
+fn finish(slots: &mut Vec<u64>, nbins: usize, clamp: bool) -> EngineOutput {
     let tallies = Tallies {
         below: slots[nbins],
         above: slots[nbins + 1],
@@ -166,9 +166,10 @@ fn finish(slots: &mut Vec<u64>, nbins: usize, clamp: bool) -> CpuResult {
         slots[0] += tallies.below;
         slots[nbins - 1] += tallies.above;
     }
-    CpuResult {
+    EngineOutput {
         counts: Counts::Unweighted(std::mem::take(slots)),
         tallies,
+        detail: detail(),
     }
 }
 

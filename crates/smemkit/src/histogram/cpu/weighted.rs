@@ -9,7 +9,7 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
     nbins: usize,
     clamp: bool,
     codes: &C,
-) -> CpuResult {
+) -> EngineOutput {
     // Blocks are never shorter than the bins they fill (keeps the merge cost below the count cost).
     let block = WEIGHTED_BLOCK * nbins.div_ceil(WEIGHTED_BLOCK).max(1);
     let workers = rayon::current_num_threads().max(1);
@@ -67,8 +67,9 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
             tallies.add(t);
         }
     }
-    CpuResult {
+    EngineOutput {
         counts: Counts::Weighted(sums),
         tallies,
+        detail: detail(),
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 pub use super::device_samples::{DeviceSamples, HostSamples};
-use super::prepared::{read_result, CudaResult, Prepared};
+use super::prepared::{read_result, EngineOutput, Prepared};
 use crate::error::{Error, Result};
 use crate::gpu::compile::GENERATE;
 use crate::gpu::device::{cuda_err, Gpu};
@@ -67,7 +67,7 @@ pub fn generate(
 }
 
 /// Runs `prepared` once on fresh zeroed counters and returns the result (for the correctness check).
-pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<CudaResult> {
+pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<EngineOutput> {
     let gpu = &prepared.gpu;
     let (counts, tallies) = zeroed(prepared)?;
     // SAFETY: `data` holds `n` samples of the prepared type (checked by the caller), `counts` nbins
@@ -89,7 +89,7 @@ pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<CudaResult>
         prepared.nbins,
         "reading tallies (a kernel may have failed)",
     )?;
-    Ok(CudaResult {
+    Ok(EngineOutput {
         counts,
         tallies,
         detail: prepared.detail(),

@@ -9,3 +9,4 @@ pub mod params;
 pub mod prepared;
 pub mod ranks;
 pub mod stream;
+pub mod stream_options;

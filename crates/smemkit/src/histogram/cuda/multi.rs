@@ -24,11 +24,12 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, DevicePtr};
 
 use super::device_samples::DeviceSamples;
-use super::prepared::{CudaResult, Prepared, WeightKind};
+use super::prepared::{Counting, EngineOutput, Prepared, WeightKind};
 use super::stream::{StreamInput, StreamOptions, Streamer};
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, device_count, gpu_at, Gpu};
 use crate::histogram::bins::{Binning, OutOfRange};
+use crate::histogram::job::Job;
 use crate::histogram::plan::StrategyChoice;
 use crate::histogram::result::{Counts, Tallies};
 use crate::sample::{SampleType, Samples, Weights};
@@ -446,17 +447,19 @@ impl MultiPrepared {
     /// process's ranks, one per GPU, all of the same world); `shard_lens` as in
     /// [`MultiPrepared::for_shards`].
     #[cfg(feature = "nccl")]
-    #[allow(clippy::too_many_arguments)]
     pub fn with_communicators(
         comms: Vec<Communicator>,
-        sample_type: SampleType,
-        weights: WeightKind,
-        binning: &Binning,
-        policy: OutOfRange,
+        what: Counting<'_>,
         choice: StrategyChoice,
         shard_lens: Option<&[usize]>,
         watchdog: Option<Watchdog>,
     ) -> Result<MultiPrepared> {
+        let Counting {
+            sample_type,
+            weights,
+            binning,
+            policy,
+        } = what;
         let gpus: Vec<Arc<Gpu>> = comms.iter().map(|c| c.gpu.clone()).collect();
         let world = comms
             .first()
@@ -505,15 +508,13 @@ impl MultiPrepared {
                 .map(|(i, g)| {
                     let samples = shard_lens.map(|l| l[i]);
                     s.spawn(move || -> Result<(Prepared, Accum)> {
-                        let p = Prepared::sized(
-                            g.clone(),
+                        let what = Counting {
                             sample_type,
                             weights,
                             binning,
                             policy,
-                            choice,
-                            samples,
-                        )?;
+                        };
+                        let p = Prepared::sized(g.clone(), what, choice, samples)?;
                         let a = Accum::new(g, nbins, weighted)?;
                         Ok((p, a))
                     })
@@ -861,13 +862,13 @@ impl MultiPrepared {
         ranges: &[Range<usize>],
         opts: &StreamOptions,
         progress: Option<&(dyn Fn(u64) + Sync)>,
-    ) -> Result<CudaResult> {
+    ) -> Result<EngineOutput> {
         self.accumulate_host(samples, weights, ranges, opts, progress)?;
         self.reduce()?;
         let (counts, tallies) = self.read()?;
         self.profile_read_back();
         let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
-        Ok(CudaResult {
+        Ok(EngineOutput {
             counts,
             tallies,
             detail: format!("{}, streamed", self.detail(&lens)),
@@ -875,13 +876,13 @@ impl MultiPrepared {
     }
 
     /// Device-resident shards: launches, reduces and reads back.
-    pub fn run_device(&mut self, shards: &[&DeviceSamples]) -> Result<CudaResult> {
+    pub fn run_device(&mut self, shards: &[&DeviceSamples]) -> Result<EngineOutput> {
         self.accumulate_device(shards)?;
         self.reduce()?;
         let (counts, tallies) = self.read()?;
         self.profile_read_back();
         let lens: Vec<usize> = shards.iter().map(|s| s.n).collect();
-        Ok(CudaResult {
+        Ok(EngineOutput {
             counts,
             tallies,
             detail: self.detail(&lens),
@@ -964,37 +965,26 @@ pub fn open(devices: &[usize]) -> Result<Vec<Arc<Gpu>>> {
 }
 
 /// Histogram of host-resident samples on several GPUs: one even shard per GPU.
-#[allow(clippy::too_many_arguments)]
-pub fn histogram(
-    samples: Samples<'_>,
-    weights: Option<Weights<'_>>,
-    binning: &Binning,
-    policy: OutOfRange,
-    choice: &StrategyChoice,
-    opts: &StreamOptions,
-    devices: &[usize],
-    progress: Option<&(dyn Fn(u64) + Sync)>,
-) -> Result<CudaResult> {
+pub fn histogram(samples: Samples<'_>, devices: &[usize], job: &Job<'_>) -> Result<EngineOutput> {
     let ranges = shards(samples.len(), devices.len());
-    histogram_shards(
-        samples, weights, binning, policy, choice, opts, devices, &ranges, progress,
-    )
+    histogram_shards(samples, devices, &ranges, job)
 }
 
 /// [`histogram`] with the shards given (`ranges[i]` on `devices[i]`; uneven and empty shards
 /// allowed, as tests need).
-#[allow(clippy::too_many_arguments)]
 pub fn histogram_shards(
     samples: Samples<'_>,
-    weights: Option<Weights<'_>>,
-    binning: &Binning,
-    policy: OutOfRange,
-    choice: &StrategyChoice,
-    opts: &StreamOptions,
     devices: &[usize],
     ranges: &[Range<usize>],
-    progress: Option<&(dyn Fn(u64) + Sync)>,
-) -> Result<CudaResult> {
+    job: &Job<'_>,
+) -> Result<EngineOutput> {
+    let Job {
+        weights,
+        binning,
+        policy,
+        ..
+    } = *job;
+    let (choice, opts, progress) = (&job.strategy, &job.stream, job.progress);
     let wkind = match weights {
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,

@@ -14,22 +14,26 @@ use crate::gpu::compile::HISTOGRAM;
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::{Binning, OutOfRange};
+use crate::histogram::job::Job;
 use crate::histogram::plan::{self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload};
 use crate::histogram::result::{Counts, Tallies};
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
-/// Result of a GPU run.
-#[derive(Debug, Clone)]
-pub struct CudaResult {
-    pub counts: Counts,
-    pub tallies: Tallies,
-    pub detail: String,
-}
+pub use crate::histogram::result::EngineOutput;
 
 /// Samples per launch: keeps per-block u32 counters far from overflow and indices in range.
 pub const LAUNCH_BATCH: usize = 1 << 30;
 /// Samples copied to the device at a time when the input lives on the host.
 pub const HOST_BATCH: usize = 1 << 28;
+
+/// What a prepared kernel counts: the sample and weight types, the bins and the out-of-range policy.
+#[derive(Debug, Clone, Copy)]
+pub struct Counting<'a> {
+    pub sample_type: SampleType,
+    pub weights: WeightKind,
+    pub binning: &'a Binning,
+    pub policy: OutOfRange,
+}
 
 /// The type of the weights, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,23 +172,31 @@ impl Prepared {
         policy: OutOfRange,
         choice: StrategyChoice,
     ) -> Result<Prepared> {
-        Self::sized(gpu, sample_type, weights, binning, policy, choice, None)
+        let what = Counting {
+            sample_type,
+            weights,
+            binning,
+            policy,
+        };
+        Self::sized(gpu, what, choice, None)
     }
 
     /// [`Prepared::new`] for a run over `samples` samples (one GPU's shard) when known: the
     /// planner may then pick the global strategy for a tiny shard and launches no more blocks
     /// than the shard can keep busy ([`plan::grid_for_samples`]). Launching it over more samples
     /// stays correct (the kernels are grid-stride loops), only with a smaller grid.
-    #[allow(clippy::too_many_arguments)]
     pub fn sized(
         gpu: Arc<Gpu>,
-        sample_type: SampleType,
-        weights: WeightKind,
-        binning: &Binning,
-        policy: OutOfRange,
+        what: Counting<'_>,
         choice: StrategyChoice,
         samples: Option<usize>,
     ) -> Result<Prepared> {
+        let Counting {
+            sample_type,
+            weights,
+            binning,
+            policy,
+        } = what;
         gpu.bind()?;
         let nbins = binning.nbins();
         if nbins >= u32::MAX as usize {
@@ -319,18 +331,7 @@ impl Prepared {
             None
         };
         let skew = plan::skew_probe_threshold(&plan, &workload, choice)
-            .map(|threshold| {
-                SkewProbe::new(
-                    &gpu,
-                    sample_type,
-                    weights,
-                    binning,
-                    policy,
-                    samples,
-                    threshold,
-                    plan.strategy,
-                )
-            })
+            .map(|threshold| SkewProbe::new(&gpu, what, samples, threshold, plan.strategy))
             .transpose()?;
         Ok(Prepared {
             partition,
@@ -477,13 +478,14 @@ impl Prepared {
 }
 
 /// Histogram of host-resident samples on the GPU.
-pub fn histogram(
-    samples: Samples<'_>,
-    weights: Option<Weights<'_>>,
-    binning: &Binning,
-    policy: OutOfRange,
-    choice: &StrategyChoice,
-) -> Result<CudaResult> {
+pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
+    let Job {
+        weights,
+        binning,
+        policy,
+        ..
+    } = *job;
+    let choice = &job.strategy;
     let gpu = crate::gpu::gpu()?;
     // Planned for a large input, as the single-GPU engine was tested and measured on the GPU;
     // the shard-sized plan (`Prepared::sized`) is used by the multi-GPU paths only until it
@@ -503,7 +505,7 @@ fn run_host<T: Sample + DeviceRepr>(
     p: &Prepared,
     samples: &[T],
     weights: Option<Weights<'_>>,
-) -> Result<CudaResult> {
+) -> Result<EngineOutput> {
     let stream = &p.gpu.stream;
     let tallies = stream
         .alloc_zeros::<u64>(3)
@@ -583,7 +585,7 @@ fn run_host<T: Sample + DeviceRepr>(
     stream
         .synchronize()
         .map_err(cuda_err("finishing the histogram"))?;
-    Ok(CudaResult {
+    Ok(EngineOutput {
         counts,
         tallies,
         detail: p.detail(),
@@ -708,17 +710,14 @@ struct SkewProbe {
 }
 
 impl SkewProbe {
-    #[allow(clippy::too_many_arguments)]
     fn new(
         gpu: &Arc<Gpu>,
-        sample_type: SampleType,
-        weights: WeightKind,
-        binning: &Binning,
-        policy: OutOfRange,
+        what: Counting<'_>,
         samples: Option<usize>,
         threshold: f64,
         planned: Strategy,
     ) -> Result<SkewProbe> {
+        let (sample_type, binning) = (what.sample_type, what.binning);
         let func = gpu.function(
             &HISTOGRAM,
             &sample_defines(sample_type),
@@ -728,15 +727,7 @@ impl SkewProbe {
             .stream
             .alloc_zeros::<u32>(plan::SKEW_PROBE_SAMPLES)
             .map_err(cuda_err("allocating the skew probe"))?;
-        let global = Prepared::sized(
-            gpu.clone(),
-            sample_type,
-            weights,
-            binning,
-            policy,
-            StrategyChoice::Global,
-            samples,
-        )?;
+        let global = Prepared::sized(gpu.clone(), what, StrategyChoice::Global, samples)?;
         Ok(SkewProbe {
             func,
             bins: std::sync::Mutex::new(bins),

@@ -22,25 +22,15 @@ use std::sync::Arc;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
 
-use super::prepared::{read_result, CudaResult, Prepared, WeightKind, LAUNCH_BATCH};
+use super::prepared::{read_result, EngineOutput, Prepared, WeightKind, LAUNCH_BATCH};
+pub use super::stream_options::{StreamOptions, DEFAULT_CHUNK_BYTES, DEFAULT_DEPTH};
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::host_memory::{copy_htod_async, sample_bytes, LockedSamples, PinnedBuffer};
-use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
-use crate::histogram::plan::StrategyChoice;
+use crate::histogram::bins::{BinSpec, Binning};
+use crate::histogram::job::Job;
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
-/// Bytes of samples per chunk unless told otherwise, from the H100 sweep of `bench --op
-/// hist-stream --chunk-mib 8,16,32,64,128,256 --depth 2,3,4` (2^30 int32, 674e207): pinned memory
-/// streams at 98-100 % of the pinned copy at every size; the pageable `Vec` and the cached file,
-/// which CPU threads copy into the staging buffers, need large chunks (8 MiB: 33-37 %, 16 MiB:
-/// 49-60 %) and from 128 MiB on hold 79-81 % and 69-72 % at every depth (64 MiB: 62-83 %,
-/// unsteady). Three slots of 128 MiB take 384 MiB of page-locked and of device memory; the device
-/// budget shrinks the chunks where that does not fit.
-pub const DEFAULT_CHUNK_BYTES: usize = 128 << 20;
-/// Slots in flight unless told otherwise: one being filled, one being copied, one being counted
-/// (2 and 4 measured the same within noise at 128 MiB).
-pub const DEFAULT_DEPTH: usize = 3;
 /// `StreamMode::Auto` streams inputs of at least this many bytes (and any input larger than the
 /// device's free memory): below it the plain copy path costs no more.
 pub const AUTO_STREAM_BYTES: usize = 256 << 20;
@@ -57,30 +47,6 @@ pub enum StreamMode {
     Auto,
     Always,
     Never,
-}
-
-/// Sizes of the pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamOptions {
-    /// Bytes of samples per chunk (rounded down to whole samples; at least one sample).
-    pub chunk_bytes: usize,
-    /// Chunk slots in flight, at least 2.
-    pub depth: usize,
-    /// Device memory the slots may take, in bytes; `None`: half the device's free memory.
-    pub device_budget: Option<usize>,
-    /// CPU threads that fill staging buffers; 0: rayon's global pool.
-    pub fill_threads: usize,
-}
-
-impl Default for StreamOptions {
-    fn default() -> Self {
-        StreamOptions {
-            chunk_bytes: DEFAULT_CHUNK_BYTES,
-            depth: DEFAULT_DEPTH,
-            device_budget: None,
-            fill_threads: 0,
-        }
-    }
 }
 
 /// Whether an input of `bytes` streams: always or never when forced; on `Auto` when it is at least
@@ -520,7 +486,7 @@ impl Streamer {
         input: &StreamInput<'_>,
         weights: Option<Weights<'_>>,
         progress: Option<&(dyn Fn(u64) + Sync)>,
-    ) -> Result<CudaResult> {
+    ) -> Result<EngineOutput> {
         self.gpu.bind()?;
         let gpu = self.gpu.clone();
         let stream = &gpu.stream;
@@ -555,7 +521,7 @@ impl Streamer {
         self.copy
             .synchronize()
             .map_err(cuda_err("finishing the copies"))?;
-        Ok(CudaResult {
+        Ok(EngineOutput {
             counts,
             tallies,
             detail: format!(
@@ -750,16 +716,14 @@ fn par_copy(dst: &mut [u8], src: &[u8]) {
 }
 
 /// Streams `input` to the GPU and histograms it (compiling and planning first).
-#[allow(clippy::too_many_arguments)]
-pub fn histogram(
-    input: &StreamInput<'_>,
-    weights: Option<Weights<'_>>,
-    binning: &Binning,
-    policy: OutOfRange,
-    choice: &StrategyChoice,
-    opts: &StreamOptions,
-    progress: Option<&(dyn Fn(u64) + Sync)>,
-) -> Result<CudaResult> {
+pub fn histogram(input: &StreamInput<'_>, job: &Job<'_>) -> Result<EngineOutput> {
+    let Job {
+        weights,
+        binning,
+        policy,
+        ..
+    } = *job;
+    let (choice, opts, progress) = (&job.strategy, &job.stream, job.progress);
     let gpu = crate::gpu::gpu()?;
     let wkind = match weights {
         None => WeightKind::None,
@@ -787,7 +751,7 @@ pub fn histogram(
 pub fn run_zero_copy(
     prepared: &Prepared,
     input: &crate::gpu::host_memory::ZeroCopySamples<'_>,
-) -> Result<CudaResult> {
+) -> Result<EngineOutput> {
     let (ptr, samples) = (input.device_ptr(), input.samples());
     if samples.sample_type() != prepared.sample_type || prepared.weights != WeightKind::None {
         return Err(Error::InvalidArgument(format!(
@@ -842,7 +806,7 @@ pub fn run_zero_copy(
         prepared.nbins,
         "reading the tallies back (a zero-copy kernel may have failed)",
     )?;
-    Ok(CudaResult {
+    Ok(EngineOutput {
         counts,
         tallies,
         detail: format!("{}, zero-copy from mapped host memory", prepared.detail()),

@@ -884,7 +884,6 @@ fn upload_at(g: &Gpu, data: &[f32], offset: usize, what: &str) -> Result<CudaSli
 
 /// Copies the views to the device (`misalign`: one float into each buffer), calls `launch` on
 /// the device problem, and copies C's rows back.
-#[allow(clippy::too_many_arguments)]
 fn run(
     a: &MatrixRef<f32>,
     b: &MatrixRef<f32>,
