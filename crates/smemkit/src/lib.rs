@@ -58,6 +58,7 @@ pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::ranks::RankSpec;
 pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use histogram::plan::{Strategy, StrategyChoice};
+pub use histogram::request::{run, Input, Request};
 pub use histogram::{
     histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Counts,
     EngineReport, Histogram, HistogramOptions, Tallies,

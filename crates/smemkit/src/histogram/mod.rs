@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod job;
 pub mod plan;
+pub mod request;
 pub mod result;
 
 use std::time::{Duration, Instant};
