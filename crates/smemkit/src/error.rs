@@ -4,8 +4,10 @@
 
 use thiserror::Error;
 
-/// Everything that can go wrong inside smemkit.
+/// Everything that can go wrong inside smemkit. More variants may come, so matches need a wildcard
+/// arm.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error("the number of bins must be at least 1 (got 0)")]
     ZeroBins,

@@ -21,15 +21,10 @@ pub enum Boundary {
 }
 
 impl Boundary {
-    pub fn parse(text: &str) -> Result<Self> {
-        match text {
-            "zero" => Ok(Boundary::Zero),
-            "clamp" => Ok(Boundary::Clamp),
-            "wrap" => Ok(Boundary::Wrap),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown boundary `{text}` (expected zero, clamp or wrap)"
-            ))),
-        }
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
     }
     /// The code the kernel takes.
     pub fn code(self) -> i32 {
@@ -37,6 +32,21 @@ impl Boundary {
             Boundary::Zero => 0,
             Boundary::Clamp => 1,
             Boundary::Wrap => 2,
+        }
+    }
+}
+
+impl std::str::FromStr for Boundary {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "zero" => Ok(Boundary::Zero),
+            "clamp" => Ok(Boundary::Clamp),
+            "wrap" => Ok(Boundary::Wrap),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown boundary `{text}` (expected zero, clamp or wrap)"
+            ))),
         }
     }
 }
@@ -80,7 +90,17 @@ pub enum ReverseKernel {
 }
 
 impl ReverseKernel {
-    pub fn parse(text: &str) -> Result<Self> {
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
+    }
+}
+
+impl std::str::FromStr for ReverseKernel {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "static" => Ok(ReverseKernel::Static),
             "dynamic" => Ok(ReverseKernel::Dynamic),

@@ -140,7 +140,17 @@ impl MatmulKernel {
         }
     }
 
-    pub fn parse(text: &str) -> Result<Self> {
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
+    }
+}
+
+impl std::str::FromStr for MatmulKernel {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
             .chain([MatmulKernel::Tf32])

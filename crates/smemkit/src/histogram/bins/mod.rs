@@ -40,7 +40,24 @@ pub enum OutOfRange {
 }
 
 impl OutOfRange {
-    pub fn parse(text: &str) -> Result<Self> {
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            OutOfRange::Ignore => "ignore",
+            OutOfRange::Clamp => "clamp",
+            OutOfRange::Error => "error",
+        }
+    }
+}
+
+impl std::str::FromStr for OutOfRange {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "ignore" => Ok(OutOfRange::Ignore),
             "clamp" => Ok(OutOfRange::Clamp),
@@ -48,13 +65,6 @@ impl OutOfRange {
             _ => Err(Error::InvalidArgument(format!(
                 "unknown out-of-range policy `{text}` (expected ignore, clamp or error)"
             ))),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            OutOfRange::Ignore => "ignore",
-            OutOfRange::Clamp => "clamp",
-            OutOfRange::Error => "error",
         }
     }
 }

@@ -1,12 +1,9 @@
 //! The sizes of the streaming pipeline ([`super::stream`]): plain data that the request carries
 //! to the engines.
 
-/// Bytes of samples per chunk unless told otherwise, from the H100 sweep of `bench --op
-/// hist-stream --chunk-mib 8,16,32,64,128,256 --depth 2,3,4` (2^30 int32, 674e207): pinned memory
-/// streams at 98-100 % of the pinned copy at every size; the pageable `Vec` and the cached file,
-/// which CPU threads copy into the staging buffers, need large chunks (8 MiB: 33-37 %, 16 MiB:
-/// 49-60 %) and from 128 MiB on hold 79-81 % and 69-72 % at every depth (64 MiB: 62-83 %,
-/// unsteady). Three slots of 128 MiB take 384 MiB of page-locked and of device memory; the device
+/// Bytes of samples per chunk unless told otherwise: pinned inputs stream at the pinned copy's rate
+/// at any size, but pageable memory and cached files, which CPU threads copy into the staging
+/// buffers, need large chunks (bench/NOTES.md, "Measured thresholds"). Three slots of 128 MiB take 384 MiB of page-locked and of device memory; the device
 /// budget shrinks the chunks where that does not fit.
 pub const DEFAULT_CHUNK_BYTES: usize = 128 << 20;
 /// Slots in flight unless told otherwise: one being filled, one being copied, one being counted

@@ -108,22 +108,17 @@ pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
     )
 }
 
-/// Most slices of 8-bit counters `auto` plans before 4-bit ones take over (H100, f8eb8bb, 2^28
-/// int32, uniform GB/s): two slices of 8-bit counters beat one block of 4-bit counters (1215 /
-/// 1122 / 1045 against 1181 / 986 / 882 at 262144 / 393216 / 464608 bins), three lose to two of
-/// 4-bit (854 against 930 at 524288).
+/// Most slices of 8-bit counters `auto` plans before 4-bit ones take over: a third slice of
+/// 8-bit counters loses to two of 4-bit ones. See bench/NOTES.md, "Measured thresholds".
 pub const AUTO_SLICED8_MAX_SLICES: usize = 2;
-/// Most slices of 4-bit counters `auto` plans: four beat partition (589 against 468 GB/s at
-/// 1572864 bins, f8eb8bb); five would read the input five times for ~2300 / 5 GB/s, partition's
-/// ~466.
+/// Most slices of 4-bit counters `auto` plans: each slice reads the input once more, and a fifth
+/// would fall below the partition passes. See bench/NOTES.md, "Measured thresholds".
 pub const AUTO_SLICED4_MAX_SLICES: usize = 4;
 
 /// `auto`'s plan from where one block of 8-bit counters no longer holds the bins (232304) to four
 /// slices of 4-bit counters (1858432 bins): the sliced strategy, two slices of 8-bit counters, then
-/// 4-bit ones. Measured on the H100 (f8eb8bb, 2^28 int32, uniform / hot GB/s, the hot figures
-/// before the skew probe): sliced8x2 1215 / 1223 at 262144 bins, 1045 / 1167 at 464608; sliced4x2
-/// 930 / 1049 at 524288, 786 / 1025 at 786432; sliced4x3 742 / 815 at 1M, 656 / 759 at 1393824;
-/// sliced4x4 589 / 637 at 1572864; partition did 465-476 / 364-369 over the range. Counts of
+/// 4-bit ones, which beat the partition passes over that range (bench/NOTES.md, "Measured
+/// thresholds"). Counts of
 /// samples with cheap binning only: the sliced kernels bin every sample once per slice. A 4-bit
 /// counter wraps every 16 counts and each wrap costs a few global atomics, so they assume spread
 /// data (2^28 samples over 1M bins in three slices: ~6 counts per bin and block); data piled on few

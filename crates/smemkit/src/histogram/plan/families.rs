@@ -14,14 +14,9 @@ pub fn packed_bytes(nbins: usize, bits: u32) -> usize {
 /// then the widest packed counters that do; `None` when not even 8-bit counters fit. Weighted sums
 /// always take their f64 counters (32 here means "plain counters").
 ///
-/// Narrower counters for more blocks per SM paid while a lone block ran 512 threads (9a4c9a7:
-/// 16-bit counters with three blocks 2112 / 2122 GB/s at 32768 bins against 1767 / 1766 for one
-/// block of u32; 8-bit with three 1476 / 1641 at 65536 against 1401 / 1407 for one block of
-/// 16-bit). Since a lone block runs 1024 threads and every plan of at most 1024 threads per SM
-/// prefetches its loads, the widest counters win: one block of u32 counters does 2846 / 2816 at
-/// 32768 bins and 2763 / 2777 at 58108 (0572220) against 16-bit's 2106 / 2105 and 2173 / 2186; one
-/// block of 16-bit counters 2158 / 2160 at 65536 bins and 2062 / 2068 at 98304 (2e0bf17) against
-/// 8-bit's 1509 / 1681 and 1448 / 1597.
+/// Narrower counters for more blocks per SM paid only while a lone block ran 512 threads; since a
+/// lone block runs 1024 threads and every plan of at most 1024 threads per SM prefetches its
+/// loads, the widest counters that fit win. See bench/NOTES.md, "Measured thresholds".
 pub(super) fn counter_bits(w: &Workload, limits: &DeviceLimits) -> Option<u32> {
     let smem = counter_capacity(limits);
     if w.weighted {

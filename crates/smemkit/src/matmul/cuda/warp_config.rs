@@ -121,18 +121,15 @@ impl WarpConfig {
             ..WarpConfig::DEFAULT
         },
         // Double buffering at 2 blocks per SM (16.9 KB of shared memory per block, no spill at
-        // 128 registers in any layout): on the H200 run at 3181add the 3-stage candidate beat the
-        // 4-stage default by 2-3 % at every large shape, though one BK-8 tile already takes ~1 us,
-        // longer than a DRAM access; if the gain came from the smaller shared-memory footprint,
-        // 2 stages take it further. (H100, 7b30472: never the tuner's choice.)
+        // 128 registers in any layout): a 3-stage candidate beat the
+        // 4-stage default on an H200; if the gain came from the smaller shared-memory footprint, 2 stages
+        // take it further (bench/NOTES.md, "Measured thresholds").
         WarpConfig {
             stages: 2,
             ..WarpConfig::DEFAULT
         },
-        // Session 3: the prefetching loop (fragments of step k + 1 read during the FMAs of step
-        // k, one barrier per tile). On the H100 at 7b30472 the tuner picked the 128 x 256 one
-        // below at 2048^3 and 4096^3, split K 4 at 1000^3 and 1024^3, the 4-warp 128 x 128 one at
-        // 4097x4095x4099 (bench/NOTES.md).
+        // The prefetching loop (fragments of step k + 1 read during the FMAs of step k, one barrier
+        // per tile); which shapes the tuner gives it is in bench/NOTES.md.
         WarpConfig::PREFETCH,
         WarpConfig {
             stages: 2,

@@ -15,27 +15,10 @@ pub enum DeviceSet {
 }
 
 impl DeviceSet {
-    /// `all`, or ordinals separated by commas (`0,1,3`).
-    pub fn parse(text: &str) -> Result<DeviceSet> {
-        let text = text.trim();
-        if text == "all" {
-            return Ok(DeviceSet::All);
-        }
-        let mut list = Vec::new();
-        for part in text.split(',') {
-            let d: usize = part.trim().parse().map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "devices `{text}`: expected `all` or GPU ordinals separated by commas (0,1,...)"
-                ))
-            })?;
-            if list.contains(&d) {
-                return Err(Error::InvalidArgument(format!(
-                    "devices `{text}`: GPU {d} is named twice"
-                )));
-            }
-            list.push(d);
-        }
-        Ok(DeviceSet::List(list))
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
     }
 
     /// The ordinals, checked against the driver's count.
@@ -59,6 +42,32 @@ impl DeviceSet {
                 Ok(list.clone())
             }
         }
+    }
+}
+
+impl std::str::FromStr for DeviceSet {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        if text == "all" {
+            return Ok(DeviceSet::All);
+        }
+        let mut list = Vec::new();
+        for part in text.split(',') {
+            let d: usize = part.trim().parse().map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "devices `{text}`: expected `all` or GPU ordinals separated by commas (0,1,...)"
+                ))
+            })?;
+            if list.contains(&d) {
+                return Err(Error::InvalidArgument(format!(
+                    "devices `{text}`: GPU {d} is named twice"
+                )));
+            }
+            list.push(d);
+        }
+        Ok(DeviceSet::List(list))
     }
 }
 

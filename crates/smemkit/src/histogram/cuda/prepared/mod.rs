@@ -412,10 +412,7 @@ impl Prepared {
 
 /// Most uniform float32 bins whose edges the kernels read from a table (64 KiB); beyond it they
 /// recompute each edge as numpy's linspace does. The table pays while L1 holds it, and L1 is what
-/// the shared-memory counters leave of an SM's 256 KiB: H100, 2^28 float32 samples, auto, uniform
-/// GB/s with the table / recomputed (4854e83): 4096 bins 1110 / 833, 16384 925 / 836 (three blocks
-/// of 64 KiB of counters), 24576 304 / 849 (two of 96 KiB), 32768 753 / 957, 49152 249 / 955,
-/// 65536 411 / 822; hot data loses less (24576: 867 / 849).
+/// the shared-memory counters leave of an SM's 256 KiB (bench/NOTES.md, "Measured thresholds").
 const EDGE_TABLE_MAX_BINS: usize = 1 << 14;
 
 /// The float32 edges the kernel's correction step may read instead of recomputing them: only with

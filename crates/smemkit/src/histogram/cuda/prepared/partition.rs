@@ -20,9 +20,8 @@ pub(super) fn packed_block_override() -> Option<u32> {
 }
 
 /// Bucket counts up to which the scatter ranks samples by warp votes (see `Partition::split_bits`).
-/// Off: on the H100 (c8b0c9a, 2^28 int32) the votes cost more than the contended atomics they save
-/// on uniform data (131072 bins 405 against 466 GB/s, 1M 348 against 466) and gain less on hot data
-/// (397 against 358); SMEMKIT_PARTITION_SPLIT_MAX_BUCKETS=256 brings them back for experiments.
+/// Off: the votes cost more than the contended atomics they save on uniform data and gain little on
+/// hot data (bench/NOTES.md, "Measured thresholds"); SMEMKIT_PARTITION_SPLIT_MAX_BUCKETS=256 brings them back for experiments.
 pub(super) const PARTITION_SPLIT_MAX_BUCKETS: usize = 0;
 
 // The index array holds each bin's offset within its bucket in 16 bits.
