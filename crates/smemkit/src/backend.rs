@@ -14,7 +14,17 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub fn parse(text: &str) -> Result<Self> {
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "auto" => Ok(Backend::Auto),
             "cpu" => Ok(Backend::Cpu),

@@ -24,8 +24,10 @@ fn too_many_bins_reason(precision: &str, lo: f64, hi: f64) -> &'static str {
     }
 }
 
-/// Everything that can go wrong inside smemkit.
+/// Everything that can go wrong inside smemkit. More variants may come, so matches need a wildcard
+/// arm.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error("the number of bins must be at least 1 (got 0)")]
     ZeroBins,

@@ -34,6 +34,7 @@ pub mod cuda {
     pub use crate::lab::cache as cache_lab;
     pub use crate::matmul::cuda as matmul;
     pub use crate::matmul::cuda::autotune;
+    pub use crate::matmul::cuda::cublas;
 }
 #[doc(hidden)]
 pub mod cpu {
@@ -57,6 +58,7 @@ pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::ranks::RankSpec;
 pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use histogram::plan::{Strategy, StrategyChoice};
+pub use histogram::request::{run, Input, Request};
 pub use histogram::{
     histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Counts,
     EngineReport, Histogram, HistogramOptions, Tallies,

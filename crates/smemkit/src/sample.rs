@@ -64,8 +64,17 @@ impl SampleType {
         matches!(self, SampleType::F32 | SampleType::F64)
     }
 
-    /// Parses `u8`, `uint8`, `i32`, `int32`, `f32`, `float32` and the like.
-    pub fn parse(text: &str) -> Result<SampleType, Error> {
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
+    }
+}
+
+impl std::str::FromStr for SampleType {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         let t = match text.to_ascii_lowercase().as_str() {
             "u8" | "uint8" => SampleType::U8,
             "u16" | "uint16" => SampleType::U16,

@@ -154,7 +154,6 @@ fn reference(
 
 /// One problem: random op(A) (m x k) and op(B) (k x n) stored with the given transposes and row
 /// padding, C with its own padding; every run in `kernels` against one reference, within 1e-5.
-#[allow(clippy::too_many_arguments)]
 fn case(
     r: &mut Xoshiro256PlusPlus,
     shape: (usize, usize, usize),
@@ -164,18 +163,16 @@ fn case(
     beta: f32,
     kernels: &[Run],
 ) {
-    case_within(r, shape, pair, pads, alpha, beta, kernels, 1e-5);
+    case_within(r, shape, pair, pads, (alpha, beta), kernels, 1e-5);
 }
 
 /// As [`case`] with a componentwise tolerance `tol`.
-#[allow(clippy::too_many_arguments)]
 fn case_within(
     r: &mut Xoshiro256PlusPlus,
     (m, n, k): (usize, usize, usize),
     (ta, tb): (bool, bool),
     (pad_a, pad_b, pad_c): (usize, usize, usize),
-    alpha: f32,
-    beta: f32,
+    (alpha, beta): (f32, f32),
     kernels: &[Run],
     tol: f64,
 ) {
@@ -447,8 +444,8 @@ fn tf32_kernel_and_cublas_tf32_stay_within_tf32_rounding() {
     for pair in PAIRS {
         for pads in [(0, 0, 0), (1, 3, 5)] {
             for shape in [(1, 1, 1), (17, 33, 65), (255, 257, 33), (1000, 1000, 1000)] {
-                case_within(&mut r, shape, pair, pads, 0.5, -2.0, &tf32, 2e-3);
-                case_within(&mut r, shape, pair, pads, 1.0, 0.0, &tf32, 2e-3);
+                case_within(&mut r, shape, pair, pads, (0.5, -2.0), &tf32, 2e-3);
+                case_within(&mut r, shape, pair, pads, (1.0, 0.0), &tf32, 2e-3);
             }
         }
     }
@@ -499,7 +496,7 @@ fn small_run_for_sanitizers() {
     ] {
         for pair in PAIRS {
             case(&mut r, shape, pair, pads, 1.0, 0.5, &every_variant());
-            case_within(&mut r, shape, pair, pads, 1.0, 0.5, &tf32, 2e-3);
+            case_within(&mut r, shape, pair, pads, (1.0, 0.5), &tf32, 2e-3);
         }
     }
 }

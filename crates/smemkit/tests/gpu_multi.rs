@@ -7,9 +7,10 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::cuda::histogram::{CudaResult, WeightKind};
+use smemkit::cuda::histogram::{EngineOutput, WeightKind};
 use smemkit::cuda::multi::{self, open, MultiPrepared};
 use smemkit::cuda::stream::StreamOptions;
+use smemkit::histogram::job::Job;
 use smemkit::{
     histogram, Backend, BinSpec, Binning, Counts, DeviceSet, HistogramOptions, OutOfRange,
     SampleType, Samples, StrategyChoice, Weights,
@@ -54,7 +55,7 @@ fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, spec: &BinSpec) -> sm
     .expect("cpu")
 }
 
-fn same(got: &CudaResult, want: &smemkit::Histogram, what: &str) {
+fn same(got: &EngineOutput, want: &smemkit::Histogram, what: &str) {
     assert_eq!(
         got.tallies, want.tallies,
         "{what}: tallies ({})",
@@ -194,18 +195,16 @@ fn weights_sums_and_tallies_are_reduced() {
     let binning = Binning::resolve(&spec, s).unwrap();
     for w in [Weights::F64(&w64), Weights::F32(&w32)] {
         let want = cpu(s, Some(w), &spec);
-        let got = multi::histogram_shards(
-            s,
-            Some(w),
-            &binning,
-            OutOfRange::Ignore,
-            &StrategyChoice::Auto,
-            &StreamOptions::default(),
-            &devices,
-            &empty_first(n, devices.len()),
-            None,
-        )
-        .unwrap();
+        let job = Job {
+            weights: Some(w),
+            binning: &binning,
+            policy: OutOfRange::Ignore,
+            strategy: StrategyChoice::Auto,
+            stream: StreamOptions::default(),
+            progress: None,
+        };
+        let got =
+            multi::histogram_shards(s, &devices, &empty_first(n, devices.len()), &job).unwrap();
         same(&got, &want, "weighted");
     }
 }

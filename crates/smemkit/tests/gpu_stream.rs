@@ -6,9 +6,10 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::cuda::histogram::{CudaResult, Prepared, WeightKind};
+use smemkit::cuda::histogram::{EngineOutput, Prepared, WeightKind};
 use smemkit::cuda::host_memory::{MappedBuffer, PinnedBuffer, Registered};
 use smemkit::cuda::stream::{self, FileInput, StreamInput, StreamMode, StreamOptions, Streamer};
+use smemkit::histogram::job::Job;
 use smemkit::{
     histogram, Backend, BinSpec, Binning, Counts, HistogramOptions, OutOfRange, SampleType,
     Samples, StrategyChoice, Weights,
@@ -47,7 +48,7 @@ fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, spec: &BinSpec) -> sm
     .expect("cpu")
 }
 
-fn same(got: &CudaResult, want: &smemkit::Histogram, what: &str) {
+fn same(got: &EngineOutput, want: &smemkit::Histogram, what: &str) {
     assert_eq!(
         got.tallies, want.tallies,
         "{what}: tallies ({})",
@@ -98,16 +99,15 @@ fn check_stream(
 ) {
     let binning = Binning::resolve(spec, host).unwrap();
     let ty = host.sample_type();
-    let got = stream::histogram(
-        input,
-        None,
-        &binning,
-        OutOfRange::Ignore,
-        &StrategyChoice::Auto,
-        &opts(chunk, ty.size(), 3),
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let job = Job {
+        weights: None,
+        binning: &binning,
+        policy: OutOfRange::Ignore,
+        strategy: StrategyChoice::Auto,
+        stream: opts(chunk, ty.size(), 3),
+        progress: None,
+    };
+    let got = stream::histogram(input, &job).unwrap_or_else(|e| panic!("{what}: {e}"));
     same(&got, &cpu(host, None, spec), what);
 }
 
@@ -351,16 +351,15 @@ fn weights_stream_beside_the_samples() {
     let host = Samples::I32(&data);
     let binning = Binning::resolve(&spec, host).unwrap();
     for w in [Weights::F64(&w64), Weights::F32(&w32)] {
-        let got = stream::histogram(
-            &StreamInput::Host(host),
-            Some(w),
-            &binning,
-            OutOfRange::Ignore,
-            &StrategyChoice::Auto,
-            &opts(65_537, 4, 3),
-            None,
-        )
-        .unwrap();
+        let job = Job {
+            weights: Some(w),
+            binning: &binning,
+            policy: OutOfRange::Ignore,
+            strategy: StrategyChoice::Auto,
+            stream: opts(65_537, 4, 3),
+            progress: None,
+        };
+        let got = stream::histogram(&StreamInput::Host(host), &job).unwrap();
         same(&got, &cpu(host, Some(w), &spec), "weights");
     }
 }
@@ -484,7 +483,7 @@ fn a_file_streams_like_the_cpu() {
             assert_eq!(got.edges, want.edges, "{spec:?}");
             assert_eq!(got.tallies, want.tallies, "{spec:?}");
             assert_eq!(got.samples, want.samples);
-            let as_result = CudaResult {
+            let as_result = EngineOutput {
                 counts: got.counts.clone(),
                 tallies: got.tallies,
                 detail: got.engine.detail.clone(),

@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use smemkit::cuda::bench::{self as dev, median, DeviceSamples, HostSamples};
-use smemkit::cuda::histogram::{CudaResult, WeightKind};
+use smemkit::cuda::histogram::{EngineOutput, WeightKind};
 use smemkit::cuda::host_memory::PinnedBuffer;
 use smemkit::cuda::multi::{open, MultiPrepared};
 use smemkit::cuda::stream::{StreamInput, StreamOptions};
@@ -64,7 +64,7 @@ impl Pinned {
     }
 }
 
-fn matches(r: &CudaResult, counts: &[u64], tallies: &Tallies) -> bool {
+fn matches(r: &EngineOutput, counts: &[u64], tallies: &Tallies) -> bool {
     r.tallies == *tallies && matches!(&r.counts, Counts::Unweighted(c) if c == counts)
 }
 
@@ -202,7 +202,7 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                             if i == 0 {
                                 let (c, t) = m.read()?;
                                 ok &= matches(
-                                    &CudaResult {
+                                    &EngineOutput {
                                         counts: c,
                                         tallies: t,
                                         detail: String::new(),

@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use smemkit::cuda::bench::median;
-use smemkit::cuda::histogram::{CudaResult, Prepared, WeightKind};
+use smemkit::cuda::histogram::{EngineOutput, Prepared, WeightKind};
 use smemkit::cuda::host_memory::{time_copy, CopySource, MappedBuffer, PinnedBuffer, Registered};
 use smemkit::cuda::stream::{self, FileInput, StreamInput, StreamOptions, Streamer};
 use smemkit::cuda::Gpu;
@@ -184,7 +184,7 @@ fn hist_stream(
             let binning = Binning::resolve(&workload_spec(SampleType::I32, nbins), host)?;
             let want =
                 smemkit::cpu::histogram::histogram(&data[..], None, &binning, OutOfRange::Ignore);
-            let check = |r: &CudaResult| {
+            let check = |r: &EngineOutput| {
                 r.tallies == want.tallies
                     && matches!((&r.counts, &want.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b)
             };
@@ -212,7 +212,7 @@ fn hist_stream(
                 let chunk = streamer.chunk_samples();
                 // Wall-clock timing of whole runs; `correct` holds for every run.
                 let mut timed = |memory: &str,
-                                 run: &mut dyn FnMut() -> smemkit::Result<CudaResult>|
+                                 run: &mut dyn FnMut() -> smemkit::Result<EngineOutput>|
                  -> Result<()> {
                     let mut times = Vec::with_capacity(args.runs);
                     let mut ok = true;

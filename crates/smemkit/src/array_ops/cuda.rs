@@ -5,11 +5,11 @@
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
-use crate::array_ops::reverse::ReverseKernel;
-use crate::array_ops::stencil::Boundary;
+use crate::array_ops::kinds::Boundary;
+use crate::array_ops::kinds::ReverseKernel;
 use crate::element::{Element, StencilElement};
 use crate::error::Result;
-use crate::gpu::compile::{KernelSource, LAB, REVERSE, STENCIL, TRANSPOSE};
+use crate::gpu::compile::{KernelSource, REVERSE, STENCIL, TRANSPOSE};
 use crate::gpu::device::{cuda_err, gpu, Gpu};
 use crate::gpu::launch::{self, check, LaunchShape};
 
@@ -152,7 +152,7 @@ pub fn stencil1d_with<T: StencilElement>(
     boundary: Boundary,
     kernel: StencilKernel,
 ) -> Result<Vec<T>> {
-    crate::array_ops::stencil::check(radius, weights)?;
+    crate::array_ops::kinds::check(radius, weights)?;
     stencil1d_run(input, radius, weights, boundary, kernel, &[], 0).map(|(out, _)| out)
 }
 
@@ -169,7 +169,7 @@ pub fn stencil1d_without_barrier_for_racecheck<T: StencilElement>(
     weights: Option<&[T]>,
     boundary: Boundary,
 ) -> Result<Vec<T>> {
-    crate::array_ops::stencil::check(radius, weights)?;
+    crate::array_ops::kinds::check(radius, weights)?;
     let skip = [("STENCIL_SKIP_BARRIER_FOR_RACECHECK", "1".to_string())];
     stencil1d_run(
         input,
@@ -602,69 +602,4 @@ pub(crate) fn run(
         );
     }
     Ok(times)
-}
-
-/// Times the bank probe for each stride (median of 5 after a warm-up) and reports bandwidth and
-/// slowdown against the first stride.
-pub fn bank_probe(strides: &[u32]) -> Result<Vec<crate::lab::BankMeasurement>> {
-    let g = gpu()?;
-    g.bind()?;
-    let f = g.function(&LAB, &[], "bank_probe")?;
-    let (block, iters) = (1024u32, 4096u32);
-    let grid = g.limits.sm_count * 2;
-    let out = g
-        .stream
-        .alloc_zeros::<u32>((grid * block) as usize)
-        .map_err(cuda_err("allocating the probe output"))?;
-    let po = out.device_ptr(&g.stream).0;
-    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let start = g
-        .ctx
-        .new_event(timing)
-        .map_err(cuda_err("creating an event"))?;
-    let end = g
-        .ctx
-        .new_event(timing)
-        .map_err(cuda_err("creating an event"))?;
-    let mut rows = Vec::new();
-    for &stride in strides {
-        let mut times = Vec::new();
-        for rep in 0..6 {
-            start
-                .record(&g.stream)
-                .map_err(cuda_err("recording an event"))?;
-            let cfg = LaunchConfig {
-                grid_dim: (grid, 1, 1),
-                block_dim: (block, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut l = g.stream.launch_builder(&f);
-            l.arg(&po).arg(&stride).arg(&iters);
-            // SAFETY: bank_probe(out, stride, iters); out holds grid * block words.
-            unsafe { l.launch(cfg) }.map_err(cuda_err("launching the bank probe"))?;
-            end.record(&g.stream)
-                .map_err(cuda_err("recording an event"))?;
-            let ms = start
-                .elapsed_ms(&end)
-                .map_err(cuda_err("timing the bank probe"))?;
-            if rep > 0 {
-                times.push(ms);
-            }
-        }
-        times.sort_by(|a, b| a.total_cmp(b));
-        let ms = times[times.len() / 2];
-        let bytes = grid as f64 * block as f64 * iters as f64 * 4.0;
-        rows.push(crate::lab::BankMeasurement {
-            stride,
-            predicted: crate::lab::predicted_degree(stride),
-            ms,
-            gbps: bytes / (ms as f64 / 1e3) / 1e9,
-            slowdown: 0.0,
-        });
-    }
-    let base = rows.first().map(|r| r.ms).unwrap_or(1.0) as f64;
-    for r in &mut rows {
-        r.slowdown = r.ms as f64 / base;
-    }
-    Ok(rows)
 }

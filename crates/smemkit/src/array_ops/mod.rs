@@ -4,6 +4,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod kinds;
 pub mod reverse;
 pub mod stencil;
 pub mod transpose;

@@ -6,31 +6,7 @@ use crate::backend::Backend;
 use crate::element::Element;
 use crate::error::Result;
 
-/// Which GPU kernel reverses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ReverseKernel {
-    /// `__shared__ T tile[16 KiB / sizeof(T) + one 16-byte chunk]`, sized at compile time.
-    Static,
-    /// `extern __shared__` sized at launch (the same 16 KiB tile).
-    #[default]
-    Dynamic,
-    /// One dynamic allocation carved into the values and a u32 array of the staged chunk each
-    /// output chunk of a tile reads.
-    Carved,
-}
-
-impl ReverseKernel {
-    pub fn parse(text: &str) -> Result<Self> {
-        match text {
-            "static" => Ok(ReverseKernel::Static),
-            "dynamic" => Ok(ReverseKernel::Dynamic),
-            "carved" => Ok(ReverseKernel::Carved),
-            _ => Err(crate::Error::InvalidArgument(format!(
-                "unknown reverse kernel `{text}` (expected static, dynamic or carved)"
-            ))),
-        }
-    }
-}
+pub use super::kinds::ReverseKernel;
 
 /// `input` reversed.
 pub fn reverse<T: Element>(input: &[T], backend: Backend, kernel: ReverseKernel) -> Result<Vec<T>> {

@@ -11,8 +11,8 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use super::compile::{self, KernelSource};
+use super::limits::DeviceLimits;
 use crate::error::{Error, Result};
-use crate::histogram::plan::DeviceLimits;
 
 /// An opened GPU.
 pub struct Gpu {

@@ -6,17 +6,22 @@
 pub mod bins;
 pub mod cpu;
 pub mod cuda;
+pub mod job;
 pub mod plan;
+pub mod request;
+pub mod result;
 
 use std::time::{Duration, Instant};
 
 pub use crate::backend::Backend;
+pub use result::{Counts, Tallies};
 
 use crate::error::{Error, Result};
 use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
 use crate::histogram::cuda::multi::DeviceSet;
 use crate::histogram::cuda::ranks::RankSpec;
 use crate::histogram::cuda::stream::{FileInput, StreamInput, StreamMode, StreamOptions};
+use crate::histogram::job::Job;
 use crate::histogram::plan::StrategyChoice;
 use crate::sample::{Samples, Weights};
 
@@ -81,48 +86,6 @@ impl HistogramOptions {
     pub fn ranks(mut self, ranks: Option<RankSpec>) -> Self {
         self.ranks = ranks;
         self
-    }
-}
-
-/// Per-bin results: counts, or sums of weights.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Counts {
-    Unweighted(Vec<u64>),
-    Weighted(Vec<f64>),
-}
-
-impl Counts {
-    pub fn len(&self) -> usize {
-        match self {
-            Counts::Unweighted(c) => c.len(),
-            Counts::Weighted(c) => c.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Bin `i` as f64 (for charts and text output).
-    pub fn get_f64(&self, i: usize) -> f64 {
-        match self {
-            Counts::Unweighted(c) => c[i] as f64,
-            Counts::Weighted(c) => c[i],
-        }
-    }
-}
-
-/// Samples that fell outside the bins (counted anyway under `clamp`) and NaN samples (never counted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Tallies {
-    pub below: u64,
-    pub above: u64,
-    pub nan: u64,
-}
-
-impl Tallies {
-    pub fn add(&mut self, other: &Tallies) {
-        self.below += other.below;
-        self.above += other.above;
-        self.nan += other.nan;
     }
 }
 
@@ -216,64 +179,37 @@ pub fn histogram_with_progress(
             limit: cpu_limit,
         });
     }
+    let job = Job {
+        weights,
+        binning: &binning,
+        policy: options.policy,
+        strategy: options.strategy,
+        stream: options.stream_options,
+        progress,
+    };
     let start = Instant::now();
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
             let r = crate::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
-            (
-                r.counts,
-                r.tallies,
-                format!("rayon, {} threads", rayon::current_num_threads()),
-            )
+            (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if options.ranks.is_some() => {
             let spec = options.ranks.as_ref().expect("checked by the guard");
-            let r = crate::histogram::cuda::ranks::histogram(
-                spec,
-                &options.devices,
-                samples,
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-                &options.stream_options,
-                progress,
-            )?;
+            let r =
+                crate::histogram::cuda::ranks::histogram(spec, &options.devices, samples, &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if options.devices != DeviceSet::Default => {
-            let r = crate::histogram::cuda::multi::histogram(
-                samples,
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-                &options.stream_options,
-                &options.devices.resolve()?,
-                progress,
-            )?;
+            let devices = options.devices.resolve()?;
+            let r = crate::histogram::cuda::multi::histogram(samples, &devices, &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if streams(samples.byte_len(), options)? => {
-            let r = crate::histogram::cuda::stream::histogram(
-                &StreamInput::Host(samples),
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-                &options.stream_options,
-                progress,
-            )?;
+            let r = crate::histogram::cuda::stream::histogram(&StreamInput::Host(samples), &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda => {
-            let r = crate::histogram::cuda::prepared::histogram(
-                samples,
-                weights,
-                &binning,
-                options.policy,
-                &options.strategy,
-            )?;
+            let r = crate::histogram::cuda::prepared::histogram(samples, &job)?;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Auto => unreachable!("resolved above"),
@@ -368,15 +304,15 @@ pub fn histogram_file_with_progress(
     }
     let binning = file.binning(&options.bins)?;
     let start = Instant::now();
-    let r = crate::histogram::cuda::stream::histogram(
-        &StreamInput::File(file),
+    let job = Job {
         weights,
-        &binning,
-        options.policy,
-        &options.strategy,
-        &options.stream_options,
+        binning: &binning,
+        policy: options.policy,
+        strategy: options.strategy,
+        stream: options.stream_options,
         progress,
-    )?;
+    };
+    let r = crate::histogram::cuda::stream::histogram(&StreamInput::File(file), &job)?;
     finish(
         options,
         &binning,

@@ -13,14 +13,14 @@ use rayon::prelude::*;
 use crate::array_ops::cuda::{
     self as ops, StencilKernel, StencilLaunch, TransposeKernel, TransposeLaunch,
 };
-use crate::array_ops::stencil::Boundary;
+use crate::array_ops::kinds::Boundary;
 use crate::element::StencilElement;
 use crate::error::Result;
 use crate::gpu::compile::LAB;
 use crate::gpu::device::{cuda_err, gpu, Gpu};
 use crate::gpu::launch::check;
-use crate::histogram::cuda::bench::median;
-use crate::lab::{CacheExperiment, CacheMeasurement, CacheOptions};
+use crate::gpu::timing::median;
+use crate::lab::cache_options::{CacheExperiment, CacheMeasurement, CacheOptions};
 use cudarc::driver::sys;
 
 /// The define that puts the lab's kernels in modules of their own.

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::matmul::{MatrixMut, MatrixRef};
+use crate::matmul::matrix::{MatrixMut, MatrixRef};
 
 /// Below this many multiply-adds one call is cheaper than splitting.
 const PARALLEL_MIN_WORK: usize = 1 << 21;
@@ -102,7 +102,7 @@ mod tests {
 
     /// A stored matrix with padding between rows, as the view `rows x cols, ld`.
     fn random(r: &mut Xoshiro256PlusPlus, rows: usize, cols: usize, ld: usize) -> Vec<f32> {
-        (0..crate::matmul::span(rows, cols, ld).unwrap())
+        (0..crate::matmul::matrix::span(rows, cols, ld).unwrap())
             .map(|_| r.gen_range(-1.0f32..1.0))
             .collect()
     }
@@ -114,7 +114,6 @@ mod tests {
     }
 
     /// The plain triple loop in f64, and the largest |reference| (the scale of the error).
-    #[allow(clippy::too_many_arguments)]
     fn reference(
         a: &MatrixRef<f32>,
         b: &MatrixRef<f32>,

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use crate::array_ops::stencil::Boundary;
+use crate::array_ops::kinds::Boundary;
 use crate::element::StencilElement;
 
 /// The element at `g` (which may lie outside the array) under the boundary mode.

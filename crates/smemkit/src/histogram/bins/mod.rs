@@ -7,6 +7,8 @@
 //! estimate against the actual edge values. The GPU kernels receive the same numbers
 //! ([`UniformF32`], [`UniformF64`]) and repeat the same arithmetic.
 
+pub(crate) mod estimate;
+
 use crate::error::{Error, Result};
 use crate::sample::{Sample, SampleType, Samples};
 
@@ -38,7 +40,24 @@ pub enum OutOfRange {
 }
 
 impl OutOfRange {
-    pub fn parse(text: &str) -> Result<Self> {
+    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
+    #[doc(hidden)]
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
+        text.parse()
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            OutOfRange::Ignore => "ignore",
+            OutOfRange::Clamp => "clamp",
+            OutOfRange::Error => "error",
+        }
+    }
+}
+
+impl std::str::FromStr for OutOfRange {
+    type Err = crate::error::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "ignore" => Ok(OutOfRange::Ignore),
             "clamp" => Ok(OutOfRange::Clamp),
@@ -46,13 +65,6 @@ impl OutOfRange {
             _ => Err(Error::InvalidArgument(format!(
                 "unknown out-of-range policy `{text}` (expected ignore, clamp or error)"
             ))),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            OutOfRange::Ignore => "ignore",
-            OutOfRange::Clamp => "clamp",
-            OutOfRange::Error => "error",
         }
     }
 }

@@ -6,35 +6,13 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::prepared::{read_result, CudaResult, Prepared};
+pub use super::device_samples::{DeviceSamples, HostSamples};
+use super::prepared::{read_result, EngineOutput, Prepared};
 use crate::error::{Error, Result};
 use crate::gpu::compile::GENERATE;
 use crate::gpu::device::{cuda_err, Gpu};
+pub use crate::gpu::timing::median;
 use crate::sample::SampleType;
-
-/// Samples living on the device, drawn by `kernels/generate.cu`.
-pub struct DeviceSamples {
-    pub sample_type: SampleType,
-    pub n: usize,
-    buf: CudaSlice<u8>,
-}
-
-/// Host copy of device samples, for the CPU reference.
-pub enum HostSamples {
-    I32(Vec<i32>),
-    U8(Vec<u8>),
-    F32(Vec<f32>),
-}
-
-impl HostSamples {
-    pub fn as_samples(&self) -> crate::Samples<'_> {
-        match self {
-            HostSamples::I32(v) => crate::Samples::I32(v),
-            HostSamples::U8(v) => crate::Samples::U8(v),
-            HostSamples::F32(v) => crate::Samples::F32(v),
-        }
-    }
-}
 
 /// The hot share of shared/BENCH.md's skewed workload: 7 of 8 samples in one bin.
 pub const BENCH_HOT_SHARE: f64 = 0.875;
@@ -88,36 +66,8 @@ pub fn generate(
     })
 }
 
-impl DeviceSamples {
-    pub fn ptr(&self, gpu: &Gpu) -> u64 {
-        self.buf.device_ptr(&gpu.stream).0
-    }
-
-    /// Copies the samples to the host.
-    pub fn to_host(&self, gpu: &Gpu) -> Result<HostSamples> {
-        let bytes = gpu
-            .stream
-            .clone_dtoh(&self.buf)
-            .map_err(cuda_err("copying samples back"))?;
-        let cast = |size: usize| bytes.chunks_exact(size);
-        Ok(match self.sample_type {
-            SampleType::I32 => HostSamples::I32(
-                cast(4)
-                    .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-                    .collect(),
-            ),
-            SampleType::F32 => HostSamples::F32(
-                cast(4)
-                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                    .collect(),
-            ),
-            _ => HostSamples::U8(bytes),
-        })
-    }
-}
-
 /// Runs `prepared` once on fresh zeroed counters and returns the result (for the correctness check).
-pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<CudaResult> {
+pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<EngineOutput> {
     let gpu = &prepared.gpu;
     let (counts, tallies) = zeroed(prepared)?;
     // SAFETY: `data` holds `n` samples of the prepared type (checked by the caller), `counts` nbins
@@ -139,7 +89,7 @@ pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<CudaResult>
         prepared.nbins,
         "reading tallies (a kernel may have failed)",
     )?;
-    Ok(CudaResult {
+    Ok(EngineOutput {
         counts,
         tallies,
         detail: prepared.detail(),
@@ -214,14 +164,4 @@ pub fn time(
         }
     }
     Ok(times)
-}
-
-/// Median of timings.
-pub fn median(times: &[f32]) -> f32 {
-    let mut t = times.to_vec();
-    t.sort_by(|a, b| a.total_cmp(b));
-    if t.is_empty() {
-        return f32::NAN;
-    }
-    t[t.len() / 2]
 }

@@ -3,8 +3,10 @@
 //! several processes ([`ranks`]), and the device-side inputs of the benchmarks ([`bench`]).
 
 pub mod bench;
+pub mod device_samples;
 pub mod multi;
 pub mod params;
 pub mod prepared;
 pub mod ranks;
 pub mod stream;
+pub mod stream_options;

@@ -70,7 +70,9 @@ pub fn kernel_params(
         edges: edges_ptr,
         ..Default::default()
     };
-    if let Some((scale64, scale32)) = crate::histogram::cpu::multiply_estimate_factors(binning) {
+    if let Some((scale64, scale32)) =
+        crate::histogram::bins::estimate::multiply_estimate_factors(binning)
+    {
         p.multiply = 1;
         p.scale64 = scale64;
         p.scale32 = scale32;

@@ -20,12 +20,13 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::multi::{shards, DeviceSet};
-use super::prepared::CudaResult;
-use super::stream::StreamOptions;
+use super::prepared::EngineOutput;
 use crate::error::{Error, Result};
 use crate::histogram::bins::{Binning, OutOfRange};
-use crate::histogram::plan::StrategyChoice;
-use crate::sample::{Samples, Weights};
+use crate::histogram::job::Job;
+use crate::sample::Samples;
+#[cfg(feature = "nccl")]
+use crate::sample::Weights;
 
 /// This process's place among the ranks, from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,23 +216,15 @@ fn decode_id(bytes: &[u8], world: usize, path: &Path) -> Result<[u8; 128]> {
 /// over every rank: all ranks return the whole histogram. With `devices` other than
 /// [`DeviceSet::Default`] this process drives those GPUs (every rank as many), one NCCL rank each
 /// ([`RankSpec::slices`]); otherwise one GPU (`SMEMKIT_DEVICE`, or the rank modulo the GPUs).
-#[allow(clippy::too_many_arguments)]
 pub fn histogram(
     spec: &RankSpec,
     devices: &DeviceSet,
     samples: Samples<'_>,
-    weights: Option<Weights<'_>>,
-    binning: &Binning,
-    policy: OutOfRange,
-    choice: &StrategyChoice,
-    opts: &StreamOptions,
-    progress: Option<&(dyn Fn(u64) + Sync)>,
-) -> Result<CudaResult> {
+    job: &Job<'_>,
+) -> Result<EngineOutput> {
     #[cfg(feature = "nccl")]
     {
-        let r = run(
-            spec, devices, samples, weights, binning, policy, choice, opts, progress,
-        );
+        let r = run(spec, devices, samples, job);
         if let Err(e) = &r {
             spec.mark_failed(&e.to_string());
         }
@@ -239,9 +232,7 @@ pub fn histogram(
     }
     #[cfg(not(feature = "nccl"))]
     {
-        let _ = (
-            spec, devices, samples, weights, binning, policy, choice, opts, progress,
-        );
+        let _ = (spec, devices, samples, job);
         Err(Error::MultiGpu(
             "several processes (SMEMKIT_RANK / SMEMKIT_WORLD_SIZE) need NCCL, and this smemkit \
              was built without it (rebuild with `--features nccl`)"
@@ -277,18 +268,19 @@ pub fn fingerprint(
 }
 
 #[cfg(feature = "nccl")]
-#[allow(clippy::too_many_arguments)]
 fn run(
     spec: &RankSpec,
     devices: &DeviceSet,
     samples: Samples<'_>,
-    weights: Option<Weights<'_>>,
-    binning: &Binning,
-    policy: OutOfRange,
-    choice: &StrategyChoice,
-    opts: &StreamOptions,
-    progress: Option<&(dyn Fn(u64) + Sync)>,
-) -> Result<CudaResult> {
+    job: &Job<'_>,
+) -> Result<EngineOutput> {
+    let Job {
+        weights,
+        binning,
+        policy,
+        ..
+    } = *job;
+    let (choice, opts, progress) = (&job.strategy, &job.stream, job.progress);
     use super::multi::MultiPrepared;
     use super::prepared::WeightKind;
     use crate::gpu::nccl::{self, Communicator, UniqueId};
@@ -378,12 +370,15 @@ fn run(
     };
     let ranges = spec.slices(samples.len(), per_rank);
     let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
-    let mut m = MultiPrepared::with_communicators(
-        comms,
-        samples.sample_type(),
-        wkind,
+    let what = super::prepared::Counting {
+        sample_type: samples.sample_type(),
+        weights: wkind,
         binning,
         policy,
+    };
+    let mut m = MultiPrepared::with_communicators(
+        comms,
+        what,
         *choice,
         Some(&lens),
         Some(Box::new(watch)),

@@ -19,7 +19,7 @@ use super::{compile_variant, nan_buffer, prepare, time_launches, DeviceGemm, Var
 use crate::error::Result;
 use crate::gpu::compile::{disk_cache_dir, MATMUL, MATMUL_WARP};
 use crate::gpu::device::Gpu;
-use crate::matmul::{span, MatmulKernel};
+use crate::matmul::matrix::{span, MatmulKernel};
 
 /// Timed launches per candidate (after one untimed one); the median decides.
 const RUNS: usize = 3;
@@ -188,7 +188,7 @@ pub fn measure(g: &Gpu, p: &DeviceGemm) -> Result<(Variant, Timings)> {
                     // read.
                     unsafe { prepared.launch(g) }
                 })?;
-                Some(crate::histogram::cuda::bench::median(&times))
+                Some(crate::gpu::timing::median(&times))
             }
             Err(_) => None,
         };

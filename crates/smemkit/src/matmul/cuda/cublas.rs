@@ -11,9 +11,9 @@ use std::sync::Arc;
 use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t};
 use cudarc::cublas::CudaBlas;
 
-use super::device::Gpu;
+use super::DeviceGemm;
 use crate::error::{Error, Result};
-use crate::matmul::cuda::DeviceGemm;
+use crate::gpu::device::Gpu;
 
 /// Math mode of the handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

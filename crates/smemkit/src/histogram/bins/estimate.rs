@@ -1,0 +1,149 @@
+//! numpy's bin estimate for uniform bins, and when it may be one multiply by `n / denom` instead of
+//! a division without changing any bin. Shared by both engines so that they make the same choice
+//! and stay bit-identical to numpy.
+
+use super::Binning;
+use super::{UniformF32, UniformF64};
+
+/// Loop-invariant numbers of numpy's estimate.
+#[derive(Clone, Copy)]
+pub(crate) struct EstimateParams {
+    pub(crate) n: u32,
+    pub(crate) denom: f64,
+    pub(crate) n64: f64,
+    pub(crate) denom32: f32,
+    pub(crate) n32: f32,
+    /// `n / denom` in float64: the factor of the multiply estimate (see [`fast_estimate`]).
+    pub(crate) scale: f64,
+    /// `n / denom` in float32 (the all-float32 rule's factor).
+    pub(crate) scale32: f32,
+}
+
+impl EstimateParams {
+    pub(crate) fn new(n: usize, denom: f64) -> Self {
+        let (n32, denom32) = (n as f32, denom as f32);
+        EstimateParams {
+            n: n as u32,
+            denom,
+            n64: n as f64,
+            denom32,
+            n32,
+            scale: n as f64 / denom,
+            scale32: n32 / denom32,
+        }
+    }
+}
+
+/// Whether the estimate may be computed with one multiply by the precomputed factor `n / denom`
+/// (float64 for float32 samples with a float64 divisor and for float64 samples, float32 for the
+/// all-float32 rule) instead of numpy's division, without changing any bin. The difference
+/// `x - first` is computed exactly as numpy does, and the correction is the same.
+///
+/// Why no bin changes. For a sample `x` in `[first, last]` let `b` be the unique bin with
+/// `edges[b] <= x < edges[b + 1]` (the last bin closed; [`Binning::resolve`] guarantees strictly
+/// increasing edges with `edges[0] == first` and `edges[n] == last`). numpy's bin is the corrected
+/// estimate: one down if `x < edges[i]`, then one up if `x >= edges[i + 1]` and `i` is not the last
+/// bin. From any estimate in `{b - 1, b, b + 1}` (after truncation and the clamp to `[0, n - 1]`)
+/// this returns `b`: from `b + 1`, `x < edges[b + 1]` takes it down and then keeps it there; from
+/// `b`, neither test holds; from `b - 1`, `x >= edges[b] > edges[b - 1]` rules out the decrement
+/// and `x >= edges[b]` takes it up. So when numpy's estimate and the multiply estimate are both
+/// within one bin of `b`, both rules give `b`, whatever the two estimates are. A truncated estimate
+/// is in `{b - 1, b, b + 1}` when the real number truncated is in `(b - 1, b + 2)`.
+///
+/// The errors, in bins (`W = denom / n`; `U` the spacing of the working precision's numbers just
+/// above `M = max(|first|, |last|)`: a value rounded to magnitude at most `M` moves by at most
+/// `U / 2`, the difference `x - first` (magnitude at most `2M`) by at most `U`):
+/// - float32 samples, range from the caller (numpy's divisor is float64): `first` is the range's
+///   lower end rounded to float32 (`U / 2`), each edge a float64 `linspace` value (within `2^-26 U`
+///   of `lo + i W`) rounded to float32 (`U / 2`), the float32 difference is rounded once (`U`),
+///   and numpy's float64 division and multiply, like the float64 factor and multiply, add a
+///   relative `2^-52`: at most `2^-27` bins for `n <= 2^24`. So the sample's position relative to
+///   `b` is off by at most `U / (2W)` and both estimates by a further `1.5U / W + 2^-27`: both are
+///   in `(b - 2U/W - 2^-26, b + 1 + 2U/W + 2^-26)`. Used when `W >= 8U` (a quarter of a bin).
+/// - float32 samples, range from the data (all float32): the float32 `linspace` edges are within
+///   `3.5U` of `lo + i W` (the step and the product `i * step` rounded, `U` each after the step's
+///   relative error times `i`, then the sum, `U / 2`), the difference is rounded once (`U`), and
+///   either estimate's two float32 roundings add a relative `2^-23`, at most `2 (n + 1) 2^-24`
+///   bins; `W >= 16U` implies `n < 2^21`, so both estimates are in `(b - 0.54, b + 1.54)`.
+/// - float64 (and integer) samples: the float64 `linspace` edges are within `4.5U` of
+///   `lo + i (hi - lo) / n`, the difference is rounded once (`U`), the divisor differs from
+///   `hi - lo` by at most `2U` (integer data with the range from the data: the exact span rounded
+///   once, the ends rounded to float64), and either estimate's two roundings add `2^-28` bins for
+///   `n <= 2^24`: `7.5U / W + 2^-28` in all, under half a bin for `W >= 16U`.
+///
+/// The relative error bounds need a normal factor `n / denom`: with a subnormal range it
+/// overflows (a float32 range `[0, 1e-40]` in 3 bins gave an infinite factor and wrong bins before
+/// this was checked). Subnormal samples and differences are fine: their roundings are absolute
+/// errors of at most half the smallest spacing, `U / 2` at most. Elsewhere (narrower bins, more
+/// than 2^24 bins, an infinite span, a factor that is not normal) numpy's division is kept.
+/// The `fast_estimate_tests` check every edge and the values 1 and 2 ulps either side.
+pub(crate) fn fast_estimate(
+    n: usize,
+    width: f64,
+    min_ulps: f64,
+    ulp: f64,
+    scale_normal: bool,
+) -> bool {
+    n <= FAST_MAX_BINS && scale_normal && width.is_finite() && width >= min_ulps * ulp
+}
+
+/// At most this many bins for the multiply estimate (see [`fast_estimate`]).
+pub(crate) const FAST_MAX_BINS: usize = 1 << 24;
+/// Smallest bin width for the multiply estimate, in spacings of the working precision at the
+/// range's largest magnitude: float32 data with a float64 divisor; the all-float32 rule and
+/// float64 data (see [`fast_estimate`]).
+pub(crate) const FAST_MIN_ULPS_WIDE: f64 = 8.0;
+pub(crate) const FAST_MIN_ULPS: f64 = 16.0;
+
+/// Spacing of the float32 numbers just above `|m|` (infinite for `f32::MAX`).
+pub(crate) fn ulp32(m: f32) -> f64 {
+    let m = m.abs();
+    (f32::from_bits(m.to_bits() + 1) as f64) - m as f64
+}
+
+/// Spacing of the float64 numbers just above `|m|` (infinite for `f64::MAX`).
+pub(crate) fn ulp64(m: f64) -> f64 {
+    let m = m.abs();
+    f64::from_bits(m.to_bits() + 1) - m
+}
+
+pub(crate) fn f32_multiply_estimate(u: &UniformF32, p: &EstimateParams) -> bool {
+    let n = u.nbins;
+    let ulp = ulp32(u.first.abs().max(u.last.abs()));
+    if u.denom_is_f64 {
+        let normal = p.scale.is_normal();
+        fast_estimate(n, u.denom / n as f64, FAST_MIN_ULPS_WIDE, ulp, normal)
+    } else {
+        let normal = p.scale32.is_normal();
+        fast_estimate(n, p.denom32 as f64 / n as f64, FAST_MIN_ULPS, ulp, normal)
+    }
+}
+
+pub(crate) fn f64_multiply_estimate(u: &UniformF64, p: &EstimateParams) -> bool {
+    let n = u.nbins;
+    let ulp = ulp64(u.first.abs().max(u.last.abs()));
+    fast_estimate(
+        n,
+        u.denom / n as f64,
+        FAST_MIN_ULPS,
+        ulp,
+        p.scale.is_normal(),
+    )
+}
+
+/// The factors `n / denom` (float64, float32) when the estimate may be one multiply instead of
+/// numpy's division without changing any bin (see [`fast_estimate`]); the GPU kernels use the same
+/// decision so that both engines stay bit-identical to numpy.
+pub(crate) fn multiply_estimate_factors(binning: &Binning) -> Option<(f64, f32)> {
+    match binning {
+        Binning::UniformF32(u) => {
+            let p = EstimateParams::new(u.nbins, u.denom);
+            f32_multiply_estimate(u, &p).then_some((p.scale, p.scale32))
+        }
+        Binning::UniformF64(u) => {
+            let p = EstimateParams::new(u.nbins, u.denom);
+            f64_multiply_estimate(u, &p).then_some((p.scale, p.scale32))
+        }
+        Binning::Integer { .. } | Binning::Edges(_) => None,
+    }
+}

@@ -1,0 +1,435 @@
+//! GPU histograms: the strategy the planner picked (or the caller forced) is compiled for the
+//! sample type, launched over the input in batches, and its u64 counts (or f64 sums) and tallies are
+//! copied back. [`Prepared`] separates the one-time work (compile, plan, occupancy) from the launches,
+//! so benchmarks time the kernels alone.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use super::params::{kernel_params, mode_name, KernelBinParams};
+use crate::error::{Error, Result};
+use crate::gpu::compile::HISTOGRAM;
+use crate::gpu::device::{cuda_err, Gpu};
+use crate::gpu::launch::{self, LaunchShape};
+use crate::histogram::bins::{Binning, OutOfRange};
+use crate::histogram::job::Job;
+use crate::histogram::plan::{self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload};
+use crate::histogram::result::{Counts, Tallies};
+use crate::sample::{Sample, SampleType, Samples, Weights};
+
+pub use crate::histogram::result::EngineOutput;
+
+mod naming;
+pub use naming::*;
+mod host;
+pub use host::*;
+mod partition;
+pub use partition::*;
+mod skew_probe;
+use skew_probe::*;
+mod pass_profile;
+use pass_profile::*;
+
+/// Samples per launch: keeps per-block u32 counters far from overflow and indices in range.
+pub const LAUNCH_BATCH: usize = 1 << 30;
+/// Samples copied to the device at a time when the input lives on the host.
+pub const HOST_BATCH: usize = 1 << 28;
+
+/// What a prepared kernel counts: the sample and weight types, the bins and the out-of-range policy.
+#[derive(Debug, Clone, Copy)]
+pub struct Counting<'a> {
+    pub sample_type: SampleType,
+    pub weights: WeightKind,
+    pub binning: &'a Binning,
+    pub policy: OutOfRange,
+}
+
+/// The type of the weights, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightKind {
+    None,
+    F32,
+    F64,
+}
+
+impl WeightKind {
+    fn of(w: &Option<Weights<'_>>) -> WeightKind {
+        match w {
+            None => WeightKind::None,
+            Some(Weights::F32(_)) => WeightKind::F32,
+            Some(Weights::F64(_)) => WeightKind::F64,
+        }
+    }
+    fn suffix(self) -> &'static str {
+        match self {
+            WeightKind::None => "none",
+            WeightKind::F32 => "f32",
+            WeightKind::F64 => "f64",
+        }
+    }
+}
+
+/// A histogram ready to launch: compiled, planned, sized by occupancy.
+pub struct Prepared {
+    pub gpu: Arc<Gpu>,
+    pub plan: Plan,
+    pub shape: LaunchShape,
+    pub params: KernelBinParams,
+    pub nbins: usize,
+    pub weights: WeightKind,
+    pub sample_type: SampleType,
+    func: cudarc::driver::CudaFunction,
+    /// Global strategy, counts: the u32 counters and the kernel that folds them into u64.
+    fold: Option<(CudaSlice<u32>, cudarc::driver::CudaFunction)>,
+    /// Partition strategy: the later passes and their buffers.
+    partition: Option<Partition>,
+    /// `auto`'s probed plans (partition, sliced): the skew probe and the global plan it may switch
+    /// to.
+    skew: Option<SkewProbe>,
+    _edges: Option<CudaSlice<f64>>,
+    /// numpy's float32 edges of uniform float32 bins, read by the correction step instead of
+    /// recomputing two edges per sample (see `edge_table`).
+    _edges32: Option<CudaSlice<f32>>,
+}
+
+impl Prepared {
+    /// Compiles and plans a histogram of `sample_type` samples (of any number: planned as a large
+    /// input, with the persistent grid).
+    pub fn new(
+        gpu: Arc<Gpu>,
+        sample_type: SampleType,
+        weights: WeightKind,
+        binning: &Binning,
+        policy: OutOfRange,
+        choice: StrategyChoice,
+    ) -> Result<Prepared> {
+        let what = Counting {
+            sample_type,
+            weights,
+            binning,
+            policy,
+        };
+        Self::sized(gpu, what, choice, None)
+    }
+
+    /// [`Prepared::new`] for a run over `samples` samples (one GPU's shard) when known: the
+    /// planner may then pick the global strategy for a tiny shard and launches no more blocks
+    /// than the shard can keep busy ([`plan::grid_for_samples`]). Launching it over more samples
+    /// stays correct (the kernels are grid-stride loops), only with a smaller grid.
+    pub fn sized(
+        gpu: Arc<Gpu>,
+        what: Counting<'_>,
+        choice: StrategyChoice,
+        samples: Option<usize>,
+    ) -> Result<Prepared> {
+        let Counting {
+            sample_type,
+            weights,
+            binning,
+            policy,
+        } = what;
+        gpu.bind()?;
+        let nbins = binning.nbins();
+        if nbins >= u32::MAX as usize {
+            return Err(Error::BinsTooLarge {
+                what: "the CUDA engine",
+                nbins,
+                limit: u32::MAX as usize - 1,
+            });
+        }
+        let workload = Workload::new(nbins, sample_type, weights != WeightKind::None)
+            .with_samples(samples)
+            .with_exact_float_bins(matches!(
+                binning,
+                Binning::UniformF32(u) if u.exact_power_of_two_width().is_some()
+            ));
+        let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
+        // Only where one block fills an SM: the other plans' kernels are built for 512 threads.
+        if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {
+            if plan.block == plan::ONE_BLOCK_THREADS {
+                plan.block = threads;
+            }
+        }
+        let func = gpu.function(
+            &HISTOGRAM,
+            &sample_defines(sample_type),
+            &kernel_name(&plan, &gpu.limits, binning, weights),
+        )?;
+        let cluster = plan.strategy.cluster_size();
+        let unit = plan.strategy.grid_unit();
+        let mut shape = LaunchShape {
+            grid: plan.grid,
+            block: plan.block,
+            shared_bytes: plan.shared_bytes,
+            cluster,
+        };
+        launch::prepare_function(&func, &shape, gpu.limits.smem_per_block_optin)?;
+        // Persistent grid sized by what the driver says fits, not by the input length.
+        match plan.strategy {
+            Strategy::Cluster { size } | Strategy::Exchange { size, .. } => {
+                let active = launch::max_active_clusters(
+                    &func,
+                    &gpu.stream,
+                    &LaunchShape {
+                        grid: size,
+                        ..shape
+                    },
+                )?;
+                if active == 0 {
+                    return Err(Error::StrategyUnsupported {
+                        strategy: plan.strategy.name(),
+                        reason: format!("no cluster of {size} blocks with {} bytes of shared memory each fits the device", shape.shared_bytes),
+                    });
+                }
+                shape.grid = plan::grid_for_samples(active * size, size, samples, sample_type);
+            }
+            _ => {
+                let per_sm = func
+                    .occupancy_max_active_blocks_per_multiprocessor(
+                        shape.block,
+                        shape.shared_bytes as usize,
+                        None,
+                    )
+                    .map_err(cuda_err("querying occupancy"))?;
+                if per_sm == 0 {
+                    return Err(Error::StrategyUnsupported {
+                        strategy: plan.strategy.name(),
+                        reason: format!("a block of {} threads with {} bytes of shared memory does not fit an SM", shape.block, shape.shared_bytes),
+                    });
+                }
+                // Sliced: a multiple of the slice count (plan::sliced_choice checked it fits).
+                let blocks = per_sm * gpu.limits.sm_count / unit * unit;
+                if blocks == 0 {
+                    return Err(Error::StrategyUnsupported {
+                        strategy: plan.strategy.name(),
+                        reason: format!(
+                            "{unit} slices need {unit} blocks at once, the device holds {}",
+                            per_sm * gpu.limits.sm_count
+                        ),
+                    });
+                }
+                shape.grid = plan::grid_for_samples(blocks, unit, samples, sample_type);
+            }
+        }
+        plan.grid = shape.grid;
+        let edges = match binning {
+            Binning::Edges(e) => Some(
+                gpu.stream
+                    .clone_htod(e)
+                    .map_err(cuda_err("copying the bin edges"))?,
+            ),
+            _ => None,
+        };
+        let edges_ptr = edges
+            .as_ref()
+            .map(|e| e.device_ptr(&gpu.stream).0)
+            .unwrap_or(0);
+        let mut params = kernel_params(
+            binning,
+            policy,
+            aggregate_default(&plan.strategy, weights),
+            edges_ptr,
+        );
+        params.bins_per_block = plan.bins_per_block as u32;
+        let edges32 = match edge_table(binning, &params) {
+            Some(table) => {
+                let t = gpu
+                    .stream
+                    .clone_htod(table)
+                    .map_err(cuda_err("copying the float32 bin edges"))?;
+                params.edges32 = t.device_ptr(&gpu.stream).0;
+                Some(t)
+            }
+            None => None,
+        };
+        // Global-memory counts go through u32 counters folded into the u64 result after each launch.
+        let fold = if plan.strategy == Strategy::Global && weights == WeightKind::None {
+            let scratch = gpu
+                .stream
+                .alloc_zeros::<u32>(nbins.max(1))
+                .map_err(cuda_err("allocating u32 counters"))?;
+            let f = gpu.function(&HISTOGRAM, &sample_defines(sample_type), "hist_fold_u32")?;
+            Some((scratch, f))
+        } else {
+            None
+        };
+        let partition = if plan.strategy == Strategy::Partition {
+            let p = Partition::new(&gpu, sample_type, binning, &func)?;
+            shape.grid = p.count_grid;
+            plan.grid = p.bins_grid;
+            Some(p)
+        } else {
+            None
+        };
+        let skew = plan::skew_probe_threshold(&plan, &workload, choice)
+            .map(|threshold| SkewProbe::new(&gpu, what, samples, threshold, plan.strategy))
+            .transpose()?;
+        Ok(Prepared {
+            partition,
+            skew,
+            fold,
+            gpu,
+            plan,
+            shape,
+            params,
+            nbins,
+            weights,
+            sample_type,
+            func,
+            _edges: edges,
+            _edges32: edges32,
+        })
+    }
+
+    /// One-line description for reports.
+    pub fn detail(&self) -> String {
+        let probe = match &self.skew {
+            Some(skew) => skew.describe(),
+            None => String::new(),
+        };
+        format!(
+            "{}, {}, {} blocks x {} threads, {} B shared{}{}{probe}",
+            self.gpu.name,
+            self.plan.strategy,
+            self.shape.grid,
+            self.shape.block,
+            self.shape.shared_bytes,
+            if self.params.aggregate != 0 {
+                ", warp-aggregated"
+            } else {
+                ""
+            },
+            if self.shape.cluster > 1 {
+                format!(", clusters of {}", self.shape.cluster)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// Launches over `n` device-resident samples at `input` (weights at `weights`, 0 if none),
+    /// adding into `out` (u64 counts or f64 sums, `nbins` long) and `tallies` (3 u64).
+    ///
+    /// # Safety
+    /// The pointers must be device allocations of this context holding `n` samples of the prepared
+    /// type, `n` weights of the prepared kind, `nbins` counters and 3 tallies, valid until the
+    /// stream has finished the launches.
+    pub unsafe fn launch_device(
+        &self,
+        input: u64,
+        n: usize,
+        weights: u64,
+        out: u64,
+        tallies: u64,
+    ) -> Result<()> {
+        if let Some(skew) = &self.skew {
+            // The probe launches raw, which uses the thread's current context: on the multi-GPU
+            // paths one thread launches on several GPUs in turn.
+            self.gpu.bind()?;
+            // SAFETY: `input` holds `n` samples (the caller's guarantee).
+            if n >= plan::SKEW_PROBE_MIN_SAMPLES && unsafe { skew.is_hot(self, input, n)? } {
+                // SAFETY: forwarded from the caller; both plans add into the same counters.
+                return unsafe {
+                    skew.global
+                        .launch_as_planned(input, n, weights, out, tallies)
+                };
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_as_planned(input, n, weights, out, tallies) }
+    }
+
+    /// [`Prepared::launch_device`] without the skew probe: the planned strategy whatever the data.
+    /// For launches that must not wait on the host (the chunks of a streaming pipeline).
+    ///
+    /// # Safety
+    /// As [`Prepared::launch_device`].
+    pub unsafe fn launch_as_planned(
+        &self,
+        input: u64,
+        n: usize,
+        weights: u64,
+        out: u64,
+        tallies: u64,
+    ) -> Result<()> {
+        self.gpu.bind()?;
+        if let Some(part) = &self.partition {
+            // SAFETY: forwarded from the caller.
+            return unsafe { part.launch(self, input, n, out, tallies) };
+        }
+        let elem = self.sample_type.size() as u64;
+        let welem = match self.weights {
+            WeightKind::F64 => 8,
+            _ => 4,
+        };
+        let mut start = 0usize;
+        while start < n {
+            let len = (n - start).min(LAUNCH_BATCH);
+            let mut in_ptr = input + start as u64 * elem;
+            let mut len64 = len as u64;
+            let mut w_ptr = if weights == 0 {
+                0
+            } else {
+                weights + start as u64 * welem
+            };
+            let mut params = self.params;
+            let mut out_ptr = match &self.fold {
+                Some((scratch, _)) => scratch.device_ptr(&self.gpu.stream).0,
+                None => out,
+            };
+            let mut t_ptr = tallies;
+            let mut args: [*mut c_void; 6] = [
+                &mut in_ptr as *mut u64 as *mut c_void,
+                &mut len64 as *mut u64 as *mut c_void,
+                &mut w_ptr as *mut u64 as *mut c_void,
+                &mut params as *mut KernelBinParams as *mut c_void,
+                &mut out_ptr as *mut u64 as *mut c_void,
+                &mut t_ptr as *mut u64 as *mut c_void,
+            ];
+            // SAFETY: the argument list matches hist_* (in, n, w, BinParams, out, tallies); the caller
+            // guarantees the pointers.
+            unsafe { launch::launch(&self.func, &self.gpu.stream, &self.shape, &mut args)? };
+            if let Some((scratch, fold)) = &self.fold {
+                let (scratch_ptr, n_bins) =
+                    (scratch.device_ptr(&self.gpu.stream).0, self.nbins as u64);
+                let cfg = LaunchConfig {
+                    grid_dim: (self.gpu.limits.sm_count * 4, 1, 1),
+                    block_dim: (512, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let mut b = self.gpu.stream.launch_builder(fold);
+                b.arg(&scratch_ptr).arg(&out).arg(&n_bins);
+                // SAFETY: hist_fold_u32(u32* scratch, u64* out, n): both hold nbins counters.
+                unsafe { b.launch(cfg) }.map_err(cuda_err("launching the u32 fold"))?;
+            }
+            start += len;
+        }
+        Ok(())
+    }
+}
+
+/// Most uniform float32 bins whose edges the kernels read from a table (64 KiB); beyond it they
+/// recompute each edge as numpy's linspace does. The table pays while L1 holds it, and L1 is what
+/// the shared-memory counters leave of an SM's 256 KiB (bench/NOTES.md, "Measured thresholds").
+const EDGE_TABLE_MAX_BINS: usize = 1 << 14;
+
+/// The float32 edges the kernel's correction step may read instead of recomputing them: only with
+/// the multiply estimate (at most 2^24 bins, so bin numbers fit the kernel's 32-bit arithmetic)
+/// and for tables small enough to stay cached. They are the edges the CPU engine corrects against.
+fn edge_table<'a>(binning: &'a Binning, params: &KernelBinParams) -> Option<&'a [f32]> {
+    let max_bins = edge_table_override().unwrap_or(EDGE_TABLE_MAX_BINS);
+    match binning {
+        Binning::UniformF32(u) if params.multiply == 1 && u.nbins <= max_bins => Some(&u.edges),
+        _ => None,
+    }
+}
+
+/// Kernel tuning only: SMEMKIT_EDGE_TABLE_MAX_BINS=N reads float32 edges from the table up to N bins
+/// instead of [`EDGE_TABLE_MAX_BINS`] (0: never), so that one device call can time both ways.
+fn edge_table_override() -> Option<usize> {
+    std::env::var("SMEMKIT_EDGE_TABLE_MAX_BINS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+}

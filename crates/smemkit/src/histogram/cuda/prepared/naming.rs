@@ -1,0 +1,81 @@
+//! Kernel names and compile defines per sample type, strategy and weights.
+
+use super::*;
+
+/// The NVRTC defines that specialise `histogram.cu` for a sample type.
+pub fn sample_defines(t: SampleType) -> Vec<(&'static str, String)> {
+    let c_type = match t {
+        SampleType::U8 => "unsigned char",
+        SampleType::U16 => "unsigned short",
+        SampleType::U32 => "unsigned int",
+        SampleType::U64 => "unsigned long long",
+        SampleType::I8 => "signed char",
+        SampleType::I16 => "short",
+        SampleType::I32 => "int",
+        SampleType::I64 => "long long",
+        SampleType::F32 => "float",
+        SampleType::F64 => "double",
+    };
+    let signed = matches!(
+        t,
+        SampleType::I8 | SampleType::I16 | SampleType::I32 | SampleType::I64
+    );
+    vec![
+        ("SAMPLE_T", c_type.to_string()),
+        ("SAMPLE_IS_FLOAT", (t.is_float() as u8).to_string()),
+        ("SAMPLE_IS_F32", ((t == SampleType::F32) as u8).to_string()),
+        ("SAMPLE_IS_SIGNED", (signed as u8).to_string()),
+    ]
+}
+
+/// The kernel for a strategy, binning and weight kind.
+pub fn kernel_name(
+    plan: &Plan,
+    limits: &DeviceLimits,
+    binning: &Binning,
+    weights: WeightKind,
+) -> String {
+    let s = match plan.strategy {
+        // u32 counts with at most 1024 threads per SM: the prefetching build.
+        Strategy::Shared if plan::prefetch_build(plan, limits, weights != WeightKind::None) => {
+            return format!("hist_sharedp_{}_none", mode_name(binning));
+        }
+        Strategy::Shared => "shared",
+        // Counts only (the planner refuses weights): one kernel per width, in two builds (4-bit
+        // counters: the prefetching one only, which plan::prefetch_build says).
+        Strategy::Packed { bits } => {
+            let build = if plan::prefetch_build(plan, limits, false) {
+                "p"
+            } else {
+                ""
+            };
+            return format!("hist_shared{bits}{build}_{}_none", mode_name(binning));
+        }
+        Strategy::Cluster { .. } => "cluster",
+        // Counts only, one kernel per counter width.
+        Strategy::Exchange { bits, .. } => {
+            return format!("hist_exchange{bits}_{}_none", mode_name(binning))
+        }
+        // Counts only, one kernel per counter width: 1024-thread blocks, prefetching.
+        Strategy::Sliced { bits, .. } => {
+            return format!("hist_sliced{bits}_{}_none", mode_name(binning))
+        }
+        Strategy::Global => "global",
+        // The first of the partition passes; the others are looked up beside it.
+        Strategy::Partition => return format!("hist_part_count_{}", mode_name(binning)),
+    };
+    format!("hist_{s}_{}_{}", mode_name(binning), weights.suffix())
+}
+
+/// Whether warps combine equal bins before their atomics. Measured on the H100 (bench/NOTES.md):
+/// shared-memory atomics on one address are cheap enough that `__match_any_sync` only costs (2980
+/// against 515 GB/s at 256 uniform bins, and 2960 against 2250 on hot data), while remote (cluster)
+/// and global atomics on one address serialise without it (hot data, 256 bins: cluster2 1200 against
+/// 275 GB/s, global 85 against 6). Weighted sums never aggregate.
+pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
+    weights == WeightKind::None
+        && !matches!(
+            strategy,
+            Strategy::Shared | Strategy::Packed { .. } | Strategy::Sliced { .. }
+        )
+}

@@ -1,0 +1,24 @@
+//! A histogram as the engines receive it: the bins already resolved, and every choice besides the
+//! samples in one value, so that a new choice is one field rather than one more argument through
+//! every layer.
+
+use crate::histogram::bins::{Binning, OutOfRange};
+use crate::histogram::cuda::stream_options::StreamOptions;
+use crate::histogram::plan::StrategyChoice;
+use crate::sample::Weights;
+
+/// Told the bytes of samples handed to the GPU so far while an input streams.
+pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// One histogram for an engine: weights (as long as the samples), resolved bins, the
+/// out-of-range policy, the GPU strategy, the streaming sizes and the progress callback (the CPU
+/// engine uses the first three).
+#[derive(Clone, Copy)]
+pub struct Job<'a> {
+    pub weights: Option<Weights<'a>>,
+    pub binning: &'a Binning,
+    pub policy: OutOfRange,
+    pub strategy: StrategyChoice,
+    pub stream: StreamOptions,
+    pub progress: Option<Progress<'a>>,
+}

@@ -1,0 +1,153 @@
+//! The automatic choice: which strategy family the planner picks for a workload on a device.
+
+use super::*;
+
+pub(super) fn auto_plan(w: &Workload, limits: &DeviceLimits) -> Plan {
+    let p = auto_plan_large(w, limits);
+    if small_shard_prefers_global(w, &p) {
+        return global_plan(
+            limits,
+            format!(
+                "a shard of {} samples: under one sample per counter in each {} block, flushing \
+                 per-block counters would cost as many global atomics as counting in global memory",
+                w.samples.unwrap_or(0),
+                p.strategy
+            ),
+        );
+    }
+    p
+}
+
+/// The planner's choice for a large input (or one of unknown size).
+pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
+    let bytes = w.nbins * w.counter_bytes();
+    let smem = counter_capacity(limits);
+    match counter_bits(w, limits) {
+        Some(32) => {
+            return shared_plan(
+                w,
+                limits,
+                format!(
+                    "{} bytes of counters fit one block's {} bytes of shared memory",
+                    bytes, smem
+                ),
+            )
+        }
+        Some(bits) => {
+            let packed = packed_bytes(w.nbins, bits);
+            return packed_plan(
+                w,
+                limits,
+                bits,
+                format!(
+                    "{} bytes of {bits}-bit counters fit one block (blocks per SM: {}; u32 counters \
+                     would need {} bytes)",
+                    packed,
+                    blocks_per_sm(limits, packed as u32),
+                    bytes
+                ),
+            );
+        }
+        _ => {}
+    }
+    if let Some(p) = auto_sliced_plan(w, limits) {
+        return p;
+    }
+    // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/). Counts of integer
+    // samples: the partition passes beat every other strategy beyond the 4-bit counters' reach
+    // (auto_sliced_plan) and beyond one block before them (131072 bins, run 3:
+    // 418 GB/s uniform against 341 for clusters of 4 and 316 for global; run 4 sorts each scatter
+    // tile in shared memory and stores 16-bit indices, which is what makes them win at 1M bins too).
+    // Float samples locate each sample twice in the partition passes, which costs more than it
+    // saves while the counters stay in L2 (f32, 131072 bins: 174 against 304 for global); beyond
+    // 2^22 bins the counters leave L2 and partition wins for them too.
+    let bucketable = plan_partition_ok(w);
+    if bucketable && w.cheap_binning() {
+        return partition_plan(
+            w,
+            limits,
+            format!(
+                "{} bins of {} beyond one block: partition passes measured fastest",
+                w.nbins,
+                if w.sample_type.is_float() {
+                    "float samples in bins that need no correction"
+                } else {
+                    "integer samples"
+                }
+            ),
+        )
+        .expect("checked by plan_partition_ok");
+    }
+    if bucketable && w.nbins > AUTO_PARTITION_LARGE_MIN {
+        return partition_plan(w, limits, format!("{} bins of counters would not stay in L2: partition passes measured fastest beyond {} bins", w.nbins, AUTO_PARTITION_LARGE_MIN))
+            .expect("checked by plan_partition_ok");
+    }
+    if w.weighted && limits.has_clusters() {
+        if let Some(k) = smallest_cluster(
+            bytes,
+            smem,
+            AUTO_CLUSTER_MAX.min(limits.max_cluster_nonportable),
+        ) {
+            return cluster_plan(
+                w,
+                limits,
+                k,
+                format!(
+                    "{} bytes of weight sums fit a cluster of {} blocks",
+                    bytes, k
+                ),
+            );
+        }
+    }
+    global_plan(
+        limits,
+        format!(
+            "{} bins: global atomics in L2, with warp aggregation and a per-block hot bin",
+            w.nbins
+        ),
+    )
+}
+
+/// Most slices of 8-bit counters `auto` plans before 4-bit ones take over: a third slice of
+/// 8-bit counters loses to two of 4-bit ones. See bench/NOTES.md, "Measured thresholds".
+pub const AUTO_SLICED8_MAX_SLICES: usize = 2;
+/// Most slices of 4-bit counters `auto` plans: each slice reads the input once more, and a fifth
+/// would fall below the partition passes. See bench/NOTES.md, "Measured thresholds".
+pub const AUTO_SLICED4_MAX_SLICES: usize = 4;
+
+/// `auto`'s plan from where one block of 8-bit counters no longer holds the bins (232304) to four
+/// slices of 4-bit counters (1858432 bins): the sliced strategy, two slices of 8-bit counters, then
+/// 4-bit ones, which beat the partition passes over that range (bench/NOTES.md, "Measured
+/// thresholds"). Counts of
+/// samples with cheap binning only: the sliced kernels bin every sample once per slice. A 4-bit
+/// counter wraps every 16 counts and each wrap costs a few global atomics, so they assume spread
+/// data (2^28 samples over 1M bins in three slices: ~6 counts per bin and block); data piled on few
+/// bins goes to global through the skew probe ([`skew_probe_threshold`]).
+pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
+    if w.weighted || !w.cheap_binning() {
+        return None;
+    }
+    let bits = [
+        (8u32, AUTO_SLICED8_MAX_SLICES),
+        (4, AUTO_SLICED4_MAX_SLICES),
+    ]
+    .into_iter()
+    .find(|&(bits, most)| w.nbins.div_ceil(packed_max_bins_per_block(limits, bits)) <= most)?
+    .0;
+    let p = sliced_choice(w, limits, Some(bits), None).ok()?;
+    let Strategy::Sliced { slices, .. } = p.strategy else {
+        return None;
+    };
+    Some(Plan {
+        reason: format!(
+            "{} bins in {slices} slices of {bits}-bit counters, one block each: every block reads \
+             the input and counts its slice (measured ahead of partition up to {} slices of 4-bit \
+             counters)",
+            w.nbins, AUTO_SLICED4_MAX_SLICES
+        ),
+        ..p
+    })
+}
+
+/// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
+pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;

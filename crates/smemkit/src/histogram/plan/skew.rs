@@ -1,0 +1,92 @@
+//! The skew probe: when a sample of the input decides between the planned strategy and global
+//! atomics, and the share of the commonest bin that tips it.
+
+use super::*;
+
+/// Samples the skew probe reads (spread evenly over the input) before `auto` commits to the
+/// partition passes: enough that a share near the thresholds is known to about +-1 % (one
+/// standard error at 2048 samples).
+pub const SKEW_PROBE_SAMPLES: usize = 2048;
+/// Inputs shorter than this are not probed: the probe's round trip to the host (~20-40 us) would
+/// cost more than the choice can save.
+pub const SKEW_PROBE_MIN_SAMPLES: usize = 1 << 22;
+
+/// The share of `bins` (the probe's bin numbers, `u32::MAX` for a sample counted in no bin) held
+/// by the commonest bin, exact whenever it exceeds a third (every threshold of
+/// [`hot_share_for_global`] does); below that, some share no larger than a third. One pass of the
+/// Misra-Gries summary with two candidates (any value in more than a third of the list survives
+/// it) and one pass counting them: linear, where sorting the probe costs tens of microseconds on
+/// every probed run.
+pub fn commonest_share(bins: &[u32]) -> f64 {
+    let mut cand = [(u32::MAX, 0usize); 2];
+    for &b in bins.iter().filter(|&&b| b != u32::MAX) {
+        if let Some(c) = cand.iter_mut().find(|c| c.1 > 0 && c.0 == b) {
+            c.1 += 1;
+        } else if let Some(c) = cand.iter_mut().find(|c| c.1 == 0) {
+            *c = (b, 1);
+        } else {
+            cand.iter_mut().for_each(|c| c.1 -= 1);
+        }
+    }
+    let longest = cand
+        .iter()
+        .filter(|c| c.1 > 0)
+        .map(|c| bins.iter().filter(|&&b| b == c.0).count())
+        .max()
+        .unwrap_or(0);
+    if bins.is_empty() {
+        0.0
+    } else {
+        longest as f64 / bins.len() as f64
+    }
+}
+
+/// The share of the samples in one bin from which the global strategy (whose per-block hot bin
+/// absorbs that bin's updates) beats the partition passes, where `auto` chose partition.
+///
+/// Each strategy's time is modelled as linear in the hot share between uniform data and the
+/// standard hot workload; the thresholds sit a little above the crossovers, because a wrong global
+/// choice on near-uniform data costs more than a wrong partition choice on skewed data. Beyond
+/// 16 MiB of u32 counters (no longer sharing the L2 comfortably with the samples) global needs a
+/// far larger share. The measured lines are in bench/NOTES.md, "Measured thresholds".
+pub fn hot_share_for_global(nbins: usize) -> f64 {
+    // u32 counters of up to 16 MiB share the L2 with the samples streaming through it.
+    if nbins * 4 <= 16 << 20 {
+        0.35
+    } else {
+        0.82
+    }
+}
+
+/// The hot share from which global beats `auto`'s sliced plan of `slices` slices. Modelled as for
+/// [`hot_share_for_global`]; each threshold sits a little above the lowest crossover of its slice
+/// count. See bench/NOTES.md, "Measured thresholds".
+pub fn hot_share_for_global_sliced(slices: u32) -> f64 {
+    match slices {
+        0..=2 => 0.75,
+        3 => 0.66,
+        _ => 0.55,
+    }
+}
+
+/// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
+/// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch: the
+/// partition passes (far slower than global on hot data at every bin count they serve) and
+/// the sliced plans (their thresholds' arithmetic is on [`hot_share_for_global_sliced`]). `None`
+/// for every other plan, for a forced strategy, and for a workload known to be shorter than
+/// [`SKEW_PROBE_MIN_SAMPLES`]. The CUDA engine builds its probe from this, and
+/// `smemkit plan` reports it.
+///
+/// One block of 8-bit counters per SM is not probed: running 1024 threads with prefetched loads it
+/// beats global at every share of the hot bin, so a probe there would only cost time. See
+/// bench/NOTES.md, "Measured thresholds".
+pub fn skew_probe_threshold(plan: &Plan, w: &Workload, choice: StrategyChoice) -> Option<f64> {
+    if choice != StrategyChoice::Auto || w.samples.is_some_and(|n| n < SKEW_PROBE_MIN_SAMPLES) {
+        return None;
+    }
+    match plan.strategy {
+        Strategy::Partition => Some(hot_share_for_global(w.nbins)),
+        Strategy::Sliced { slices, .. } => Some(hot_share_for_global_sliced(slices)),
+        _ => None,
+    }
+}

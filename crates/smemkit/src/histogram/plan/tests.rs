@@ -1,0 +1,246 @@
+//! Unit tests of the planner.
+
+use super::*;
+
+fn w(nbins: usize) -> Workload {
+    Workload::new(nbins, SampleType::I32, false)
+}
+
+#[test]
+fn bins_beyond_the_cuda_engine_are_refused_with_the_limit_for_every_strategy() {
+    for nbins in [MAX_CUDA_BINS + 1, 1 << 40, 1 << 62, usize::MAX] {
+        for weighted in [false, true] {
+            let wl = Workload::new(nbins, SampleType::F64, weighted);
+            for choice in [
+                StrategyChoice::Auto,
+                StrategyChoice::Global,
+                StrategyChoice::Shared,
+            ] {
+                let e = plan(&wl, &DeviceLimits::H100, choice).unwrap_err();
+                assert!(
+                    matches!(
+                        e,
+                        crate::Error::BinsTooLarge {
+                            limit: MAX_CUDA_BINS,
+                            ..
+                        }
+                    ),
+                    "{nbins} {choice:?}: {e}"
+                );
+            }
+        }
+    }
+    for weighted in [false, true] {
+        let wl = Workload::new(MAX_CUDA_BINS, SampleType::I32, weighted);
+        let p = plan(&wl, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        assert_eq!(p.strategy, Strategy::Global);
+    }
+}
+
+#[test]
+fn small_bins_go_to_shared_memory() {
+    let p = plan(&w(256), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+    assert_eq!(p.strategy, Strategy::Shared);
+    assert_eq!(p.shared_bytes, 1024);
+    assert_eq!(p.grid % DeviceLimits::H100.sm_count, 0);
+}
+
+#[test]
+fn largest_shared_histogram_fills_the_opt_in_limit() {
+    let p = plan(&w(58_108), &DeviceLimits::H100, StrategyChoice::Shared).unwrap();
+    assert_eq!(p.grid, 132, "one block per SM at the limit");
+    assert_eq!(p.block, ONE_BLOCK_THREADS);
+    let weighted = Workload::new(20_000, SampleType::F32, true);
+    let p = plan(&weighted, &DeviceLimits::H100, StrategyChoice::Shared).unwrap();
+    assert_eq!(
+        (p.grid, p.block),
+        (132, BLOCK_THREADS),
+        "weighted sums keep 512"
+    );
+    assert!(plan(&w(58_109), &DeviceLimits::H100, StrategyChoice::Shared).is_err());
+    // 8-bit counters: one bin per byte of the opt-in limit, less the hot bin's 128 bytes.
+    let p = plan(&w(232_304), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+    assert_eq!((p.strategy, p.grid), (Strategy::Packed { bits: 8 }, 132));
+    let p = plan(&w(232_305), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+    assert_eq!(p.strategy, Strategy::Sliced { slices: 2, bits: 8 });
+    assert!(plan(&w(116_153), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_err());
+    assert!(plan(&w(116_152), &DeviceLimits::H100, StrategyChoice::Packed(16)).is_ok());
+}
+
+#[test]
+fn the_widest_counters_that_fit_one_block() {
+    let at = |nbins| {
+        let p = plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        (p.strategy, p.grid, p.block)
+    };
+    // u32 counters while they fit one block (58108 bins), then 16-bit counters (116152),
+    // then 8-bit (232304); one block per SM takes 1024 threads.
+    assert_eq!(at(16_384), (Strategy::Shared, 396, BLOCK_THREADS));
+    assert_eq!(at(28_928), (Strategy::Shared, 264, BLOCK_THREADS));
+    assert_eq!(at(28_929), (Strategy::Shared, 132, ONE_BLOCK_THREADS));
+    assert_eq!(at(58_108), (Strategy::Shared, 132, ONE_BLOCK_THREADS));
+    assert_eq!(
+        at(58_109),
+        (Strategy::Packed { bits: 16 }, 132, ONE_BLOCK_THREADS)
+    );
+    assert_eq!(
+        at(116_152),
+        (Strategy::Packed { bits: 16 }, 132, ONE_BLOCK_THREADS)
+    );
+    assert_eq!(
+        at(116_153),
+        (Strategy::Packed { bits: 8 }, 132, ONE_BLOCK_THREADS)
+    );
+    assert_eq!(
+        at(232_304),
+        (Strategy::Packed { bits: 8 }, 132, ONE_BLOCK_THREADS)
+    );
+    // The prefetching build where an SM holds at most 1024 threads: one block of 1024 or
+    // two of 512, not three or four; never for weighted sums.
+    let prefetch = |nbins| {
+        let p = plan(&w(nbins), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+        prefetch_build(&p, &DeviceLimits::H100, false)
+    };
+    assert!(prefetch(131_072) && prefetch(98_304) && prefetch(32_768) && prefetch(28_928));
+    assert!(!prefetch(16_384) && !prefetch(256));
+    let forced = plan(&w(65_536), &DeviceLimits::H100, StrategyChoice::Packed(8)).unwrap();
+    assert!(
+        !prefetch_build(&forced, &DeviceLimits::H100, false),
+        "three blocks of 512"
+    );
+    let weighted = Workload::new(20_000, SampleType::F32, true);
+    let p = plan(&weighted, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+    assert!(!prefetch_build(&p, &DeviceLimits::H100, true));
+    // Weighted sums keep their f64 counters, and narrow counters refuse them.
+    let ww = Workload::new(1000, SampleType::F32, true);
+    assert_eq!(
+        plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto)
+            .unwrap()
+            .strategy,
+        Strategy::Shared
+    );
+    assert!(plan(&ww, &DeviceLimits::H100, StrategyChoice::Packed(8)).is_err());
+    assert!(plan(&w(10), &DeviceLimits::H100, StrategyChoice::Packed(2)).is_err());
+    assert_eq!(
+        StrategyChoice::parse("shared16", None).unwrap(),
+        StrategyChoice::Packed(16)
+    );
+    assert_eq!(Strategy::Packed { bits: 8 }.name(), "shared8");
+}
+
+#[test]
+fn weighted_counters_take_twice_the_space() {
+    let ww = Workload::new(32_768, SampleType::F32, true);
+    let p = plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+    assert_eq!(p.strategy, Strategy::Cluster { size: 2 });
+}
+
+#[test]
+fn bins_beyond_a_block_follow_the_measured_crossovers() {
+    let at = |nbins, t| {
+        plan(
+            &Workload::new(nbins, t, false),
+            &DeviceLimits::H100,
+            StrategyChoice::Auto,
+        )
+        .unwrap()
+        .strategy
+    };
+    assert_eq!(at(131_072, SampleType::I32), Strategy::Packed { bits: 8 });
+    assert_eq!(at(131_072, SampleType::F32), Strategy::Packed { bits: 8 });
+    assert_eq!(
+        at(262_144, SampleType::I32),
+        Strategy::Sliced { slices: 2, bits: 8 }
+    );
+    assert_eq!(
+        at(464_608, SampleType::I32),
+        Strategy::Sliced { slices: 2, bits: 8 }
+    );
+    assert_eq!(
+        at(464_609, SampleType::I32),
+        Strategy::Sliced { slices: 2, bits: 4 }
+    );
+    assert_eq!(at(262_144, SampleType::F32), Strategy::Global);
+    assert_eq!(
+        at(1 << 20, SampleType::I32),
+        Strategy::Sliced { slices: 3, bits: 4 }
+    );
+    assert_eq!(
+        at(4 * 464_608, SampleType::I32),
+        Strategy::Sliced { slices: 4, bits: 4 }
+    );
+    assert_eq!(at(4 * 464_608 + 1, SampleType::I32), Strategy::Partition);
+    assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
+    // Float bins that need no correction bin as cheaply as integers: planned as them.
+    let exact = |nbins| {
+        let w = Workload::new(nbins, SampleType::F32, false).with_exact_float_bins(true);
+        plan(&w, &DeviceLimits::H100, StrategyChoice::Auto)
+            .unwrap()
+            .strategy
+    };
+    assert_eq!(exact(1 << 20), Strategy::Sliced { slices: 3, bits: 4 });
+    assert_eq!(exact(1 << 21), Strategy::Partition);
+    assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
+    assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
+    let p = plan(&w(1 << 27), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+    assert_eq!(
+        p.strategy,
+        Strategy::Global,
+        "beyond the partition's buckets"
+    );
+    assert_eq!(p.shared_bytes, 0);
+}
+
+#[test]
+fn forced_strategies_are_checked() {
+    assert!(plan(&w(100_000), &DeviceLimits::H100, StrategyChoice::Shared).is_err());
+    assert!(plan(
+        &w(1 << 20),
+        &DeviceLimits::H100,
+        StrategyChoice::Cluster(Some(2))
+    )
+    .is_err());
+    let p = plan(
+        &w(900_000),
+        &DeviceLimits::H100,
+        StrategyChoice::Cluster(None),
+    )
+    .unwrap();
+    assert_eq!(p.strategy, Strategy::Cluster { size: 16 });
+    assert_eq!(p.grid % 16, 0);
+    assert!(plan(
+        &w(1 << 20),
+        &DeviceLimits::H100,
+        StrategyChoice::Cluster(None)
+    )
+    .is_err());
+    assert!(plan(
+        &w(10),
+        &DeviceLimits::H100,
+        StrategyChoice::Cluster(Some(17))
+    )
+    .is_err());
+    let old = DeviceLimits {
+        compute_capability: (8, 0),
+        max_cluster_portable: 0,
+        max_cluster_nonportable: 0,
+        ..DeviceLimits::H100
+    };
+    assert!(plan(&w(10), &old, StrategyChoice::Cluster(None)).is_err());
+    assert_eq!(
+        plan(&w(1 << 27), &old, StrategyChoice::Auto)
+            .unwrap()
+            .strategy,
+        Strategy::Global
+    );
+}
+
+#[test]
+fn strategy_names_parse_back() {
+    assert_eq!(
+        StrategyChoice::parse("cluster", Some(4)).unwrap(),
+        StrategyChoice::Cluster(Some(4))
+    );
+    assert!(StrategyChoice::parse("shared", Some(4)).is_err());
+    assert!(StrategyChoice::parse("bogus", None).is_err());
+}
