@@ -286,6 +286,13 @@ impl Tensor {
             ElementType::Float(32) => self.flat::<f32>(capsule),
             ElementType::Float(64) => self.flat::<f64>(capsule),
             ElementType::Bool => self.flat::<bool>(capsule),
+            ElementType::Float(16) | ElementType::Other { code: 4, bits: 16, lanes: 1 } => {
+                Err(PyNotImplementedError::new_err(format!(
+                    "{} samples are not supported yet: they need the library's float16 and \
+                     bfloat16 support (issue 23)",
+                    self.element.name()
+                )))
+            }
             other => Err(PyTypeError::new_err(format!(
                 "DLPack tensors of {} are not supported (expected an integer, bool, float32 or float64 type)",
                 other.name()

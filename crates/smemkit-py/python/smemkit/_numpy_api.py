@@ -193,6 +193,9 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None):
         raise TypeError(f"'minlength' must be an integer, not {type(minlength).__name__}") from e
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
+    if x.size == 0:
+        # numpy: zeros of minlength, int64 even with weights, which it does not look at.
+        return np.zeros(minlength, np.int64)
     w = None
     if weights is not None:
         w = as_array(weights, "weights")
