@@ -28,9 +28,22 @@ fn dtype_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "an object without a dtype".into())
 }
 
+/// Slices of misaligned memory would be undefined behaviour: the Python layer copies such arrays
+/// first, and this check keeps a direct caller of the extension from getting that far.
+fn check_aligned(address: usize, align: usize, what: &str) -> PyResult<()> {
+    if address % align == 0 {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{what} is not aligned for its type (copy it first, e.g. with numpy.array)"
+        )))
+    }
+}
+
 macro_rules! try_hold {
-    ($obj:expr, $($t:ty => $tag:ident),*) => {
+    ($obj:expr, $what:expr, $($t:ty => $tag:ident),*) => {
         $(if let Ok(a) = $obj.cast::<PyArray1<$t>>() {
+            check_aligned(a.data() as usize, std::mem::align_of::<$t>(), $what)?;
             return Ok(Held::$tag(a.try_readonly()?));
         })*
     };
@@ -39,7 +52,7 @@ macro_rules! try_hold {
 impl<'py> Held<'py> {
     /// Borrows `obj`, a 1-D numpy array of u8..u64, i8..i64, f32 or f64 in native byte order.
     pub fn of(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Held<'py>> {
-        try_hold!(obj, u8 => U8, u16 => U16, u32 => U32, u64 => U64, i8 => I8, i16 => I16,
+        try_hold!(obj, what, u8 => U8, u16 => U16, u32 => U32, u64 => U64, i8 => I8, i16 => I16,
                   i32 => I32, i64 => I64, f32 => F32, f64 => F64);
         Err(PyTypeError::new_err(format!(
             "{what} must be a 1-D numpy array of an integer type, float32 or float64 in native byte order, not {}",
@@ -74,9 +87,11 @@ pub enum HeldWeights<'py> {
 impl<'py> HeldWeights<'py> {
     pub fn of(obj: &Bound<'py, PyAny>) -> PyResult<HeldWeights<'py>> {
         if let Ok(a) = obj.cast::<PyArray1<f32>>() {
+            check_aligned(a.data() as usize, 4, "weights")?;
             return Ok(HeldWeights::F32(a.try_readonly()?));
         }
         if let Ok(a) = obj.cast::<PyArray1<f64>>() {
+            check_aligned(a.data() as usize, 8, "weights")?;
             return Ok(HeldWeights::F64(a.try_readonly()?));
         }
         Err(PyTypeError::new_err(format!(

@@ -195,6 +195,19 @@ def test_byte_orders(rng):
         same(hist(v, 13), np.histogram(v, 13))
 
 
+def test_unaligned_memory(rng):
+    raw = np.zeros(8 * 1000 + 1, np.uint8)
+    x = np.frombuffer(raw.data, dtype=np.float64, count=1000, offset=1)
+    assert not x.flags.aligned
+    raw[1:] = np.frombuffer(rng.standard_normal(1000).tobytes(), np.uint8)
+    same(hist(x, 21), np.histogram(x, 21))
+    w = np.frombuffer(raw.data, dtype=np.float64, count=1000, offset=1)
+    h, _ = hist(x, 21, weights=np.abs(w))
+    np.testing.assert_allclose(h, np.histogram(x, 21, weights=np.abs(w))[0], rtol=1e-12)
+    with pytest.raises(ValueError, match="not aligned"):
+        smemkit._native.histogram(x, None, 21, None, None, "ignore", "cpu", None)
+
+
 def test_bool_samples_warn_as_numpy_does():
     x = np.array([True, False, True])
     with pytest.warns(RuntimeWarning, match="Converting input from bool"):

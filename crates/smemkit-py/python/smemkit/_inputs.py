@@ -60,10 +60,13 @@ def as_array(obj, name: str) -> np.ndarray:
 
 
 def native_order(a: np.ndarray) -> np.ndarray:
-    """``a`` in native byte order (a copy only when it is not)."""
-    if a.dtype.isnative:
-        return a
-    return a.astype(a.dtype.newbyteorder("="))
+    """``a`` in native byte order and aligned for its type, as the engines read it (a copy only
+    when it is not)."""
+    if not a.dtype.isnative:
+        return a.astype(a.dtype.newbyteorder("="))
+    if not a.flags.aligned:
+        return a.copy()
+    return a
 
 
 def flat_pair(a: np.ndarray, w):

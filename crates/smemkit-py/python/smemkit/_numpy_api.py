@@ -210,7 +210,7 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None):
             )
         if w.dtype not in (np.float32, np.float64) or not w.dtype.isnative:
             w = w.astype(np.float64)
-        w = np.ascontiguousarray(w)
+        w = np.ascontiguousarray(native_order(w))
     x = np.ascontiguousarray(native_order(x))
     counts = _native.bincount(x, w, minlength, backend, strategy)
     return counts if w is not None else counts.view(np.int64)
