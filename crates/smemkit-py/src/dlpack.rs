@@ -311,7 +311,12 @@ impl Tensor {
         if n == 0 {
             return Ok(PyArray1::<T>::from_vec(py, Vec::new()).into_any());
         }
-        if base % std::mem::align_of::<T>() != 0 || self.data == 0 {
+        if self.data == 0 {
+            return Err(PyValueError::new_err(format!(
+                "malformed DLPack tensor: a NULL data pointer for {n} elements"
+            )));
+        }
+        if base % std::mem::align_of::<T>() != 0 {
             return Err(PyValueError::new_err(format!(
                 "DLPack tensor data at {base:#x} is not aligned for {}",
                 self.element.name()
