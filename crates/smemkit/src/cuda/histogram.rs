@@ -6,7 +6,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::compile::HISTOGRAM;
 use super::device::{cuda_err, Gpu};
@@ -352,7 +352,7 @@ impl Prepared {
     /// One-line description for reports.
     pub fn detail(&self) -> String {
         let probe = match &self.skew {
-            Some(skew) => skew.describe(),
+            Some(skew) => skew.describe(&self.gpu),
             None => String::new(),
         };
         format!(
@@ -390,25 +390,56 @@ impl Prepared {
         out: u64,
         tallies: u64,
     ) -> Result<()> {
-        if let Some(skew) = &self.skew {
-            // The probe launches raw, which uses the thread's current context: on the multi-GPU
-            // paths one thread launches on several GPUs in turn.
-            self.gpu.bind()?;
-            // SAFETY: `input` holds `n` samples (the caller's guarantee).
-            if n >= plan::SKEW_PROBE_MIN_SAMPLES && unsafe { skew.is_hot(self, input, n)? } {
-                // SAFETY: forwarded from the caller; both plans add into the same counters.
-                return unsafe {
-                    skew.global
-                        .launch_as_planned(input, n, weights, out, tallies)
-                };
-            }
-        }
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch_as_planned(input, n, weights, out, tallies) }
+        unsafe { self.enqueue(&self.gpu.stream, input, n, weights, out, tallies) }
+    }
+
+    /// [`Prepared::launch_device`] on `stream` (of this GPU's context): every launch of the run,
+    /// `auto`'s skew verdict included, is enqueued there and nothing waits for the host, so a
+    /// run can be captured in a CUDA graph. Where the plan has a skew probe and the input is long
+    /// enough, both the planned strategy and global are enqueued, each gated on the verdict
+    /// (`gated_off` in histogram.cu): the one not chosen returns at once.
+    ///
+    /// # Safety
+    /// As [`Prepared::launch_device`], with "until `stream` has finished the launches".
+    pub(crate) unsafe fn enqueue(
+        &self,
+        stream: &Arc<CudaStream>,
+        input: u64,
+        n: usize,
+        weights: u64,
+        out: u64,
+        tallies: u64,
+    ) -> Result<()> {
+        // Raw launches use the thread's current context: on the multi-GPU paths one thread
+        // launches on several GPUs in turn.
+        self.gpu.bind()?;
+        match &self.skew {
+            Some(skew) if n >= plan::SKEW_PROBE_MIN_SAMPLES => {
+                // SAFETY: `input` holds `n` samples (the caller's guarantee).
+                let verdict = unsafe { skew.launch_verdict(self, stream, input, n)? };
+                // SAFETY: forwarded from the caller; both plans add into the same counters, and
+                // exactly one of them runs.
+                unsafe {
+                    skew.global.launch_planned(
+                        stream,
+                        input,
+                        n,
+                        weights,
+                        out,
+                        tallies,
+                        Some((verdict, 1)),
+                    )?;
+                    self.launch_planned(stream, input, n, weights, out, tallies, Some((verdict, 0)))
+                }
+            }
+            // SAFETY: forwarded from the caller.
+            _ => unsafe { self.launch_planned(stream, input, n, weights, out, tallies, None) },
+        }
     }
 
     /// [`Prepared::launch_device`] without the skew probe: the planned strategy whatever the data.
-    /// For launches that must not wait on the host (the chunks of a streaming pipeline).
+    /// For launches that must not depend on a verdict (the chunks of a streaming pipeline).
     ///
     /// # Safety
     /// As [`Prepared::launch_device`].
@@ -421,9 +452,42 @@ impl Prepared {
         tallies: u64,
     ) -> Result<()> {
         self.gpu.bind()?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_planned(&self.gpu.stream, input, n, weights, out, tallies, None) }
+    }
+
+    /// Makes every buffer a run over up to `n` samples needs (the partition index array), so that
+    /// [`Prepared::enqueue`] allocates nothing for such runs.
+    pub(crate) fn reserve(&self, n: usize) -> Result<()> {
+        match &self.partition {
+            Some(part) => part.reserve(&self.gpu.stream, n),
+            None => Ok(()),
+        }
+    }
+
+    /// The planned strategy's launches on `stream`; with `gate` = (verdict address, wanted
+    /// verdict), gated on the skew verdict.
+    ///
+    /// # Safety
+    /// As [`Prepared::enqueue`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_planned(
+        &self,
+        stream: &Arc<CudaStream>,
+        input: u64,
+        n: usize,
+        weights: u64,
+        out: u64,
+        tallies: u64,
+        gate: Option<(u64, u32)>,
+    ) -> Result<()> {
+        let mut params = self.params;
+        let (gate_ptr, gate_want) = gate.unwrap_or((0, 0));
+        params.gate = gate_ptr;
+        params.gate_want = gate_want;
         if let Some(part) = &self.partition {
             // SAFETY: forwarded from the caller.
-            return unsafe { part.launch(self, input, n, out, tallies) };
+            return unsafe { part.launch(self, stream, params, input, n, out, tallies) };
         }
         let elem = self.sample_type.size() as u64;
         let welem = match self.weights {
@@ -440,9 +504,9 @@ impl Prepared {
             } else {
                 weights + start as u64 * welem
             };
-            let mut params = self.params;
+            let mut params = params;
             let mut out_ptr = match &self.fold {
-                Some((scratch, _)) => scratch.device_ptr(&self.gpu.stream).0,
+                Some((scratch, _)) => scratch.device_ptr(stream).0,
                 None => out,
             };
             let mut t_ptr = tallies;
@@ -456,18 +520,22 @@ impl Prepared {
             ];
             // SAFETY: the argument list matches hist_* (in, n, w, BinParams, out, tallies); the caller
             // guarantees the pointers.
-            unsafe { launch::launch(&self.func, &self.gpu.stream, &self.shape, &mut args)? };
+            unsafe { launch::launch(&self.func, stream, &self.shape, &mut args)? };
             if let Some((scratch, fold)) = &self.fold {
-                let (scratch_ptr, n_bins) =
-                    (scratch.device_ptr(&self.gpu.stream).0, self.nbins as u64);
+                let (scratch_ptr, n_bins) = (scratch.device_ptr(stream).0, self.nbins as u64);
                 let cfg = LaunchConfig {
                     grid_dim: (self.gpu.limits.sm_count * 4, 1, 1),
                     block_dim: (512, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                let mut b = self.gpu.stream.launch_builder(fold);
-                b.arg(&scratch_ptr).arg(&out).arg(&n_bins);
-                // SAFETY: hist_fold_u32(u32* scratch, u64* out, n): both hold nbins counters.
+                let mut b = stream.launch_builder(fold);
+                b.arg(&scratch_ptr)
+                    .arg(&out)
+                    .arg(&n_bins)
+                    .arg(&gate_ptr)
+                    .arg(&gate_want);
+                // SAFETY: hist_fold_u32(u32* scratch, u64* out, n, gate, gate_want): both hold
+                // nbins counters; `gate` is 0 or the verdict.
                 unsafe { b.launch(cfg) }.map_err(cuda_err("launching the u32 fold"))?;
             }
             start += len;
@@ -694,18 +762,23 @@ struct Partition {
     buffers: std::sync::Mutex<PartitionBuffers>,
 }
 
-/// `auto`'s look at the data before the partition passes (see `hist_probe` in histogram.cu):
-/// where one bin holds at least `threshold` of the probed samples, the global plan runs instead.
+/// `auto`'s look at the data before the partition or sliced passes (see `hist_verdict` in
+/// histogram.cu): where one bin holds at least `threshold` of the probed samples, the global plan
+/// runs instead. The verdict stays on the device; the gated kernels read it.
 struct SkewProbe {
     func: cudarc::driver::CudaFunction,
-    bins: std::sync::Mutex<CudaSlice<u32>>,
+    /// The verdict (1: global) and the commonest bin's count among the probed samples.
+    verdict: CudaSlice<u32>,
     global: Box<Prepared>,
     threshold: f64,
     /// The plan the probe may replace (for reports).
     planned: Strategy,
-    /// The last probe's share of the commonest bin, as f64 bits (for reports); NaN before any.
-    last_share: std::sync::atomic::AtomicU64,
+    /// Whether a verdict was ever launched (reports read it back only then).
+    probed: std::sync::atomic::AtomicBool,
 }
+
+// The verdict's hash table (VERDICT_SLOTS in histogram.cu) holds twice the probed samples.
+const _: () = assert!(plan::SKEW_PROBE_SAMPLES <= 2048);
 
 impl SkewProbe {
     #[allow(clippy::too_many_arguments)]
@@ -722,12 +795,12 @@ impl SkewProbe {
         let func = gpu.function(
             &HISTOGRAM,
             &sample_defines(sample_type),
-            &format!("hist_probe_{}", mode_name(binning)),
+            &format!("hist_verdict_{}", mode_name(binning)),
         )?;
-        let bins = gpu
+        let verdict = gpu
             .stream
-            .alloc_zeros::<u32>(plan::SKEW_PROBE_SAMPLES)
-            .map_err(cuda_err("allocating the skew probe"))?;
+            .alloc_zeros::<u32>(2)
+            .map_err(cuda_err("allocating the skew verdict"))?;
         let global = Prepared::sized(
             gpu.clone(),
             sample_type,
@@ -739,65 +812,73 @@ impl SkewProbe {
         )?;
         Ok(SkewProbe {
             func,
-            bins: std::sync::Mutex::new(bins),
+            verdict,
             global: Box::new(global),
             threshold,
             planned,
-            last_share: std::sync::atomic::AtomicU64::new(f64::NAN.to_bits()),
+            probed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
-    /// Whether the commonest bin of the probed samples reaches the threshold. Waits for the stream
-    /// (the probe's bins come back to the host).
+    /// Enqueues the verdict on `stream` and returns its device address (for the gates).
     ///
     /// # Safety
-    /// `input` must be a device allocation of this context holding `n` samples of the prepared
-    /// type.
-    unsafe fn is_hot(&self, p: &Prepared, input: u64, n: usize) -> Result<bool> {
-        let stream = &p.gpu.stream;
-        let guard = self.bins.lock().expect("skew probe buffer");
+    /// `input` must be a device allocation of this context holding `n` (at least 1) samples of
+    /// the prepared type.
+    unsafe fn launch_verdict(
+        &self,
+        p: &Prepared,
+        stream: &Arc<CudaStream>,
+        input: u64,
+        n: usize,
+    ) -> Result<u64> {
         let probes = plan::SKEW_PROBE_SAMPLES as u32;
+        let verdict = self.verdict.device_ptr(stream).0;
         let (mut in_ptr, mut n64, mut params, mut count) = (input, n as u64, p.params, probes);
-        let mut bins_ptr = guard.device_ptr(stream).0;
-        let mut args: [*mut c_void; 5] = [
+        let (mut threshold, mut v_ptr) = (self.threshold, verdict);
+        let mut args: [*mut c_void; 6] = [
             &mut in_ptr as *mut u64 as *mut c_void,
             &mut n64 as *mut u64 as *mut c_void,
             &mut params as *mut KernelBinParams as *mut c_void,
             &mut count as *mut u32 as *mut c_void,
-            &mut bins_ptr as *mut u64 as *mut c_void,
+            &mut threshold as *mut f64 as *mut c_void,
+            &mut v_ptr as *mut u64 as *mut c_void,
         ];
         let shape = LaunchShape {
-            grid: probes.div_ceil(256),
-            block: 256,
+            grid: 1,
+            block: 1024,
             shared_bytes: 0,
             cluster: 1,
         };
-        // SAFETY: hist_probe_*(in, n, BinParams, probes, bins): `in` holds n samples (the
-        // caller's guarantee), `bins` SKEW_PROBE_SAMPLES u32.
+        // SAFETY: hist_verdict_*(in, n, BinParams, probes, threshold, verdict): `in` holds n
+        // samples (the caller's guarantee), `verdict` 2 u32.
         unsafe { launch::launch(&self.func, stream, &shape, &mut args)? };
-        let bins = stream.clone_dtoh(&*guard).map_err(cuda_err(
-            "reading the skew probe back (the probe may have failed)",
-        ))?;
-        let share = plan::commonest_share(&bins);
-        self.last_share
-            .store(share.to_bits(), std::sync::atomic::Ordering::Relaxed);
-        Ok(share >= self.threshold)
+        self.probed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(verdict)
     }
 
-    fn describe(&self) -> String {
-        let last = f64::from_bits(self.last_share.load(std::sync::atomic::Ordering::Relaxed));
-        let seen = if last.is_nan() {
-            String::new()
+    /// For reports: reads the last verdict back (waiting for the GPU), if any was launched.
+    fn describe(&self, gpu: &Gpu) -> String {
+        let seen = if self.probed.load(std::sync::atomic::Ordering::Relaxed) {
+            match gpu
+                .ctx
+                .synchronize()
+                .and_then(|_| gpu.stream.clone_dtoh(&self.verdict))
+            {
+                Ok(v) => format!(
+                    "; last probe: commonest bin {:.1}% -> {}",
+                    v[1] as f64 * 100.0 / plan::SKEW_PROBE_SAMPLES as f64,
+                    if v[0] == 1 {
+                        "global".to_string()
+                    } else {
+                        self.planned.name()
+                    }
+                ),
+                Err(e) => format!("; last probe unreadable: {e:?}"),
+            }
         } else {
-            format!(
-                "; last probe: commonest bin {:.1}% -> {}",
-                last * 100.0,
-                if last >= self.threshold {
-                    "global".to_string()
-                } else {
-                    self.planned.name()
-                }
-            )
+            String::new()
         };
         format!(
             ", skew probe (global where one bin holds >= {:.0}% of {} samples{seen})",
@@ -905,27 +986,36 @@ impl Partition {
         }
     }
 
+    /// Makes the index array hold a batch of up to `n` samples (allocated on `stream`).
+    fn reserve(&self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
+        let mut guard = self.buffers.lock().expect("partition buffers");
+        let batch = n.min(PARTITION_BATCH);
+        if !guard.idx.as_ref().is_some_and(|b| b.len() >= batch) {
+            // SAFETY: every index the third pass reads was written by the second.
+            guard.idx = Some(
+                unsafe { stream.alloc::<u16>(batch.max(1)) }
+                    .map_err(cuda_err("allocating the partition index array"))?,
+            );
+        }
+        Ok(())
+    }
+
     /// # Safety
-    /// As [`Prepared::launch_device`].
+    /// As [`Prepared::enqueue`]; `params` are the prepared ones, gated or not.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn launch(
         &self,
         p: &Prepared,
+        stream: &Arc<CudaStream>,
+        params: KernelBinParams,
         input: u64,
         n: usize,
         out: u64,
         tallies: u64,
     ) -> Result<()> {
-        let stream = &p.gpu.stream;
+        self.reserve(stream, n)?;
         let mut guard = self.buffers.lock().expect("partition buffers");
         let bufs = &mut *guard;
-        let batch = n.min(PARTITION_BATCH);
-        if !bufs.idx.as_ref().is_some_and(|b| b.len() >= batch) {
-            // SAFETY: every index the third pass reads was written by the second.
-            bufs.idx = Some(
-                unsafe { stream.alloc::<u16>(batch.max(1)) }
-                    .map_err(cuda_err("allocating the partition index array"))?,
-            );
-        }
         let (bits, nb) = (plan::PARTITION_BITS, self.nbuckets as u32);
         let split_bits = self.split_bits;
         let elem = p.sample_type.size() as u64;
@@ -954,7 +1044,7 @@ impl Partition {
             let mut b = stream.launch_builder(&p.func);
             b.arg(&in_ptr)
                 .arg(&len64)
-                .arg(&p.params)
+                .arg(&params)
                 .arg(&bits)
                 .arg(&nb)
                 .arg(&counts_ptr)
@@ -990,7 +1080,7 @@ impl Partition {
             let mut b = stream.launch_builder(&self.scatter);
             b.arg(&in_ptr)
                 .arg(&len64)
-                .arg(&p.params)
+                .arg(&params)
                 .arg(&bits)
                 .arg(&nb)
                 .arg(&split_bits)
