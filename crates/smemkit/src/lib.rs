@@ -28,6 +28,10 @@ pub mod stencil;
 pub mod transpose;
 
 pub use bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use cuda::device_histogram::{
+    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,
+};
+pub use cuda::histogram::WeightKind;
 pub use cuda::multi::DeviceSet;
 pub use cuda::ranks::RankSpec;
 pub use cuda::stream::{FileInput, StreamMode, StreamOptions};

@@ -10,6 +10,8 @@ pub mod cache_lab;
 pub mod compile;
 pub mod cublas;
 pub mod device;
+pub mod device_histogram;
+pub mod exact_sums;
 pub mod histogram;
 pub mod host_memory;
 pub mod launch;
