@@ -26,18 +26,18 @@ pub enum Command {
     /// Benchmark the histogram engine; prints JSON lines (shared/BENCH.md schema).
     Bench(BenchArgs),
     /// 1D stencil with a halo over a .npy array (weighted for floats, plain sum for integers).
-    Stencil(crate::ops_cmd::StencilArgs),
+    Stencil(crate::commands::ops::StencilArgs),
     /// Transpose a 2-D .npy array.
-    Transpose(crate::ops_cmd::TransposeArgs),
+    Transpose(crate::commands::ops::TransposeArgs),
     /// Reverse a .npy array (flat).
-    Reverse(crate::ops_cmd::ReverseArgs),
+    Reverse(crate::commands::ops::ReverseArgs),
     /// Matrix multiply of two float32 2-D .npy arrays (GPU: shared-memory tiled kernels).
-    Matmul(crate::matmul_cmd::MatmulArgs),
+    Matmul(crate::commands::matmul::MatmulArgs),
     /// Shared-memory experiments on the GPU: `banks` (predictions only without a GPU) and `cache`
     /// (shared memory against the L1 cache, carveouts, atomics; needs a GPU).
-    Lab(crate::lab_cmd::LabArgs),
+    Lab(crate::commands::lab::LabArgs),
     /// Plot GB/s against bins from benchmark JSON lines (every strategy and peer).
-    PlotBench(crate::bench_plot::PlotBenchArgs),
+    PlotBench(crate::bench::plot::PlotBenchArgs),
 }
 
 const HIST_AFTER_HELP: &str = "\
@@ -51,7 +51,8 @@ Bins:
 
 Inputs:
   .npy (any numeric dtype, either byte order, C or Fortran order, any shape, flattened),
-  .csv / .tsv / .txt (one column: --column N counts from 0, or a header name),
+  .csv / .tsv / .txt (one column: --column N counts from 0, or a header name; the first line is
+  a header when none of its cells is a number, and the summary names it),
   any other file as raw little-endian binary with --dtype, or --generate DIST --count N.";
 
 #[derive(Debug, Args)]

@@ -2,23 +2,13 @@
 //! `error:` line and a non-zero exit status.
 
 mod bench;
-mod bench_cuda;
-mod bench_multi;
-mod bench_ops;
-mod bench_plot;
-mod bench_sgemm;
-mod bench_stream;
 mod cli;
+mod commands;
 mod commit;
 mod device;
-mod hist;
 mod input;
-mod lab_cmd;
-mod lab_plot;
-mod matmul_cmd;
-mod ops_cmd;
 mod output;
-mod plan_cmd;
+mod sigbus;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -26,21 +16,24 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{Cli, Command};
+use commands::{hist, lab, matmul, ops, plan};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    output::partial::install_signal_cleanup();
+    sigbus::install();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
         Command::Hist(a) => hist::run(a, &mut out),
-        Command::Plan(a) => plan_cmd::run(a, &mut out),
+        Command::Plan(a) => plan::run(a, &mut out),
         Command::Bench(a) => bench::run(a, &mut out),
-        Command::Stencil(a) => ops_cmd::stencil(a),
-        Command::Transpose(a) => ops_cmd::transpose(a),
-        Command::Reverse(a) => ops_cmd::reverse(a),
-        Command::Matmul(a) => matmul_cmd::run(a),
-        Command::Lab(a) => lab_cmd::run(a, &mut out),
-        Command::PlotBench(a) => bench_plot::run(a),
+        Command::Stencil(a) => ops::stencil(a),
+        Command::Transpose(a) => ops::transpose(a),
+        Command::Reverse(a) => ops::reverse(a),
+        Command::Matmul(a) => matmul::run(a),
+        Command::Lab(a) => lab::run(a, &mut out),
+        Command::PlotBench(a) => bench::plot::run(a),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

@@ -478,7 +478,7 @@ fn fails(dir: &TempDir, args: &[&str], needle: &str) {
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
-        .filter(|n| n.to_string_lossy().starts_with(".tmp") || n == "result.json")
+        .filter(|n| n.to_string_lossy().contains("smemkit-partial") || n == "result.json")
         .collect();
     assert!(left.is_empty(), "files left behind by {all:?}: {left:?}");
 }

@@ -13,37 +13,57 @@
 //! assert_eq!(h.tallies.above, 1);
 //! ```
 
-pub mod bins;
-pub mod cpu;
-pub mod cuda;
+pub mod array_ops;
+pub mod backend;
 pub mod element;
 pub mod error;
+pub mod gpu;
 pub mod histogram;
+pub(crate) mod huge_pages;
 pub mod lab;
 pub mod matmul;
-pub mod plan;
-pub mod reverse;
 pub mod sample;
-pub mod stencil;
-pub mod transpose;
 
-pub use bins::{BinSpec, Binning, OutOfRange, Slot};
-pub use cuda::device_histogram::{
-    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,
-};
-pub use cuda::histogram::WeightKind;
-pub use cuda::multi::DeviceSet;
-pub use cuda::ranks::RankSpec;
-pub use cuda::stream::{FileInput, StreamMode, StreamOptions};
+/// Old paths of the operation modules, kept while callers move to the operation-first layout.
+#[doc(hidden)]
+pub mod cuda {
+    pub use crate::array_ops::cuda as ops;
+    pub use crate::backend::resolve_backend;
+    pub use crate::gpu::*;
+    pub use crate::histogram::cuda::{bench, multi, params, prepared as histogram, ranks, stream};
+    pub use crate::lab::cache as cache_lab;
+    pub use crate::matmul::cuda as matmul;
+    pub use crate::matmul::cuda::autotune;
+}
+#[doc(hidden)]
+pub mod cpu {
+    pub use crate::array_ops::cpu::{reverse, stencil, transpose};
+    pub use crate::histogram::cpu as histogram;
+    pub use crate::matmul::cpu as matmul;
+}
+#[doc(hidden)]
+pub use array_ops::{reverse, stencil, transpose};
+#[doc(hidden)]
+pub use histogram::{bins, plan};
+
+pub use array_ops::reverse::{reverse, ReverseKernel};
+pub use array_ops::stencil::{stencil1d, Boundary};
+pub use array_ops::transpose::transpose;
+pub use backend::Backend;
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
+pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use histogram::cuda::device_histogram::{
+    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,
+};
+pub use histogram::cuda::multi::DeviceSet;
+pub use histogram::cuda::prepared::WeightKind;
+pub use histogram::cuda::ranks::RankSpec;
+pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
+pub use histogram::plan::{Strategy, StrategyChoice};
 pub use histogram::{
-    histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Backend,
-    Counts, EngineReport, Histogram, HistogramOptions, Tallies,
+    histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Counts,
+    EngineReport, Histogram, HistogramOptions, Tallies,
 };
 pub use matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef};
-pub use plan::{Strategy, StrategyChoice};
-pub use reverse::{reverse, ReverseKernel};
 pub use sample::{Sample, SampleType, Samples, Weights};
-pub use stencil::{stencil1d, Boundary};
-pub use transpose::transpose;

@@ -7,6 +7,7 @@ pub mod generate;
 pub mod npy;
 pub mod progress;
 pub mod raw;
+pub mod shape;
 pub mod text;
 pub mod weights;
 
@@ -17,6 +18,25 @@ use memmap2::Mmap;
 use smemkit::{SampleType, Samples};
 
 pub use data::SampleData;
+pub use shape::Shape;
+
+/// What was read from a file: the values, their logical shape (weights pair with samples by it),
+/// and the header line a text file's summary should name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed<T> {
+    pub values: T,
+    pub shape: Shape,
+    pub header: Option<String>,
+}
+
+impl<T> Parsed<T> {
+    /// One line for the summary when a header was skipped.
+    pub fn note(&self, path: &Path) -> Option<String> {
+        self.header
+            .as_ref()
+            .map(|h| format!("{}: skipped the header line `{h}`", path.display()))
+    }
+}
 
 /// How a file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,8 +78,10 @@ pub fn map_file(path: &Path) -> Result<Mmap> {
     if meta.is_dir() {
         bail!("cannot read {}: it is a directory", path.display());
     }
-    // SAFETY: the map is read-only and private to this process; like every mmap-based reader we
-    // rely on the file not being truncated by another process while the command runs.
+    crate::sigbus::watch(path);
+    // SAFETY: the map is read-only and private to this process. A file truncated by another
+    // process while the command runs raises SIGBUS on the lost pages, which `crate::sigbus` turns
+    // into one error line naming the file and exit status 1.
     unsafe { Mmap::map(&file) }.with_context(|| format!("cannot map {}", path.display()))
 }
 
@@ -76,6 +98,8 @@ pub struct DirectFile {
     pub len: Option<usize>,
     /// Bytes of samples (of the header's promise, or of the file).
     pub bytes: u64,
+    /// The array's logical shape (one-dimensional for a raw file).
+    pub shape: Shape,
 }
 
 /// The [`DirectFile`] at `path`, found from its size or its `.npy` header alone (no data is read).
@@ -86,11 +110,13 @@ pub fn direct_file(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile>
         FileKind::Text => None,
         FileKind::Raw => {
             let meta = std::fs::metadata(path).ok()?;
-            meta.is_file().then_some(DirectFile {
-                ty: dtype?,
+            let ty = dtype?;
+            meta.is_file().then(|| DirectFile {
+                ty,
                 offset: 0,
                 len: None,
                 bytes: meta.len(),
+                shape: Shape::flat(usize::try_from(meta.len()).unwrap_or(usize::MAX) / ty.size()),
             })
         }
         FileKind::Npy => {
@@ -100,30 +126,45 @@ pub fn direct_file(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile>
                 offset: l.data_start as u64,
                 len: Some(l.len),
                 bytes: (l.len * l.ty.size()) as u64,
+                shape: l.shape.clone(),
             })
         }
     }
 }
 
-/// Reads samples from `path`.
+/// Reads samples from `path` (with the header line a text file's summary should name).
 pub fn read_file(
     path: &Path,
     dtype: Option<SampleType>,
     column: Option<&str>,
-) -> Result<SampleData> {
-    let data = match FileKind::of(path, dtype)? {
+) -> Result<Parsed<SampleData>> {
+    let read = match FileKind::of(path, dtype)? {
         FileKind::Npy => npy::read(path)?,
-        FileKind::Text => SampleData::Owned(text::read(path, &text::Column::parse(column), dtype)?),
-        FileKind::Raw => raw::read(path, dtype.context("raw input needs --dtype")?)?,
+        FileKind::Text => {
+            let t = text::read(path, &text::Column::parse(column), dtype)?;
+            Parsed {
+                values: SampleData::Owned(t.values),
+                shape: t.shape,
+                header: t.header,
+            }
+        }
+        FileKind::Raw => {
+            let values = raw::read(path, dtype.context("raw input needs --dtype")?)?;
+            Parsed {
+                shape: Shape::flat(values.samples().len()),
+                values,
+                header: None,
+            }
+        }
     };
-    if data.samples().is_empty() {
+    if read.values.samples().is_empty() {
         bail!("{} holds no samples (empty input)", path.display());
     }
-    Ok(data)
+    Ok(read)
 }
 
 /// Reads a file of numbers (`.npy` or text) as f64: bin edges.
-pub fn read_numbers(path: &Path) -> Result<Vec<f64>> {
+pub fn read_numbers(path: &Path) -> Result<Parsed<Vec<f64>>> {
     match FileKind::of(path, None) {
         Ok(FileKind::Npy) => npy::read_f64(path),
         _ => text::read_f64(path),

@@ -1,7 +1,8 @@
 //! `.npy` input. npyz parses the header; the data bytes are then viewed in place in a memory map
 //! when they are native-endian and aligned, and decoded into a vector otherwise (big-endian files).
 //! A histogram does not depend on the order of its samples, so C and Fortran order arrays of any
-//! shape are both read flat, in the order the bytes are stored.
+//! shape are both read flat, in the order the bytes are stored; the shape and order go with them
+//! so that weights can be paired by logical index ([`super::shape`]).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -11,7 +12,7 @@ use npyz::{DType, TypeChar};
 use smemkit::SampleType;
 
 use super::data::{decode, MappedSamples, SampleData};
-use super::{map_file, progress};
+use super::{map_file, progress, Parsed, Shape};
 
 /// What the header says about the data.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,13 +22,25 @@ pub struct NpyLayout {
     pub len: usize,
     /// Offset of the first data byte.
     pub data_start: usize,
+    /// Dimensions and storage order.
+    pub shape: Shape,
 }
 
-/// Reads a `.npy` file (mapped when possible).
-pub fn read(path: &Path) -> Result<SampleData> {
+/// Reads a `.npy` file (mapped when possible), with its shape.
+pub fn read(path: &Path) -> Result<Parsed<SampleData>> {
     let map = map_file(path)?;
     let layout =
         parse(&map).with_context(|| format!("{} is not a valid .npy file", path.display()))?;
+    let shape = layout.shape.clone();
+    Ok(Parsed {
+        values: read_data(path, map, layout)?,
+        shape,
+        header: None,
+    })
+}
+
+/// The samples of a mapped `.npy` file whose header was parsed into `layout`.
+fn read_data(path: &Path, map: memmap2::Mmap, layout: NpyLayout) -> Result<SampleData> {
     let bytes = &map[layout.data_start..layout.data_start + layout.len * layout.ty.size()];
     progress::touch(bytes, "reading");
     if layout.little_endian == cfg!(target_endian = "little") {
@@ -96,10 +109,11 @@ pub fn read_layout(path: &Path) -> Result<NpyLayout> {
 /// Parses the header at the start of `file`; the data after it is not looked at. Never panics.
 fn parse_header(file: &[u8]) -> Result<NpyLayout> {
     check_shape_fits(file)?;
-    let mut rest = file;
+    let head = native_byte_order(file);
+    let mut rest = &head[..];
     let header =
         npyz::NpyHeader::from_reader(&mut rest).map_err(|e| anyhow::anyhow!("bad header: {e}"))?;
-    let data_start = file.len() - rest.len();
+    let data_start = head.len() - rest.len();
     let (ty, little_endian) = sample_type(&header.dtype())?;
     let len: usize = header
         .shape()
@@ -109,12 +123,56 @@ fn parse_header(file: &[u8]) -> Result<NpyLayout> {
         .context("the shape holds more elements than this machine can address")?;
     len.checked_mul(ty.size())
         .context("the array is larger than this machine can address")?;
+    // Every dimension fits: their product does (a zero dimension leaves the others unchecked).
+    let dims = header
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<Vec<usize>, _>>()
+        .context("a dimension of the shape is larger than this machine can address")?;
     Ok(NpyLayout {
         ty,
         little_endian,
         len,
         data_start,
+        shape: Shape {
+            dims,
+            fortran: header.order() == npyz::Order::Fortran,
+        },
     })
+}
+
+/// The header bytes with a descr of native byte order (`'=i4'`, which numpy writes and reads)
+/// spelled as this machine's order (`'<i4'`), which npyz understands; everything else as it was.
+/// Only the header (as long as its length field says, at most the file) is copied.
+fn native_byte_order(file: &[u8]) -> Vec<u8> {
+    let total = match file.get(6..12) {
+        Some([1, _, a, b, ..]) => 10 + u16::from_le_bytes([*a, *b]) as usize,
+        Some([2 | 3, _, a, b, c, d]) => {
+            12usize.saturating_add(u32::from_le_bytes([*a, *b, *c, *d]) as usize)
+        }
+        _ => file.len(),
+    };
+    let mut head = file[..total.min(file.len())].to_vec();
+    let native = if cfg!(target_endian = "little") {
+        b'<'
+    } else {
+        b'>'
+    };
+    if let Some(key) = find(&head, b"descr") {
+        // The key's closing quote, the colon and spaces, then the value's opening quote.
+        let mut i = key + b"descr".len();
+        while i < head.len() && matches!(head[i], b'\'' | b'"' | b':' | b' ' | b'\t') {
+            i += 1;
+        }
+        if i > key + b"descr".len()
+            && matches!(head[i - 1], b'\'' | b'"')
+            && head.get(i) == Some(&b'=')
+        {
+            head[i] = native;
+        }
+    }
+    head
 }
 
 /// The sample type and byte order of a plain numeric dtype.
@@ -174,10 +232,14 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Reads a `.npy` file of numbers as f64 (bin edges, weights in text-free form).
-pub fn read_f64(path: &Path) -> Result<Vec<f64>> {
-    let data = read(path)?;
-    Ok(super::to_f64(data.samples()))
+/// Reads a `.npy` file of numbers as f64 (bin edges).
+pub fn read_f64(path: &Path) -> Result<Parsed<Vec<f64>>> {
+    let read = read(path)?;
+    Ok(Parsed {
+        values: super::to_f64(read.values.samples()),
+        shape: read.shape,
+        header: None,
+    })
 }
 
 #[cfg(test)]
@@ -217,6 +279,12 @@ mod tests {
             (SampleType::I32, true, 3, f.len() - 12)
         );
         assert_eq!(l.data_start % 64, 0);
+        assert_eq!(l.shape, Shape::flat(3));
+        let l = parse(&npy("<i2", true, &[2, 3], &[0; 12])).unwrap();
+        assert_eq!(
+            (l.shape.dims.as_slice(), l.shape.fortran),
+            (&[2, 3][..], true)
+        );
     }
 
     #[test]
@@ -276,6 +344,21 @@ mod tests {
             let e = format!("{:#}", read_layout(&path).unwrap_err());
             assert!(e.contains("not a valid .npy file"), "{e}");
         }
+    }
+
+    #[test]
+    fn native_byte_order_is_this_machines() {
+        let data: Vec<u8> = [7i32, -1].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let l = parse(&npy("=i4", false, &[2], &data)).unwrap();
+        assert_eq!(
+            (l.ty, l.little_endian, l.len),
+            (SampleType::I32, cfg!(target_endian = "little"), 2)
+        );
+        for descr in ["|u1", "=u1", "|i1"] {
+            assert_eq!(parse(&npy(descr, false, &[2], &[1, 2])).unwrap().len, 2);
+        }
+        // `|` on a multi-byte type says nothing of the byte order: still refused.
+        assert!(parse(&npy("|i4", false, &[2], &data)).is_err());
     }
 
     proptest! {

@@ -1,7 +1,8 @@
 //! One column of a CSV, TSV or whitespace-separated text file. The delimiter follows the extension
 //! (`.csv` comma, `.tsv` tab, `.txt` comma when the first data line has one, else whitespace). A
-//! first line whose chosen field is not a number is taken as a header, which is how a column can
-//! be chosen by name. Values are parsed as f64 unless `--dtype` asks for another type, so integer
+//! UTF-8 byte-order mark is skipped. The first line is a header when none of its cells is a number
+//! (always, when the column is chosen by name), data when all are, and an error when it mixes
+//! both; a skipped header is reported to the caller for the summary. Values are parsed as f64 unless `--dtype` asks for another type, so integer
 //! columns can take integer bins.
 
 use std::io::{BufRead, BufReader, Read};
@@ -11,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use smemkit::SampleType;
 
 use super::data::OwnedSamples;
-use super::progress;
+use super::{progress, Parsed, Shape};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Delimiter {
@@ -39,7 +40,7 @@ impl Column {
 }
 
 /// Reads the column as samples of `ty` (f64 when `None`).
-pub fn read(path: &Path, column: &Column, ty: Option<SampleType>) -> Result<OwnedSamples> {
+pub fn read(path: &Path, column: &Column, ty: Option<SampleType>) -> Result<Parsed<OwnedSamples>> {
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -126,53 +127,107 @@ impl Sink {
     }
 }
 
+/// What the first line of data-or-header is: decided by its cells alone, so that a number with a
+/// typo in a one-column file is shown as a header (never silently dropped), and a line that is
+/// half numbers, half words is refused rather than guessed at.
+enum FirstLine {
+    Header,
+    Data,
+}
+
+fn classify(fields: &[&str], number: usize, path: &Path) -> Result<FirstLine> {
+    let is_number = |f: &&str| f.parse::<f64>().is_ok();
+    // Empty cells say nothing (pandas writes an empty name for the index column).
+    let cells: Vec<(usize, &str)> = fields
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
+    let numeric = cells.iter().find(|(_, f)| is_number(f));
+    let word = cells.iter().find(|(_, f)| !is_number(f));
+    match (numeric, word) {
+        (Some((i, n)), Some((j, w))) => bail!(
+            "line {number} of {} is neither a header nor data: column {i} (`{n}`) is a number but \
+             column {j} (`{w}`) is not (columns counted from 0); a header line must hold only names, \
+             a data line only numbers",
+            path.display()
+        ),
+        (None, Some(_)) => Ok(FirstLine::Header),
+        _ => Ok(FirstLine::Data),
+    }
+}
+
+/// The index of the column named `name` in the header `fields`; a name held by two columns is an
+/// error naming both, since either could be the one meant.
+fn named_column(fields: &[&str], name: &str, path: &Path) -> Result<usize> {
+    let mut at = fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| **f == name)
+        .map(|(i, _)| i);
+    let i = at.next().with_context(|| {
+        format!(
+            "{} has no column named `{name}` (its first line has: {})",
+            path.display(),
+            fields.join(", ")
+        )
+    })?;
+    if let Some(j) = at.next() {
+        bail!(
+            "{}: columns {i} and {j} (counted from 0) are both named `{name}`: choose one with --column {i} or --column {j}",
+            path.display()
+        );
+    }
+    Ok(i)
+}
+
 fn parse(
     reader: impl BufRead,
     path: &Path,
     column: &Column,
     ty: SampleType,
-) -> Result<OwnedSamples> {
+) -> Result<Parsed<OwnedSamples>> {
     let mut sink = Sink::new(ty);
     let mut delimiter = None;
     let mut index = match column {
-        Column::Index(i) => Some(*i),
-        Column::Name(_) => None,
+        Column::Index(i) => *i,
+        Column::Name(_) => 0,
     };
+    let mut header = None;
     let mut first = true;
     for (number, line) in reader.lines().enumerate() {
         let number = number + 1;
         let line =
             line.with_context(|| format!("cannot read line {number} of {}", path.display()))?;
+        // A UTF-8 byte-order mark (Windows editors write one) is not part of the first cell.
+        let line = match number {
+            1 => line.strip_prefix('\u{feff}').unwrap_or(&line),
+            _ => &line,
+        };
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
             continue;
         }
-        let d = *delimiter.get_or_insert_with(|| delimiter_for(path, &line));
-        let fields = split(&line, d);
+        let d = *delimiter.get_or_insert_with(|| delimiter_for(path, line));
+        let fields = split(line, d);
         if first {
             first = false;
-            if let Column::Name(name) = column {
-                let i = fields.iter().position(|f| f == name).with_context(|| {
-                    format!(
-                        "{} has no column named `{name}` (its first line has: {})",
-                        path.display(),
-                        fields.join(", ")
-                    )
-                })?;
-                index = Some(i);
+            let is_header = match column {
+                // A name is looked up in the first line, which is then the header whatever it holds.
+                Column::Name(name) => {
+                    index = named_column(&fields, name, path)?;
+                    true
+                }
+                Column::Index(_) => matches!(classify(&fields, number, path)?, FirstLine::Header),
+            };
+            if is_header {
+                header = Some(line.trim().to_string());
                 continue;
             }
-            let i = index.unwrap_or(0);
-            if let Some(f) = fields.get(i) {
-                if f.parse::<f64>().is_err() {
-                    // A header line: the column is chosen by index, so it is skipped.
-                    continue;
-                }
-            }
         }
-        let i = index.unwrap_or(0);
-        let Some(field) = fields.get(i) else {
+        let Some(field) = fields.get(index) else {
             bail!(
-                "line {number} of {} has {} fields, no column {i}",
+                "line {number} of {} has {} fields, no column {index}",
                 path.display(),
                 fields.len()
             );
@@ -185,17 +240,33 @@ fn parse(
             );
         }
     }
-    Ok(sink.out)
+    let shape = Shape::flat(sink.out.samples().len());
+    Ok(Parsed {
+        values: sink.out,
+        shape,
+        header,
+    })
 }
 
 /// Reads a one-column text file of numbers as f64 (bin edges, weights).
-pub fn read_f64(path: &Path) -> Result<Vec<f64>> {
-    let mut text = String::new();
+pub fn read_f64(path: &Path) -> Result<Parsed<Vec<f64>>> {
+    let mut text = Vec::new();
     std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_string(&mut text))
+        .and_then(|mut f| f.read_to_end(&mut text))
         .with_context(|| format!("cannot read {}", path.display()))?;
-    match parse(text.as_bytes(), path, &Column::Index(0), SampleType::F64)? {
-        OwnedSamples::F64(v) => Ok(v),
-        other => Ok(super::to_f64(other.samples())),
-    }
+    parse_f64(&text[..], path)
+}
+
+/// Parses one column of numbers as f64 from any reader (a file's bytes, a pipe).
+pub fn parse_f64(reader: impl BufRead, path: &Path) -> Result<Parsed<Vec<f64>>> {
+    let parsed = parse(reader, path, &Column::Index(0), SampleType::F64)?;
+    let values = match parsed.values {
+        OwnedSamples::F64(v) => v,
+        other => super::to_f64(other.samples()),
+    };
+    Ok(Parsed {
+        values,
+        shape: parsed.shape,
+        header: parsed.header,
+    })
 }

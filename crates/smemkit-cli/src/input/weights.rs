@@ -13,7 +13,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use smemkit::{SampleType, Weights};
 
 use super::data::{decode, OwnedSamples};
-use super::{npy, text, FileKind};
+use super::{npy, shape, text, FileKind, Parsed, Shape};
 
 /// Bytes read and decoded at a time.
 const PIECE: usize = 16 << 20;
@@ -26,11 +26,27 @@ pub enum WeightData {
 }
 
 impl WeightData {
-    pub fn read(path: &Path) -> Result<WeightData> {
+    pub fn read(path: &Path) -> Result<Parsed<WeightData>> {
         match FileKind::of(path, None) {
             Ok(FileKind::Npy) => read_npy(path),
-            _ => Ok(WeightData::F64(text::read_f64(path)?)),
+            _ => {
+                let t = text::read_f64(path)?;
+                Ok(Parsed {
+                    values: WeightData::F64(t.values),
+                    shape: t.shape,
+                    header: t.header,
+                })
+            }
         }
+    }
+
+    /// The weights of shape `mine` in the storage order of samples of shape `samples`
+    /// ([`shape::pair`]: numpy's pairing, by logical index).
+    pub fn pair(self, mine: &Shape, samples: &Shape) -> Result<WeightData> {
+        Ok(match self {
+            WeightData::F32(w) => WeightData::F32(shape::pair(w, mine, samples)?),
+            WeightData::F64(w) => WeightData::F64(shape::pair(w, mine, samples)?),
+        })
     }
 
     pub fn weights(&self) -> Weights<'_> {
@@ -51,7 +67,7 @@ fn reserve<T>(v: &mut Vec<T>, n: usize, path: &Path) -> Result<()> {
     })
 }
 
-fn read_npy(path: &Path) -> Result<WeightData> {
+fn read_npy(path: &Path) -> Result<Parsed<WeightData>> {
     let layout = npy::read_layout(path)?;
     let size = layout.ty.size();
     let mut out = match layout.ty {
@@ -87,7 +103,11 @@ fn read_npy(path: &Path) -> Result<WeightData> {
         }
         left -= want;
     }
-    Ok(out)
+    Ok(Parsed {
+        values: out,
+        shape: layout.shape,
+        header: None,
+    })
 }
 
 #[cfg(test)]
@@ -121,13 +141,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f: Vec<f32> = vec![0.5, 1.25, -3.0];
         let bytes: Vec<u8> = f.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let w = WeightData::read(&npy_file(dir.path(), "f.npy", "<f4", &bytes, 3)).unwrap();
+        let w = WeightData::read(&npy_file(dir.path(), "f.npy", "<f4", &bytes, 3))
+            .unwrap()
+            .values;
         assert!(matches!(w.weights(), Weights::F32(v) if v == f.as_slice()));
         let be: Vec<u8> = [2.5f64, 7.0].iter().flat_map(|x| x.to_be_bytes()).collect();
-        let w = WeightData::read(&npy_file(dir.path(), "d.npy", ">f8", &be, 2)).unwrap();
+        let w = WeightData::read(&npy_file(dir.path(), "d.npy", ">f8", &be, 2))
+            .unwrap()
+            .values;
         assert!(matches!(w.weights(), Weights::F64(v) if v == [2.5, 7.0]));
         let i: Vec<u8> = [3i16, -4].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let w = WeightData::read(&npy_file(dir.path(), "i.npy", "<i2", &i, 2)).unwrap();
+        let w = WeightData::read(&npy_file(dir.path(), "i.npy", "<i2", &i, 2))
+            .unwrap()
+            .values;
         assert!(matches!(w.weights(), Weights::F64(v) if v == [3.0, -4.0]));
     }
 

@@ -1,9 +1,11 @@
 //! `--out FILE.json`: the whole result (counts, edges, tallies, engine) for programs to read.
+//! JSON has no infinity or NaN (serde_json would write both as `null`), so non-finite floats are
+//! written as the strings `"inf"`, `"-inf"` and `"nan"`, which Python's `float()` reads back.
 
 use std::io::Write;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use smemkit::{Backend, Counts, Histogram};
 
 #[derive(Serialize)]
@@ -17,13 +19,40 @@ struct Tallies {
 #[serde(untagged)]
 enum JsonCounts<'a> {
     Unweighted(&'a [u64]),
-    Weighted(&'a [f64]),
+    Weighted(Floats<'a>),
+}
+
+/// One float: a JSON number when finite, else `"inf"`, `"-inf"` or `"nan"`.
+struct Float(f64);
+
+impl Serialize for Float {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        if v.is_finite() {
+            s.serialize_f64(v)
+        } else if v.is_nan() {
+            s.serialize_str("nan")
+        } else if v > 0.0 {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_str("-inf")
+        }
+    }
+}
+
+/// A list of floats, each written as [`Float`].
+struct Floats<'a>(&'a [f64]);
+
+impl Serialize for Floats<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|&v| Float(v)))
+    }
 }
 
 #[derive(Serialize)]
 struct Document<'a> {
     counts: JsonCounts<'a>,
-    edges: &'a [f64],
+    edges: Floats<'a>,
     tallies: Tallies,
     samples: u64,
     counted: u64,
@@ -44,11 +73,11 @@ pub fn backend_name(b: Backend) -> &'static str {
 pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     let counts = match &h.counts {
         Counts::Unweighted(c) => JsonCounts::Unweighted(c),
-        Counts::Weighted(c) => JsonCounts::Weighted(c),
+        Counts::Weighted(c) => JsonCounts::Weighted(Floats(c)),
     };
     let doc = Document {
         counts,
-        edges: &h.edges,
+        edges: Floats(&h.edges),
         tallies: Tallies {
             below: h.tallies.below,
             above: h.tallies.above,
@@ -64,4 +93,16 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     serde_json::to_writer(&mut *w, &doc)?;
     writeln!(w)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_floats_are_named_and_finite_ones_are_numbers() {
+        let v = [1.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -0.0, 1e300];
+        let text = serde_json::to_string(&Floats(&v)).unwrap();
+        assert_eq!(text, r#"[1.5,"inf","-inf","nan",-0.0,1e+300]"#);
+    }
 }

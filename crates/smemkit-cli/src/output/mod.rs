@@ -1,11 +1,14 @@
 //! What `hist` produces: the summary and terminal chart on stdout, and files (`--out`, `--plot`).
-//! Files are written to a temporary file in the target's folder and renamed into place, so a
-//! reader never sees a half-written histogram and a failure leaves nothing behind.
+//! Files are written to a partial file in the target's folder and renamed into place, so a
+//! reader never sees a half-written histogram and a failure (or SIGINT/SIGTERM) leaves nothing
+//! behind; no output may be one of the inputs.
 
 pub mod chart;
 pub mod csv;
+pub mod identity;
 pub mod json;
 pub mod npy;
+pub mod partial;
 pub mod plot;
 pub mod summary;
 
@@ -14,6 +17,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use smemkit::Histogram;
+
+use partial::Partial;
 
 /// `--out` formats, chosen by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,15 +68,12 @@ fn extension(path: &Path) -> Option<String> {
         .map(|e| e.to_ascii_lowercase())
 }
 
-/// Writes `path` whole or not at all: `write` fills a temporary file in the same folder, which is
-/// then renamed over `path` (a rename within one folder is atomic).
+/// Writes `path` whole or not at all: `write` fills a partial file in the same folder
+/// ([`partial::Partial`]), which is then renamed over `path` (a rename within one folder is
+/// atomic). A `path` that is one of the command's inputs is refused ([`identity`]).
 pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::NamedTempFile::new_in(folder)
-        .with_context(|| format!("cannot create a file in {}", folder.display()))?;
+    identity::check_output("the output", path)?;
+    let tmp = Partial::create(path, "")?;
     {
         let mut w = BufWriter::new(tmp.as_file());
         write(&mut w).with_context(|| format!("cannot write {}", path.display()))?;
@@ -79,31 +81,19 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
-/// Like [`write_atomic`] for writers that want a path: `write` fills the temporary file at the
+/// Like [`write_atomic`] for writers that want a path: `write` fills the partial file at the
 /// path it is given (which ends with `suffix`), then it is renamed over `path`.
 pub fn write_atomic_at_path(
     path: &Path,
     suffix: &str,
     write: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .suffix(suffix)
-        .tempfile_in(folder)
-        .with_context(|| format!("cannot create a file in {}", folder.display()))?;
+    identity::check_output("the output", path)?;
+    let tmp = Partial::create(path, suffix)?;
     write(tmp.path()).with_context(|| format!("cannot write {}", path.display()))?;
     tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 /// Writes the histogram to `path` in `format`.

@@ -1,0 +1,250 @@
+//! `smemkit bench --backend cuda`: the standard histogram workloads of shared/BENCH.md on the GPU.
+//! The data is drawn on the device, every strategy that can hold the bins is timed (forced, plus the
+//! planner's `auto`, each as planned and with warp aggregation flipped), and every result is checked against
+//! the CPU engine on a copy of the same data before its line is printed.
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use smemkit::cuda::bench::{self as dev, median};
+use smemkit::cuda::histogram::{Prepared, WeightKind};
+use smemkit::{Binning, Counts, Error, OutOfRange, SampleType, StrategyChoice};
+
+use crate::bench::{workload_spec, MIN_RUNS};
+use crate::cli::BenchArgs;
+
+/// Warm-up runs before the timed ones.
+const WARMUP: usize = 3;
+
+/// Every strategy worth timing for a bin count: the planner's, shared, each cluster size, global.
+fn all_choices() -> Vec<StrategyChoice> {
+    let mut v = vec![
+        StrategyChoice::Auto,
+        StrategyChoice::Shared,
+        StrategyChoice::Packed(16),
+        StrategyChoice::Packed(8),
+    ];
+    v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
+    v.push(StrategyChoice::Global);
+    v.push(StrategyChoice::Partition);
+    v.push(StrategyChoice::Exchange {
+        bits: None,
+        size: None,
+    });
+    v.push(StrategyChoice::Packed(4));
+    for bits in [8, 4] {
+        v.push(StrategyChoice::Sliced {
+            bits: Some(bits),
+            slices: None,
+        });
+    }
+    v
+}
+
+/// Whether a strategy of the default set is worth a row at `nbins`: 4-bit counters in one block
+/// only beyond what 8-bit counters hold (they wrap every 16 counts, for nothing below that), and
+/// `sliced` (the fewest slices) only beyond what one block of its counters holds (below that it is
+/// `shared8` / `shared4` with a slice test per sample) and up to 2^22 bins (every slice reads the
+/// whole input, so beyond that it only slows down).
+fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::cuda::Gpu) -> bool {
+    let one_block = |bits| smemkit::plan::packed_max_bins_per_block(&gpu.limits, bits);
+    match choice {
+        StrategyChoice::Packed(4) => nbins > one_block(8),
+        StrategyChoice::Sliced {
+            bits: Some(bits),
+            slices: None,
+        } => nbins > one_block(bits) && nbins <= 1 << 22,
+        _ => true,
+    }
+}
+
+/// The strategies named by `--strategies` (all when none is named).
+fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
+    if names.is_empty() {
+        return Ok(all_choices());
+    }
+    names
+        .iter()
+        .map(
+            |name| match name.strip_prefix("cluster").map(str::parse::<u32>) {
+                Some(Ok(k)) => Ok(StrategyChoice::Cluster(Some(k))),
+                _ => StrategyChoice::parse(name, None)
+                    .with_context(|| format!("--strategies {name}")),
+            },
+        )
+        .collect()
+}
+
+/// Powers of two and the 1.5x steps between them, from 2 to 2^24 bins.
+/// The share of samples in the hot bin that `--dist` names: `uniform` 0, `hot` shared/BENCH.md's 7/8,
+/// `hot:F` any fraction F in [0, 1] (a skew sweep for the planner's crossovers; GPU only).
+fn hot_share(dist: &str) -> Result<f64> {
+    Ok(match dist {
+        "uniform" => 0.0,
+        "hot" => dev::BENCH_HOT_SHARE,
+        d => match d.strip_prefix("hot:").map(str::parse::<f64>) {
+            Some(Ok(f)) if (0.0..=1.0).contains(&f) => f,
+            _ => bail!(
+                "--dist {d}: the GPU benchmark draws uniform, hot or hot:F data (F a fraction in [0, 1])"
+            ),
+        },
+    })
+}
+
+pub fn sweep_bins() -> Vec<usize> {
+    let mut v = Vec::new();
+    for k in 1..=24 {
+        v.push(1usize << k);
+        if k < 24 {
+            v.push(3usize << (k - 1));
+        }
+    }
+    v
+}
+
+fn short_name(t: SampleType) -> &'static str {
+    match t {
+        SampleType::I32 => "i32",
+        SampleType::F32 => "f32",
+        SampleType::U8 => "u8",
+        _ => t.name(),
+    }
+}
+
+/// The commit measured: `SMEMKIT_COMMIT` when set (the device machine has the tree without git).
+fn commit() -> String {
+    std::env::var("SMEMKIT_COMMIT").unwrap_or_else(|_| crate::commit::describe())
+}
+
+pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
+    if let Some(devices) = &args.devices {
+        if args.op != "hist" {
+            bail!("--devices applies to --op hist");
+        }
+        return crate::bench::multi::run(args, devices, &commit());
+    }
+    if matches!(args.op.as_str(), "h2d" | "hist-stream") {
+        return crate::bench::stream::run(args, &commit());
+    }
+    if args.op != "hist" {
+        return crate::bench::ops::bench_ops(args, &commit());
+    }
+    if args.runs < MIN_RUNS {
+        bail!(
+            "--runs {} is too few: the schema asks for the median of at least {MIN_RUNS}",
+            args.runs
+        );
+    }
+    let gpu = smemkit::cuda::gpu().context("the CUDA benchmark needs a GPU")?;
+    let n = 1usize
+        .checked_shl(args.log2_n)
+        .filter(|_| args.log2_n <= 34)
+        .context("--log2-n must be at most 34")?;
+    let commit = commit();
+    let strategies = choices(&args.strategies)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for dtype in &args.dtype {
+        let ty = SampleType::parse(dtype).context("--dtype")?;
+        let bins = if args.sweep {
+            sweep_bins()
+        } else {
+            args.bins.clone()
+        };
+        for &nbins in &bins {
+            for dist in &args.dist {
+                let hot = hot_share(dist)?;
+                let data = dev::generate(&gpu, ty, n, nbins, hot, args.seed)?;
+                let host = data.to_host(&gpu)?;
+                let binning = Binning::resolve(&workload_spec(ty, nbins), host.as_samples())?;
+                let reference = smemkit::with_samples!(host.as_samples(), s =>
+                    smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
+                drop(host);
+                for &choice in &strategies {
+                    if args.strategies.is_empty() && !worth_timing(choice, nbins, &gpu) {
+                        continue;
+                    }
+                    for flipped in [false, true] {
+                        if flipped && !args.flip_aggregation {
+                            continue;
+                        }
+                        let mut prepared = match Prepared::new(
+                            gpu.clone(),
+                            ty,
+                            WeightKind::None,
+                            &binning,
+                            OutOfRange::Ignore,
+                            choice,
+                        ) {
+                            Ok(p) => p,
+                            Err(Error::StrategyUnsupported { .. }) => continue,
+                            Err(e) => {
+                                return Err(e).context(format!("{choice:?} for {nbins} bins"))
+                            }
+                        };
+                        // The strategy's own choice first, then the other way (kept measurable).
+                        if flipped {
+                            prepared.params.aggregate ^= 1;
+                        }
+                        // A strategy that fails is reported and skipped: the other rows still count.
+                        let measured = dev::run_once(&prepared, &data)
+                            .and_then(|r| Ok((r, dev::time(&prepared, &data, WARMUP, args.runs)?)));
+                        let (result, times) = match measured {
+                            Ok(m) => m,
+                            Err(e) => {
+                                eprintln!("{choice:?} on {nbins} bins ({dist}): {e}");
+                                continue;
+                            }
+                        };
+                        let correct = result.tallies == reference.tallies
+                            && matches!((&result.counts, &reference.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b);
+                        let ms = median(&times) as f64;
+                        let name = match choice {
+                            StrategyChoice::Auto => "auto".to_string(),
+                            _ => prepared.plan.strategy.name(),
+                        };
+                        let suffix = match (flipped, prepared.params.aggregate != 0) {
+                            (false, _) => "",
+                            (true, true) => "-agg",
+                            (true, false) => "-noagg",
+                        };
+                        let row = json!({
+                            "impl": format!("smemkit/{name}{suffix}"),
+                            "op": "hist",
+                            "ms": ms,
+                            "gbps": (n * ty.size()) as f64 / (ms / 1e3) / 1e9,
+                            "correct": correct,
+                            "dist": dist,
+                            "nbins": nbins,
+                            "n": n,
+                            "dtype": short_name(ty),
+                            "commit": commit,
+                            "gpu": gpu.name,
+                            "plan": prepared.detail(),
+                        });
+                        writeln!(out, "{row}")?;
+                        out.flush()?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hot_shares_parse() {
+        assert_eq!(hot_share("uniform").unwrap(), 0.0);
+        assert_eq!(hot_share("hot").unwrap(), 0.875);
+        assert_eq!(hot_share("hot:0.95").unwrap(), 0.95);
+        assert_eq!(hot_share("hot:1").unwrap(), 1.0);
+        for bad in ["hot:1.5", "hot:-0.1", "hot:x", "hot:", "zipf", "hot:NaN"] {
+            assert!(hot_share(bad).is_err(), "{bad}");
+        }
+    }
+}

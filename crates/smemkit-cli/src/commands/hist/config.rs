@@ -1,0 +1,352 @@
+//! Raw `hist` flags to a validated configuration. Everything that can be checked before reading
+//! data is checked here (ranges, dtypes, policies, output paths), so a mistake costs no reading
+//! or computing and is reported as one line.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use smemkit::{Backend, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode};
+
+use crate::cli::HistArgs;
+use crate::input::generate::Dist;
+use crate::output::{OutFormat, PlotFormat};
+
+/// Where the samples come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    File {
+        path: PathBuf,
+        dtype: Option<SampleType>,
+        column: Option<String>,
+    },
+    Generate {
+        dist: Dist,
+        count: usize,
+        seed: u64,
+        dtype: SampleType,
+    },
+}
+
+/// The bins as asked for; the final [`BinSpec`] depends on the sample type (see [`BinsRequest::spec`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinsRequest {
+    pub nbins: Option<usize>,
+    pub range: Option<(f64, f64)>,
+    pub edges: Option<Vec<f64>>,
+    pub integer: bool,
+}
+
+impl BinsRequest {
+    /// The rule documented in `--help`: edges if given; a range gives uniform bins; integer samples
+    /// without a range take integer bins; float samples take uniform bins over their min and max.
+    pub fn spec(&self, ty: SampleType) -> Result<BinSpec> {
+        if let Some(edges) = &self.edges {
+            return Ok(BinSpec::Edges(edges.clone()));
+        }
+        let nbins = self
+            .nbins
+            .context("give the number of bins with --bins N, or edges with --edges FILE")?;
+        Ok(match self.range {
+            Some(range) => BinSpec::Uniform {
+                nbins,
+                range: Some(range),
+            },
+            None if self.integer || !ty.is_float() => BinSpec::Integer { nbins },
+            None => BinSpec::Uniform { nbins, range: None },
+        })
+    }
+
+    /// The span that synthetic data covers: the range, the edges, or `[0, nbins)`.
+    pub fn span(&self) -> Result<(usize, f64, f64)> {
+        if let Some(e) = &self.edges {
+            return Ok((e.len().saturating_sub(1).max(1), e[0], e[e.len() - 1]));
+        }
+        let nbins = self
+            .nbins
+            .context("--generate needs --bins N (or --edges FILE) to know what span to cover")?;
+        Ok(match self.range {
+            Some((lo, hi)) => (nbins, lo, hi),
+            None => (nbins, 0.0, nbins as f64),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistConfig {
+    pub source: Source,
+    pub bins: BinsRequest,
+    pub weights: Option<PathBuf>,
+    /// The file the edges came from (`--edges`), kept so no output replaces it.
+    pub edges_file: Option<PathBuf>,
+    pub policy: OutOfRange,
+    pub backend: Backend,
+    pub strategy: StrategyChoice,
+    pub out: Option<(PathBuf, OutFormat)>,
+    pub plot: Option<(PathBuf, PlotFormat)>,
+    pub chart: bool,
+    /// GPU: stream the input (`--stream`, `--no-stream`, or by size).
+    pub stream: StreamMode,
+    /// GPU: device memory the streaming buffers may use, in bytes.
+    pub device_budget: Option<usize>,
+    /// GPU: the GPUs of this process (`--devices`).
+    pub devices: DeviceSet,
+    /// Lines for the summary about how the inputs read so far were read (a skipped header).
+    pub notes: Vec<String>,
+}
+
+/// Parses `LO:HI`. LO >= HI is refused here although the library widens `lo == hi` as numpy
+/// does: on the command line an empty range is almost always a typo.
+pub fn parse_range(text: &str) -> Result<(f64, f64)> {
+    let (lo, hi) = text
+        .split_once(':')
+        .with_context(|| format!("--range `{text}` is not of the form LO:HI"))?;
+    let num = |s: &str| -> Result<f64> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .with_context(|| format!("--range `{text}`: `{s}` is not a number"))?;
+        if !v.is_finite() {
+            bail!("--range `{text}`: bounds must be finite");
+        }
+        Ok(v)
+    };
+    let (lo, hi) = (num(lo)?, num(hi)?);
+    if lo >= hi {
+        bail!(
+            "--range {lo}:{hi} is empty or inverted (LO must be below HI); numpy would widen an empty range by 0.5 \
+             on each side: pass --range {}:{} to ask for that explicitly",
+            lo - 0.5,
+            hi + 0.5
+        );
+    }
+    Ok((lo, hi))
+}
+
+fn dtype(text: Option<&str>) -> Result<Option<SampleType>> {
+    text.map(|t| SampleType::parse(t).with_context(|| "--dtype"))
+        .transpose()
+}
+
+impl HistConfig {
+    pub fn from_args(a: &HistArgs) -> Result<HistConfig> {
+        let dtype = dtype(a.dtype.as_deref())?;
+        let source = match (&a.input, &a.generate) {
+            (Some(path), None) => Source::File {
+                path: path.clone(),
+                dtype,
+                column: a.column.clone(),
+            },
+            (None, Some(dist)) => {
+                let dist = Dist::parse(dist)?;
+                let count = a.count.context("--generate needs --count N")?;
+                let count = usize::try_from(count)
+                    .context("--count is larger than this machine can address")?;
+                let default = if dist == Dist::Normal {
+                    SampleType::F64
+                } else {
+                    SampleType::I32
+                };
+                Source::Generate {
+                    dist,
+                    count,
+                    seed: a.seed,
+                    dtype: dtype.unwrap_or(default),
+                }
+            }
+            (None, None) => bail!("give an input file or --generate DIST --count N"),
+            (Some(_), Some(_)) => bail!("give either an input file or --generate, not both"),
+        };
+        if a.bins == Some(0) {
+            bail!("--bins must be at least 1 (got 0)");
+        }
+        let range = a.range.as_deref().map(parse_range).transpose()?;
+        let mut notes = Vec::new();
+        let edges = match &a.edges {
+            Some(path) => {
+                let read = crate::input::read_numbers(path)
+                    .with_context(|| format!("cannot use --edges {}", path.display()))?;
+                notes.extend(read.note(path));
+                let e = read.values;
+                check_edges(&e).with_context(|| format!("--edges {}", path.display()))?;
+                Some(e)
+            }
+            None => None,
+        };
+        if edges.is_some()
+            && a.bins
+                .is_some_and(|b| b + 1 != edges.as_ref().map_or(0, Vec::len))
+        {
+            bail!(
+                "--bins {} disagrees with the {} edges of --edges (which make {} bins)",
+                a.bins.unwrap_or(0),
+                edges.as_ref().map_or(0, Vec::len),
+                edges.as_ref().map_or(0, |e| e.len().saturating_sub(1))
+            );
+        }
+        let bins = BinsRequest {
+            nbins: a.bins,
+            range,
+            edges,
+            integer: a.integer,
+        };
+        if bins.edges.is_none() && bins.nbins.is_none() {
+            bail!("give the number of bins with --bins N, or edges with --edges FILE");
+        }
+        let policy = OutOfRange::parse(&a.out_of_range).context("--out-of-range")?;
+        let backend = Backend::parse(&a.backend).context("--backend")?;
+        let strategy = StrategyChoice::parse(&a.strategy, a.cluster_size).context("--strategy")?;
+        let out = a
+            .out
+            .as_ref()
+            .map(|p| Ok::<_, anyhow::Error>((p.clone(), OutFormat::of(p)?)))
+            .transpose()?;
+        let plot = a
+            .plot
+            .as_ref()
+            .map(|p| Ok::<_, anyhow::Error>((p.clone(), PlotFormat::of(p)?)))
+            .transpose()?;
+        for (path, what) in out
+            .iter()
+            .map(|o| (&o.0, "--out"))
+            .chain(plot.iter().map(|p| (&p.0, "--plot")))
+        {
+            check_folder(path).with_context(|| what.to_string())?;
+        }
+        if let Some(w) = &a.weights {
+            if !w.is_file() {
+                bail!("--weights: cannot read {}: no such file", w.display());
+            }
+        }
+        let stream = match (a.stream, a.no_stream) {
+            (true, _) => StreamMode::Always,
+            (_, true) => StreamMode::Never,
+            _ => StreamMode::Auto,
+        };
+        if (a.stream || a.device_budget.is_some()) && backend == Backend::Cpu {
+            bail!("--stream and --device-budget apply to the GPU engine, not --backend cpu");
+        }
+        let device_budget = match a.device_budget {
+            Some(0) => bail!("--device-budget must be at least 1 MiB"),
+            Some(mib) => Some(
+                mib.checked_mul(1 << 20)
+                    .context("--device-budget is larger than this machine can address")?,
+            ),
+            None => None,
+        };
+        let devices = match &a.devices {
+            None => DeviceSet::Default,
+            Some(d) => DeviceSet::parse(d).context("--devices")?,
+        };
+        if a.devices.is_some() && backend == Backend::Cpu {
+            bail!("--devices applies to the GPU engine, not --backend cpu");
+        }
+        Ok(HistConfig {
+            stream,
+            device_budget,
+            devices,
+            source,
+            bins,
+            weights: a.weights.clone(),
+            edges_file: a.edges.clone(),
+            policy,
+            backend,
+            strategy,
+            out,
+            plot,
+            chart: !a.no_chart,
+            notes,
+        })
+    }
+}
+
+/// Edges must be finite and strictly increasing (checked again by the library; this names the file).
+fn check_edges(e: &[f64]) -> Result<()> {
+    if e.len() < 2 {
+        bail!("at least two edges are needed (got {})", e.len());
+    }
+    for (i, w) in e.windows(2).enumerate() {
+        if !(w[0].is_finite() && w[1].is_finite()) {
+            bail!(
+                "edges must be finite (edge {} is {})",
+                if w[0].is_finite() { i + 1 } else { i },
+                if w[0].is_finite() { w[1] } else { w[0] }
+            );
+        }
+        if w[1] <= w[0] {
+            bail!(
+                "edges must be strictly increasing: edge {} ({}) is not above edge {} ({})",
+                i + 1,
+                w[1],
+                i,
+                w[0]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The folder an output goes to must exist before any work is done.
+pub fn check_folder(path: &Path) -> Result<()> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        bail!(
+            "cannot write {}: the folder {} does not exist",
+            path.display(),
+            folder.display()
+        );
+    }
+    if path.is_dir() {
+        bail!("cannot write {}: it is a directory", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_parse_and_empty_ones_explain_numpy() {
+        assert_eq!(parse_range("-1.5:2").unwrap(), (-1.5, 2.0));
+        let e = format!("{:#}", parse_range("3:3").unwrap_err());
+        assert!(e.contains("numpy") && e.contains("2.5:3.5"), "{e}");
+        assert!(parse_range("5:1").is_err());
+        assert!(parse_range("1-2").is_err());
+        assert!(parse_range("a:2").is_err());
+    }
+
+    #[test]
+    fn the_bin_rule() {
+        let r = BinsRequest {
+            nbins: Some(4),
+            range: None,
+            edges: None,
+            integer: false,
+        };
+        assert_eq!(
+            r.spec(SampleType::I32).unwrap(),
+            BinSpec::Integer { nbins: 4 }
+        );
+        assert_eq!(
+            r.spec(SampleType::F32).unwrap(),
+            BinSpec::Uniform {
+                nbins: 4,
+                range: None
+            }
+        );
+        let r = BinsRequest {
+            range: Some((0.0, 1.0)),
+            ..r
+        };
+        assert_eq!(
+            r.spec(SampleType::U8).unwrap(),
+            BinSpec::Uniform {
+                nbins: 4,
+                range: Some((0.0, 1.0))
+            }
+        );
+    }
+}

@@ -1,0 +1,576 @@
+//! Bin specifications and numpy's binning rule.
+//!
+//! A user asks for bins with a [`BinSpec`]; [`Binning::resolve`] turns it, together with the samples,
+//! into the exact rule every engine applies. Uniform float bins reproduce `numpy.histogram`
+//! bit for bit: numpy 2 computes float32 data in float32 (NEP 50 promotion), builds the edges with
+//! `linspace`, estimates the bin with `(x - first) / (last - first) * n` and then corrects the
+//! estimate against the actual edge values. The GPU kernels receive the same numbers
+//! ([`UniformF32`], [`UniformF64`]) and repeat the same arithmetic.
+
+use crate::error::{Error, Result};
+use crate::sample::{Sample, SampleType, Samples};
+
+/// What bins the caller wants.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BinSpec {
+    /// `bincount`: integer samples, bin `v` counts the value `v`, for `v` in `[0, nbins)`.
+    Integer { nbins: usize },
+    /// `nbins` equal bins over `range` (`[lo, hi]`, last bin closed), or over the data's own
+    /// minimum and maximum when `range` is `None`.
+    Uniform {
+        nbins: usize,
+        range: Option<(f64, f64)>,
+    },
+    /// Explicit, strictly increasing edges; `edges.len() - 1` bins.
+    Edges(Vec<f64>),
+}
+
+/// What happens to samples outside the bins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutOfRange {
+    /// Not counted, only tallied (numpy, CUB).
+    #[default]
+    Ignore,
+    /// Below the range into the first bin, above into the last (the CUDA programming guide's kernel).
+    Clamp,
+    /// Any sample that would not be counted (below, above or NaN) fails the whole call.
+    Error,
+}
+
+impl OutOfRange {
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "ignore" => Ok(OutOfRange::Ignore),
+            "clamp" => Ok(OutOfRange::Clamp),
+            "error" => Ok(OutOfRange::Error),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown out-of-range policy `{text}` (expected ignore, clamp or error)"
+            ))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            OutOfRange::Ignore => "ignore",
+            OutOfRange::Clamp => "clamp",
+            OutOfRange::Error => "error",
+        }
+    }
+}
+
+/// Where one sample lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Bin(usize),
+    Below,
+    Above,
+    Nan,
+}
+
+/// Uniform bins computed in float32, as numpy does for float32 samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UniformF32 {
+    /// Number of bins (`edges.len() - 1`).
+    pub nbins: usize,
+    /// The lower edge as float32: samples below it are out of range (`x < first`).
+    pub first: f32,
+    /// The upper edge as float32: samples above it are out of range (`x > last`); `x == last`
+    /// is counted in the last bin.
+    pub last: f32,
+    /// `last - first`; numpy divides in float64 when the range came from the caller (Python floats)
+    /// and in float32 when it came from the data.
+    pub denom: f64,
+    /// Whether numpy's estimate `(x - first) / denom * nbins` is computed in float64 (`true`: the
+    /// float32 difference widened, divided by `denom`, times `nbins` as float64) or entirely in
+    /// float32 (`false`: `denom` and `nbins` rounded to float32).
+    pub denom_is_f64: bool,
+    /// The range in float64 as numpy's linspace saw it (after widening an empty range); the GPU
+    /// recomputes the edges from it instead of reading `edges`.
+    pub range64: (f64, f64),
+    /// numpy's `nbins + 1` edges in float32; the estimate is corrected against them: one down if
+    /// `x < edges[i]`, else one up if `x >= edges[i + 1]` (never past the last bin).
+    pub edges: Vec<f32>,
+    /// [`UniformF32::exact_power_of_two_width`], found once when the bins are resolved: the check
+    /// walks every edge, and both engines ask for it several times per histogram.
+    exact_inv_width: Option<f32>,
+}
+
+/// Uniform bins computed in float64 (float64 and all integer samples).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UniformF64 {
+    /// Number of bins (`edges.len() - 1`).
+    pub nbins: usize,
+    /// Lower edge: `x < first` is below the range.
+    pub first: f64,
+    /// Upper edge: `x > last` is above the range, `x == last` goes to the last bin.
+    pub last: f64,
+    /// The divisor of numpy's estimate `(x - first) / denom * nbins` (all float64). For integer
+    /// samples with an automatic range it is `max - min` computed exactly and rounded once, which
+    /// can differ from `last - first`.
+    pub denom: f64,
+    /// numpy's `nbins + 1` edges (`linspace` in float64); the estimate is corrected against them
+    /// as for [`UniformF32::edges`].
+    pub edges: Vec<f64>,
+}
+
+/// A resolved binning rule: what every engine applies to every sample.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Binning {
+    Integer { nbins: usize },
+    UniformF32(UniformF32),
+    UniformF64(UniformF64),
+    Edges(Vec<f64>),
+}
+
+impl UniformF32 {
+    /// `1 / width` when the bins start at 0 and every edge is exactly `i * width` for a
+    /// power-of-two width (pixel values over [0, 256), integer-valued data at unit width...): the
+    /// true bin of `x` is then `floor(x * (1 / width))`, the product exact, and numpy's result is the
+    /// true bin, since its correction returns the bin the edges define from any estimate within one
+    /// bin of it. Both engines then skip the estimate and the two edge comparisons (the CPU's exact
+    /// code loop, the GPU's `uniform32x` kernels). The edges are checked one by one, not derived.
+    pub fn exact_power_of_two_width(&self) -> Option<f32> {
+        self.exact_inv_width
+    }
+
+    /// The same bins with [`UniformF32::exact_power_of_two_width`] found (every constructor ends here).
+    fn with_exactness(mut self) -> UniformF32 {
+        self.exact_inv_width = self.find_exact_inv_width();
+        self
+    }
+
+    fn find_exact_inv_width(&self) -> Option<f32> {
+        if self.first != 0.0 || self.nbins == 0 || self.nbins > 1 << 24 {
+            return None;
+        }
+        let width = self.last / self.nbins as f32;
+        let power_of_two = width.is_normal() && width > 0.0 && width.to_bits() & 0x007f_ffff == 0;
+        let inv = 1.0 / width;
+        if !power_of_two || !inv.is_normal() {
+            return None;
+        }
+        self.edges
+            .iter()
+            .enumerate()
+            .all(|(i, &e)| e == i as f32 * width)
+            .then_some(inv)
+    }
+
+    #[inline(always)]
+    pub fn locate(&self, x: f32) -> Slot {
+        if x.is_nan() {
+            return Slot::Nan;
+        }
+        if x < self.first {
+            return Slot::Below;
+        }
+        if x > self.last {
+            return Slot::Above;
+        }
+        let n = self.nbins;
+        let diff = x - self.first;
+        let estimate = if self.denom_is_f64 {
+            (diff as f64 / self.denom * n as f64) as i64
+        } else {
+            (diff / self.denom as f32 * n as f32) as i64
+        };
+        Slot::Bin(correct_estimate(
+            estimate,
+            n,
+            |i| x < self.edges[i],
+            |i| x >= self.edges[i],
+        ))
+    }
+}
+
+impl UniformF64 {
+    #[inline(always)]
+    pub fn locate(&self, x: f64) -> Slot {
+        if x.is_nan() {
+            return Slot::Nan;
+        }
+        if x < self.first {
+            return Slot::Below;
+        }
+        if x > self.last {
+            return Slot::Above;
+        }
+        let n = self.nbins;
+        let estimate = ((x - self.first) / self.denom * n as f64) as i64;
+        Slot::Bin(correct_estimate(
+            estimate,
+            n,
+            |i| x < self.edges[i],
+            |i| x >= self.edges[i],
+        ))
+    }
+}
+
+/// numpy's correction of the arithmetic estimate against the real edges: the estimate may be one
+/// off near an edge. `below_edge(i)` is `x < edges[i]`, `at_or_above_edge(i)` is `x >= edges[i]`.
+#[inline(always)]
+fn correct_estimate(
+    estimate: i64,
+    n: usize,
+    below_edge: impl Fn(usize) -> bool,
+    at_or_above_edge: impl Fn(usize) -> bool,
+) -> usize {
+    // numpy would index out of bounds if rounding pushed the estimate past n; keep it in range.
+    let mut i = estimate.clamp(0, n as i64) as usize;
+    if i == n {
+        i -= 1;
+    }
+    if i > 0 && below_edge(i) {
+        i -= 1;
+    }
+    if i != n - 1 && at_or_above_edge(i + 1) {
+        i += 1;
+    }
+    i
+}
+
+/// numpy's `linspace(start, stop, num)` in float64.
+pub fn linspace_f64(start: f64, stop: f64, num: usize) -> Vec<f64> {
+    let div = (num - 1) as f64;
+    let delta = stop - start;
+    let step = delta / div;
+    let mut y: Vec<f64> = (0..num)
+        .map(|i| {
+            let i = i as f64;
+            if step == 0.0 {
+                i / div * delta + start
+            } else {
+                i * step + start
+            }
+        })
+        .collect();
+    y[num - 1] = stop;
+    y
+}
+
+/// numpy's `linspace(start, stop, num)` for float32 endpoints (numpy 2 stays in float32).
+pub fn linspace_f32(start: f32, stop: f32, num: usize) -> Vec<f32> {
+    let div = (num - 1) as f32;
+    let delta = stop - start;
+    let step = delta / div;
+    let mut y: Vec<f32> = (0..num)
+        .map(|i| {
+            let i = i as f32;
+            if step == 0.0 {
+                i / div * delta + start
+            } else {
+                i * step + start
+            }
+        })
+        .collect();
+    y[num - 1] = stop;
+    y
+}
+
+impl Binning {
+    /// Resolves `spec` for `samples` exactly as numpy would (see the module documentation).
+    pub fn resolve(spec: &BinSpec, samples: Samples<'_>) -> Result<Binning> {
+        match spec {
+            BinSpec::Integer { nbins } => {
+                if *nbins == 0 {
+                    return Err(Error::ZeroBins);
+                }
+                if samples.sample_type().is_float() {
+                    return Err(Error::IntegerBinsNeedIntegers(samples.sample_type().name()));
+                }
+                Ok(Binning::Integer { nbins: *nbins })
+            }
+            BinSpec::Edges(edges) => {
+                check_edges(edges)?;
+                Ok(Binning::Edges(edges.clone()))
+            }
+            BinSpec::Uniform { nbins, range } => {
+                if *nbins == 0 {
+                    return Err(Error::ZeroBins);
+                }
+                if let Some((lo, hi)) = *range {
+                    if !(lo.is_finite() && hi.is_finite()) {
+                        return Err(Error::NonFiniteRange { lo, hi });
+                    }
+                    if lo > hi {
+                        return Err(Error::InvertedRange { lo, hi });
+                    }
+                }
+                match samples {
+                    Samples::F32(s) => {
+                        resolve_uniform_f32(*nbins, *range, s).map(Binning::UniformF32)
+                    }
+                    Samples::F64(s) => {
+                        resolve_uniform_f64_float(*nbins, *range, s).map(Binning::UniformF64)
+                    }
+                    _ => crate::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
+                        .map(Binning::UniformF64),
+                }
+            }
+        }
+    }
+
+    pub fn nbins(&self) -> usize {
+        match self {
+            Binning::Integer { nbins } => *nbins,
+            Binning::UniformF32(u) => u.nbins,
+            Binning::UniformF64(u) => u.nbins,
+            Binning::Edges(e) => e.len() - 1,
+        }
+    }
+
+    /// The bin edges as f64 (integer bins: `0, 1, ..., nbins`).
+    pub fn edges(&self) -> Vec<f64> {
+        match self {
+            // Written by every worker into huge pages: at 16M bins the 128 MiB of edges took ~65
+            // ms on one core in 4 KiB pages (mostly first-touch page faults), about half of what
+            // the counting itself needs.
+            Binning::Integer { nbins } => {
+                use rayon::prelude::*;
+                let mut e = crate::huge_pages::zeroed::<f64>(nbins + 1);
+                e.par_iter_mut()
+                    .enumerate()
+                    .for_each(|(i, x)| *x = i as f64);
+                e
+            }
+            Binning::UniformF32(u) => u.edges.iter().map(|&e| e as f64).collect(),
+            Binning::UniformF64(u) => u.edges.clone(),
+            Binning::Edges(e) => e.clone(),
+        }
+    }
+
+    /// Where sample `x` lands. The engines call specialised loops, but all agree with this.
+    #[inline(always)]
+    pub fn locate<T: Sample>(&self, x: T) -> Slot {
+        match self {
+            Binning::Integer { nbins } => match x.to_bin_candidate() {
+                None => Slot::Below,
+                Some(v) if v >= *nbins as u64 => Slot::Above,
+                Some(v) => Slot::Bin(v as usize),
+            },
+            Binning::UniformF32(u) => u.locate(x.to_f32()),
+            Binning::UniformF64(u) => u.locate(x.to_f64()),
+            Binning::Edges(e) => locate_in_edges(e, x.to_f64()),
+        }
+    }
+}
+
+/// Bin of `x` among explicit edges: `[e[i], e[i+1])`, the last bin closed.
+#[inline(always)]
+pub fn locate_in_edges(edges: &[f64], x: f64) -> Slot {
+    let n = edges.len() - 1;
+    if x.is_nan() {
+        Slot::Nan
+    } else if x < edges[0] {
+        Slot::Below
+    } else if x > edges[n] {
+        Slot::Above
+    } else if x == edges[n] {
+        Slot::Bin(n - 1)
+    } else {
+        Slot::Bin(edges.partition_point(|&e| e <= x) - 1)
+    }
+}
+
+fn check_edges(edges: &[f64]) -> Result<()> {
+    if edges.len() < 2 {
+        return Err(Error::TooFewEdges(edges.len()));
+    }
+    for (index, &value) in edges.iter().enumerate() {
+        if !value.is_finite() {
+            return Err(Error::NonFiniteEdge { index, value });
+        }
+        if index > 0 && value <= edges[index - 1] {
+            return Err(Error::EdgesNotIncreasing {
+                index,
+                value,
+                previous: edges[index - 1],
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_increasing<P: PartialOrd + Copy + Into<f64>>(
+    edges: &[P],
+    nbins: usize,
+    precision: &'static str,
+) -> Result<()> {
+    if edges.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::TooManyBins {
+            nbins,
+            lo: edges[0].into(),
+            hi: edges[edges.len() - 1].into(),
+            precision,
+        });
+    }
+    Ok(())
+}
+
+/// Minimum and maximum in one parallel pass; `None` for empty input. NaN makes both NaN.
+fn min_max<T: Sample>(s: &[T]) -> Option<(f64, f64)> {
+    use rayon::prelude::*;
+    if s.is_empty() {
+        return None;
+    }
+    let fold = |(lo, hi): (f64, f64), x: f64| {
+        if x.is_nan() || lo.is_nan() {
+            (f64::NAN, f64::NAN)
+        } else {
+            (lo.min(x), hi.max(x))
+        }
+    };
+    let (lo, hi) = s
+        .par_chunks(1 << 16)
+        .map(|c| {
+            c.iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |acc, &x| {
+                    fold(acc, x.to_f64())
+                })
+        })
+        .reduce(
+            || (f64::INFINITY, f64::NEG_INFINITY),
+            |a, b| fold(fold(a, b.0), b.1),
+        );
+    Some((lo, hi))
+}
+
+fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Result<UniformF32> {
+    let u = match range {
+        Some((mut lo, mut hi)) => {
+            // Python floats: widened in float64, then compared and subtracted as float32.
+            if lo == hi {
+                lo -= 0.5;
+                hi += 0.5;
+            }
+            UniformF32 {
+                nbins,
+                first: lo as f32,
+                last: hi as f32,
+                denom: hi - lo,
+                denom_is_f64: true,
+                range64: (lo, hi),
+                edges: linspace_f64(lo, hi, nbins + 1)
+                    .into_iter()
+                    .map(|e| e as f32)
+                    .collect(),
+                exact_inv_width: None,
+            }
+        }
+        None => {
+            let (mut lo, mut hi) = match min_max(s) {
+                // An empty array takes the range [0, 1]; numpy divides by an integer there.
+                None => {
+                    return Ok(UniformF32 {
+                        nbins,
+                        first: 0.0,
+                        last: 1.0,
+                        denom: 1.0,
+                        denom_is_f64: true,
+                        range64: (0.0, 1.0),
+                        edges: linspace_f64(0.0, 1.0, nbins + 1)
+                            .into_iter()
+                            .map(|e| e as f32)
+                            .collect(),
+                        exact_inv_width: None,
+                    }
+                    .with_exactness())
+                }
+                Some((lo, hi)) if !(lo.is_finite() && hi.is_finite()) => {
+                    return Err(Error::NonFiniteData { lo, hi })
+                }
+                Some((lo, hi)) => (lo as f32, hi as f32),
+            };
+            if lo == hi {
+                lo -= 0.5;
+                hi += 0.5;
+            }
+            UniformF32 {
+                nbins,
+                first: lo,
+                last: hi,
+                denom: (hi - lo) as f64,
+                denom_is_f64: false,
+                range64: (lo as f64, hi as f64),
+                edges: linspace_f32(lo, hi, nbins + 1),
+                exact_inv_width: None,
+            }
+        }
+    };
+    check_increasing(&u.edges, nbins, "float32")?;
+    Ok(u.with_exactness())
+}
+
+fn uniform_f64(nbins: usize, lo: f64, hi: f64, denom: f64) -> Result<UniformF64> {
+    let edges = linspace_f64(lo, hi, nbins + 1);
+    check_increasing(&edges, nbins, "float64")?;
+    Ok(UniformF64 {
+        nbins,
+        first: lo,
+        last: hi,
+        denom,
+        edges,
+    })
+}
+
+fn resolve_uniform_f64_float(
+    nbins: usize,
+    range: Option<(f64, f64)>,
+    s: &[f64],
+) -> Result<UniformF64> {
+    let (mut lo, mut hi) = match (range, min_max(s)) {
+        (Some(r), _) => r,
+        (None, None) => (0.0, 1.0),
+        (None, Some((lo, hi))) if !(lo.is_finite() && hi.is_finite()) => {
+            return Err(Error::NonFiniteData { lo, hi })
+        }
+        (None, Some(r)) => r,
+    };
+    if lo == hi {
+        lo -= 0.5;
+        hi += 0.5;
+    }
+    uniform_f64(nbins, lo, hi, hi - lo)
+}
+
+fn resolve_uniform_int<T: Sample>(
+    nbins: usize,
+    range: Option<(f64, f64)>,
+    s: &[T],
+) -> Result<UniformF64> {
+    debug_assert!(!T::TYPE.is_float() || T::TYPE == SampleType::F32);
+    if let Some((mut lo, mut hi)) = range {
+        if lo == hi {
+            lo -= 0.5;
+            hi += 0.5;
+        }
+        return uniform_f64(nbins, lo, hi, hi - lo);
+    }
+    let Some((lo, hi)) = min_max(s) else {
+        return uniform_f64(nbins, 0.0, 1.0, 1.0);
+    };
+    if lo == hi {
+        return uniform_f64(nbins, lo - 0.5, hi + 0.5, 1.0);
+    }
+    // numpy subtracts the integer extremes without rounding (as unsigned); the edges start from the
+    // extremes converted to float64.
+    let exact = exact_int_span(s);
+    uniform_f64(nbins, lo, hi, exact)
+}
+
+/// `max - min` of integer samples computed exactly, then rounded once to f64.
+fn exact_int_span<T: Sample>(s: &[T]) -> f64 {
+    use rayon::prelude::*;
+    let as_i128 = |x: T| x.to_i128();
+    let (lo, hi) = s
+        .par_chunks(1 << 16)
+        .map(|c| {
+            c.iter().fold((i128::MAX, i128::MIN), |(lo, hi), &x| {
+                (lo.min(as_i128(x)), hi.max(as_i128(x)))
+            })
+        })
+        .reduce(
+            || (i128::MAX, i128::MIN),
+            |a, b| (a.0.min(b.0), a.1.max(b.1)),
+        );
+    (hi - lo) as f64
+}

@@ -1,0 +1,181 @@
+//! The binning rule as the kernels receive it: a `#[repr(C)]` mirror of `struct BinParams` in
+//! `kernels/histogram.cu`, built from a resolved [`Binning`]. Keeping the translation in one place
+//! makes the GPU repeat exactly the arithmetic of `bins.rs`.
+
+use crate::histogram::bins::{Binning, OutOfRange};
+
+/// Field for field the `BinParams` struct of `kernels/histogram.cu` (same order, same types).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelBinParams {
+    pub nbins: u64,
+    pub first64: f64,
+    pub last64: f64,
+    pub denom64: f64,
+    pub start64: f64,
+    pub stop64: f64,
+    pub step64: f64,
+    pub delta64: f64,
+    pub div64: f64,
+    pub edges: u64,
+    pub first32: f32,
+    pub last32: f32,
+    pub denom32: f32,
+    pub start32: f32,
+    pub stop32: f32,
+    pub step32: f32,
+    pub delta32: f32,
+    pub div32: f32,
+    pub denom_is_f64: i32,
+    pub linspace_in_f32: i32,
+    pub step_zero: i32,
+    pub clamp: i32,
+    pub aggregate: i32,
+    pub bins_per_block: u32,
+    /// 1: the estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule);
+    /// 2: float32 bins from 0 of a power-of-two width, no correction (the `uniform32x` kernels,
+    /// `UniformF32::exact_power_of_two_width`).
+    pub multiply: i32,
+    pub scale32: f32,
+    pub scale64: f64,
+    /// Device address of numpy's float32 edges (uniform float32 bins with `multiply`), or 0.
+    pub edges32: u64,
+    /// Device address of the skew verdict (`hist_verdict` in `histogram.cu`), or 0: a gated kernel
+    /// runs only where the verdict equals `gate_want`, so that `auto` chooses on the device.
+    pub gate: u64,
+    pub gate_want: u32,
+}
+
+// SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
+unsafe impl cudarc::driver::DeviceRepr for KernelBinParams {}
+
+/// The kernel mode name for a binning (part of the kernel's name).
+pub fn mode_name(binning: &Binning) -> &'static str {
+    match binning {
+        Binning::Integer { .. } => "integer",
+        Binning::UniformF32(u) if u.exact_power_of_two_width().is_some() => "uniform32x",
+        Binning::UniformF32(_) => "uniform32",
+        Binning::UniformF64(_) => "uniform64",
+        Binning::Edges(_) => "edges",
+    }
+}
+
+/// Builds the kernel parameters; `edges_ptr` is the device copy of explicit edges (0 otherwise).
+pub fn kernel_params(
+    binning: &Binning,
+    policy: OutOfRange,
+    aggregate: bool,
+    edges_ptr: u64,
+) -> KernelBinParams {
+    let mut p = KernelBinParams {
+        nbins: binning.nbins() as u64,
+        clamp: (policy == OutOfRange::Clamp) as i32,
+        aggregate: aggregate as i32,
+        edges: edges_ptr,
+        ..Default::default()
+    };
+    if let Some((scale64, scale32)) = crate::histogram::cpu::multiply_estimate_factors(binning) {
+        p.multiply = 1;
+        p.scale64 = scale64;
+        p.scale32 = scale32;
+    }
+    match binning {
+        Binning::Integer { .. } | Binning::Edges(_) => {}
+        Binning::UniformF64(u) => {
+            p.first64 = u.first;
+            p.last64 = u.last;
+            p.denom64 = u.denom;
+            set_linspace64(&mut p, u.first, u.last, u.nbins);
+        }
+        Binning::UniformF32(u) => {
+            p.first32 = u.first;
+            p.last32 = u.last;
+            p.denom64 = u.denom;
+            p.denom32 = u.denom as f32;
+            p.denom_is_f64 = u.denom_is_f64 as i32;
+            // The edges came from linspace in float32 exactly when numpy divided in float32 too (the
+            // automatic range); a caller's range is widened in float64 and rounded.
+            p.linspace_in_f32 = (!u.denom_is_f64) as i32;
+            if u.denom_is_f64 {
+                let (lo, hi) = u.range64;
+                set_linspace64(&mut p, lo, hi, u.nbins);
+            } else {
+                let div = u.nbins as f32;
+                p.start32 = u.first;
+                p.stop32 = u.last;
+                p.delta32 = u.last - u.first;
+                p.div32 = div;
+                p.step32 = p.delta32 / div;
+                p.step_zero = (p.step32 == 0.0) as i32;
+            }
+            if let Some(inv_width) = u.exact_power_of_two_width() {
+                p.multiply = 2;
+                p.scale32 = inv_width;
+            }
+        }
+    }
+    p
+}
+
+fn set_linspace64(p: &mut KernelBinParams, start: f64, stop: f64, nbins: usize) {
+    let div = nbins as f64;
+    p.start64 = start;
+    p.stop64 = stop;
+    p.delta64 = stop - start;
+    p.div64 = div;
+    p.step64 = p.delta64 / div;
+    p.step_zero = (p.step64 == 0.0) as i32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uniform32(nbins: usize, lo: f64, hi: f64) -> Binning {
+        let spec = crate::BinSpec::Uniform {
+            nbins,
+            range: Some((lo, hi)),
+        };
+        Binning::resolve(&spec, crate::Samples::F32(&[1.0])).unwrap()
+    }
+
+    #[test]
+    fn power_of_two_bins_from_zero_skip_the_correction() {
+        for (nbins, hi, inv) in [
+            (256, 256.0, Some(1.0f32)),
+            (4, 1.0, Some(4.0)),
+            (4096, 1024.0, Some(4.0)),
+            (1 << 20, (1 << 21) as f64, Some(0.5)),
+            (3, 3.0, Some(1.0)),
+            (4, 6.0, None),
+            (10, 1.0, None),
+            (1000, 1000.5, None),
+        ] {
+            let b = uniform32(nbins, 0.0, hi);
+            let p = kernel_params(&b, OutOfRange::Ignore, false, 0);
+            let expected = inv.map_or(p.multiply != 2, |i| p.multiply == 2 && p.scale32 == i);
+            assert!(expected, "{nbins} bins over [0, {hi}): {p:?}");
+            let mode = if inv.is_some() {
+                "uniform32x"
+            } else {
+                "uniform32"
+            };
+            assert_eq!(mode_name(&b), mode);
+        }
+        // A lower edge other than 0 keeps numpy's estimate and correction.
+        let p = kernel_params(&uniform32(256, -256.0, 0.0), OutOfRange::Ignore, false, 0);
+        assert_ne!(p.multiply, 2);
+    }
+
+    #[test]
+    fn layout_matches_the_kernel_struct() {
+        // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
+        // and its float32 factor, its float64 factor, the float32 edge table's address, the
+        // verdict's address and the wanted verdict (padded to 8 bytes, as the C struct is).
+        assert_eq!(
+            std::mem::size_of::<KernelBinParams>(),
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8
+        );
+        assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
+    }
+}

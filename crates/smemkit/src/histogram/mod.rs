@@ -1,0 +1,402 @@
+//! The histogram API: one entry point, [`histogram`], for every backend. It validates the request,
+//! resolves the bins with numpy's rule ([`Binning::resolve`]), hands the work to the CPU or CUDA
+//! engine, and applies the out-of-range policy to the tallies the engine returns.
+//! [`histogram_file_with_progress`] is the same for samples streamed from a file to one GPU.
+
+pub mod bins;
+pub mod cpu;
+pub mod cuda;
+pub mod plan;
+
+use std::time::{Duration, Instant};
+
+pub use crate::backend::Backend;
+
+use crate::error::{Error, Result};
+use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
+use crate::histogram::cuda::multi::DeviceSet;
+use crate::histogram::cuda::ranks::RankSpec;
+use crate::histogram::cuda::stream::{FileInput, StreamInput, StreamMode, StreamOptions};
+use crate::histogram::plan::StrategyChoice;
+use crate::sample::{Samples, Weights};
+
+/// Everything a histogram call needs besides the data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramOptions {
+    pub bins: BinSpec,
+    pub policy: OutOfRange,
+    pub backend: Backend,
+    /// GPU strategy: the planner's choice unless forced (ignored by the CPU engine).
+    pub strategy: StrategyChoice,
+    /// GPU: whether the input streams through page-locked staging buffers, copies overlapped
+    /// with kernels ([`crate::histogram::cuda::stream`]); by default when it is large.
+    pub stream: StreamMode,
+    /// GPU: the streaming pipeline's sizes.
+    pub stream_options: StreamOptions,
+    /// GPU: which GPUs; more than one splits the input into a shard per GPU and sums the counters
+    /// with NCCL ([`crate::histogram::cuda::multi`]; host input always streams there).
+    pub devices: DeviceSet,
+    /// GPU: this process is one rank of several, each histogramming its slice of the same input
+    /// ([`crate::histogram::cuda::ranks`]); every rank gets the whole histogram.
+    pub ranks: Option<RankSpec>,
+}
+
+impl HistogramOptions {
+    pub fn new(bins: BinSpec) -> Self {
+        HistogramOptions {
+            bins,
+            policy: OutOfRange::Ignore,
+            backend: Backend::Auto,
+            strategy: StrategyChoice::Auto,
+            stream: StreamMode::Auto,
+            stream_options: StreamOptions::default(),
+            devices: DeviceSet::Default,
+            ranks: None,
+        }
+    }
+    pub fn policy(mut self, policy: OutOfRange) -> Self {
+        self.policy = policy;
+        self
+    }
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+    pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
+        self.strategy = strategy;
+        self
+    }
+    pub fn stream(mut self, mode: StreamMode) -> Self {
+        self.stream = mode;
+        self
+    }
+    pub fn stream_options(mut self, options: StreamOptions) -> Self {
+        self.stream_options = options;
+        self
+    }
+    pub fn devices(mut self, devices: DeviceSet) -> Self {
+        self.devices = devices;
+        self
+    }
+    pub fn ranks(mut self, ranks: Option<RankSpec>) -> Self {
+        self.ranks = ranks;
+        self
+    }
+}
+
+/// Per-bin results: counts, or sums of weights.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Counts {
+    Unweighted(Vec<u64>),
+    Weighted(Vec<f64>),
+}
+
+impl Counts {
+    pub fn len(&self) -> usize {
+        match self {
+            Counts::Unweighted(c) => c.len(),
+            Counts::Weighted(c) => c.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bin `i` as f64 (for charts and text output).
+    pub fn get_f64(&self, i: usize) -> f64 {
+        match self {
+            Counts::Unweighted(c) => c[i] as f64,
+            Counts::Weighted(c) => c[i],
+        }
+    }
+}
+
+/// Samples that fell outside the bins (counted anyway under `clamp`) and NaN samples (never counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tallies {
+    pub below: u64,
+    pub above: u64,
+    pub nan: u64,
+}
+
+impl Tallies {
+    pub fn add(&mut self, other: &Tallies) {
+        self.below += other.below;
+        self.above += other.above;
+        self.nan += other.nan;
+    }
+}
+
+/// Which engine produced a result, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineReport {
+    pub backend: Backend,
+    /// Human-readable details: threads for the CPU; device, strategy and launch shape for CUDA.
+    pub detail: String,
+}
+
+/// A finished histogram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    pub counts: Counts,
+    /// `nbins + 1` edges (integer bins: `0, 1, ..., nbins`).
+    pub edges: Vec<f64>,
+    pub tallies: Tallies,
+    pub samples: u64,
+    pub policy: OutOfRange,
+    pub engine: EngineReport,
+    /// Time spent in the engine (binning resolution excluded).
+    pub elapsed: Duration,
+}
+
+impl Histogram {
+    /// Samples that landed in a bin.
+    pub fn counted(&self) -> u64 {
+        let outside = match self.policy {
+            OutOfRange::Clamp => 0,
+            _ => self.tallies.below + self.tallies.above,
+        };
+        self.samples - self.tallies.nan - outside
+    }
+    pub fn nbins(&self) -> usize {
+        self.counts.len()
+    }
+}
+
+/// Computes a histogram of `samples` (optionally weighted) as `options` ask.
+pub fn histogram(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    options: &HistogramOptions,
+) -> Result<Histogram> {
+    histogram_with_progress(samples, weights, options, None)
+}
+
+/// [`histogram`], telling `progress` the bytes of samples handed to the GPU so far when the
+/// input streams (other engines do not call it).
+pub fn histogram_with_progress(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    options: &HistogramOptions,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<Histogram> {
+    if let Some(w) = &weights {
+        if w.len() != samples.len() {
+            return Err(Error::WeightsLength {
+                samples: samples.len(),
+                weights: w.len(),
+            });
+        }
+    }
+    let binning = Binning::resolve(&options.bins, samples)?;
+    let backend = crate::backend::resolve_backend(options.backend);
+    if backend != Backend::Cuda
+        && (options.ranks.is_some() || options.devices != DeviceSet::Default)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{} the CUDA backend, and this histogram runs on the CPU{}",
+            if options.ranks.is_some() {
+                "several ranks (SMEMKIT_RANK) need"
+            } else {
+                "a device set needs"
+            },
+            if options.backend == Backend::Auto {
+                " (no usable GPU)"
+            } else {
+                ""
+            }
+        )));
+    }
+    // The CPU engine's slots are u32 (the bins plus below, above and NaN): refused here with the
+    // limit named, before any buffer of that size is asked for.
+    let cpu_limit = u32::MAX as usize - 3;
+    if backend == Backend::Cpu && binning.nbins() > cpu_limit {
+        return Err(Error::BinsTooLarge {
+            what: "the CPU engine",
+            nbins: binning.nbins(),
+            limit: cpu_limit,
+        });
+    }
+    let start = Instant::now();
+    let (counts, tallies, detail) = match backend {
+        Backend::Cpu => {
+            let r = crate::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
+            (
+                r.counts,
+                r.tallies,
+                format!("rayon, {} threads", rayon::current_num_threads()),
+            )
+        }
+        Backend::Cuda if options.ranks.is_some() => {
+            let spec = options.ranks.as_ref().expect("checked by the guard");
+            let r = crate::histogram::cuda::ranks::histogram(
+                spec,
+                &options.devices,
+                samples,
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+                &options.stream_options,
+                progress,
+            )?;
+            (r.counts, r.tallies, r.detail)
+        }
+        Backend::Cuda if options.devices != DeviceSet::Default => {
+            let r = crate::histogram::cuda::multi::histogram(
+                samples,
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+                &options.stream_options,
+                &options.devices.resolve()?,
+                progress,
+            )?;
+            (r.counts, r.tallies, r.detail)
+        }
+        Backend::Cuda if streams(samples.byte_len(), options)? => {
+            let r = crate::histogram::cuda::stream::histogram(
+                &StreamInput::Host(samples),
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+                &options.stream_options,
+                progress,
+            )?;
+            (r.counts, r.tallies, r.detail)
+        }
+        Backend::Cuda => {
+            let r = crate::histogram::cuda::prepared::histogram(
+                samples,
+                weights,
+                &binning,
+                options.policy,
+                &options.strategy,
+            )?;
+            (r.counts, r.tallies, r.detail)
+        }
+        Backend::Auto => unreachable!("resolved above"),
+    };
+    let elapsed = start.elapsed();
+    finish(
+        options,
+        &binning,
+        samples.len(),
+        (counts, tallies, detail),
+        backend,
+        elapsed,
+    )
+}
+
+/// The engine's counts and tallies as a [`Histogram`], after the out-of-range policy's check.
+fn finish(
+    options: &HistogramOptions,
+    binning: &Binning,
+    samples: usize,
+    (counts, tallies, detail): (Counts, Tallies, String),
+    backend: Backend,
+    elapsed: Duration,
+) -> Result<Histogram> {
+    if options.policy == OutOfRange::Error
+        && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
+    {
+        return Err(Error::OutOfRange {
+            below: tallies.below,
+            above: tallies.above,
+            nan: tallies.nan,
+        });
+    }
+    Ok(Histogram {
+        counts,
+        edges: binning.edges(),
+        tallies,
+        samples: samples as u64,
+        policy: options.policy,
+        engine: EngineReport { backend, detail },
+        elapsed,
+    })
+}
+
+/// Whether [`histogram_with_progress`] would stream `bytes` bytes of samples to one GPU with
+/// `options` (the CUDA backend, no device set, no ranks, and [`StreamMode`] or the size says so):
+/// the case where a caller holding the samples in a file can pass a [`FileInput`] to
+/// [`histogram_file_with_progress`] instead of mapping or loading it. Asks the GPU for its free
+/// memory on [`StreamMode::Auto`] without a device budget, and so fails where there is no GPU.
+pub fn streams_to_one_gpu(bytes: usize, options: &HistogramOptions) -> Result<bool> {
+    if crate::backend::resolve_backend(options.backend) != Backend::Cuda
+        || options.ranks.is_some()
+        || options.devices != DeviceSet::Default
+    {
+        return Ok(false);
+    }
+    streams(bytes, options)
+}
+
+/// [`histogram_with_progress`] of the samples of a file, streamed from it to one GPU by positioned
+/// reads ([`FileInput`]): the file is never mapped nor loaded, so it may be larger than host
+/// memory, and a file that shrinks or fails while it is read is an [`Error::Read`] (with a mapped
+/// file it would be a SIGBUS). The input always streams (`options.stream` is not consulted: see
+/// [`streams_to_one_gpu`]); it needs the CUDA backend, one GPU and no ranks. Uniform bins without
+/// a range read the file once more first, for its minimum and maximum ([`FileInput::binning`]).
+pub fn histogram_file_with_progress(
+    file: &FileInput,
+    weights: Option<Weights<'_>>,
+    options: &HistogramOptions,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<Histogram> {
+    if let Some(w) = &weights {
+        if w.len() != file.len() {
+            return Err(Error::WeightsLength {
+                samples: file.len(),
+                weights: w.len(),
+            });
+        }
+    }
+    let backend = crate::backend::resolve_backend(options.backend);
+    if backend != Backend::Cuda || options.ranks.is_some() || options.devices != DeviceSet::Default
+    {
+        return Err(Error::InvalidArgument(format!(
+            "streaming from the file {} needs the CUDA backend on one GPU without ranks (map or read the file and call `histogram` otherwise){}",
+            file.path().display(),
+            if options.backend == Backend::Auto && backend != Backend::Cuda {
+                " (no usable GPU)"
+            } else {
+                ""
+            }
+        )));
+    }
+    let binning = file.binning(&options.bins)?;
+    let start = Instant::now();
+    let r = crate::histogram::cuda::stream::histogram(
+        &StreamInput::File(file),
+        weights,
+        &binning,
+        options.policy,
+        &options.strategy,
+        &options.stream_options,
+        progress,
+    )?;
+    finish(
+        options,
+        &binning,
+        file.len(),
+        (r.counts, r.tallies, r.detail),
+        Backend::Cuda,
+        start.elapsed(),
+    )
+}
+
+/// Whether a GPU histogram of `bytes` streams (the free device memory is asked only on `Auto`).
+fn streams(bytes: usize, options: &HistogramOptions) -> Result<bool> {
+    let room = match (options.stream, options.stream_options.device_budget) {
+        (StreamMode::Auto, Some(budget)) => budget,
+        (StreamMode::Auto, None) => crate::gpu::gpu()?.memory()?.0,
+        _ => 0,
+    };
+    Ok(crate::histogram::cuda::stream::should_stream(
+        options.stream,
+        bytes,
+        room,
+    ))
+}
