@@ -139,6 +139,25 @@ impl DeviceOutput {
 }
 
 /// A histogram built once and run many times on device memory (see the module documentation).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use smemkit::{BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, SampleType};
+///
+/// let gpu = smemkit::gpu::gpu()?;
+/// let stream = gpu.ctx.new_stream()?;
+/// let samples = stream.clone_htod(&[0i32, 1, 1, 3, 7, 255])?;
+/// let spec = DeviceHistogramSpec::new(SampleType::I32, BinSpec::Integer { nbins: 256 })
+///     .max_samples(1 << 20);
+/// let hist = DeviceHistogram::new(&gpu, &spec)?;
+/// let mut out = hist.output()?;
+/// hist.run(&samples.as_view(), None, &mut out, &stream)?;
+/// let (counts, tallies) = out.read(&stream)?;
+/// assert!(matches!(counts, Counts::Unweighted(ref c) if c[1] == 2 && c[255] == 1));
+/// assert_eq!(tallies.above, 0);
+/// # Ok(())
+/// # }
+/// ```
 pub struct DeviceHistogram {
     prepared: Prepared,
     exact: Option<ExactSums>,
