@@ -511,3 +511,51 @@ impl DeviceHistogram {
         unsafe { p.enqueue(stream, input, n, w_ptr, bins, tallies) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_resolve_without_data_as_with_it() {
+        let data = [0.25f32, 3.5, 9.0];
+        for spec in [
+            BinSpec::Uniform {
+                nbins: 100,
+                range: Some((0.0, 1.0)),
+            },
+            BinSpec::Uniform {
+                nbins: 4096,
+                range: Some((0.0, 4096.0)),
+            },
+            BinSpec::Edges(vec![0.0, 0.5, 2.0, 10.0]),
+        ] {
+            assert_eq!(
+                resolve_bins(&spec, SampleType::F32).unwrap(),
+                Binning::resolve(&spec, Samples::F32(&data)).unwrap(),
+                "{spec:?}"
+            );
+        }
+        let ints = [1i32, 70, -3];
+        let spec = BinSpec::Uniform {
+            nbins: 7,
+            range: Some((0.0, 70.0)),
+        };
+        assert_eq!(
+            resolve_bins(&spec, SampleType::I32).unwrap(),
+            Binning::resolve(&spec, Samples::I32(&ints)).unwrap()
+        );
+        assert!(resolve_bins(&BinSpec::Integer { nbins: 10 }, SampleType::U8).is_ok());
+        // Refused on the host, before any GPU work: no range, integer bins of floats, no bins.
+        let no_range = BinSpec::Uniform {
+            nbins: 10,
+            range: None,
+        };
+        assert!(resolve_bins(&no_range, SampleType::F32)
+            .unwrap_err()
+            .to_string()
+            .contains("range"));
+        assert!(resolve_bins(&BinSpec::Integer { nbins: 10 }, SampleType::F64).is_err());
+        assert!(resolve_bins(&BinSpec::Integer { nbins: 0 }, SampleType::I32).is_err());
+    }
+}
