@@ -126,9 +126,10 @@ fn integer_extent(samples: Samples<'_>) -> PyResult<Option<(i128, i128)>> {
 }
 
 /// numpy's bincount: counts as uint64 (float64 sums with weights), `max(x) + 1` long, at least
-/// `minlength`.
+/// `minlength`. With `out_of_range` (smemkit's option), exactly `minlength` long instead, values
+/// outside `[0, minlength)` handled by that policy (no pass to find the extent).
 #[pyfunction]
-#[pyo3(signature = (x, weights, minlength, backend, strategy))]
+#[pyo3(signature = (x, weights, minlength, backend, strategy, out_of_range=None))]
 pub fn bincount<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -136,6 +137,7 @@ pub fn bincount<'py>(
     minlength: usize,
     backend: &str,
     strategy: Option<&str>,
+    out_of_range: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let held = Held::of(x, "x")?;
     let held_weights = weights.map(HeldWeights::of).transpose()?;
@@ -147,6 +149,24 @@ pub fn bincount<'py>(
                 "The weights and list don't have the same length.",
             ));
         }
+    }
+    if let Some(policy) = out_of_range {
+        if samples.is_empty() {
+            return Ok(match w {
+                Some(_) => PyArray1::from_vec(py, vec![0f64; minlength]).into_any(),
+                None => PyArray1::from_vec(py, vec![0u64; minlength]).into_any(),
+            });
+        }
+        let opts = options(
+            BinSpec::Integer { nbins: minlength },
+            policy,
+            backend,
+            strategy,
+        )?;
+        let h = py
+            .detach(|| smemkit::histogram(samples, w, &opts))
+            .py_err()?;
+        return Ok(counts_array(py, h.counts));
     }
     let extent = py.detach(|| integer_extent(samples))?;
     let nbins = match extent {

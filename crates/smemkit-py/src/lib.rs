@@ -5,6 +5,7 @@
 
 mod arrays;
 mod cuda_interface;
+mod device;
 mod dlpack;
 mod errors;
 mod histogram;
@@ -27,6 +28,15 @@ fn cuda_array_interface<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyD
 fn dlpack_info<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
     let capsule = dlpack::capsule_of(obj)?;
     dlpack::Tensor::from_capsule(&capsule)?.to_dict(obj.py())
+}
+
+/// What a DLPack capsule (from `__dlpack__(stream=...)`) describes, without consuming it (a dict).
+#[pyfunction]
+fn dlpack_capsule_info<'py>(capsule: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let capsule = capsule.cast::<pyo3::types::PyCapsule>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err("__dlpack__() did not return a capsule")
+    })?;
+    dlpack::Tensor::from_capsule(capsule)?.to_dict(capsule.py())
 }
 
 /// A host DLPack tensor as a numpy array over the same memory (a copy if it is not compact).
@@ -63,8 +73,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(histogram::histogram_bin_edges, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::bincount, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(device::device_histogram, m)?)?;
+    m.add_function(wrap_pyfunction!(device::device_cache_size, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_array_interface, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_info, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack_capsule_info, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_host_array, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_stream, m)?)?;

@@ -1,5 +1,6 @@
 """The array-interchange protocols: DLPack capsules read in place (host tensors), the CUDA array
-interface parsed and checked, stream values per the array API, and GPU arrays refused clearly."""
+interface parsed and checked, stream values per the array API, and the GPU arrays this machine
+cannot read refused clearly (test_gpu_arrays.py reads them on a GPU)."""
 
 import numpy as np
 import pytest
@@ -95,14 +96,34 @@ def test_unsupported_dlpack_types():
         smemkit.histogram(DLPackOnly(np.ones(3, np.float16)))
 
 
-def test_gpu_dlpack_tensors_are_not_supported_yet():
+def _no_gpu_framework():
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is None and importlib.util.find_spec("cupy") is None
+
+
+@pytest.mark.skipif(not _no_gpu_framework(), reason="torch or CuPy is installed")
+def test_gpu_dlpack_tensors_need_a_framework_to_allocate_the_outputs():
     fake = DLPackOnly(np.ones(3, np.float32), device=(2, 1))
-    with pytest.raises(NotImplementedError, match="GPU arrays are not supported yet.*cuda device 1"):
-        smemkit.histogram(fake)
-    with pytest.raises(NotImplementedError, match="GPU arrays"):
+    with pytest.raises(NotImplementedError, match="need torch or CuPy installed"):
+        smemkit.histogram(fake, range=(0, 1))
+    with pytest.raises(NotImplementedError, match="need torch or CuPy installed"):
         smemkit.bincount(DLPackOnly(np.ones(3, np.int32), device=(2, 0)))
-    with pytest.raises(NotImplementedError, match="GPU arrays"):
+
+
+def test_gpu_arrays_beside_host_data_are_refused():
+    with pytest.raises(NotImplementedError, match="samples are on the GPU too.*cuda device 0"):
         smemkit.histogram(np.ones(3), weights=DLPackOnly(np.ones(3), device=(2, 0)))
+
+
+def test_gpu_arrays_with_the_cpu_backend_are_refused():
+    fake = DLPackOnly(np.ones(3, np.float32), device=(2, 0))
+    with pytest.raises(ValueError, match="backend='cpu' with an array on a GPU"):
+        smemkit.histogram(fake, backend="cpu")
+    with pytest.raises(ValueError, match="backend must be"):
+        smemkit.bincount(fake, backend="gpu")
+    with pytest.raises(NotImplementedError, match="arrays on DLPack device opencl"):
+        smemkit.histogram(DLPackOnly(np.ones(3), device=(4, 0)))
 
 
 def test_cuda_array_interface_is_parsed():
@@ -156,9 +177,13 @@ def test_missing_keys():
         _native.cuda_array_interface(obj)
 
 
-def test_cuda_arrays_are_not_supported_yet():
-    with pytest.raises(NotImplementedError, match=r"GPU arrays are not supported yet.*v3, <f4, shape \(4, 3\)"):
-        smemkit.histogram(FakeCudaArray(), 10)
+@pytest.mark.skipif(not _no_gpu_framework(), reason="torch or CuPy is installed")
+def test_cuda_arrays_need_a_framework():
+    with pytest.raises(NotImplementedError, match="need torch or CuPy installed"):
+        smemkit.histogram(FakeCudaArray(), 10, range=(0, 1))
+
+
+def test_cuda_array_interface_stream_zero_is_refused():
     with pytest.raises(ValueError, match="ambiguous"):
         smemkit.histogram(FakeCudaArray(stream=0), 10)
 

@@ -10,9 +10,25 @@ the bins or NaN).
 
 Inputs: numpy arrays of any integer type, float32 or float64, any shape (flattened), memory order
 or strides, read in place when their memory is one block (C or Fortran order); host tensors of
-other libraries through DLPack, read in place; anything else through ``numpy.asarray``. GPU arrays
-(DLPack on a CUDA device, ``__cuda_array_interface__``) are recognised but not supported yet
-(NotImplementedError).
+other libraries through DLPack, read in place; anything else through ``numpy.asarray``.
+
+GPU arrays (torch CUDA tensors, CuPy and JAX arrays, anything with ``__dlpack__`` on a CUDA device
+or ``__cuda_array_interface__``) are read in place by the device-resident CUDA engine, enqueued on
+the producer's current stream (torch's and CuPy's current stream; DLPack's ``stream`` argument;
+the interface's ``stream`` field) without waiting for the GPU, and the results are of the input's
+kind on the same device: torch in, torch out (int64 counts; sums of the weights' dtype; edges
+float32 for float32 samples, else float64, as numpy's), CuPy in, CuPy out, JAX in, JAX out
+(allocated by torch or CuPy, whichever is installed, and handed to JAX through DLPack). Their
+memory must be one block (a strided view is a ValueError naming ``.contiguous()``) starting
+16-byte aligned; float16 and bfloat16 are NotImplementedError. The first call for given bins,
+dtype, options and size class compiles and allocates (cached for the process: make it before
+capturing a CUDA graph); later calls only enqueue, and can be captured.
+
+The host waits for the GPU only where the result's shape or edges depend on the data:
+``histogram`` without ``range`` (reads the minimum and maximum; pass ``range=``), ``bincount``
+without ``out_of_range`` (numpy's length ``max(x) + 1`` and its check for negative values; pass
+``minlength=n, out_of_range='ignore'`` for exactly ``n`` bins), and ``out_of_range='error'``
+(reads the tallies to raise).
 """
 
 from __future__ import annotations
@@ -27,8 +43,13 @@ __version__ = _native.__version__
 __all__ = ["histogram", "histogram_bin_edges", "bincount", "plan", "Plan", "__version__"]
 
 
+def _device_cache_size() -> int:
+    """How many device histograms (compiled, with scratch) this process holds (for tests)."""
+    return _native.device_cache_size()
+
+
 def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="auto",
-              strategy=None, out_of_range="ignore"):
+              strategy=None, out_of_range="ignore", deterministic=False):
     """Histogram of ``a``, as ``numpy.histogram``: returns ``(hist, bin_edges)``.
 
     a: array_like, flattened. Integer types, float32 and float64 (bool is converted to uint8 with
@@ -44,12 +65,14 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         accumulation in the last bits).
     density: counts divided by their sum and the bin widths, computed as numpy computes them.
     backend, strategy, out_of_range: smemkit's options (see the module documentation).
+    deterministic: GPU arrays with weights: sums bit-identical on every run and strategy (exact
+        accumulation). Counts are exact integers always. Host arrays with weights: NotImplementedError.
 
     Returns ``hist`` (int64, or the weights' dtype, or float64 with density) and ``bin_edges``
     (float32 for float32 samples, float64 otherwise, or the given edges as given).
     """
     return _histogram(a, bins, range, weights, density, backend=backend, strategy=strategy,
-                      out_of_range=out_of_range)
+                      out_of_range=out_of_range, deterministic=deterministic)
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
@@ -57,14 +80,22 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     return _histogram_bin_edges(a, bins, range, weights)
 
 
-def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None):
+def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out_of_range=None,
+             deterministic=False):
     """Occurrences of each value in ``x``, as ``numpy.bincount``.
 
     x: 1-D array of non-negative integers (bool accepted).
     weights: 1-D, same length; the result is then float64 sums.
     minlength: the least length of the result, which is otherwise ``max(x) + 1``.
 
-    Finding ``max(x)`` takes one pass over ``x`` before counting; the result is int64, or
-    float64 with weights.
+    out_of_range: smemkit's option: None (numpy's rules) or ``'ignore'``, ``'clamp'``,
+        ``'error'``: exactly ``minlength`` bins (at least 1), values outside ``[0, minlength)``
+        ignored, clamped into the end bins, or a ValueError. On a GPU this avoids reading
+        ``max(x)`` back (no host synchronisation, capturable in a CUDA graph).
+    deterministic: as for :func:`histogram`.
+
+    Without ``out_of_range``, finding ``max(x)`` takes one pass over ``x`` before counting (on a
+    GPU, a synchronisation); the result is int64, or float64 with weights.
     """
-    return _bincount(x, weights, minlength, backend=backend, strategy=strategy)
+    return _bincount(x, weights, minlength, backend=backend, strategy=strategy,
+                     out_of_range=out_of_range, deterministic=deterministic)

@@ -20,13 +20,14 @@ def histogram(
     backend: Backend = "auto",
     strategy: Optional[str] = None,
     out_of_range: OutOfRange = "ignore",
-) -> Tuple[np.ndarray, np.ndarray]: ...
+    deterministic: bool = False,
+) -> Tuple[Any, Any]: ...
 def histogram_bin_edges(
     a: npt.ArrayLike,
     bins: Bins = 10,
     range: Optional[Tuple[float, float]] = None,
     weights: Optional[npt.ArrayLike] = None,
-) -> np.ndarray: ...
+) -> Any: ...
 def bincount(
     x: npt.ArrayLike,
     weights: Optional[npt.ArrayLike] = None,
@@ -34,7 +35,9 @@ def bincount(
     *,
     backend: Backend = "auto",
     strategy: Optional[str] = None,
-) -> np.ndarray: ...
+    out_of_range: Optional[OutOfRange] = None,
+    deterministic: bool = False,
+) -> Any: ...
 
 class Plan(dict[str, Any]):
     """The launch plan of a GPU histogram: keys device, bins, dtype, weighted, samples, strategy,

@@ -1,7 +1,7 @@
-"""Arrays from whatever the caller holds: numpy arrays as they are, host tensors of other
-libraries through DLPack (read in place), GPU arrays (DLPack or ``__cuda_array_interface__``)
-recognised and refused until the device-resident engine exists, anything else through
-``numpy.asarray`` as numpy itself would."""
+"""Host arrays from whatever the caller holds: numpy arrays as they are, host tensors of other
+libraries through DLPack (read in place), anything else through ``numpy.asarray`` as numpy itself
+would. GPU arrays take the device path (``_device``) when the samples are on the GPU; here they are
+only met beside host samples, and refused."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from . import _native
 _HOST_DEVICES = (1, 3)
 
 _GPU_NOT_YET = (
-    "GPU arrays are not supported yet: {what}. The device-resident engine (issue 21) will read "
-    "them in place on the producer's stream; until then copy the array to the host first "
-    "(numpy.asarray(x.get()), x.cpu().numpy(), numpy.asarray(x))."
+    "GPU arrays are read in place only when the samples are on the GPU too: {what}, beside host "
+    "data. Pass both on the same device, or copy it to the host (x.cpu().numpy(), x.get(), "
+    "numpy.asarray(x))."
 )
 
 

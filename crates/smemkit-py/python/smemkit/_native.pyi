@@ -19,8 +19,32 @@ def histogram_bin_edges(
     a: np.ndarray, nbins: int, range: Optional[Tuple[float, float]]
 ) -> np.ndarray: ...
 def bincount(
-    x: np.ndarray, weights: Optional[np.ndarray], minlength: int, backend: str, strategy: Optional[str]
+    x: np.ndarray,
+    weights: Optional[np.ndarray],
+    minlength: int,
+    backend: str,
+    strategy: Optional[str],
+    out_of_range: Optional[str] = None,
 ) -> np.ndarray: ...
+def device_histogram(
+    device: int,
+    stream: int,
+    input: int,
+    n: int,
+    dtype: str,
+    weights: int,
+    weights_dtype: Optional[str],
+    out: int,
+    nbins: Optional[int],
+    range: Optional[Tuple[float, float]],
+    edges: Optional[np.ndarray],
+    integer_bins: bool,
+    out_of_range: str,
+    strategy: Optional[str],
+    deterministic: bool,
+) -> None: ...
+def device_cache_size() -> int: ...
+def dlpack_capsule_info(capsule: Any) -> dict[str, Any]: ...
 def plan(
     bins: int, dtype: str, weighted: bool, samples: Optional[int], strategy: str
 ) -> dict[str, Any]: ...

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from . import _native
+from . import _device
 from ._inputs import as_array, flat_pair, native_order
 
 _ESTIMATORS = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
@@ -24,13 +25,35 @@ def _missing(feature: str) -> NotImplementedError:
     )
 
 
-def _check_keywords(backend, strategy, out_of_range):
+def _check_keywords(backend, strategy, out_of_range, optional_policy=False):
     if not isinstance(backend, str):
         raise TypeError(f"backend must be 'auto', 'cpu' or 'cuda', not {backend!r}")
     if strategy is not None and not isinstance(strategy, str):
         raise TypeError(f"strategy must be a string or None, not {strategy!r}")
-    if not isinstance(out_of_range, str):
+    if not isinstance(out_of_range, str) and not (optional_policy and out_of_range is None):
         raise TypeError(f"out_of_range must be 'ignore', 'clamp' or 'error', not {out_of_range!r}")
+
+
+def _device_kind(a, backend):
+    """The kind of a GPU array (see ``_device.device_kind``), None for host data; refuses
+    ``backend='cpu'`` for GPU arrays."""
+    kind = _device.device_kind(a)
+    if kind is not None and backend == "cpu":
+        raise ValueError(
+            "backend='cpu' with an array on a GPU: smemkit reads GPU arrays in place with its "
+            "CUDA engine; copy the array to the host for the CPU engine"
+        )
+    if kind is not None and backend not in ("auto", "cuda"):
+        raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {backend!r}")
+    return kind
+
+
+def _host_deterministic(deterministic, weights):
+    if deterministic and weights is not None:
+        raise NotImplementedError(
+            "deterministic=True with weights is implemented for GPU arrays (the device engine's "
+            "exact sums); the host engines' float64 sums depend on how the work was split"
+        )
 
 
 def _samples(a) -> np.ndarray:
@@ -128,8 +151,16 @@ def _edges_dtype(a):
 
 
 def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="auto",
-              strategy=None, out_of_range="ignore"):
+              strategy=None, out_of_range="ignore", deterministic=False):
     _check_keywords(backend, strategy, out_of_range)
+    kind = _device_kind(a, backend)
+    if kind is not None:
+        nbins, edges = _bins(bins)
+        return _device.histogram(
+            a, kind, nbins, edges, range, weights, density, out_of_range, strategy,
+            bool(deterministic), bins if edges is not None else None,
+        )
+    _host_deterministic(deterministic, weights)
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
     nbins, edges = _bins(bins)
@@ -158,6 +189,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    kind = _device.device_kind(a)
+    if kind is not None:
+        nbins, edges = _bins(bins)
+        return _device.bin_edges(a, kind, nbins, edges, range, bins if edges is not None else None)
     a = _samples(a)
     _weights(weights, a.shape)
     nbins, edges = _bins(bins)
@@ -169,8 +204,15 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     return edges.astype(_edges_dtype(a), copy=False)
 
 
-def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None):
-    _check_keywords(backend, strategy, "ignore")
+def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out_of_range=None,
+             deterministic=False):
+    _check_keywords(backend, strategy, out_of_range, optional_policy=True)
+    kind = _device_kind(x, backend)
+    if kind is not None:
+        minlength = _minlength(minlength)
+        return _device.bincount(x, kind, weights, minlength, out_of_range, strategy,
+                                bool(deterministic))
+    _host_deterministic(deterministic, weights)
     given = x
     x = as_array(x, "x")
     if x.ndim == 0:
@@ -185,15 +227,12 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None):
         raise TypeError(
             f"Cannot cast array data from {x.dtype!r} to dtype('int64') according to the rule 'safe'"
         )
-    if minlength is None:
-        raise TypeError("use 0 instead of None for minlength")
-    try:
-        minlength = operator.index(minlength)
-    except TypeError as e:
-        raise TypeError(f"'minlength' must be an integer, not {type(minlength).__name__}") from e
-    if minlength < 0:
-        raise ValueError("'minlength' must not be negative")
-    if x.size == 0:
+    minlength = _minlength(minlength)
+    if out_of_range is not None and minlength < 1:
+        raise ValueError(
+            "bincount with out_of_range needs minlength >= 1: the result has exactly minlength bins"
+        )
+    if x.size == 0 and out_of_range is None:
         # numpy: zeros of minlength, int64 even with weights, which it does not look at.
         return np.zeros(minlength, np.int64)
     w = None
@@ -212,5 +251,17 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None):
             w = w.astype(np.float64)
         w = np.ascontiguousarray(native_order(w))
     x = np.ascontiguousarray(native_order(x))
-    counts = _native.bincount(x, w, minlength, backend, strategy)
+    counts = _native.bincount(x, w, minlength, backend, strategy, out_of_range)
     return counts if w is not None else counts.view(np.int64)
+
+
+def _minlength(minlength):
+    if minlength is None:
+        raise TypeError("use 0 instead of None for minlength")
+    try:
+        minlength = operator.index(minlength)
+    except TypeError as e:
+        raise TypeError(f"'minlength' must be an integer, not {type(minlength).__name__}") from e
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    return minlength

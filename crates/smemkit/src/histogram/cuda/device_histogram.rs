@@ -471,8 +471,8 @@ impl DeviceHistogram {
         };
         p.gpu.bind()?;
         if !accumulate {
-            // The output's tallies and bins are one allocation where they lie back to back: one
-            // memset (a launch less for small inputs).
+            // The output's tallies and bins are one allocation where they lie back to back (in
+            // either order): one memset (a launch less for small inputs).
             let bins_bytes = self.nbins() * 8;
             // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
             let cleared = unsafe {
@@ -481,6 +481,14 @@ impl DeviceHistogram {
                         tallies,
                         0,
                         24 + bins_bytes,
+                        stream.cu_stream(),
+                    )
+                } else if tallies == bins + bins_bytes as u64 {
+                    // Tallies after the bins (the Python binding's layout: counts at the start).
+                    cudarc::driver::result::memset_d8_async(
+                        bins,
+                        0,
+                        bins_bytes + 24,
                         stream.cu_stream(),
                     )
                 } else {

@@ -1,0 +1,527 @@
+"""GPU arrays histogrammed in place, with numpy's semantics and results of the input's kind.
+
+torch tensors and CuPy arrays are read through their own attributes (pointer, dtype, strides,
+device) and the work is enqueued on the framework's current stream, where the framework orders
+its own kernels; the outputs are allocated by the same framework on that stream, so its
+stream-ordered allocator keeps them (and the inputs, as for any of its kernels) valid. JAX arrays
+and other DLPack producers are read through ``__dlpack__(stream=...)``, which makes our stream
+wait for the data; ``__cuda_array_interface__`` arrays are read on the stream they name. JAX
+cannot allocate writable buffers, so those outputs are allocated by torch (or CuPy) and handed to
+JAX through DLPack, zero-copy.
+
+Host synchronisation happens only where the result's shape or edges depend on the data:
+``histogram`` without ``range`` (one min/max read back; pass ``range=`` to avoid it), ``bincount``
+without ``out_of_range`` (numpy's length ``max(x) + 1`` and its check for negative values; pass
+``minlength=`` with ``out_of_range='ignore'`` to avoid it), and ``out_of_range='error'`` (the
+tallies are read back to raise).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections import deque
+
+import numpy as np
+
+from . import _native
+
+_DL_CUDA = 2
+_SUPPORTED = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float32", "float64")
+
+# (events, objects) of DLPack inputs that must outlive the kernels reading them.
+_PENDING: deque = deque()
+# Device copies of edges, per (framework, device, edges key): reused, cloned for each result.
+_EDGES: dict = {}
+
+
+def _module_of(obj) -> str:
+    return type(obj).__module__.split(".")[0]
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _cupy():
+    return sys.modules.get("cupy")
+
+
+def device_kind(obj):
+    """``'torch'``, ``'cupy'``, ``'jax'``, ``'dlpack'`` or ``'cai'`` for an array on a CUDA device,
+    None for anything else (host arrays, lists)."""
+    mod = _module_of(obj)
+    if mod == "torch" and _torch() is not None and isinstance(obj, _torch().Tensor):
+        return "torch" if obj.is_cuda else None
+    if mod == "cupy" and _cupy() is not None and isinstance(obj, _cupy().ndarray):
+        return "cupy"
+    dl = getattr(type(obj), "__dlpack_device__", None)
+    if dl is not None and hasattr(obj, "__dlpack__"):
+        device_type, _ = obj.__dlpack_device__()
+        if int(device_type) == _DL_CUDA:
+            return "jax" if mod in ("jax", "jaxlib") else "dlpack"
+        if int(device_type) in (1, 3):
+            return None
+        raise NotImplementedError(
+            f"arrays on DLPack device {_native.dlpack_device_name(int(device_type))} are not "
+            "supported (smemkit reads host memory and CUDA device memory)"
+        )
+    try:
+        if getattr(obj, "__cuda_array_interface__", None) is not None:
+            return "cai"
+    except Exception:
+        return None
+    return None
+
+
+class _Frame:
+    """The framework that allocates the outputs and whose current stream runs the work."""
+
+    def __init__(self, name: str, device: int):
+        self.name = name
+        self.device = device
+        if name == "torch":
+            self.lib = _torch()
+        elif name == "cupy":
+            self.lib = _cupy()
+        else:
+            raise AssertionError(name)
+
+    @staticmethod
+    def for_output(kind: str, device: int, producer=None) -> "_Frame":
+        if kind in ("torch", "cupy"):
+            return _Frame(kind, device)
+        # JAX and generic producers: a framework that can allocate device memory.
+        preferred = ("cupy", "torch") if kind == "cai" else ("torch", "cupy")
+        for name in preferred:
+            try:
+                __import__(name)
+            except ImportError:
+                continue
+            return _Frame(name, device)
+        raise NotImplementedError(
+            f"GPU arrays of {_module_of(producer)} need torch or CuPy installed: smemkit allocates "
+            "its outputs with one of them (and hands them over through DLPack)"
+        )
+
+    def stream(self) -> int:
+        if self.name == "torch":
+            return self.lib.cuda.current_stream(self.device).cuda_stream
+        with self.lib.cuda.Device(self.device):
+            return self.lib.cuda.get_current_stream().ptr
+
+    def use_stream(self, handle: int):
+        """A context making ``handle`` the current stream (allocations ordered on it)."""
+        if self.name == "torch":
+            return self.lib.cuda.stream(self.lib.cuda.ExternalStream(handle, device=self.device))
+        return self.lib.cuda.ExternalStream(handle)
+
+    def empty(self, n: int, dtype: str):
+        if self.name == "torch":
+            return self.lib.empty(n, dtype=getattr(self.lib, dtype), device=f"cuda:{self.device}")
+        with self.lib.cuda.Device(self.device):
+            return self.lib.empty(n, dtype=dtype)
+
+    def ptr(self, a) -> int:
+        return a.data_ptr() if self.name == "torch" else a.data.ptr
+
+    def edges(self, key, host: np.ndarray):
+        """The edges on the device, of ``host``'s dtype (a fresh copy for every result)."""
+        k = (self.name, self.device, key)
+        cached = _EDGES.get(k)
+        if cached is None:
+            if self.name == "torch":
+                cached = self.lib.from_numpy(np.ascontiguousarray(host)).to(f"cuda:{self.device}")
+            else:
+                with self.lib.cuda.Device(self.device):
+                    cached = self.lib.asarray(host)
+            if len(_EDGES) > 256:
+                _EDGES.clear()
+            _EDGES[k] = cached
+        return cached.clone() if self.name == "torch" else cached.copy()
+
+    def capturing(self) -> bool:
+        try:
+            if self.name == "torch":
+                return self.lib.cuda.is_current_stream_capturing()
+            return self.lib.cuda.get_current_stream().is_capturing()
+        except Exception:
+            return False
+
+    def keep_until_done(self, objects):
+        """Keeps ``objects`` alive until the current stream has run what is enqueued so far."""
+        while _PENDING and _PENDING[0][0].query():
+            _PENDING.popleft()
+        if self.capturing():
+            return
+        if self.name == "torch":
+            with self.lib.cuda.device(self.device):
+                event = self.lib.cuda.Event()
+                event.record()
+        else:
+            with self.lib.cuda.Device(self.device):
+                event = self.lib.cuda.Event()
+                event.record()
+        _PENDING.append((event, objects))
+
+
+class Input:
+    """One device array: address, element count, dtype name, device, layout, framework."""
+
+    def __init__(self, obj, kind: str, name: str, frame: _Frame | None = None):
+        self.obj = obj
+        self.kind = kind
+        self.name = name
+        self.keep = []
+        if kind == "torch":
+            self.dtype = str(obj.dtype).removeprefix("torch.")
+            self.device = obj.device.index
+            self.ptr = obj.data_ptr()
+            self.shape = tuple(obj.shape)
+            self.strides = tuple(obj.stride())
+            self.frame = frame or _Frame("torch", self.device)
+        elif kind == "cupy":
+            self.dtype = str(obj.dtype)
+            self.device = obj.device.id
+            self.ptr = obj.data.ptr
+            self.shape = tuple(obj.shape)
+            self.strides = tuple(s // obj.itemsize for s in obj.strides) if obj.itemsize else ()
+            self.frame = frame or _Frame("cupy", self.device)
+        elif kind in ("jax", "dlpack"):
+            _, device = obj.__dlpack_device__()
+            self.device = int(device)
+            self.frame = frame or _Frame.for_output(kind, self.device, obj)
+            handle = self.frame.stream()
+            try:
+                capsule = obj.__dlpack__(stream=handle or 1, max_version=(1, 0))
+            except TypeError:
+                capsule = obj.__dlpack__(stream=handle or 1)
+            info = _native.dlpack_capsule_info(capsule)
+            self.dtype = info["dtype"]
+            self.ptr = info["data"] + info["byte_offset"]
+            self.shape = tuple(info["shape"])
+            self.strides = info["strides"]
+            self.keep = [capsule, obj]
+        elif kind == "cai":
+            info = _native.cuda_array_interface(obj)
+            self.frame = frame
+            typestr = info["typestr"]
+            dt = np.dtype(typestr)
+            if not dt.isnative:
+                raise TypeError(f"{name}: CUDA arrays of non-native byte order ({typestr}) are not supported")
+            self.dtype = str(dt)
+            self.ptr = info["data"]
+            self.shape = tuple(info["shape"])
+            self.strides = (
+                None if info["strides"] is None
+                else tuple(s // dt.itemsize for s in info["strides"])
+            )
+            self.stream_kind, self.stream_handle = info["stream"]
+            self.device = _cai_device(self.ptr)
+            if self.frame is None:
+                self.frame = _Frame.for_output("cai", self.device, obj)
+        else:
+            raise AssertionError(kind)
+        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    def run_stream(self) -> int:
+        if self.kind == "cai" and self.stream_kind == "handle":
+            return self.stream_handle
+        if self.kind == "cai" and self.stream_kind == "per-thread":
+            return 2
+        return self.frame.stream()
+
+    def layout(self):
+        """``'C'`` when the elements are one block in logical (row-major) order, ``'dense'`` when
+        one block in another order, None otherwise."""
+        if self.strides is None or self.size <= 1:
+            return "C"
+        dims = [(st, sh) for st, sh in zip(self.strides, self.shape) if sh != 1]
+        expected = 1
+        for st, sh in reversed(dims):
+            if st != expected:
+                break
+            expected *= sh
+        else:
+            return "C"
+        expected = 1
+        for st, sh in sorted(dims, key=lambda d: abs(d[0])):
+            if st != expected:
+                return None
+            expected *= sh
+        return "dense"
+
+    def check_layout(self, paired: "Input | None" = None):
+        lay = self.layout()
+        if paired is None and lay is not None:
+            return
+        if paired is not None and lay == "C" and paired.layout() == "C":
+            return
+        if (paired is not None and lay == "dense" and paired.layout() == "dense"
+                and self.strides == paired.strides and self.shape == paired.shape):
+            return
+        hint = {"torch": ".contiguous()", "cupy": "cupy.ascontiguousarray(...)",
+                "jax": "a fresh array"}.get(self.kind, "a contiguous copy")
+        raise ValueError(
+            f"{self.name} is a strided view of GPU memory (shape {self.shape}, strides "
+            f"{self.strides} elements){' laid out unlike the weights' if paired is not None else ''}: "
+            f"smemkit reads device arrays in place and does not copy them; pass {hint}"
+        )
+
+    def minmax(self):
+        """The smallest and largest element, read back to the host (a synchronisation)."""
+        o = self.obj
+        if self.kind == "torch":
+            o = o.reshape(-1)
+            if o.dtype == _torch().bool:
+                o = o.view(_torch().uint8)
+            lo, hi = _torch().aminmax(o)
+            return lo.item(), hi.item()
+        if self.kind in ("cupy", "jax"):
+            return o.min().item(), o.max().item()
+        raise NotImplementedError(
+            f"{self.name}: finding the range of a {_module_of(o)} GPU array needs its framework; "
+            "pass range= (or minlength= with out_of_range=) instead"
+        )
+
+    def check_aligned(self):
+        if self.size and self.ptr % 16:
+            hint = ".clone()" if self.kind == "torch" else "a copy"
+            raise ValueError(
+                f"{self.name} starts at {self.ptr:#x}, which is not 16-byte aligned (a view at an "
+                f"offset into its buffer); smemkit's kernels read 16 bytes at a time: pass {hint}"
+            )
+
+
+def _cai_device(ptr: int) -> int:
+    """The CUDA device holding ``ptr`` (through CuPy or torch, whichever is loaded)."""
+    cp = _cupy()
+    if cp is not None:
+        try:
+            return cp.cuda.runtime.pointerGetAttributes(ptr).device
+        except Exception:
+            pass
+    torch = _torch()
+    if torch is not None and torch.cuda.device_count() == 1:
+        return 0
+    if torch is None and cp is None:
+        raise NotImplementedError(
+            "GPU arrays given by __cuda_array_interface__ need torch or CuPy installed"
+        )
+    return 0
+
+
+def _finish(frame: _Frame, kind: str, arr):
+    """An output of ``frame`` as an array of the input's kind."""
+    if kind == "jax":
+        import jax.dlpack
+
+        return jax.dlpack.from_dlpack(arr)
+    return arr
+
+
+def _cast(frame: _Frame, arr, dtype: str):
+    if frame.name == "torch":
+        return arr.to(getattr(frame.lib, dtype))
+    return arr.astype(dtype)
+
+
+def _sample_dtype(inp: Input, for_bincount: bool) -> str:
+    d = inp.dtype
+    if d == "bool":
+        if not for_bincount:
+            warnings.warn(
+                f"Converting input from bool to {np.uint8} for compatibility.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        return "uint8"  # the same bytes, read in place
+    if d in ("float16", "bfloat16"):
+        raise NotImplementedError(
+            f"{d} GPU arrays are not supported yet (the device engine reads integers, float32 "
+            "and float64): convert first, e.g. x.float()"
+        )
+    if d not in _SUPPORTED:
+        raise TypeError(
+            f"cannot histogram GPU samples of dtype {d}: smemkit reads integers, float32 and float64"
+        )
+    if for_bincount and d.startswith("float"):
+        raise TypeError(
+            f"Cannot cast array data from dtype('{d}') to dtype('int64') according to the rule 'safe'"
+        )
+    return d
+
+
+def _weights(weights, a: Input, kind: str, frame: _Frame):
+    if weights is None:
+        return None
+    wkind = device_kind(weights)
+    if wkind is None:
+        raise TypeError(
+            f"the samples are on a GPU ({kind}) but the weights are not: pass both on the same device"
+        )
+    w = Input(weights, wkind, "weights", frame if wkind not in ("torch", "cupy") else None)
+    if w.device != a.device:
+        raise ValueError(f"the samples are on CUDA device {a.device}, the weights on {w.device}")
+    if w.dtype not in ("float32", "float64"):
+        raise NotImplementedError(
+            f"GPU weights of dtype {w.dtype} are not supported (float32 and float64 are): convert "
+            "them first, e.g. w.double()"
+        )
+    return w
+
+
+def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer, policy,
+         strategy, deterministic):
+    frame = a.frame
+    stream = a.run_stream()
+    words = "int64" if w is None else "float64"
+    if a.kind == "cai" and a.stream_kind == "handle":
+        with frame.use_stream(stream):
+            out = frame.empty(nbins + 3, words)
+    else:
+        out = frame.empty(nbins + 3, words)
+    _native.device_histogram(
+        a.device, stream, a.ptr, a.size, dtype,
+        0 if w is None else w.ptr, None if w is None else w.dtype,
+        frame.ptr(out), None if edges is not None else nbins, rng, edges, integer, policy,
+        strategy, deterministic,
+    )
+    keep = a.keep + (w.keep if w is not None else [])
+    if keep:
+        frame.keep_until_done(keep)
+    if policy == "error":
+        tallies = out[nbins:]
+        t = tallies.cpu().numpy() if frame.name == "torch" else tallies.get()
+        t = t.view(np.uint64)
+        if t.any():
+            raise ValueError(
+                f"out-of-range policy `error`: {t[0]} samples below the range, {t[1]} above it "
+                f"and {t[2]} NaN"
+            )
+    return out[:nbins]
+
+
+def _edges_key(nbins, rng, edges, dtype):
+    if edges is not None:
+        return ("edges", edges.tobytes(), dtype)
+    return ("uniform", nbins, rng, dtype)
+
+
+def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
+    """``(range, edges, nbins, host edges)``: uniform bins over a given range, or the edges (given,
+    or numpy's from the data's minimum and maximum: a synchronisation)."""
+    edges_dtype = "float32" if dtype == "float32" else "float64"
+    rng = None
+    if edges is None and range_ is not None:
+        first, last = range_
+        if dtype == "float32" and np.result_type(first, last, np.empty(0, dtype)) != np.float32:
+            raise NotImplementedError(
+                "a float64 range (numpy scalars) makes numpy bin float32 samples in float64: "
+                "pass the range as Python floats, or float64 samples"
+            )
+        rng = (float(first), float(last))
+    elif edges is None:
+        # numpy's range from the data: its edges depend only on the minimum, maximum, bins and
+        # dtype, so numpy's (the library's) rule on the two values gives the same edges.
+        if a.size == 0:
+            lo_hi = np.array([0, 1], dtype)
+        else:
+            lo, hi = a.minmax()
+            lo_hi = np.array([lo, hi], dtype)
+        edges = _native.histogram_bin_edges(lo_hi, nbins, None)
+    if edges is not None:
+        nb = edges.size - 1
+        host_edges = (np.asarray(bins_arg) if bins_arg is not None
+                      else edges.astype(edges_dtype, copy=False))
+    else:
+        nb = nbins
+        host_edges = _native.histogram_bin_edges(np.empty(0, dtype), nbins, rng).astype(
+            edges_dtype, copy=False)
+    return rng, edges, nb, host_edges
+
+
+def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):
+    a = Input(a_obj, kind, "a")
+    dtype = _sample_dtype(a, False)
+    frame = a.frame
+    if edges is not None and edges.size < 2:
+        return _finish(frame, kind, frame.edges(("given", np.asarray(bins_arg).tobytes(), str(np.asarray(bins_arg).dtype)), np.asarray(bins_arg)))
+    rng, edges, nb, host_edges = _resolve(a, dtype, nbins, edges, range_, bins_arg)
+    return _finish(frame, kind, frame.edges(_edges_key(nbins, rng, edges, str(host_edges.dtype)),
+                                            host_edges))
+
+
+def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range, strategy,
+              deterministic, bins_arg):
+    a = Input(a_obj, kind, "a")
+    dtype = _sample_dtype(a, False)
+    a.check_aligned()
+    w = _weights(weights, a, kind, a.frame)
+    if w is not None:
+        if w.shape != a.shape:
+            raise ValueError("weights should have the same shape as a.")
+        a.check_layout(w)
+    else:
+        a.check_layout()
+    frame = a.frame
+    if edges is not None and edges.size < 2:
+        # numpy: no bins, no counts.
+        empty = frame.empty(0, "int64" if w is None else w.dtype)
+        if density:
+            empty = _cast(frame, empty, "float64")
+        return (_finish(frame, kind, empty),
+                _finish(frame, kind, frame.edges(("given", np.asarray(bins_arg).tobytes(), str(np.asarray(bins_arg).dtype)), np.asarray(bins_arg))))
+    rng, edges, nb, host_edges = _resolve(a, dtype, nbins, edges, range_, bins_arg)
+    counts = _run(a, dtype, w, nb, rng, edges, False, out_of_range, strategy, deterministic)
+    if w is not None and w.dtype != "float64":
+        counts = _cast(frame, counts, w.dtype)
+    bin_edges = frame.edges(_edges_key(nbins, rng, edges, str(host_edges.dtype)), host_edges)
+    if density:
+        db = bin_edges[1:] - bin_edges[:-1]
+        db = _cast(frame, db, "float64")
+        counts = counts / db / counts.sum()
+    return _finish(frame, kind, counts), _finish(frame, kind, bin_edges)
+
+
+def bincount(x_obj, kind, weights, minlength, out_of_range, strategy, deterministic):
+    x = Input(x_obj, kind, "x")
+    if len(x.shape) == 0:
+        raise ValueError("object of too small depth for desired array")
+    if len(x.shape) > 1:
+        raise ValueError("object too deep for desired array")
+    dtype = _sample_dtype(x, True)
+    x.check_aligned()
+    x.check_layout()
+    w = _weights(weights, x, kind, x.frame)
+    if w is not None:
+        if len(w.shape) != 1:
+            raise ValueError("object too deep for desired array")
+        if w.size != x.size:
+            raise ValueError("The weights and list don't have the same length.")
+        w.check_layout()
+    frame = x.frame
+    policy = out_of_range or "ignore"
+    if out_of_range is None:
+        if x.size == 0:
+            return _finish(frame, kind, _zeros(frame, minlength))
+        lo, hi = x.minmax()
+        if lo < 0:
+            raise ValueError("'list' argument must have no negative elements")
+        nbins = max(int(hi) + 1, minlength)
+    else:
+        if minlength < 1:
+            raise ValueError(
+                "bincount with out_of_range needs minlength >= 1: the result has exactly "
+                "minlength bins"
+            )
+        nbins = minlength
+    counts = _run(x, dtype, w, nbins, None, None, True, policy, strategy, deterministic)
+    return _finish(frame, kind, counts)
+
+
+def _zeros(frame: _Frame, n: int):
+    z = frame.empty(n, "int64")
+    z.zero_() if frame.name == "torch" else z.fill(0)
+    return z

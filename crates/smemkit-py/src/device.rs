@@ -1,0 +1,284 @@
+//! GPU arrays of other frameworks (torch, CuPy, JAX, anything with DLPack or the CUDA array
+//! interface) histogrammed in place through the library's [`DeviceHistogram`], on the stream the
+//! Python layer names (the producer's current stream), into an output the framework allocated.
+//! Building a histogram plans, compiles and allocates, so built histograms are cached for the
+//! process, per device, sample type, bins, weights, policy, strategy, determinism and size class;
+//! a repeated call only checks and enqueues. Calls never wait for the GPU.
+//!
+//! One cached histogram's scratch is shared by every stream that runs it: a run on a stream other
+//! than the previous run's waits (on the device, through an event) for that previous run, so two
+//! streams never use the scratch at once. Inside CUDA graph capture that ordering is left out (a
+//! captured stream cannot wait on an event recorded outside the capture); the graph's replays are
+//! ordered by the code that launches them, as every captured torch kernel's are.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use numpy::PyReadonlyArray1;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use smemkit::cudarc::driver::sys;
+use smemkit::{
+    BinSpec, DeviceHistogram, DeviceHistogramSpec, OutOfRange, SampleType, StrategyChoice,
+    WeightKind,
+};
+
+use crate::errors::IntoPy;
+
+/// The smallest size class: inputs up to this many samples share one plan (launch-bound anyway).
+const SMALLEST_CLASS: usize = 1 << 12;
+
+/// Bins as a hashable key (floats by their bits).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum BinsKey {
+    Uniform(usize, u64, u64),
+    Edges(Vec<u64>),
+    Integer(usize),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    device: usize,
+    sample_type: SampleType,
+    bins: BinsKey,
+    weights: u8,
+    policy: String,
+    strategy: Option<String>,
+    deterministic: bool,
+    size_class: usize,
+}
+
+/// The stream ordering of one cached histogram's runs (see the module documentation).
+struct Order {
+    last_stream: Option<usize>,
+    /// Recorded on `last_stream` after its last run (outside capture); created on first use.
+    event: sys::CUevent,
+    recorded: bool,
+}
+
+// SAFETY: a CUevent is a driver handle usable from any thread; it is only touched under the mutex.
+unsafe impl Send for Order {}
+
+struct Entry {
+    hist: DeviceHistogram,
+    order: Mutex<Order>,
+}
+
+type Cache = Mutex<HashMap<Key, Arc<Entry>>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn check(result: sys::CUresult, what: &str) -> PyResult<()> {
+    if result == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(PyRuntimeError::new_err(format!(
+            "CUDA error while {what}: {result:?}"
+        )))
+    }
+}
+
+/// Whether `stream` is being captured into a CUDA graph.
+fn capturing(stream: sys::CUstream) -> PyResult<bool> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: `stream` is a live stream of the current context (the caller's guarantee); `status`
+    // is a valid out pointer.
+    check(
+        unsafe { sys::cuStreamIsCapturing(stream, &mut status) },
+        "asking whether the stream is being captured",
+    )?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
+fn weight_kind(dtype: Option<&str>) -> PyResult<WeightKind> {
+    match dtype {
+        None => Ok(WeightKind::None),
+        Some("float32") => Ok(WeightKind::F32),
+        Some("float64") => Ok(WeightKind::F64),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "internal: device weights of {other} (expected float32 or float64)"
+        ))),
+    }
+}
+
+/// Histograms `n` samples of `dtype` at device address `input` (with `weights` at their address,
+/// 0 without) into `out`, a device buffer of nbins + 3 64-bit words (the u64 counts or f64 sums,
+/// then the tallies below, above and NaN: the counts start where the buffer does, aligned as
+/// frameworks that import it require), on `stream` (a `cudaStream_t`; 0 the legacy default
+/// stream) of device `device`. Enqueues and returns; the caller keeps every buffer alive until the
+/// stream has run it.
+#[pyfunction]
+#[pyo3(signature = (device, stream, input, n, dtype, weights, weights_dtype, out, nbins, range,
+                    edges, integer_bins, out_of_range, strategy, deterministic))]
+#[allow(clippy::too_many_arguments)]
+pub fn device_histogram(
+    py: Python<'_>,
+    device: usize,
+    stream: usize,
+    input: u64,
+    n: usize,
+    dtype: &str,
+    weights: u64,
+    weights_dtype: Option<&str>,
+    out: u64,
+    nbins: Option<usize>,
+    range: Option<(f64, f64)>,
+    edges: Option<PyReadonlyArray1<'_, f64>>,
+    integer_bins: bool,
+    out_of_range: &str,
+    strategy: Option<&str>,
+    deterministic: bool,
+) -> PyResult<()> {
+    let sample_type = SampleType::parse(dtype).py_err()?;
+    let weight = weight_kind(weights_dtype)?;
+    if (weights != 0) != (weight != WeightKind::None) {
+        return Err(PyValueError::new_err(
+            "internal: a weights address needs its dtype",
+        ));
+    }
+    let (bins, bins_key) = match (nbins, range, edges, integer_bins) {
+        (Some(nbins), None, None, true) => (BinSpec::Integer { nbins }, BinsKey::Integer(nbins)),
+        (Some(nbins), Some((lo, hi)), None, false) => (
+            BinSpec::Uniform {
+                nbins,
+                range: Some((lo, hi)),
+            },
+            BinsKey::Uniform(nbins, lo.to_bits(), hi.to_bits()),
+        ),
+        (None, None, Some(e), false) => {
+            let e = e.as_array().to_vec();
+            let key = BinsKey::Edges(e.iter().map(|x| x.to_bits()).collect());
+            (BinSpec::Edges(e), key)
+        }
+        _ => {
+            return Err(PyValueError::new_err(
+                "internal: give integer bins, uniform bins with a range, or edges",
+            ))
+        }
+    };
+    let policy = OutOfRange::parse(out_of_range).py_err()?;
+    let choice = match strategy {
+        None => StrategyChoice::Auto,
+        Some(s) => StrategyChoice::parse(s, None).py_err()?,
+    };
+    let size_class = n.max(SMALLEST_CLASS).next_power_of_two();
+    let key = Key {
+        device,
+        sample_type,
+        bins: bins_key,
+        weights: weight as u8,
+        policy: out_of_range.to_string(),
+        strategy: strategy.map(str::to_string),
+        deterministic,
+        size_class,
+    };
+    let cu_stream = stream as sys::CUstream;
+    let cached = cache().lock().expect("histogram cache").get(&key).cloned();
+    let entry = match cached {
+        Some(e) => e,
+        None => {
+            let gpu = smemkit::cuda::device::gpu_at(device).py_err()?;
+            gpu.bind().py_err()?;
+            if capturing(cu_stream)? {
+                return Err(PyRuntimeError::new_err(
+                    "smemkit: the first call for these bins, dtype, options and size class is being \
+                     captured into a CUDA graph, but it builds the histogram (compiles kernels, \
+                     allocates scratch), which capture forbids: make the same call once before \
+                     capturing (a warm-up, as torch.cuda.graphs asks for)",
+                ));
+            }
+            let spec = DeviceHistogramSpec::new(sample_type, bins)
+                .weights(weight)
+                .policy(policy)
+                .strategy(choice)
+                .max_samples(size_class)
+                .deterministic(deterministic);
+            let hist = py
+                .detach(|| {
+                    let h = DeviceHistogram::new(&gpu, &spec)?;
+                    // The scratch was allocated and cleared on the library's stream; the runs
+                    // are on the caller's.
+                    gpu.stream.synchronize().map_err(|e| smemkit::Error::Cuda {
+                        context: "preparing a device histogram".into(),
+                        message: format!("{e:?}"),
+                    })?;
+                    Ok::<_, smemkit::Error>(h)
+                })
+                .py_err()?;
+            let entry = Arc::new(Entry {
+                hist,
+                order: Mutex::new(Order {
+                    last_stream: None,
+                    event: std::ptr::null_mut(),
+                    recorded: false,
+                }),
+            });
+            cache()
+                .lock()
+                .expect("histogram cache")
+                .entry(key)
+                .or_insert(entry)
+                .clone()
+        }
+    };
+    entry.hist.gpu().bind().py_err()?;
+    let mut order = entry.order.lock().expect("histogram order");
+    let captured = capturing(cu_stream)?;
+    if !captured && order.recorded && order.last_stream != Some(stream) {
+        // SAFETY: the event is live (created below, never destroyed while cached); the stream is
+        // the caller's live stream.
+        check(
+            unsafe { sys::cuStreamWaitEvent(cu_stream, order.event, 0) },
+            "ordering this run after the previous run on another stream",
+        )?;
+    }
+    // SAFETY: the Python layer passes addresses of live device memory of this device holding `n`
+    // samples of `dtype`, `n` weights and 3 + nbins words, kept alive by its framework until the
+    // stream has run the histogram (stream-ordered allocators), and a live stream of the device.
+    unsafe {
+        entry.hist.run_raw(
+            input,
+            n,
+            sample_type,
+            weights,
+            out,
+            out + 8 * entry.hist.nbins() as u64,
+            cu_stream,
+            false,
+        )
+    }
+    .py_err()?;
+    if !captured {
+        if order.event.is_null() {
+            let mut event: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: valid out pointer; the context is bound.
+            check(
+                unsafe {
+                    sys::cuEventCreate(
+                        &mut event,
+                        sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+                    )
+                },
+                "creating an event",
+            )?;
+            order.event = event;
+        }
+        // SAFETY: a live event and the caller's live stream.
+        check(
+            unsafe { sys::cuEventRecord(order.event, cu_stream) },
+            "recording the run's event",
+        )?;
+        order.recorded = true;
+        order.last_stream = Some(stream);
+    }
+    Ok(())
+}
+
+/// How many device histograms are cached (for tests).
+#[pyfunction]
+pub fn device_cache_size() -> usize {
+    cache().lock().expect("histogram cache").len()
+}
