@@ -126,11 +126,13 @@ class _Frame:
     def ptr(self, a) -> int:
         return a.data_ptr() if self.name == "torch" else a.data.ptr
 
-    def edges(self, key, host: np.ndarray):
-        """The edges on the device, of ``host``'s dtype (a fresh copy for every result)."""
+    def edges(self, key, make):
+        """The edges on the device, of the dtype of ``make()``'s host array (cached; a fresh copy
+        for every result)."""
         k = (self.name, self.device, key)
         cached = _EDGES.get(k)
         if cached is None:
+            host = make()
             if self.name == "torch":
                 cached = self.lib.from_numpy(np.ascontiguousarray(host)).to(f"cuda:{self.device}")
             else:
@@ -393,7 +395,11 @@ def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer,
         frame.keep_until_done(keep)
     if policy == "error":
         tallies = out[nbins:]
-        t = tallies.cpu().numpy() if frame.name == "torch" else tallies.get()
+        if a.kind == "cai" and a.stream_kind == "handle":
+            with frame.use_stream(stream):
+                t = tallies.cpu().numpy() if frame.name == "torch" else tallies.get()
+        else:
+            t = tallies.cpu().numpy() if frame.name == "torch" else tallies.get()
         t = t.view(np.uint64)
         if t.any():
             raise ValueError(
@@ -403,15 +409,14 @@ def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer,
     return out[:nbins]
 
 
-def _edges_key(nbins, rng, edges, dtype):
-    if edges is not None:
-        return ("edges", edges.tobytes(), dtype)
-    return ("uniform", nbins, rng, dtype)
+def _given_edges(frame: _Frame, bins_arg):
+    given = np.asarray(bins_arg)
+    return frame.edges(("given", given.tobytes(), str(given.dtype)), lambda: given)
 
 
 def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
-    """``(range, edges, nbins, host edges)``: uniform bins over a given range, or the edges (given,
-    or numpy's from the data's minimum and maximum: a synchronisation)."""
+    """``(range, edges, nbins, (key, host edges thunk))``: uniform bins over a given range, or the
+    edges (given, or numpy's from the data's minimum and maximum: a synchronisation)."""
     edges_dtype = "float32" if dtype == "float32" else "float64"
     rng = None
     if edges is None and range_ is not None:
@@ -431,15 +436,18 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
             lo, hi = a.minmax()
             lo_hi = np.array([lo, hi], dtype)
         edges = _native.histogram_bin_edges(lo_hi, nbins, None)
+    # The host edges are made only when their device copy is not cached yet.
     if edges is not None:
         nb = edges.size - 1
-        host_edges = (np.asarray(bins_arg) if bins_arg is not None
-                      else edges.astype(edges_dtype, copy=False))
-    else:
-        nb = nbins
-        host_edges = _native.histogram_bin_edges(np.empty(0, dtype), nbins, rng).astype(
-            edges_dtype, copy=False)
-    return rng, edges, nb, host_edges
+        if bins_arg is not None:
+            given = np.asarray(bins_arg)
+            key = ("given", edges.tobytes(), str(given.dtype))
+            return rng, edges, nb, (key, lambda: given)
+        key = ("data", edges.tobytes(), edges_dtype)
+        return rng, edges, nb, (key, lambda: edges.astype(edges_dtype))
+    key = ("uniform", nbins, rng, dtype)
+    return rng, None, nbins, (key, lambda: _native.histogram_bin_edges(
+        np.empty(0, dtype), nbins, rng).astype(edges_dtype, copy=False))
 
 
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):
@@ -447,10 +455,9 @@ def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):
     dtype = _sample_dtype(a, False)
     frame = a.frame
     if edges is not None and edges.size < 2:
-        return _finish(frame, kind, frame.edges(("given", np.asarray(bins_arg).tobytes(), str(np.asarray(bins_arg).dtype)), np.asarray(bins_arg)))
-    rng, edges, nb, host_edges = _resolve(a, dtype, nbins, edges, range_, bins_arg)
-    return _finish(frame, kind, frame.edges(_edges_key(nbins, rng, edges, str(host_edges.dtype)),
-                                            host_edges))
+        return _finish(frame, kind, _given_edges(frame, bins_arg))
+    _, _, _, (key, make) = _resolve(a, dtype, nbins, edges, range_, bins_arg)
+    return _finish(frame, kind, frame.edges(key, make))
 
 
 def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range, strategy,
@@ -472,12 +479,12 @@ def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range,
         if density:
             empty = _cast(frame, empty, "float64")
         return (_finish(frame, kind, empty),
-                _finish(frame, kind, frame.edges(("given", np.asarray(bins_arg).tobytes(), str(np.asarray(bins_arg).dtype)), np.asarray(bins_arg))))
-    rng, edges, nb, host_edges = _resolve(a, dtype, nbins, edges, range_, bins_arg)
+                _finish(frame, kind, _given_edges(frame, bins_arg)))
+    rng, edges, nb, (key, make) = _resolve(a, dtype, nbins, edges, range_, bins_arg)
     counts = _run(a, dtype, w, nb, rng, edges, False, out_of_range, strategy, deterministic)
     if w is not None and w.dtype != "float64":
         counts = _cast(frame, counts, w.dtype)
-    bin_edges = frame.edges(_edges_key(nbins, rng, edges, str(host_edges.dtype)), host_edges)
+    bin_edges = frame.edges(key, make)
     if density:
         db = bin_edges[1:] - bin_edges[:-1]
         db = _cast(frame, db, "float64")
