@@ -279,11 +279,16 @@ def test_cuda_array_interface_producer(rng):
 def test_jax_in_jax_out(rng):
     jax.config.update("jax_enable_x64", True)
     x = normal_with_specials(rng, 1 << 21)
-    j = jnp.asarray(x, device=[d for d in jax.devices() if d.platform == "gpu"][0])
+    gpu = [d for d in jax.devices() if d.platform == "gpu"][0]
+    j = jax.device_put(x, gpu)
     h, e = smemkit.histogram(j, 1000, range=(-4, 4))
     assert isinstance(h, jax.Array) and isinstance(e, jax.Array)
     H, E = np.histogram(x, 1000, range=(-4, 4))
     same(h, H)
     same(e, E)
     xi = rng.integers(0, 300, 1 << 16).astype(np.int32)
-    same(smemkit.bincount(jnp.asarray(xi)), np.bincount(xi))
+    same(smemkit.bincount(jax.device_put(xi, gpu)), np.bincount(xi))
+    w = rng.random(x.size)
+    h, _ = smemkit.histogram(j, 1000, range=(-4, 4), weights=jax.device_put(w, gpu))
+    np.testing.assert_allclose(host(h), np.histogram(x, 1000, range=(-4, 4), weights=w)[0],
+                               rtol=1e-12)

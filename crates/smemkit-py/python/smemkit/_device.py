@@ -107,6 +107,9 @@ class _Frame:
 
     def stream(self) -> int:
         if self.name == "torch":
+            raw = getattr(self.lib._C, "_cuda_getCurrentRawStream", None)
+            if raw is not None:  # the handle without building a Stream object (per-call cost)
+                return raw(self.device)
             return self.lib.cuda.current_stream(self.device).cuda_stream
         with self.lib.cuda.Device(self.device):
             return self.lib.cuda.get_current_stream().ptr
@@ -305,11 +308,14 @@ def _cai_device(ptr: int) -> int:
         except Exception:
             pass
     torch = _torch()
-    if torch is not None and torch.cuda.device_count() == 1:
-        return 0
     if torch is None and cp is None:
         raise NotImplementedError(
             "GPU arrays given by __cuda_array_interface__ need torch or CuPy installed"
+        )
+    if torch is not None and torch.cuda.device_count() > 1:
+        raise NotImplementedError(
+            "__cuda_array_interface__ does not say which GPU holds the array: on a machine with "
+            "several GPUs, smemkit needs CuPy installed to ask the driver"
         )
     return 0
 
