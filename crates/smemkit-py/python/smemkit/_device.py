@@ -18,6 +18,7 @@ tallies are read back to raise).
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from collections import deque
@@ -228,7 +229,7 @@ class Input:
                 self.frame = _Frame.for_output("cai", self.device, obj)
         else:
             raise AssertionError(kind)
-        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        self.size = math.prod(self.shape)
 
     def run_stream(self) -> int:
         if self.kind == "cai" and self.stream_kind == "handle":
@@ -427,7 +428,9 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
     rng = None
     if edges is None and range_ is not None:
         first, last = range_
-        if dtype == "float32" and np.result_type(first, last, np.empty(0, dtype)) != np.float32:
+        weak = type(first) in (int, float) and type(last) in (int, float)  # Python numbers
+        if (dtype == "float32" and not weak
+                and np.result_type(first, last, np.empty(0, dtype)) != np.float32):
             raise NotImplementedError(
                 "a float64 range (numpy scalars) makes numpy bin float32 samples in float64: "
                 "pass the range as Python floats, or float64 samples"
