@@ -21,6 +21,7 @@ pub mod gpu;
 pub mod histogram;
 pub(crate) mod huge_pages;
 pub mod lab;
+pub mod launch;
 pub mod matmul;
 pub mod sample;
 
