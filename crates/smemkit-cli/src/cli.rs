@@ -134,8 +134,8 @@ pub struct HistArgs {
     #[arg(long, value_name = "MIB")]
     pub device_budget: Option<usize>,
     /// GPU: several GPUs, `all` or ordinals (0,1,...): one shard of the input per GPU, counters
-    /// summed with NCCL (needs a build with `--features nccl`). Several processes instead: see
-    /// SMEMKIT_RANK in the README.
+    /// summed with NCCL (needs a build with `--features nccl`). Several processes instead
+    /// (torchrun, srun, mpirun, or SMEMKIT_RANK): see the README.
     #[arg(long, value_name = "all|0,1,...")]
     pub devices: Option<String>,
 }

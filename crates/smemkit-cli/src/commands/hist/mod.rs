@@ -29,12 +29,14 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     // Several processes: each histograms its slice of the same input; all get the sum; rank 0
     // writes the files.
     // With --devices, each rank drives those GPUs (every rank as many), one NCCL rank per GPU.
-    let ranks = RankSpec::from_env()?;
+    // The ranks come from a launcher's environment (torchrun, srun, mpirun) or SMEMKIT_RANK.
+    let (ranks, rank_note) = ranks()?;
     let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
     let loaded = load(&config, &ranks)?;
     let (input, what) = (loaded.input, loaded.what);
     let mut notes = config.notes.clone();
+    notes.extend(rank_note);
     notes.extend(loaded.note);
     let weights = match &config.weights {
         Some(p) => {
@@ -98,6 +100,25 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "plotted     {}", path.display())?;
     }
     Ok(())
+}
+
+/// This process's place among several, and the summary's note saying which launcher it came
+/// from. A launcher's world of one rank runs alone (no NCCL, any backend); `SMEMKIT_WORLD_SIZE=1`
+/// asked for a rank explicitly and keeps it.
+fn ranks() -> Result<(Option<RankSpec>, Option<String>)> {
+    let Some(spec) = RankSpec::from_env()? else {
+        return Ok((None, None));
+    };
+    if spec.world == 1 && spec.launcher != smemkit::launch::Launcher::Smemkit {
+        let note = format!(
+            "launched by {} as a single rank ({}): runs alone",
+            spec.launcher.name(),
+            spec.source
+        );
+        return Ok((None, Some(note)));
+    }
+    let note = format!("ranks: {}", spec.describe());
+    Ok((Some(spec), Some(note)))
 }
 
 /// Registers the files this command reads, and refuses `--out` or `--plot` naming one of them
