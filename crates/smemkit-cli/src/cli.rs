@@ -138,6 +138,11 @@ pub struct HistArgs {
     /// (torchrun, srun, mpirun, or SMEMKIT_RANK): see the README.
     #[arg(long, value_name = "all|0,1,...")]
     pub devices: Option<String>,
+    /// Several processes: shard the bins over the ranks (each rank ends with its slice of the
+    /// bins; for bin counts whose counters do not fit on one GPU): auto (when they would not
+    /// fit), always or never. Planned, not yet counted on the GPU: a sharded plan is an error.
+    #[arg(long, value_name = "auto|always|never", default_value = "auto")]
+    pub shard_bins: String,
 }
 
 #[derive(Debug, Args)]

@@ -235,3 +235,21 @@ fn partial_and_inconsistent_environments_are_refused_by_name() {
         );
     }
 }
+
+#[test]
+fn shard_bins_needs_ranks_and_a_known_mode() {
+    let r = hist(&[], &["--backend", "cpu", "--shard-bins", "always"]);
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("--shard-bins always") && r.stderr.contains("runs alone"),
+        "{}",
+        r.stderr
+    );
+    let r = hist(&[], &["--backend", "cpu", "--shard-bins", "sometimes"]);
+    assert!(!r.ok);
+    assert!(r.stderr.contains("--shard-bins sometimes"), "{}", r.stderr);
+    for mode in ["auto", "never"] {
+        let r = hist(&[], &["--backend", "cpu", "--shard-bins", mode]);
+        assert!(r.ok, "{mode}: {}", r.stderr);
+    }
+}

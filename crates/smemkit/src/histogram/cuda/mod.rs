@@ -3,6 +3,7 @@
 //! several processes ([`ranks`]), and the device-side inputs of the benchmarks ([`bench`]).
 
 pub mod bench;
+pub mod bin_shards;
 pub mod device_samples;
 pub mod multi;
 pub mod params;

@@ -18,6 +18,7 @@
 use std::ops::Range;
 use std::path::PathBuf;
 
+use super::bin_shards::ShardBins;
 use super::multi::{shards, DeviceSet};
 use super::prepared::EngineOutput;
 use crate::error::{Error, Result};
@@ -44,6 +45,8 @@ pub struct RankSpec {
     pub job: Option<String>,
     /// The variables read, `NAME=value, ...`.
     pub source: String,
+    /// Whether the bins are sharded over the ranks ([`super::bin_shards`]).
+    pub shard_bins: ShardBins,
 }
 
 fn env_usize(name: &str) -> Result<Option<usize>> {
@@ -78,6 +81,7 @@ impl RankSpec {
             local_rank: p.local_rank,
             job: p.job,
             source: p.source,
+            shard_bins: ShardBins::Auto,
         }
     }
 
@@ -102,6 +106,7 @@ impl RankSpec {
             local_rank: None,
             job: None,
             source: format!("SMEMKIT_RANK={rank}, SMEMKIT_WORLD_SIZE={world}"),
+            shard_bins: ShardBins::Auto,
         })
     }
 
@@ -216,6 +221,40 @@ pub fn histogram(
     }
 }
 
+/// The bins' reduction: the all-reduce, or (when the counters would not fit, or when asked) bins
+/// sharded over the ranks, which is planned ([`super::bin_shards::plan`]) but not yet counted on
+/// the GPU (counting a window of the bins needs a kernel parameter): that plan is an error
+/// naming it. Each GPU may use three quarters of its free memory for counters, the rest being the
+/// strategies' per-block counters and the input's staging buffers.
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+fn sharding(
+    spec: &RankSpec,
+    nbins: usize,
+    nccl_world: usize,
+    weighted: bool,
+    free: u64,
+) -> Result<()> {
+    use super::bin_shards::{plan, Reduction};
+    let counter_bytes = if weighted { 8 + 8 } else { 8 };
+    let p = plan(
+        nbins,
+        nccl_world,
+        counter_bytes,
+        free / 4 * 3,
+        spec.shard_bins,
+    )?;
+    match p.reduction {
+        Reduction::AllReduce => Ok(()),
+        Reduction::Sharded { .. } => Err(Error::NotImplemented(format!(
+            "bins sharded over the ranks ({}): the plan and the NCCL reductions are in place, \
+             counting a window of the bins on the GPU is not yet, so this histogram cannot run \
+             sharded; with fewer bins, or --shard-bins never on GPUs with room, it runs with the \
+             all-reduce",
+            p.reason
+        ))),
+    }
+}
+
 /// A fingerprint of what every rank must agree on: the bins, the policy, the types.
 pub fn fingerprint(
     binning: &Binning,
@@ -315,6 +354,14 @@ fn run(
     };
     // Every rank has joined, so every rank has read the id.
     channel.joined();
+    let free = comms
+        .iter()
+        .map(|c| c.gpu.memory().map(|(free, _)| free as u64))
+        .collect::<Result<Vec<u64>>>()?
+        .into_iter()
+        .min()
+        .unwrap_or(0);
+    sharding(spec, binning.nbins(), nccl_world, weights.is_some(), free)?;
     let wkind = match weights {
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
@@ -409,6 +456,44 @@ mod tests {
             "{}",
             s.describe()
         );
+    }
+
+    #[test]
+    fn sharded_plans_are_refused_by_name_until_the_gpu_counts_windows() {
+        const GIB: u64 = 1 << 30;
+        let mut spec = RankSpec::new(0, 2, PathBuf::from("/x/id"), None).unwrap();
+        // Counters that fit: the all-reduce, as before.
+        assert!(sharding(&spec, 1 << 20, 2, false, 80 * GIB).is_ok());
+        // 2^33 counters (64 GiB) do not fit in three quarters of 80 GiB: sharded over four
+        // GPUs (two owners a pass), refused.
+        let e = sharding(&spec, 1 << 33, 4, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not implemented")
+                && e.contains("each of 4 ranks owns 2147483648 bins, counted in 2 passes"),
+            "{e}"
+        );
+        // Over two they cannot be counted at all: how many GPUs would do.
+        let e = sharding(&spec, 1 << 33, 2, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 3 ranks"), "{e}");
+        // Asked for: the 2^28-bin target over two GPUs.
+        spec.shard_bins = ShardBins::Always;
+        let e = sharding(&spec, 1 << 28, 2, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--shard-bins always") && e.contains("one reduce-scatter"),
+            "{e}"
+        );
+        // Refused sharding where the counters do not fit: named.
+        spec.shard_bins = ShardBins::Never;
+        let e = sharding(&spec, 1 << 33, 2, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--shard-bins auto"), "{e}");
     }
 
     #[test]
