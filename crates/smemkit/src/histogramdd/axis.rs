@@ -9,7 +9,7 @@
 //! is always the bin the edges define, as numpy's.
 
 use crate::error::{Error, Result};
-use crate::histogram::bins::{linspace_f32, linspace_f64, BinSpec, Slot};
+use crate::histogram::bins::{linspace_f32, linspace_f64, locate_in_edges, BinSpec, Slot};
 use crate::sample::{Sample, SampleType};
 
 use super::layout::AxisView;
@@ -152,18 +152,22 @@ impl Axis {
         if x == e[n] {
             return Slot::Bin(n - 1);
         }
-        // Here e[0] <= x < e[n], so both walks stop inside [0, n - 1].
-        let mut i = match self.estimate {
-            Some((first, scale)) => (((x - first) * scale) as usize).min(n - 1),
-            None => return Slot::Bin(e.partition_point(|&edge| edge <= x) - 1),
-        };
-        while x < e[i] {
-            i -= 1;
+        // Here e[0] <= x < e[n]: the bin is the one `i` with e[i] <= x < e[i + 1]. The estimate
+        // is right or one off on linearly spaced edges; anything else is searched.
+        if let Some((first, scale)) = self.estimate {
+            let i = (((x - first) * scale) as usize).min(n - 1);
+            if e[i] <= x {
+                if x < e[i + 1] {
+                    return Slot::Bin(i);
+                }
+                if i + 2 <= n && x < e[i + 2] {
+                    return Slot::Bin(i + 1);
+                }
+            } else if i > 0 && e[i - 1] <= x {
+                return Slot::Bin(i - 1);
+            }
         }
-        while x >= e[i + 1] {
-            i += 1;
-        }
-        Slot::Bin(i)
+        locate_in_edges(e, x)
     }
 }
 

@@ -19,7 +19,7 @@ use super::layout::AxisView;
 use super::JointTallies;
 
 /// Up to this many joint bins each thread counts into its own copy (8 MiB of u64 each).
-const PRIVATE_COUNTERS_MAX_BINS: usize = 1 << 20;
+pub(crate) const PRIVATE_COUNTERS_MAX_BINS: usize = 1 << 20;
 
 /// Where one sample lands in the joint histogram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

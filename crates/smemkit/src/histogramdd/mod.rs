@@ -220,3 +220,6 @@ fn joint_bins(axes: &[Axis]) -> Result<usize> {
     }
     Ok(product)
 }
+
+#[cfg(test)]
+mod tests;
