@@ -29,6 +29,12 @@ impl Axis {
         self.edges.len() - 1
     }
 
+    /// `(first edge, bins per unit)` when the edges are finite and spread: the engines' first guess
+    /// of a bin, always checked against the edges.
+    pub fn estimate(&self) -> Option<(f64, f64)> {
+        self.estimate
+    }
+
     /// Resolves `spec` for the coordinates of this axis, as numpy.histogramdd does.
     pub fn resolve<T: Sample>(spec: &BinSpec, view: &AxisView<'_, T>, axis: usize) -> Result<Axis> {
         match spec {

@@ -169,6 +169,11 @@ impl<'a, T: Sample> AxisView<'a, T> {
         }
     }
 
+    /// The slice this axis reads, its first index and its stride.
+    pub fn parts(&self) -> (&'a [T], usize, usize) {
+        (self.data, self.start, self.stride)
+    }
+
     #[inline(always)]
     pub fn get(&self, i: usize) -> T {
         self.data[self.start + i * self.stride]

@@ -5,10 +5,12 @@
 //! or without a range) or explicit edges, with numpy.histogramdd's rule ([`axis`]); a sample outside
 //! any axis is not counted but tallied, and so is a sample with NaN on any axis. Samples come as an
 //! (N, D) array in either memory order, as D separate arrays, or as interleaved channels
-//! ([`JointSamples`]). Only the CPU engine exists so far; the CUDA backend says so.
+//! ([`JointSamples`]). The CPU engine ([`cpu`]) does everything; the CUDA backend runs the GPU engine
+//! ([`cuda`]: counts only, shared or global counters), which the auto backend does not choose yet.
 
 mod axis;
 mod cpu;
+pub mod cuda;
 mod density;
 mod layout;
 
@@ -28,10 +30,6 @@ use layout::Pick;
 /// The most joint bins (the product of every axis's bins) one histogram may have: their u64
 /// counters take 2 GiB.
 pub const MAX_JOINT_BINS: usize = 1 << 28;
-
-/// The message of the CUDA backend until the GPU engine of joint histograms exists.
-const CPU_ONLY: &str =
-    "histogramdd runs on the CPU engine only for now (use the cpu or auto backend)";
 
 /// What a joint histogram needs besides the data.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,18 +124,17 @@ pub fn histogramdd(
             )))
         }
     };
-    let detail = match options.backend {
-        Backend::Cuda => return Err(Error::NotImplemented(CPU_ONLY.into())),
-        Backend::Auto => "CPU engine (histogramdd has no GPU engine yet)",
-        Backend::Cpu => "CPU engine",
-    };
+    let on_gpu = options.backend == Backend::Cuda;
+    if on_gpu {
+        cuda::check(dims, weights.is_some())?;
+    }
     macro_rules! typed {
         ($t:ty) => {
-            run::<$t>(samples, weights, &specs, options.density)
+            run::<$t>(samples, weights, &specs, on_gpu)
         };
     }
     use crate::sample::SampleType as S;
-    let (axes, counts, tallies, elapsed) = match samples.sample_type() {
+    let (axes, counts, tallies, elapsed, gpu_detail) = match samples.sample_type() {
         S::U8 => typed!(u8),
         S::U16 => typed!(u16),
         S::U32 => typed!(u32),
@@ -157,9 +154,23 @@ pub fn histogramdd(
         edges: axes.into_iter().map(|a| a.edges).collect(),
         tallies,
         samples: n as u64,
-        engine: EngineReport {
-            backend: Backend::Cpu,
-            detail: format!("{detail}, {} threads", rayon::current_num_threads()),
+        engine: match gpu_detail {
+            Some(detail) => EngineReport {
+                backend: Backend::Cuda,
+                detail,
+            },
+            None => EngineReport {
+                backend: Backend::Cpu,
+                detail: format!(
+                    "CPU engine{}, {} threads",
+                    if options.backend == Backend::Auto {
+                        " (auto: the GPU engine of joint histograms is chosen only with the cuda backend)"
+                    } else {
+                        ""
+                    },
+                    rayon::current_num_threads()
+                ),
+            },
         },
         elapsed,
     })
@@ -176,13 +187,14 @@ pub fn histogram2d(
     histogramdd(&JointSamples::separate(vec![x, y])?, weights, options)
 }
 
-type Run = (Vec<Axis>, Counts, JointTallies, Duration);
+/// The axes, counts, tallies, engine time and, from the GPU engine, its report.
+type Run = (Vec<Axis>, Counts, JointTallies, Duration, Option<String>);
 
-fn run<T: Pick>(
+fn run<T: Pick + cudarc::driver::DeviceRepr>(
     samples: &JointSamples<'_>,
     weights: Option<Weights<'_>>,
     specs: &[&BinSpec],
-    _density: bool,
+    on_gpu: bool,
 ) -> Result<Run> {
     let views = samples
         .views::<T>()
@@ -194,9 +206,13 @@ fn run<T: Pick>(
         .map(|(j, (view, spec))| Axis::resolve(spec, view, j))
         .collect::<Result<Vec<Axis>>>()?;
     let nbins = joint_bins(&axes)?;
+    if on_gpu {
+        let g = cuda::run(&views, &axes, nbins, samples.len(), T::TYPE)?;
+        return Ok((axes, g.counts, g.tallies, g.elapsed, Some(g.detail)));
+    }
     let start = Instant::now();
     let (counts, tallies) = cpu::run(&views, &axes, nbins, samples.len(), weights)?;
-    Ok((axes, counts, tallies, start.elapsed()))
+    Ok((axes, counts, tallies, start.elapsed(), None))
 }
 
 /// The product of every axis's bins, refused beyond [`MAX_JOINT_BINS`].

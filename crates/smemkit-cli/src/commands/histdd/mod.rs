@@ -64,7 +64,7 @@ pub struct JointArgs {
     /// numpy's density=True: each bin divided by its volume and by the total.
     #[arg(long)]
     pub density: bool,
-    /// Engine: auto, cpu or cuda (joint histograms run on the CPU engine for now).
+    /// Engine: auto, cpu or cuda (auto picks the CPU engine; the GPU engine counts, without weights).
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Write the histogram to FILE: .npy, .csv or .json.
