@@ -97,6 +97,15 @@ pub(crate) fn run<T: Pick + DeviceRepr>(
     check(views.len(), false)?;
     let g = gpu()?;
     g.bind()?;
+    if n == 0 {
+        // Nothing to copy (the driver refuses empty allocations) or count.
+        return Ok(GpuRun {
+            counts: Counts::Unweighted(vec![0; nbins]),
+            tallies: JointTallies::default(),
+            elapsed: Duration::ZERO,
+            detail: format!("CUDA engine on {}: no samples, nothing launched", g.name),
+        });
+    }
     // Each distinct slice once: the axes of an (N, D) array share one.
     let mut uploads: Vec<(*const T, usize, CudaSlice<T>)> = Vec::new();
     let mut bases = Vec::with_capacity(views.len());
@@ -186,7 +195,7 @@ pub(crate) fn run<T: Pick + DeviceRepr>(
         g.limits.smem_per_block_optin,
     )?;
     let start = Instant::now();
-    if n > 0 {
+    {
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (BLOCK, 1, 1),
