@@ -28,10 +28,16 @@ def f64bits(x):
     return format(int(np.float64(x).view(np.uint64)), "016x")
 
 
+def zero(h):
+    z = h.ravel()[h.ravel() == 0]
+    return -0.0 if np.signbit(z).sum() * 2 > z.size else 0.0
+
+
 def case(name, sample, bins, ranges=None, weights=None, density=False, layout="rows"):
     sample = np.asarray(sample)
     n, d = sample.shape
     h, edges = np.histogramdd(sample, bins=bins, range=ranges, density=density, weights=weights)
+    z = zero(h)
     nan = int(np.isnan(sample).any(axis=1).sum()) if sample.dtype.kind == "f" else 0
     specs = []
     for j in range(d):
@@ -54,9 +60,11 @@ def case(name, sample, bins, ranges=None, weights=None, density=False, layout="r
         "bins": specs,
         "weights": None if weights is None else {"f32": weights.dtype == np.float32, "bits": bits(weights)},
         "density": density,
-        # Non-zero bins only, as [flat C-order index, value bits]; the rest are zero.
+        # Bins other than `zero` (the commoner zero: -0.0 when densities divide by a negative total),
+        # as [flat C-order index, value bits].
         "shape": [int(k) for k in h.shape],
-        "hist": [[int(i), f64bits(v)] for i, v in enumerate(h.ravel()) if v != 0],
+        "zero": f64bits(z),
+        "hist": [[int(i), f64bits(v)] for i, v in enumerate(h.ravel()) if v != 0 or np.signbit(v) != np.signbit(z)],
         "edges": [bits(np.asarray(e).astype(np.float64)) for e in edges],
         "edge_f32": [np.asarray(e).dtype == np.float32 for e in edges],
         "nan": nan,
@@ -125,6 +133,13 @@ cases.append(case("edges density", x, [e0f, [0.0, 0.01, 0.1, 1.0, 10.0]], densit
 x = rng.normal(0, 1, (800, 4))
 cases.append(case("4-D", x, [3, 4, 5, 6], [(-2, 2)] * 4, layout="columns"))
 cases.append(case("1-D", x[:, :1], [20], [(-1, 1)]))
+# Weighted densities of more bins than numpy's buffer (8192): its sum of the histogram is cut in
+# pieces (2-D rows, 3-D planes, rows longer than the buffer, axes of one bin).
+for shape in [(100, 100), (20, 30, 40), (2, 9000), (1, 9000), (120, 1, 90)]:
+    d = len(shape)
+    x = rng.normal(0, 1, (600, d))
+    w = rng.standard_normal(600) * 10.0 ** rng.uniform(-6, 6, 600)
+    cases.append(case(f"weighted density {shape}", x, list(shape), [(-2.5, 2.5)] * d, weights=w, density=True))
 # Empty input.
 cases.append(case("empty", np.zeros((0, 2)), [3, 4]))
 
