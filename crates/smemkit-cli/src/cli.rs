@@ -21,6 +21,10 @@ pub struct Cli {
 pub enum Command {
     /// Histogram a file or synthetic data.
     Hist(Box<HistArgs>),
+    /// Joint histogram of two columns (numpy.histogram2d), from a CSV, a 2-D .npy or two files.
+    Hist2d(Box<crate::commands::histdd::JointArgs>),
+    /// Joint histogram of D columns (numpy.histogramdd): an (N, D) .npy, CSV columns, or one file per axis.
+    Histdd(Box<crate::commands::histdd::JointArgs>),
     /// Print the GPU launch plan the planner would choose for a histogram.
     Plan(PlanArgs),
     /// Benchmark the histogram engine; prints JSON lines (shared/BENCH.md schema).

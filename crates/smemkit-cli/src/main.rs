@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{Cli, Command};
-use commands::{hist, lab, matmul, ops, plan};
+use commands::{hist, histdd, lab, matmul, ops, plan};
 
 #[global_allocator]
 static ALLOCATOR: oom::ExitOnFailure = oom::ExitOnFailure;
@@ -31,6 +31,8 @@ fn main() -> ExitCode {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
         Command::Hist(a) => hist::run(a, &mut out),
+        Command::Hist2d(a) => histdd::run_2d(a, &mut out),
+        Command::Histdd(a) => histdd::run_dd(a, &mut out),
         Command::Plan(a) => plan::run(a, &mut out),
         Command::Bench(a) => bench::run(a, &mut out),
         Command::Stencil(a) => ops::stencil(a),

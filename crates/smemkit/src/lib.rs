@@ -19,6 +19,7 @@ pub mod element;
 pub mod error;
 pub mod gpu;
 pub mod histogram;
+pub mod histogramdd;
 pub(crate) mod huge_pages;
 pub mod lab;
 pub mod launch;
@@ -72,6 +73,9 @@ pub use histogram::request::{run, Input, Request};
 pub use histogram::{
     histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Counts,
     EngineReport, Histogram, HistogramOptions, Tallies,
+};
+pub use histogramdd::{
+    histogram2d, histogramdd, JointHistogram, JointOptions, JointSamples, JointTallies,
 };
 pub use matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef};
 pub use sample::{Sample, SampleType, Samples, Weights};

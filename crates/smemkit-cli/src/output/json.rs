@@ -23,7 +23,7 @@ enum JsonCounts<'a> {
 }
 
 /// One float: a JSON number when finite, else `"inf"`, `"-inf"` or `"nan"`.
-struct Float(f64);
+pub(crate) struct Float(pub f64);
 
 impl Serialize for Float {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -41,7 +41,7 @@ impl Serialize for Float {
 }
 
 /// A list of floats, each written as [`Float`].
-struct Floats<'a>(&'a [f64]);
+pub(crate) struct Floats<'a>(pub &'a [f64]);
 
 impl Serialize for Floats<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

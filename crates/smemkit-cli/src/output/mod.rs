@@ -5,7 +5,9 @@
 
 pub mod chart;
 pub mod csv;
+pub mod heatmap;
 pub mod identity;
+pub mod joint;
 pub mod json;
 pub mod npy;
 pub mod partial;

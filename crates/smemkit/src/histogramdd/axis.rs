@@ -1,0 +1,215 @@
+//! One axis of a joint histogram: numpy.histogramdd's edges for it and where a coordinate lands.
+//!
+//! numpy.histogramdd does not use numpy.histogram's estimate-and-correct rule: it builds each axis's
+//! edges with `linspace` (in float32 only for float32 samples with no range, in float64 otherwise,
+//! since a caller's range is Python floats) and bins with `searchsorted(edges, x, side='right')`,
+//! comparing in the common type of samples and edges. Every such comparison is exact on `x` and the
+//! edges widened to f64, so an axis keeps its edges as f64 and compares there. The arithmetic
+//! estimate below is only a starting point: the search is finished against the edges, so the result
+//! is always the bin the edges define, as numpy's.
+
+use crate::error::{Error, Result};
+use crate::histogram::bins::{linspace_f32, linspace_f64, locate_in_edges, BinSpec, Slot};
+use crate::sample::{Sample, SampleType};
+
+use super::layout::AxisView;
+
+/// A resolved axis: numpy's edges (widened to f64 without rounding) and each bin's width as numpy's
+/// `np.diff(edges)` computes it, in the edges' own precision.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Axis {
+    pub edges: Vec<f64>,
+    pub widths: Vec<f64>,
+    /// `(first edge, bins per unit)` for an index estimate on finite, linearly spaced edges.
+    estimate: Option<(f64, f64)>,
+}
+
+impl Axis {
+    pub fn nbins(&self) -> usize {
+        self.edges.len() - 1
+    }
+
+    /// `(first edge, bins per unit)` when the edges are finite and spread: the engines' first guess
+    /// of a bin, always checked against the edges.
+    pub fn estimate(&self) -> Option<(f64, f64)> {
+        self.estimate
+    }
+
+    /// Resolves `spec` for the coordinates of this axis, as numpy.histogramdd does.
+    pub fn resolve<T: Sample>(spec: &BinSpec, view: &AxisView<'_, T>, axis: usize) -> Result<Axis> {
+        match spec {
+            BinSpec::Integer { .. } => Err(Error::InvalidArgument(format!(
+                "axis {axis}: a joint histogram has no integer bins (numpy.histogramdd takes a bin count or edges per axis); give a bin count with a range, or edges"
+            ))),
+            BinSpec::Edges(edges) => Axis::from_edges(edges, axis),
+            BinSpec::Uniform { nbins, range } => {
+                if *nbins == 0 {
+                    return Err(Error::ZeroBins);
+                }
+                Axis::uniform(*nbins, *range, view)
+            }
+        }
+    }
+
+    fn from_edges(edges: &[f64], axis: usize) -> Result<Axis> {
+        if edges.len() < 2 {
+            return Err(Error::TooFewEdges(edges.len()));
+        }
+        for (index, &value) in edges.iter().enumerate() {
+            if value.is_nan() {
+                return Err(Error::NonFiniteEdge { index, value });
+            }
+            // numpy asks only for monotonically increasing edges: equal neighbours (a bin of zero
+            // width) and infinite ends are accepted.
+            if index > 0 && value < edges[index - 1] {
+                return Err(Error::InvalidArgument(format!(
+                    "axis {axis}: bin edges must be monotonically increasing: edge {index} ({value}) is below the one before it ({})",
+                    edges[index - 1]
+                )));
+            }
+        }
+        let widths = edges.windows(2).map(|w| w[1] - w[0]).collect();
+        Ok(Axis::with_estimate(edges.to_vec(), widths))
+    }
+
+    fn uniform<T: Sample>(
+        nbins: usize,
+        range: Option<(f64, f64)>,
+        view: &AxisView<'_, T>,
+    ) -> Result<Axis> {
+        if let Some((lo, hi)) = range {
+            if lo > hi {
+                return Err(Error::InvertedRange { lo, hi });
+            }
+            if !(lo.is_finite() && hi.is_finite()) {
+                return Err(Error::NonFiniteRange { lo, hi });
+            }
+            let (lo, hi) = if lo == hi {
+                (lo - 0.5, hi + 0.5)
+            } else {
+                (lo, hi)
+            };
+            return Ok(Axis::linspace64(lo, hi, nbins));
+        }
+        let Some((min, max)) = view.min_max() else {
+            // numpy takes the range (0, 1), Python integers, so float64 edges for every type.
+            return Ok(Axis::linspace64(0.0, 1.0, nbins));
+        };
+        let (lo, hi) = (min.to_f64(), max.to_f64());
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(Error::NonFiniteData { lo, hi });
+        }
+        if T::TYPE == SampleType::F32 {
+            // numpy 2 keeps float32 scalars in float32: widening, linspace and np.diff.
+            let (mut lo, mut hi) = (min.to_f32(), max.to_f32());
+            if lo == hi {
+                lo -= 0.5;
+                hi += 0.5;
+            }
+            let e = linspace_f32(lo, hi, nbins + 1);
+            let widths = e.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+            return Ok(Axis::with_estimate(
+                e.into_iter().map(f64::from).collect(),
+                widths,
+            ));
+        }
+        // Integers and float64: numpy compares the extremes in their own type, then widens an
+        // empty range and builds the edges in float64.
+        if min.partial_cmp(&max) == Some(std::cmp::Ordering::Equal) {
+            return Ok(Axis::linspace64(lo - 0.5, hi + 0.5, nbins));
+        }
+        Ok(Axis::linspace64(lo, hi, nbins))
+    }
+
+    fn linspace64(lo: f64, hi: f64, nbins: usize) -> Axis {
+        let e = linspace_f64(lo, hi, nbins + 1);
+        let widths = e.windows(2).map(|w| w[1] - w[0]).collect();
+        Axis::with_estimate(e, widths)
+    }
+
+    fn with_estimate(edges: Vec<f64>, widths: Vec<f64>) -> Axis {
+        let n = edges.len() - 1;
+        let (first, last) = (edges[0], edges[n]);
+        let scale = n as f64 / (last - first);
+        let estimate = (first.is_finite() && last.is_finite() && scale.is_finite() && scale > 0.0)
+            .then_some((first, scale));
+        Axis {
+            edges,
+            widths,
+            estimate,
+        }
+    }
+
+    /// Where coordinate `x` lands: the `i` with `edges[i] <= x < edges[i + 1]`, the last bin also
+    /// taking `x == edges[n]` (numpy's `searchsorted(..., 'right') - 1` and its right-edge shift).
+    #[inline(always)]
+    pub fn locate(&self, x: f64) -> Slot {
+        let e = &self.edges;
+        let n = e.len() - 1;
+        if x.is_nan() {
+            return Slot::Nan;
+        }
+        if x < e[0] {
+            return Slot::Below;
+        }
+        if x > e[n] {
+            return Slot::Above;
+        }
+        if x == e[n] {
+            return Slot::Bin(n - 1);
+        }
+        // Here e[0] <= x < e[n]: the bin is the one `i` with e[i] <= x < e[i + 1]. The estimate
+        // is right or one off on linearly spaced edges; anything else is searched.
+        if let Some((first, scale)) = self.estimate {
+            let i = (((x - first) * scale) as usize).min(n - 1);
+            if e[i] <= x {
+                if x < e[i + 1] {
+                    return Slot::Bin(i);
+                }
+                if i + 2 <= n && x < e[i + 2] {
+                    return Slot::Bin(i + 1);
+                }
+            } else if i > 0 && e[i - 1] <= x {
+                return Slot::Bin(i - 1);
+            }
+        }
+        locate_in_edges(e, x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axis(edges: &[f64]) -> Axis {
+        Axis::from_edges(edges, 0).unwrap()
+    }
+
+    #[test]
+    fn edges_rule_matches_searchsorted() {
+        let a = axis(&[0.0, 1.0, 1.0, 2.0, 4.0]);
+        assert_eq!(a.locate(-0.1), Slot::Below);
+        assert_eq!(a.locate(0.0), Slot::Bin(0));
+        // equal edges: the zero-width bin 1 gets nothing, 1.0 goes to bin 2
+        assert_eq!(a.locate(1.0), Slot::Bin(2));
+        assert_eq!(a.locate(3.9), Slot::Bin(3));
+        assert_eq!(a.locate(4.0), Slot::Bin(3));
+        assert_eq!(a.locate(4.1), Slot::Above);
+        assert_eq!(a.locate(f64::NAN), Slot::Nan);
+    }
+
+    #[test]
+    fn infinite_edges_are_searched() {
+        let a = axis(&[f64::NEG_INFINITY, 0.0, f64::INFINITY]);
+        assert_eq!(a.locate(-1e300), Slot::Bin(0));
+        assert_eq!(a.locate(0.0), Slot::Bin(1));
+        assert_eq!(a.locate(f64::INFINITY), Slot::Bin(1));
+    }
+
+    #[test]
+    fn decreasing_edges_are_refused() {
+        assert!(Axis::from_edges(&[0.0, 2.0, 1.0], 1).is_err());
+        assert!(Axis::from_edges(&[0.0], 1).is_err());
+        assert!(Axis::from_edges(&[0.0, f64::NAN], 1).is_err());
+    }
+}
