@@ -204,7 +204,8 @@ pub fn histogram_with_progress(
         }
     }
     let binning = Binning::resolve(&options.bins, samples)?;
-    let backend = crate::cuda::resolve_backend(options.backend);
+    let (backend, note) =
+        crate::engine_support::choose(options.backend, crate::engine_support::cuda_gap(&binning))?;
     if backend != Backend::Cuda
         && (options.ranks.is_some() || options.devices != DeviceSet::Default)
     {
@@ -233,13 +234,31 @@ pub fn histogram_with_progress(
         });
     }
     let start = Instant::now();
+    // No samples: numpy's zero counts over the resolved bins, the same on every engine (several
+    // ranks still take part in the all-reduce of the others, so they go on to their engine).
+    if samples.is_empty() && options.ranks.is_none() && options.devices == DeviceSet::Default {
+        let n = binning.nbins();
+        let counts = match weights {
+            Some(_) => Counts::Weighted(vec![0.0; n]),
+            None => Counts::Unweighted(vec![0; n]),
+        };
+        let detail = "no samples: zero counts".to_string();
+        return finish(
+            options,
+            &binning,
+            0,
+            (counts, Tallies::default(), detail),
+            backend,
+            start.elapsed(),
+        );
+    }
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
             let r = crate::with_samples!(samples, s => crate::cpu::histogram::histogram(s, weights, &binning, options.policy));
             (
                 r.counts,
                 r.tallies,
-                format!("rayon, {} threads", rayon::current_num_threads()),
+                format!("rayon, {} threads{note}", rayon::current_num_threads()),
             )
         }
         Backend::Cuda if options.ranks.is_some() => {
@@ -383,6 +402,7 @@ pub fn histogram_file_with_progress(
         )));
     }
     let binning = file.binning(&options.bins)?;
+    crate::engine_support::choose(Backend::Cuda, crate::engine_support::cuda_gap(&binning))?;
     let start = Instant::now();
     let r = crate::cuda::stream::histogram(
         &StreamInput::File(file),

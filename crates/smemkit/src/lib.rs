@@ -17,8 +17,10 @@ pub mod bins;
 pub mod cpu;
 pub mod cuda;
 pub mod element;
+mod engine_support;
 pub mod error;
 pub mod histogram;
+pub mod int_edges;
 pub mod lab;
 pub mod matmul;
 pub mod plan;
@@ -37,6 +39,7 @@ pub use histogram::{
     histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Backend,
     Counts, EngineReport, Histogram, HistogramOptions, Tallies,
 };
+pub use int_edges::IntEdges;
 pub use matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef};
 pub use plan::{Strategy, StrategyChoice};
 pub use reverse::{reverse, ReverseKernel};

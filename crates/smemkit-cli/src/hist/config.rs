@@ -32,7 +32,7 @@ pub enum Source {
 pub struct BinsRequest {
     pub nbins: Option<usize>,
     pub range: Option<(f64, f64)>,
-    pub edges: Option<Vec<f64>>,
+    pub edges: Option<crate::input::edges::EdgeValues>,
     pub integer: bool,
 }
 
@@ -41,7 +41,7 @@ impl BinsRequest {
     /// without a range take integer bins; float samples take uniform bins over their min and max.
     pub fn spec(&self, ty: SampleType) -> Result<BinSpec> {
         if let Some(edges) = &self.edges {
-            return Ok(BinSpec::Edges(edges.clone()));
+            return Ok(edges.spec());
         }
         let nbins = self
             .nbins
@@ -59,6 +59,7 @@ impl BinsRequest {
     /// The span that synthetic data covers: the range, the edges, or `[0, nbins)`.
     pub fn span(&self) -> Result<(usize, f64, f64)> {
         if let Some(e) = &self.edges {
+            let e = e.to_f64();
             return Ok((e.len().saturating_sub(1).max(1), e[0], e[e.len() - 1]));
         }
         let nbins = self
@@ -90,8 +91,8 @@ pub struct HistConfig {
     pub devices: DeviceSet,
 }
 
-/// Parses `LO:HI`. LO >= HI is refused here although the library widens `lo == hi` as numpy
-/// does: on the command line an empty range is almost always a typo.
+/// Parses `LO:HI`. `LO == HI` is kept (the library widens it to `[LO - 0.5, HI + 0.5]` as numpy
+/// does); `LO > HI` is refused, as numpy refuses it.
 pub fn parse_range(text: &str) -> Result<(f64, f64)> {
     let (lo, hi) = text
         .split_once(':')
@@ -107,13 +108,8 @@ pub fn parse_range(text: &str) -> Result<(f64, f64)> {
         Ok(v)
     };
     let (lo, hi) = (num(lo)?, num(hi)?);
-    if lo >= hi {
-        bail!(
-            "--range {lo}:{hi} is empty or inverted (LO must be below HI); numpy would widen an empty range by 0.5 \
-             on each side: pass --range {}:{} to ask for that explicitly",
-            lo - 0.5,
-            hi + 0.5
-        );
+    if lo > hi {
+        bail!("--range {lo}:{hi} is inverted: LO must not exceed HI (numpy: max must be larger than min)");
     }
     Ok((lo, hi))
 }
@@ -158,21 +154,21 @@ impl HistConfig {
         let range = a.range.as_deref().map(parse_range).transpose()?;
         let edges = match &a.edges {
             Some(path) => {
-                let e = crate::input::read_numbers(path)
+                let e = crate::input::edges::read(path)
                     .with_context(|| format!("cannot use --edges {}", path.display()))?;
-                check_edges(&e).with_context(|| format!("--edges {}", path.display()))?;
+                check_edges(&e.to_f64()).with_context(|| format!("--edges {}", path.display()))?;
                 Some(e)
             }
             None => None,
         };
         if edges.is_some()
             && a.bins
-                .is_some_and(|b| b + 1 != edges.as_ref().map_or(0, Vec::len))
+                .is_some_and(|b| b + 1 != edges.as_ref().map_or(0, |e| e.len()))
         {
             bail!(
                 "--bins {} disagrees with the {} edges of --edges (which make {} bins)",
                 a.bins.unwrap_or(0),
-                edges.as_ref().map_or(0, Vec::len),
+                edges.as_ref().map_or(0, |e| e.len()),
                 edges.as_ref().map_or(0, |e| e.len().saturating_sub(1))
             );
         }
@@ -250,28 +246,23 @@ impl HistConfig {
     }
 }
 
-/// Edges must be finite and strictly increasing (checked again by the library; this names the file).
+/// numpy's rule for edges: at least two, none NaN, never decreasing (infinite edges and equal
+/// neighbours are allowed). The library checks again; this names the file.
 fn check_edges(e: &[f64]) -> Result<()> {
     if e.len() < 2 {
         bail!("at least two edges are needed (got {})", e.len());
     }
-    for (i, w) in e.windows(2).enumerate() {
-        if !(w[0].is_finite() && w[1].is_finite()) {
-            bail!(
-                "edges must be finite (edge {} is {})",
-                if w[0].is_finite() { i + 1 } else { i },
-                if w[0].is_finite() { w[1] } else { w[0] }
-            );
-        }
-        if w[1] <= w[0] {
-            bail!(
-                "edges must be strictly increasing: edge {} ({}) is not above edge {} ({})",
-                i + 1,
-                w[1],
-                i,
-                w[0]
-            );
-        }
+    if let Some(i) = e.iter().position(|x| x.is_nan()) {
+        bail!("edges must not be NaN (edge {i} is NaN)");
+    }
+    if let Some(i) = e.windows(2).position(|w| w[1] < w[0]) {
+        bail!(
+            "bins must increase monotonically: edge {} ({}) is below edge {} ({})",
+            i + 1,
+            e[i + 1],
+            i,
+            e[i]
+        );
     }
     Ok(())
 }
@@ -300,11 +291,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ranges_parse_and_empty_ones_explain_numpy() {
+    fn ranges_parse_equal_ends_kept_inverted_refused() {
         assert_eq!(parse_range("-1.5:2").unwrap(), (-1.5, 2.0));
-        let e = format!("{:#}", parse_range("3:3").unwrap_err());
-        assert!(e.contains("numpy") && e.contains("2.5:3.5"), "{e}");
-        assert!(parse_range("5:1").is_err());
+        assert_eq!(parse_range("3:3").unwrap(), (3.0, 3.0));
+        let e = format!("{:#}", parse_range("5:1").unwrap_err());
+        assert!(e.contains("inverted"), "{e}");
         assert!(parse_range("1-2").is_err());
         assert!(parse_range("a:2").is_err());
     }

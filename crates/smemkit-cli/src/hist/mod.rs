@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use smemkit::{
     histogram_file_with_progress, histogram_with_progress, BinSpec, FileInput, Histogram,
     HistogramOptions, RankSpec, SampleType, StreamOptions,
@@ -191,10 +191,8 @@ fn stream_from_file(
         return Ok(None);
     }
     let file = FileInput::open(path, direct.offset, direct.ty, direct.len)?;
-    if file.is_empty() {
-        bail!("{} holds no samples (empty input)", path.display());
-    }
-    Ok(Some(file))
+    // No samples: the mapped path's zero counts (nothing to stream).
+    Ok((!file.is_empty()).then_some(file))
 }
 
 /// A bar over `total` bytes streamed to the GPU, in decimal units (GB/s, as the benchmarks count).
@@ -221,6 +219,11 @@ fn describe_bins(spec: &BinSpec, h: &Histogram) -> String {
         }
         BinSpec::Edges(e) => format!(
             "{} bins between {} explicit edges [{lo}, {hi}]",
+            e.len() - 1,
+            e.len()
+        ),
+        BinSpec::IntEdges(e) => format!(
+            "{} bins between {} explicit integer edges [{lo}, {hi}]",
             e.len() - 1,
             e.len()
         ),

@@ -3,6 +3,7 @@
 //! bytes: raw input needs `--dtype`.
 
 pub mod data;
+pub mod edges;
 pub mod generate;
 pub mod npy;
 pub mod progress;
@@ -116,18 +117,8 @@ pub fn read_file(
         FileKind::Text => SampleData::Owned(text::read(path, &text::Column::parse(column), dtype)?),
         FileKind::Raw => raw::read(path, dtype.context("raw input needs --dtype")?)?,
     };
-    if data.samples().is_empty() {
-        bail!("{} holds no samples (empty input)", path.display());
-    }
+    // An empty input is numpy's zero counts (the library handles it), not an error.
     Ok(data)
-}
-
-/// Reads a file of numbers (`.npy` or text) as f64: bin edges.
-pub fn read_numbers(path: &Path) -> Result<Vec<f64>> {
-    match FileKind::of(path, None) {
-        Ok(FileKind::Npy) => npy::read_f64(path),
-        _ => text::read_f64(path),
-    }
 }
 
 /// Samples as f64, for edges and weights read from files of any numeric type.

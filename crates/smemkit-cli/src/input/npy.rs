@@ -174,12 +174,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Reads a `.npy` file of numbers as f64 (bin edges, weights in text-free form).
-pub fn read_f64(path: &Path) -> Result<Vec<f64>> {
-    let data = read(path)?;
-    Ok(super::to_f64(data.samples()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

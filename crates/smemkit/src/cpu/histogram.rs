@@ -94,6 +94,9 @@ pub fn histogram<T: Sample>(
         Binning::UniformF32(u) => dispatch(samples, weights, nbins, clamp, &F32Codes::new(u)),
         Binning::UniformF64(u) => dispatch(samples, weights, nbins, clamp, &F64Codes::new(u)),
         Binning::Edges(e) => dispatch(samples, weights, nbins, clamp, &EdgeCodes { edges: e }),
+        Binning::IntEdges(e) => {
+            dispatch(samples, weights, nbins, clamp, &IntEdgeCodes { edges: e })
+        }
     }
 }
 
@@ -478,7 +481,7 @@ pub(crate) fn multiply_estimate_factors(binning: &Binning) -> Option<(f64, f32)>
             let p = EstimateParams::new(u.nbins, u.denom);
             f64_multiply_estimate(u, &p).then_some((p.scale, p.scale32))
         }
-        Binning::Integer { .. } | Binning::Edges(_) => None,
+        Binning::Integer { .. } | Binning::Edges(_) | Binning::IntEdges(_) => None,
     }
 }
 
@@ -679,6 +682,22 @@ impl<T: Sample> Codes<T> for EdgeCodes<'_> {
             Slot::Below => n as u32,
             Slot::Above => n as u32 + 1,
             Slot::Nan => n as u32 + 2,
+        }
+    }
+}
+
+struct IntEdgeCodes<'a> {
+    edges: &'a [i128],
+}
+
+impl<T: Sample> Codes<T> for IntEdgeCodes<'_> {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let n = self.edges.len() - 1;
+        match crate::int_edges::locate_in_int_edges(self.edges, x.to_i128()) {
+            Slot::Bin(i) => i as u32,
+            Slot::Below => n as u32,
+            Slot::Above | Slot::Nan => n as u32 + 1,
         }
     }
 }
