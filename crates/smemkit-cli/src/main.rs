@@ -11,6 +11,7 @@ mod bench_stream;
 mod cli;
 mod commit;
 mod device;
+mod digitize_cmd;
 mod hist;
 mod input;
 mod lab_cmd;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::Matmul(a) => matmul_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a, &mut out),
         Command::PlotBench(a) => bench_plot::run(a),
+        Command::Digitize(a) => digitize_cmd::run(a, &mut out),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

@@ -27,6 +27,12 @@ pub enum BinSpec {
     Edges(Vec<f64>),
     /// Explicit integer edges held exactly (numpy's int64 / uint64 `bins`): see [`IntEdges`].
     IntEdges(IntEdges),
+    /// numpy's `bins='auto'`, `'fd'`, ...: as many equal bins over `range` (the data's minimum and
+    /// maximum when `None`) as the estimator asks for ([`crate::estimators`]). Not with weights.
+    Estimated {
+        rule: crate::estimators::BinRule,
+        range: Option<(f64, f64)>,
+    },
 }
 
 /// What happens to samples outside the bins.
@@ -290,6 +296,16 @@ impl Binning {
             BinSpec::Edges(edges) => {
                 check_edges(edges)?;
                 Ok(Binning::Edges(edges.clone()))
+            }
+            BinSpec::Estimated { rule, range } => {
+                let nbins = crate::estimators::estimate_bin_count(samples, *rule, *range)?;
+                Binning::resolve(
+                    &BinSpec::Uniform {
+                        nbins,
+                        range: *range,
+                    },
+                    samples,
+                )
             }
             BinSpec::IntEdges(edges) => Ok(match edges.resolve(samples.sample_type())? {
                 Some(exact) => Binning::IntEdges(exact),

@@ -2,7 +2,7 @@
 //! backend (the report says why) and are one clear error under the CUDA backend, instead of a
 //! kernel that would give other bits than numpy.
 
-use crate::bins::Binning;
+use crate::bins::{BinSpec, Binning};
 use crate::error::{Error, Result};
 use crate::histogram::Backend;
 
@@ -29,4 +29,25 @@ pub(crate) fn choose(requested: Backend, gap: Option<&'static str>) -> Result<(B
             format!("; the CUDA engine does not take {what} yet"),
         )),
     }
+}
+
+/// Requests numpy refuses or that cannot be split: estimated bins with weights (numpy's
+/// TypeError), and estimated bins over several ranks or a streamed file (each would estimate from
+/// part of the data).
+pub(crate) fn check_spec(spec: &BinSpec, weighted: bool, partial_data: bool) -> Result<()> {
+    if let BinSpec::Estimated { rule, .. } = spec {
+        if weighted {
+            return Err(Error::InvalidArgument(format!(
+                "automated estimation of the number of bins (`{}`) is not supported for weighted data (numpy refuses it too)",
+                rule.name()
+            )));
+        }
+        if partial_data {
+            return Err(Error::NotImplemented(format!(
+                "estimating bins (`{}`) from data split over ranks or streamed from a file; estimate them first with `estimate_bin_count` on the whole data",
+                rule.name()
+            )));
+        }
+    }
+    Ok(())
 }

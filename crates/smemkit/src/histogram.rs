@@ -55,6 +55,8 @@ pub struct HistogramOptions {
     /// GPU: this process is one rank of several, each histogramming its slice of the same input
     /// ([`crate::cuda::ranks`]); every rank gets the whole histogram.
     pub ranks: Option<RankSpec>,
+    /// numpy's `density=True`: also compute [`Histogram::density`] ([`crate::density`]).
+    pub density: bool,
 }
 
 impl HistogramOptions {
@@ -68,7 +70,12 @@ impl HistogramOptions {
             stream_options: StreamOptions::default(),
             devices: DeviceSet::Default,
             ranks: None,
+            density: false,
         }
+    }
+    pub fn density(mut self, density: bool) -> Self {
+        self.density = density;
+        self
     }
     pub fn policy(mut self, policy: OutOfRange) -> Self {
         self.policy = policy;
@@ -162,6 +169,8 @@ pub struct Histogram {
     pub engine: EngineReport,
     /// Time spent in the engine (binning resolution excluded).
     pub elapsed: Duration,
+    /// numpy's density (`counts / (sum * width)`) when [`HistogramOptions::density`] asked for it.
+    pub density: Option<Vec<f64>>,
 }
 
 impl Histogram {
@@ -203,6 +212,7 @@ pub fn histogram_with_progress(
             });
         }
     }
+    crate::engine_support::check_spec(&options.bins, weights.is_some(), options.ranks.is_some())?;
     let binning = Binning::resolve(&options.bins, samples)?;
     let (backend, note) =
         crate::engine_support::choose(options.backend, crate::engine_support::cuda_gap(&binning))?;
@@ -237,6 +247,10 @@ pub fn histogram_with_progress(
     // No samples: numpy's zero counts over the resolved bins, the same on every engine (several
     // ranks still take part in the all-reduce of the others, so they go on to their engine).
     if samples.is_empty() && options.ranks.is_none() && options.devices == DeviceSet::Default {
+        if backend == Backend::Cuda {
+            // An explicit CUDA request still needs a usable GPU, empty input or not.
+            crate::cuda::gpu()?;
+        }
         let n = binning.nbins();
         let counts = match weights {
             Some(_) => Counts::Weighted(vec![0.0; n]),
@@ -244,6 +258,7 @@ pub fn histogram_with_progress(
         };
         let detail = "no samples: zero counts".to_string();
         return finish(
+            matches!(weights, Some(Weights::F32(_))),
             options,
             &binning,
             0,
@@ -315,6 +330,7 @@ pub fn histogram_with_progress(
     };
     let elapsed = start.elapsed();
     finish(
+        matches!(weights, Some(Weights::F32(_))),
         options,
         &binning,
         samples.len(),
@@ -326,6 +342,7 @@ pub fn histogram_with_progress(
 
 /// The engine's counts and tallies as a [`Histogram`], after the out-of-range policy's check.
 fn finish(
+    f32_weights: bool,
     options: &HistogramOptions,
     binning: &Binning,
     samples: usize,
@@ -342,7 +359,11 @@ fn finish(
             nan: tallies.nan,
         });
     }
+    let density = options.density.then(|| {
+        crate::density::density(&counts, &crate::density::bin_widths(binning), f32_weights)
+    });
     Ok(Histogram {
+        density,
         counts,
         edges: binning.edges(),
         tallies,
@@ -401,6 +422,7 @@ pub fn histogram_file_with_progress(
             }
         )));
     }
+    crate::engine_support::check_spec(&options.bins, weights.is_some(), true)?;
     let binning = file.binning(&options.bins)?;
     crate::engine_support::choose(Backend::Cuda, crate::engine_support::cuda_gap(&binning))?;
     let start = Instant::now();
@@ -414,6 +436,7 @@ pub fn histogram_file_with_progress(
         progress,
     )?;
     finish(
+        matches!(weights, Some(Weights::F32(_))),
         options,
         &binning,
         file.len(),

@@ -13,12 +13,16 @@
 //! assert_eq!(h.tallies.above, 1);
 //! ```
 
+pub mod bincount;
 pub mod bins;
 pub mod cpu;
 pub mod cuda;
+pub mod density;
+pub mod digitize;
 pub mod element;
 mod engine_support;
 pub mod error;
+pub mod estimators;
 pub mod histogram;
 pub mod int_edges;
 pub mod lab;
@@ -26,15 +30,19 @@ pub mod matmul;
 pub mod plan;
 pub mod reverse;
 pub mod sample;
+mod stats;
 pub mod stencil;
 pub mod transpose;
 
+pub use bincount::{bincount, bincount_length};
 pub use bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use cuda::multi::DeviceSet;
 pub use cuda::ranks::RankSpec;
 pub use cuda::stream::{FileInput, StreamMode, StreamOptions};
+pub use digitize::digitize;
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
+pub use estimators::{estimate_bin_count, histogram_bin_edges, BinRule};
 pub use histogram::{
     histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Backend,
     Counts, EngineReport, Histogram, HistogramOptions, Tallies,

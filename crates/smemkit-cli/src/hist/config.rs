@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use smemkit::{Backend, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode};
+use smemkit::{
+    Backend, BinRule, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode,
+};
 
 use crate::cli::HistArgs;
 use crate::input::generate::Dist;
@@ -31,35 +33,62 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BinsRequest {
     pub nbins: Option<usize>,
+    /// `--bins RULE`: numpy's estimator.
+    pub rule: Option<BinRule>,
+    /// `--minlength`: the floor of the bincount length taken from the data.
+    pub minlength: usize,
     pub range: Option<(f64, f64)>,
     pub edges: Option<crate::input::edges::EdgeValues>,
     pub integer: bool,
 }
 
 impl BinsRequest {
-    /// The rule documented in `--help`: edges if given; a range gives uniform bins; integer samples
-    /// without a range take integer bins; float samples take uniform bins over their min and max.
-    pub fn spec(&self, ty: SampleType) -> Result<BinSpec> {
+    /// The rule documented in `--help`: edges if given; an estimator; a range gives uniform bins;
+    /// integer samples without a range take integer bins; float samples take uniform bins over
+    /// their min and max. `None`: integer bins whose number comes from the data (bincount).
+    pub fn spec(&self, ty: SampleType) -> Result<Option<BinSpec>> {
         if let Some(edges) = &self.edges {
-            return Ok(edges.spec());
+            return Ok(Some(edges.spec()));
+        }
+        if let Some(rule) = self.rule {
+            return Ok(Some(BinSpec::Estimated {
+                rule,
+                range: self.range,
+            }));
+        }
+        if self.sized_by_data(ty) {
+            return Ok(None);
         }
         let nbins = self
             .nbins
-            .context("give the number of bins with --bins N, or edges with --edges FILE")?;
-        Ok(match self.range {
+            .context("give the number of bins with --bins N (or an estimator: --bins auto), or edges with --edges FILE")?;
+        Ok(Some(match self.range {
             Some(range) => BinSpec::Uniform {
                 nbins,
                 range: Some(range),
             },
             None if self.integer || !ty.is_float() => BinSpec::Integer { nbins },
             None => BinSpec::Uniform { nbins, range: None },
-        })
+        }))
+    }
+
+    /// Whether the bins of samples of type `ty` are bincount's, sized by the data: integer samples
+    /// with no --bins, --range or --edges.
+    pub fn sized_by_data(&self, ty: SampleType) -> bool {
+        self.edges.is_none()
+            && self.rule.is_none()
+            && self.nbins.is_none()
+            && self.range.is_none()
+            && !ty.is_float()
     }
 
     /// The span that synthetic data covers: the range, the edges, or `[0, nbins)`.
     pub fn span(&self) -> Result<(usize, f64, f64)> {
         if let Some(e) = &self.edges {
             let e = e.to_f64();
+            if !(e[0].is_finite() && e[e.len() - 1].is_finite()) {
+                bail!("--generate needs finite outer edges to know what span to cover");
+            }
             return Ok((e.len().saturating_sub(1).max(1), e[0], e[e.len() - 1]));
         }
         let nbins = self
@@ -89,6 +118,8 @@ pub struct HistConfig {
     pub device_budget: Option<usize>,
     /// GPU: the GPUs of this process (`--devices`).
     pub devices: DeviceSet,
+    /// numpy's density=True.
+    pub density: bool,
 }
 
 /// Parses `LO:HI`. `LO == HI` is kept (the library widens it to `[LO - 0.5, HI + 0.5]` as numpy
@@ -112,6 +143,22 @@ pub fn parse_range(text: &str) -> Result<(f64, f64)> {
         bail!("--range {lo}:{hi} is inverted: LO must not exceed HI (numpy: max must be larger than min)");
     }
     Ok((lo, hi))
+}
+
+/// `--bins N` or `--bins RULE` (numpy's estimator names).
+fn parse_bins(text: Option<&str>) -> Result<(Option<usize>, Option<BinRule>)> {
+    let Some(text) = text else {
+        return Ok((None, None));
+    };
+    if let Ok(n) = text.trim().parse::<usize>() {
+        if n == 0 {
+            bail!("--bins must be at least 1 (got 0)");
+        }
+        return Ok((Some(n), None));
+    }
+    let rule = BinRule::parse(text.trim())
+        .with_context(|| format!("--bins `{text}` is neither a number of bins nor an estimator"))?;
+    Ok((None, Some(rule)))
 }
 
 fn dtype(text: Option<&str>) -> Result<Option<SampleType>> {
@@ -148,9 +195,7 @@ impl HistConfig {
             (None, None) => bail!("give an input file or --generate DIST --count N"),
             (Some(_), Some(_)) => bail!("give either an input file or --generate, not both"),
         };
-        if a.bins == Some(0) {
-            bail!("--bins must be at least 1 (got 0)");
-        }
+        let (nbins, rule) = parse_bins(a.bins.as_deref())?;
         let range = a.range.as_deref().map(parse_range).transpose()?;
         let edges = match &a.edges {
             Some(path) => {
@@ -161,26 +206,29 @@ impl HistConfig {
             }
             None => None,
         };
-        if edges.is_some()
-            && a.bins
-                .is_some_and(|b| b + 1 != edges.as_ref().map_or(0, |e| e.len()))
+        if edges.is_some() && nbins.is_some_and(|b| b + 1 != edges.as_ref().map_or(0, |e| e.len()))
         {
             bail!(
                 "--bins {} disagrees with the {} edges of --edges (which make {} bins)",
-                a.bins.unwrap_or(0),
+                nbins.unwrap_or(0),
                 edges.as_ref().map_or(0, |e| e.len()),
                 edges.as_ref().map_or(0, |e| e.len().saturating_sub(1))
             );
         }
+        if rule.is_some() && (edges.is_some() || a.integer) {
+            bail!("--bins RULE picks equal bins: it does not go with --edges or --integer");
+        }
+        if rule.is_some() && a.weights.is_some() {
+            bail!("--bins {}: automated estimation of the number of bins is not supported for weighted data (numpy refuses it too)", rule.map_or("", BinRule::name));
+        }
         let bins = BinsRequest {
-            nbins: a.bins,
+            nbins,
+            rule,
+            minlength: a.minlength.unwrap_or(0),
             range,
             edges,
             integer: a.integer,
         };
-        if bins.edges.is_none() && bins.nbins.is_none() {
-            bail!("give the number of bins with --bins N, or edges with --edges FILE");
-        }
         let policy = OutOfRange::parse(&a.out_of_range).context("--out-of-range")?;
         let backend = Backend::parse(&a.backend).context("--backend")?;
         let strategy = StrategyChoice::parse(&a.strategy, a.cluster_size).context("--strategy")?;
@@ -230,6 +278,7 @@ impl HistConfig {
             bail!("--devices applies to the GPU engine, not --backend cpu");
         }
         Ok(HistConfig {
+            density: a.density,
             stream,
             device_budget,
             devices,
@@ -304,20 +353,22 @@ mod tests {
     fn the_bin_rule() {
         let r = BinsRequest {
             nbins: Some(4),
+            rule: None,
+            minlength: 0,
             range: None,
             edges: None,
             integer: false,
         };
         assert_eq!(
             r.spec(SampleType::I32).unwrap(),
-            BinSpec::Integer { nbins: 4 }
+            Some(BinSpec::Integer { nbins: 4 })
         );
         assert_eq!(
             r.spec(SampleType::F32).unwrap(),
-            BinSpec::Uniform {
+            Some(BinSpec::Uniform {
                 nbins: 4,
                 range: None
-            }
+            })
         );
         let r = BinsRequest {
             range: Some((0.0, 1.0)),
@@ -325,10 +376,20 @@ mod tests {
         };
         assert_eq!(
             r.spec(SampleType::U8).unwrap(),
-            BinSpec::Uniform {
+            Some(BinSpec::Uniform {
                 nbins: 4,
                 range: Some((0.0, 1.0))
-            }
+            })
         );
+        let data = BinsRequest {
+            nbins: None,
+            range: None,
+            ..r
+        };
+        assert_eq!(data.spec(SampleType::U16).unwrap(), None);
+        assert!(data.spec(SampleType::F64).is_err());
+        assert_eq!(parse_bins(Some("fd")).unwrap(), (None, Some(BinRule::Fd)));
+        assert!(parse_bins(Some("0")).is_err());
+        assert!(parse_bins(Some("fdx")).is_err());
     }
 }

@@ -45,7 +45,7 @@ pub fn read(path: &Path) -> Result<EdgeValues> {
     if !matches!(FileKind::of(path, None), Ok(FileKind::Npy)) {
         return Ok(EdgeValues::Float(super::text::read_f64(path)?));
     }
-    let ndim = header_ndim(path)?;
+    let ndim = npy_header_ndim(path)?;
     if ndim != 1 {
         bail!("bins must be a one-dimensional array (numpy refuses other shapes), this one has {ndim} dimensions");
     }
@@ -57,8 +57,16 @@ pub fn read(path: &Path) -> Result<EdgeValues> {
     })
 }
 
+/// The number of dimensions of a `.npy` file (`None` for other files, which are one column).
+pub fn npy_ndim(path: &Path) -> Result<Option<usize>> {
+    if !matches!(FileKind::of(path, None), Ok(FileKind::Npy)) {
+        return Ok(None);
+    }
+    npy_header_ndim(path).map(Some)
+}
+
 /// The number of dimensions the `.npy` header at `path` declares.
-fn header_ndim(path: &Path) -> Result<usize> {
+fn npy_header_ndim(path: &Path) -> Result<usize> {
     // The layout reader refuses forged shapes before npyz multiplies them out.
     super::npy::read_layout(path)?;
     let file =

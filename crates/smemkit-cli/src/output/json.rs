@@ -23,6 +23,8 @@ enum JsonCounts<'a> {
 #[derive(Serialize)]
 struct Document<'a> {
     counts: JsonCounts<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    density: Option<&'a [f64]>,
     edges: &'a [f64],
     tallies: Tallies,
     samples: u64,
@@ -48,6 +50,7 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     };
     let doc = Document {
         counts,
+        density: h.density.as_deref(),
         edges: &h.edges,
         tallies: Tallies {
             below: h.tallies.below,
