@@ -371,3 +371,20 @@ fn flags_are_checked() {
     assert!(ok, "{err}");
     assert!(out.contains("counted     2"), "{out}");
 }
+
+/// A numpy bool array (`'|b1'`) is histogrammed as uint8, as numpy does; a byte other than 0 or 1
+/// (which numpy never writes) is refused.
+#[test]
+fn bool_npy_counts_as_uint8() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("b.npy");
+    std::fs::write(&path, npy("|b1", 5, &[1, 0, 1, 1, 0])).unwrap();
+    let out = dir.path().join("o.csv");
+    let (ok, _, err) = smemkit(&["hist", p(&path), "--backend", "cpu", "--out", p(&out)]);
+    assert!(ok, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text, "bin,left,right,count\n0,0,1,2\n1,1,2,3\n");
+    std::fs::write(&path, npy("|b1", 2, &[1, 7])).unwrap();
+    let (ok, _, err) = smemkit(&["hist", p(&path), "--bins", "2"]);
+    assert!(!ok && err.contains("other than 0 or 1"), "{err}");
+}

@@ -295,3 +295,24 @@ fn numpy_parity_fixtures() {
         failures.join("\n")
     );
 }
+
+/// numpy converts bool samples to uint8 before its histogram (`np.histogram([True, False, True],
+/// bins=2)` counts them as 1, 0, 1) and bincount counts False and True in bins 0 and 1: the
+/// library takes `&[bool]` as those bytes.
+#[test]
+fn bool_samples_are_uint8() {
+    let b = [true, false, true, true];
+    let as_u8 = [1u8, 0, 1, 1];
+    let h = bincount(Samples::from(&b[..]), None, 0, Backend::Cpu).unwrap();
+    let g = bincount(Samples::U8(&as_u8), None, 0, Backend::Cpu).unwrap();
+    assert_eq!(h.counts, Counts::Unweighted(vec![1, 3]));
+    assert_eq!(h.counts, g.counts);
+    let spec = HistogramOptions::new(BinSpec::Uniform {
+        nbins: 2,
+        range: None,
+    })
+    .backend(Backend::Cpu);
+    let h = histogram(Samples::from(&b[..]), None, &spec).unwrap();
+    let g = histogram(Samples::U8(&as_u8), None, &spec).unwrap();
+    assert_eq!((h.counts, h.edges), (g.counts, g.edges));
+}

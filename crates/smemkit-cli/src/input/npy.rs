@@ -30,6 +30,13 @@ pub fn read(path: &Path) -> Result<SampleData> {
         parse(&map).with_context(|| format!("{} is not a valid .npy file", path.display()))?;
     let bytes = &map[layout.data_start..layout.data_start + layout.len * layout.ty.size()];
     progress::touch(bytes, "reading");
+    // A bool array read as uint8 must hold only 0 and 1 (numpy writes nothing else).
+    if find(&map[..layout.data_start], b"'|b1'").is_some() && bytes.iter().any(|&b| b > 1) {
+        bail!(
+            "{}: a bool array holding a byte other than 0 or 1",
+            path.display()
+        );
+    }
     if layout.little_endian == cfg!(target_endian = "little") {
         let (start, len, ty) = (layout.data_start, layout.len, layout.ty);
         if let Some(m) = MappedSamples::new(map, start, len, ty) {
@@ -137,6 +144,8 @@ fn sample_type(dtype: &DType) -> Result<(SampleType, bool)> {
         (TypeChar::Int, 8) => SampleType::I64,
         (TypeChar::Float, 4) => SampleType::F32,
         (TypeChar::Float, 8) => SampleType::F64,
+        // numpy histograms bool arrays as uint8 (its own conversion): the same bytes.
+        (TypeChar::Bool, 1) => SampleType::U8,
         _ => bail!("unsupported dtype {ts} (expected an integer or float of 1 to 8 bytes)"),
     };
     // One-byte types carry `|` (no byte order): either reading is the same.
