@@ -164,7 +164,7 @@ fn outcome<T>(r: smemkit::Result<T>, expect: &Value) -> Result<Option<T>, String
     }
 }
 
-fn check_histogram(case: &Value, doc: &Doc) -> Result<(), String> {
+fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), String> {
     let data = doc.array(&case["data"]);
     let range =
         (!case["range"].is_null()).then(|| (scalar(&case["range"][0]), scalar(&case["range"][1])));
@@ -181,8 +181,12 @@ fn check_histogram(case: &Value, doc: &Doc) -> Result<(), String> {
     };
     let weights = (!case["weights"].is_null()).then(|| doc.array(&case["weights"]));
     let density = case["density"].as_bool().unwrap();
+    if backend == Backend::Cuda && weights.is_some() {
+        // The GPU's weighted sums add in another order.
+        return Ok(());
+    }
     let options = HistogramOptions::new(spec.clone())
-        .backend(Backend::Cpu)
+        .backend(backend)
         .density(density);
     let expect = &case["expect"];
     let result = histogram(
@@ -190,6 +194,13 @@ fn check_histogram(case: &Value, doc: &Doc) -> Result<(), String> {
         weights.as_ref().map(Owned::weights),
         &options,
     );
+    // Integer edges beyond 2^53 compared exactly are the CPU engine's alone: the CUDA backend says so.
+    if backend == Backend::Cuda
+        && matches!(spec, BinSpec::IntEdges(_))
+        && matches!(result, Err(smemkit::Error::NotImplemented(_)))
+    {
+        return Ok(());
+    }
     let Some(h) = outcome(result, expect)? else {
         return Ok(());
     };
@@ -259,8 +270,7 @@ fn check_digitize(case: &Value, doc: &Doc) -> Result<(), String> {
         .ok_or_else(|| format!("indices {ours:?} vs numpy {theirs:?}"))
 }
 
-#[test]
-fn numpy_parity_fixtures() {
+fn run_fixtures(backend: Backend) {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/parity_numpy.json"
@@ -278,9 +288,10 @@ fn numpy_parity_fixtures() {
     let mut failures = Vec::new();
     for case in cases {
         let r = match case["op"].as_str().unwrap() {
-            "histogram" => check_histogram(case, &d),
-            "bincount" => check_bincount(case, &d),
-            "digitize" => check_digitize(case, &d),
+            "histogram" => check_histogram(case, &d, backend),
+            "bincount" if backend == Backend::Cpu => check_bincount(case, &d),
+            "digitize" if backend == Backend::Cpu => check_digitize(case, &d),
+            "bincount" | "digitize" => Ok(()),
             op => panic!("unknown op {op}"),
         };
         if let Err(why) = r {
@@ -294,6 +305,19 @@ fn numpy_parity_fixtures() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn numpy_parity_fixtures() {
+    run_fixtures(Backend::Cpu);
+}
+
+/// The same histograms on the GPU (unweighted: the GPU's weighted sums add in another order):
+/// inf and equal edges, empty input, degenerate ranges, density and estimated bins give numpy's bits.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn numpy_parity_fixtures_on_the_gpu() {
+    run_fixtures(Backend::Cuda);
 }
 
 /// numpy converts bool samples to uint8 before its histogram (`np.histogram([True, False, True],
