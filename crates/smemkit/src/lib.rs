@@ -15,6 +15,7 @@
 
 pub mod array_ops;
 pub mod backend;
+pub mod digitize;
 pub mod element;
 pub mod error;
 pub mod gpu;
@@ -51,8 +52,12 @@ pub use array_ops::reverse::{reverse, ReverseKernel};
 pub use array_ops::stencil::{stencil1d, Boundary};
 pub use array_ops::transpose::transpose;
 pub use backend::Backend;
+pub use digitize::digitize;
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
+pub use histogram::bincount::{bincount, bincount_length};
+pub use histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges, BinRule};
+pub use histogram::bins::int_edges::IntEdges;
 pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::ranks::RankSpec;

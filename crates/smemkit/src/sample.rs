@@ -321,6 +321,16 @@ impl_from_slice!(i64, I64);
 impl_from_slice!(f32, F32);
 impl_from_slice!(f64, F64);
 
+/// Bool samples histogram as uint8 (0 and 1), as numpy converts them before its histogram; the
+/// bytes are the same, so every engine takes them as they are.
+impl<'a> From<&'a [bool]> for Samples<'a> {
+    fn from(s: &'a [bool]) -> Self {
+        // SAFETY: `bool` is one byte holding 0 or 1, every one of which is a valid `u8`; the view
+        // covers exactly the slice's bytes and borrows it for the same lifetime.
+        Samples::U8(unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), s.len()) })
+    }
+}
+
 /// Optional per-sample weights, accumulated in f64 whatever their type.
 #[derive(Debug, Clone, Copy)]
 pub enum Weights<'a> {
