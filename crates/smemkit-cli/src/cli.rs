@@ -81,7 +81,7 @@ pub struct HistArgs {
     /// Seed of the generator (the same seed gives the same samples on any number of threads).
     #[arg(long, value_name = "S", default_value_t = 0, requires = "generate")]
     pub seed: u64,
-    /// Sample type: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 (raw input, text input, --generate).
+    /// Sample type: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64 (raw input, text input, --generate).
     #[arg(long, value_name = "T")]
     pub dtype: Option<String>,
     /// Column of a CSV/text file: an index counted from 0, or a header name.

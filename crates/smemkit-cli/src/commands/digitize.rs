@@ -28,7 +28,7 @@ pub struct DigitizeArgs {
     /// Output .npy of int64 indices, one per sample.
     #[arg(long, value_name = "FILE.npy")]
     pub out: PathBuf,
-    /// Sample type of raw or text input: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64.
+    /// Sample type of raw or text input: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64.
     #[arg(long, value_name = "T")]
     pub dtype: Option<String>,
     /// Column of a CSV/text file: an index counted from 0, or a header name.

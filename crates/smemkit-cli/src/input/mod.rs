@@ -189,6 +189,13 @@ pub fn direct_file(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile>
     if stream::is_stream(path) {
         return None;
     }
+    let direct = direct_file_of_any_type(path, dtype)?;
+    // The CUDA engine does not take 16-bit floats yet: they stay on the mapped path, where the
+    // automatic backend runs them on the CPU.
+    (!matches!(direct.ty, SampleType::F16 | SampleType::BF16)).then_some(direct)
+}
+
+fn direct_file_of_any_type(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile> {
     match FileKind::of(path, dtype, "--dtype").ok()? {
         FileKind::Text => None,
         FileKind::Raw => {

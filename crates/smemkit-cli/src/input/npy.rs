@@ -231,9 +231,9 @@ fn sample_type(dtype: &DType) -> Result<(SampleType, bool)> {
         (TypeChar::Float, 8) => SampleType::F64,
         // numpy histograms bool arrays as uint8 (its own conversion): the same bytes.
         (TypeChar::Bool, 1) => SampleType::U8,
-        (TypeChar::Float, 2) => bail!(
-            "float16 samples ({ts}) are not supported yet: numpy computes their histogram in float16, which smemkit does not reproduce yet"
-        ),
+        // numpy's float16; bfloat16 has no .npy type of its own (ml_dtypes writes it as raw
+        // 2-byte voids), so it comes as raw input with --dtype bf16.
+        (TypeChar::Float, 2) => SampleType::F16,
         _ => bail!("unsupported dtype {ts} (expected an integer or float of 1 to 8 bytes)"),
     };
     // One-byte types carry `|` (no byte order): either reading is the same.

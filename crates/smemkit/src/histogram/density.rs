@@ -15,6 +15,12 @@ pub fn bin_widths(binning: &Binning) -> Vec<f64> {
         Binning::UniformF64(u) => u.edges.windows(2).map(|w| w[1] - w[0]).collect(),
         Binning::Edges(e) => e.windows(2).map(|w| w[1] - w[0]).collect(),
         Binning::IntEdges(e) => e.windows(2).map(|w| (w[1] - w[0]) as f64).collect(),
+        // np.diff of half edges is computed in the half type.
+        Binning::UniformHalf(u) => u
+            .edges
+            .windows(2)
+            .map(|w| u.format.round(w[1] - w[0]) as f64)
+            .collect(),
     }
 }
 

@@ -5,9 +5,13 @@
 use crate::error::{Error, Result};
 use crate::histogram::bins::{BinSpec, Binning};
 use crate::histogram::Backend;
+use crate::sample::SampleType;
 
-/// Why the CUDA engine cannot run this binning, if it cannot.
-pub(crate) fn cuda_gap(binning: &Binning) -> Option<&'static str> {
+/// Why the CUDA engine cannot run this binning of samples of type `ty`, if it cannot.
+pub(crate) fn cuda_gap(binning: &Binning, ty: SampleType) -> Option<&'static str> {
+    if matches!(ty, SampleType::F16 | SampleType::BF16) {
+        return Some("float16 and bfloat16 samples");
+    }
     match binning {
         Binning::IntEdges(_) => {
             Some("integer edges beyond 2^53 compared exactly with integer samples")

@@ -170,7 +170,7 @@ pub fn histogram_with_progress(
     let binning = Binning::resolve(&options.bins, samples)?;
     let (backend, note) = crate::histogram::engine_support::choose(
         options.backend,
-        crate::histogram::engine_support::cuda_gap(&binning),
+        crate::histogram::engine_support::cuda_gap(&binning, samples.sample_type()),
     )?;
     if backend != Backend::Cuda
         && (options.ranks.is_some() || options.devices != DeviceSet::Default)
@@ -359,7 +359,7 @@ pub fn histogram_file_with_progress(
     let binning = file.binning(&options.bins)?;
     crate::histogram::engine_support::choose(
         Backend::Cuda,
-        crate::histogram::engine_support::cuda_gap(&binning),
+        crate::histogram::engine_support::cuda_gap(&binning, file.sample_type()),
     )?;
     let start = Instant::now();
     let job = Job {

@@ -88,6 +88,13 @@ pub fn estimate_bin_count(
     rule: BinRule,
     range: Option<(f64, f64)>,
 ) -> Result<usize> {
+    if let Samples::F16(_) | Samples::BF16(_) = samples {
+        return Err(Error::NotImplemented(format!(
+            "numpy's `{}` estimator on {} samples (numpy computes its statistics in that type, which smemkit does not reproduce yet): give a number of bins",
+            rule.name(),
+            samples.sample_type()
+        )));
+    }
     crate::with_samples!(samples, s => count_for(s, rule, range))
 }
 

@@ -9,6 +9,7 @@
 
 pub(crate) mod estimate;
 pub mod estimators;
+pub mod half;
 pub mod int_edges;
 pub(crate) mod stats;
 
@@ -148,6 +149,8 @@ pub enum Binning {
     Edges(Vec<f64>),
     /// Integer edges beyond 2^53 compared with integer samples exactly (CPU engine only).
     IntEdges(Vec<i128>),
+    /// Uniform bins of float16 / bfloat16 samples in their own arithmetic (CPU engine only).
+    UniformHalf(half::UniformHalf),
 }
 
 impl UniformF32 {
@@ -346,6 +349,8 @@ impl Binning {
                     Samples::F64(s) => {
                         resolve_uniform_f64_float(*nbins, *range, s).map(Binning::UniformF64)
                     }
+                    Samples::F16(s) => half::resolve(half::HalfFormat::F16, *nbins, *range, s),
+                    Samples::BF16(s) => half::resolve(half::HalfFormat::BF16, *nbins, *range, s),
                     _ => crate::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
                         .map(Binning::UniformF64),
                 }
@@ -360,6 +365,7 @@ impl Binning {
             Binning::UniformF64(u) => u.nbins,
             Binning::Edges(e) => e.len() - 1,
             Binning::IntEdges(e) => e.len() - 1,
+            Binning::UniformHalf(u) => u.nbins,
         }
     }
 
@@ -381,6 +387,7 @@ impl Binning {
             Binning::UniformF64(u) => u.edges.clone(),
             Binning::Edges(e) => e.clone(),
             Binning::IntEdges(e) => e.iter().map(|&x| x as f64).collect(),
+            Binning::UniformHalf(u) => u.edges.iter().map(|&e| e as f64).collect(),
         }
     }
 
@@ -399,6 +406,7 @@ impl Binning {
             Binning::IntEdges(e) => {
                 crate::histogram::bins::int_edges::locate_in_int_edges(e, x.to_i128())
             }
+            Binning::UniformHalf(u) => u.locate(x.to_f32()),
         }
     }
 }

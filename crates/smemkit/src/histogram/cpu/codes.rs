@@ -371,3 +371,21 @@ pub(super) fn correct<P: PartialOrd + Copy>(estimate: i64, x: P, e: &[P]) -> u32
     i += (i != n - 1 && x >= e[i + 1]) as usize;
     i as u32
 }
+
+/// float16 / bfloat16 uniform bins in the samples' own arithmetic ([`UniformHalf::locate`]).
+pub(super) struct HalfCodes<'a> {
+    pub(super) u: &'a crate::histogram::bins::half::UniformHalf,
+}
+
+impl<T: Sample> Codes<T> for HalfCodes<'_> {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let n = self.u.nbins;
+        match self.u.locate(x.to_f32()) {
+            Slot::Bin(i) => i as u32,
+            Slot::Below => n as u32,
+            Slot::Above => n as u32 + 1,
+            Slot::Nan => n as u32 + 2,
+        }
+    }
+}

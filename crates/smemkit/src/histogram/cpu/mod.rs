@@ -115,6 +115,7 @@ pub fn histogram<T: Sample>(
         Binning::IntEdges(e) => {
             dispatch(samples, weights, nbins, clamp, &IntEdgeCodes { edges: e })
         }
+        Binning::UniformHalf(u) => dispatch(samples, weights, nbins, clamp, &HalfCodes { u }),
     }
 }
 

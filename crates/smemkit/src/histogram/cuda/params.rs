@@ -54,6 +54,7 @@ pub fn mode_name(binning: &Binning) -> &'static str {
         Binning::UniformF64(_) => "uniform64",
         Binning::Edges(_) => "edges",
         Binning::IntEdges(_) => "int_edges",
+        Binning::UniformHalf(_) => "uniform_half",
     }
 }
 
@@ -79,7 +80,10 @@ pub fn kernel_params(
         p.scale32 = scale32;
     }
     match binning {
-        Binning::Integer { .. } | Binning::Edges(_) | Binning::IntEdges(_) => {}
+        Binning::Integer { .. }
+        | Binning::Edges(_)
+        | Binning::IntEdges(_)
+        | Binning::UniformHalf(_) => {}
         Binning::UniformF64(u) => {
             p.first64 = u.first;
             p.last64 = u.last;
