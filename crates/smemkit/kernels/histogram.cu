@@ -38,7 +38,17 @@ struct BinParams {
     float scale32;
     double scale64;
     const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
+    const unsigned* gate;  // the skew verdict (see `hist_verdict`), or null: the kernel always runs
+    unsigned gate_want;    // with `gate`: the verdict for which this kernel runs
 };
+
+// `auto`'s choice between its planned strategy and global is made on the device (no host round
+// trip, so a run can be captured in a CUDA graph): both are enqueued, each gated on the verdict, and
+// the one not chosen returns here before touching memory. The test is uniform across the grid, so
+// returning ahead of barriers is safe.
+__device__ __forceinline__ bool gated_off(const BinParams& p) {
+    return p.gate != nullptr && *p.gate != p.gate_want;
+}
 
 // Slot codes for samples that land in no bin.
 #define SLOT_BELOW (-1LL)
@@ -681,6 +691,7 @@ __device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsig
 template <int MODE, int BITS>
 __device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
                               unsigned long long* tallies) {
+    if (gated_off(p)) return;
     constexpr unsigned PER = 32 / BITS;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned hot_key;
@@ -887,6 +898,7 @@ struct GlobalSink {
 template <int MODE, class W, class Out>
 __device__ void global_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
                               unsigned long long* tallies) {
+    if (gated_off(p)) return;
     __shared__ unsigned hot_key;
     __shared__ Out hot_count;
     if (threadIdx.x == 0) {
@@ -902,8 +914,11 @@ __device__ void global_kernel(const sample_t* in, unsigned long long n, const W*
     flush_tally(t, tallies);
 }
 
-// Adds the u32 counters of a global-memory run into the u64 result and clears them for the next.
-extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long long* out, unsigned long long n) {
+// Adds the u32 counters of a global-memory run into the u64 result and clears them for the next
+// (gated like the global kernel it follows: see `gated_off`).
+extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long long* out, unsigned long long n,
+                                         const unsigned* gate, unsigned gate_want) {
+    if (gate != nullptr && *gate != gate_want) return;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         unsigned int v = scratch[i];
@@ -937,6 +952,7 @@ struct BucketSink {
 template <int MODE>
 __device__ void part_count(const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,
                            unsigned long long* bucket_counts, unsigned long long* tallies) {
+    if (gated_off(p)) return;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned* cnt = reinterpret_cast<unsigned*>(smem_raw);
     for (unsigned b = threadIdx.x; b < nbuckets; b += blockDim.x) cnt[b] = 0;
@@ -1048,6 +1064,7 @@ template <int MODE>
 __device__ void part_scatter(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned bits,
                              unsigned nbuckets, unsigned split_bits, unsigned long long* cursor,
                              unsigned short* __restrict__ idx) {
+    if (gated_off(p)) return;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned warp_sums[32];
     unsigned* cnt = reinterpret_cast<unsigned*>(smem_raw);
@@ -1140,22 +1157,55 @@ extern "C" __global__ void __launch_bounds__(512) hist_part_bins(const unsigned 
     }
 }
 
-// ---- Skew probe ----------------------------------------------------------------------------------
-// Before committing to the partition passes, `auto` looks at `probes` samples spread evenly over
-// the input: each lands in its bin under the policy (NO_BIN where it is counted in no bin), and the
-// host measures the commonest bin's share. Much skewed data goes to the global kernel instead, whose
-// per-block hot bin absorbs it (see `hot_share_for_global` in crates/smemkit/src/plan/mod.rs).
+// ---- Skew verdict --------------------------------------------------------------------------------
+// Before the partition or sliced passes, `auto` looks at `probes` (at most VERDICT_SLOTS / 2)
+// samples spread evenly over the input, counts their bins (under the policy; a sample counted in no
+// bin counts for none) in a shared-memory hash table, and writes verdict[0] = 1 where the
+// commonest bin holds at least `threshold` of the probed samples (the global kernel, whose
+// per-block hot bin absorbs it, then runs: see `hot_share_for_global` in
+// crates/smemkit/src/plan/mod.rs), else 0; verdict[1] = that bin's count, for reports. One block.
+#define VERDICT_SLOTS 4096
 template <int MODE>
-__device__ void probe(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned probes,
-                      unsigned* __restrict__ bins) {
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < probes; i += gridDim.x * blockDim.x) {
-        // Sample floor(i * n / probes) (evenly spread, the first at 0, all below n), as
-        // i * q + i * r / probes with n = q * probes + r, which cannot overflow.
-        const unsigned long long q = n / probes, r = n % probes;
+__device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned probes,
+                             double threshold, unsigned* __restrict__ verdict) {
+    __shared__ unsigned keys[VERDICT_SLOTS];
+    __shared__ unsigned counts[VERDICT_SLOTS];
+    __shared__ unsigned best;
+    for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) {
+        keys[i] = NO_BIN;
+        counts[i] = 0;
+    }
+    if (threadIdx.x == 0) best = 0;
+    __syncthreads();
+    // Sample floor(i * n / probes) (evenly spread, the first at 0, all below n), as
+    // i * q + i * r / probes with n = q * probes + r, which cannot overflow.
+    const unsigned long long q = n / probes, r = n % probes;
+    for (unsigned i = threadIdx.x; i < probes; i += blockDim.x) {
         const unsigned long long j = i * q + (unsigned long long)i * r / probes;
         Tally unused = {0, 0, 0};
         const long long bin = resolve(locate<MODE>(in[j], p), p, unused);
-        bins[i] = bin < 0 ? NO_BIN : (unsigned)bin;
+        if (bin < 0) continue;
+        const unsigned key = (unsigned)bin;
+        // Open addressing from a multiplicative hash; at most half the slots are ever taken.
+        unsigned slot = (key * 2654435761u) >> 20;
+        for (;;) {
+            const unsigned prev = atomicCAS(keys + slot, NO_BIN, key);
+            if (prev == NO_BIN || prev == key) {
+                atomicAdd(counts + slot, 1u);
+                break;
+            }
+            slot = (slot + 1) & (VERDICT_SLOTS - 1);
+        }
+    }
+    __syncthreads();
+    unsigned m = 0;
+    for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) m = max(m, counts[i]);
+    for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_down_sync(0xffffffffu, m, off));
+    if ((threadIdx.x & 31) == 0) atomicMax(&best, m);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        verdict[0] = (double)best / (double)probes >= threshold ? 1u : 0u;
+        verdict[1] = best;
     }
 }
 
@@ -1190,9 +1240,10 @@ __device__ void probe(const sample_t* __restrict__ in, unsigned long long n, Bin
         unsigned split_bits, unsigned long long* cursor, unsigned short* idx) {                                \
         part_scatter<MODE>(in, n, p, bits, nbuckets, split_bits, cursor, idx);                                             \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(256) hist_probe_##MNAME(                                      \
-        const sample_t* in, unsigned long long n, BinParams p, unsigned probes, unsigned* bins) {             \
-        probe<MODE>(in, n, p, probes, bins);                                                                   \
+    extern "C" __global__ void __launch_bounds__(1024) hist_verdict_##MNAME(                                   \
+        const sample_t* in, unsigned long long n, BinParams p, unsigned probes, double threshold,              \
+        unsigned* verdict) {                                                                                   \
+        skew_verdict<MODE>(in, n, p, probes, threshold, verdict);                                              \
     }
 
 // Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14

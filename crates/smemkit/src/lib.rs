@@ -52,6 +52,9 @@ pub use array_ops::reverse::{reverse, ReverseKernel};
 pub use array_ops::stencil::{stencil1d, Boundary};
 pub use array_ops::transpose::transpose;
 pub use backend::Backend;
+/// The cudarc this library is built with: device buffers and streams passed to
+/// [`DeviceHistogram`] come from it.
+pub use cudarc;
 pub use digitize::digitize;
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
@@ -59,7 +62,11 @@ pub use histogram::bincount::{bincount, bincount_length};
 pub use histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges, BinRule};
 pub use histogram::bins::int_edges::IntEdges;
 pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use histogram::cuda::device_histogram::{
+    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,
+};
 pub use histogram::cuda::multi::DeviceSet;
+pub use histogram::cuda::prepared::WeightKind;
 pub use histogram::cuda::ranks::RankSpec;
 pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use histogram::plan::{Strategy, StrategyChoice};

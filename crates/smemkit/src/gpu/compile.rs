@@ -19,10 +19,15 @@ pub struct KernelSource {
     pub text: &'static str,
 }
 
-/// The histogram kernels (shared, cluster, global).
+/// The histogram kernels (shared, cluster, global), and the deterministic weighted sums built on
+/// their binning.
 pub const HISTOGRAM: KernelSource = KernelSource {
     name: "histogram.cu",
-    text: include_str!("../../kernels/histogram.cu"),
+    text: concat!(
+        include_str!("../../kernels/histogram.cu"),
+        "\n",
+        include_str!("../../kernels/exact_sums.cu")
+    ),
 };
 /// The 1D stencil with halo.
 pub const STENCIL: KernelSource = KernelSource {
@@ -254,6 +259,16 @@ mod tests {
                     }
                 }
                 for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
+                    for name in [
+                        format!("hist_verdict_{m}"),
+                        format!("hist_exact_{m}_f32"),
+                        format!("hist_exact_{m}_f64"),
+                    ] {
+                        assert!(
+                            ptx.contains(&format!(".entry {name}(")),
+                            "{t}: {name} missing from the PTX"
+                        );
+                    }
                     let name = format!("hist_sharedp_{m}_none");
                     assert!(
                         ptx.contains(&format!(".entry {name}(")),
