@@ -12,7 +12,8 @@ Arrays are keys into the document's `arrays` table of {dtype, hex of little-endi
 hex of their float64 bits. Each case has `op` ("histogram", "bincount" or "digitize") and `expect`,
 either {"error": "<numpy's exception>"} or the results: histogram `counts` (a list of ints, or an
 array for weighted sums), `edges` and, with `density`, `density`; bincount `counts`; digitize
-`indices`.
+`indices`. Estimated bins also carry `width`: what numpy's estimator function itself returned
+(float64 bits) and `width_type` (its Python type), checked against smemkit's width.
 """
 import hashlib
 import json
@@ -73,7 +74,10 @@ def hist(name, a, bins, rng=None, weights=None, density=False):
         case["expect"] = {"error": err}
         return case
     values, edges = res
-    exp = {"edges": arr(np.asarray(edges, dtype=np.float64)), "edges_dtype": edges.dtype.name}
+    exp = {}
+    if isinstance(bins, str):
+        exp.update(selector_width(a, bins, r))
+    exp |= {"edges": arr(np.asarray(edges, dtype=np.float64)), "edges_dtype": edges.dtype.name}
     if density:
         exp["density"] = arr(values)
         counts, _ = np.histogram(a, bins=bins, range=r, weights=weights)
@@ -85,6 +89,21 @@ def hist(name, a, bins, rng=None, weights=None, density=False):
         exp["counts"] = arr(counts)
     case["expect"] = exp
     return case
+
+
+def selector_width(a, rule, rng):
+    """numpy's own estimator function's width on the data it would see (trimmed to the range),
+    with the type numpy computed it in; nothing when numpy does not call it (no data)."""
+    impl = np.lib._histograms_impl
+    first, last = impl._get_outer_edges(a, rng)
+    if rng is not None:
+        a = a[(a >= first) & (a <= last)]
+    if a.size == 0:
+        return {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        width = impl._hist_bin_selectors[rule](a, (first, last))
+    return {"width": hexf(width), "width_type": type(width).__name__}
 
 
 def bincount(name, a, weights=None, minlength=0):

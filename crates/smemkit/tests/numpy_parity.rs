@@ -204,6 +204,9 @@ fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), Stri
     let Some(h) = outcome(result, expect)? else {
         return Ok(());
     };
+    if let (Value::String(rule), Some(want)) = (&case["bins"], expect.get("width")) {
+        check_width(&data, rule, range, want, &expect["width_type"])?;
+    }
     check_counts(&h.counts, &expect["counts"], doc)?;
     let edges = doc.array(&expect["edges"]).f64s();
     if !same_bits(&h.edges, &edges) {
@@ -223,6 +226,30 @@ fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// The width numpy's estimator function returned (its float64 bits, and float32 where numpy
+/// computed in float32) against smemkit's; numpy's 0 for data without spread is smemkit's `None`.
+fn check_width(
+    data: &Owned,
+    rule: &str,
+    range: Option<(f64, f64)>,
+    want: &Value,
+    want_type: &Value,
+) -> Result<(), String> {
+    let want = scalar(want);
+    let rule = BinRule::parse(rule).unwrap();
+    let ours = smemkit::histogram::bins::estimators::estimator_width(data.samples(), rule, range)
+        .map_err(|e| format!("estimator width: {e}"))?;
+    match ours {
+        None if want == 0.0 => Ok(()),
+        Some((w, f32)) if w.to_bits() == want.to_bits() && f32 == (want_type == "float32") => {
+            Ok(())
+        }
+        other => Err(format!(
+            "estimator width {other:?}, numpy {want:?} ({want_type})"
+        )),
+    }
 }
 
 fn check_bincount(case: &Value, doc: &Doc) -> Result<(), String> {

@@ -116,26 +116,7 @@ where
     if x.len() == 0 {
         return Ok(1);
     }
-    let width = match rule {
-        BinRule::Sqrt => Some(sqrt_width(&x)),
-        BinRule::Sturges => Some(sturges_width(&x)),
-        BinRule::Rice => Some(rice_width(&x)),
-        BinRule::Scott => Some(scott_width(&x)),
-        BinRule::Fd => Some(fd_width(&x)),
-        BinRule::Doane => Some(doane_width(&x)),
-        BinRule::Auto => {
-            let fd = fd_width(&x).value();
-            let sturges = sturges_width(&x).value();
-            let half_sqrt = sqrt_width(&x).value() / 2.0;
-            let corrected = if half_sqrt > fd { half_sqrt } else { fd };
-            Some(Width::F64(if sturges < corrected {
-                sturges
-            } else {
-                corrected
-            }))
-        }
-        BinRule::Stone => stone_width(&x, range)?,
-    };
+    let width = width_of(&x, rule, range)?;
     let Some(mut width) = width.filter(|w| w.value() != 0.0) else {
         return Ok(1);
     };
@@ -168,6 +149,69 @@ where
         });
     }
     Ok((bins as usize).max(1))
+}
+
+/// The width numpy's estimator function for `rule` returns on the trimmed samples `x` (`None`
+/// where numpy's returns 0 for lack of spread), before numpy turns it into a number of bins.
+fn width_of<T: Sample>(
+    x: &Trimmed<T>,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+) -> Result<Option<Width>>
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    Ok(match rule {
+        BinRule::Sqrt => Some(sqrt_width(x)),
+        BinRule::Sturges => Some(sturges_width(x)),
+        BinRule::Rice => Some(rice_width(x)),
+        BinRule::Scott => Some(scott_width(x)),
+        BinRule::Fd => Some(fd_width(x)),
+        BinRule::Doane => Some(doane_width(x)),
+        BinRule::Auto => {
+            let fd = fd_width(x).value();
+            let sturges = sturges_width(x).value();
+            let half_sqrt = sqrt_width(x).value() / 2.0;
+            let corrected = if half_sqrt > fd { half_sqrt } else { fd };
+            Some(Width::F64(if sturges < corrected {
+                sturges
+            } else {
+                corrected
+            }))
+        }
+        BinRule::Stone => stone_width(x, range)?,
+    })
+}
+
+/// What numpy's estimator function itself returns for `samples` over `range`: the width, and
+/// whether numpy computed it in float32; `None` when numpy calls no estimator (no samples in the
+/// range) or its estimator returns 0. For tests against numpy (`tests/numpy_parity.rs`).
+#[doc(hidden)]
+pub fn estimator_width(
+    samples: Samples<'_>,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+) -> Result<Option<(f64, bool)>> {
+    fn of<T: Sample>(s: &[T], rule: BinRule, range: Option<(f64, f64)>) -> Result<Option<Width>>
+    where
+        for<'a> &'a [T]: Into<Samples<'a>>,
+    {
+        let outer = stats::outer_edges(s, range)?;
+        let x = stats::trim(s, range, &outer);
+        if x.len() == 0 {
+            return Ok(None);
+        }
+        width_of(&x, rule, range)
+    }
+    if let Samples::F16(_) | Samples::BF16(_) = samples {
+        return Err(Error::NotImplemented(format!(
+            "numpy's `{}` estimator on {} samples",
+            rule.name(),
+            samples.sample_type()
+        )));
+    }
+    let width = crate::with_samples!(samples, s => of(s, rule, range))?;
+    Ok(width.map(|w| (w.value(), matches!(w, Width::F32(_)))))
 }
 
 fn sqrt_width<T: Sample>(x: &Trimmed<T>) -> Width
