@@ -237,8 +237,10 @@ fn skew_verdict_on_the_device() {
     let gpu = gpu();
     let stream = gpu.ctx.new_stream().unwrap();
     let mut r = rng();
-    let n = (1 << 22) + 1001;
-    let nbins = 1 << 20;
+    // Partition with its probe: a shard this size at 2^20 bins is too small for the sliced plans
+    // (the planner picks global outright), at 2^22 bins partition is planned and probed.
+    let n = (1 << 24) + 1001;
+    let nbins = 1 << 22;
     for (hot, expect) in [(0.9, "-> global"), (0.0, "-> ")] {
         let data = ints(n, nbins, hot, &mut r);
         let want = cpu(

@@ -123,6 +123,8 @@ pub struct HistConfig {
     pub device_budget: Option<usize>,
     /// GPU: the GPUs of this process (`--devices`).
     pub devices: DeviceSet,
+    /// Several processes: whether the bins are sharded over the ranks (`--shard-bins`).
+    pub shard_bins: smemkit::cuda::bin_shards::ShardBins,
     /// Lines for the summary about how the inputs read so far were read (a skipped header).
     pub notes: Vec<String>,
     /// numpy's density=True.
@@ -393,11 +395,13 @@ impl HistConfig {
         if a.devices.is_some() && backend == Backend::Cpu {
             bail!("--devices applies to the GPU engine, not --backend cpu");
         }
+        let shard_bins = a.shard_bins.parse()?;
         Ok(HistConfig {
             density: a.density,
             stream,
             device_budget,
             devices,
+            shard_bins,
             source,
             bins,
             weights: a.weights.clone(),
