@@ -42,16 +42,23 @@ pub enum Command {
     Lab(crate::commands::lab::LabArgs),
     /// Plot GB/s against bins from benchmark JSON lines (every strategy and peer).
     PlotBench(crate::bench::plot::PlotBenchArgs),
+    /// numpy.digitize: the bin index of every sample, written as a .npy of int64.
+    Digitize(crate::commands::digitize::DigitizeArgs),
 }
 
 const HIST_AFTER_HELP: &str = "\
 Bins:
   Integer samples with --bins N and neither --range nor --edges use integer bins (bincount):
   bin v counts the value v, for v in [0, N). --integer asks for that explicitly.
+  Integer samples without --bins take numpy.bincount's length from the data: max + 1 bins
+  (at least --minlength N); negative values are an error, as in numpy.
+  --bins RULE (auto, fd, doane, scott, stone, rice, sturges, sqrt) picks the number of equal
+  bins with numpy's estimator of that name (not with --weights, as in numpy).
   Float samples, or any samples with --range LO:HI, use N uniform bins over [LO, HI]
   (over the data's minimum and maximum when no range is given), computed as numpy.histogram does:
   every bin is half-open [a, b) except the last, which is closed [a, b].
-  --edges FILE takes explicit, strictly increasing edges (.npy or one number per line).
+  --edges FILE takes explicit edges (a 1-D .npy or one number per line): never decreasing,
+  infinite edges and equal neighbours allowed, int64/uint64 .npy edges kept exact (numpy).
 
 Inputs:
   .npy (any numeric dtype, either byte order, C or Fortran order, any shape, flattened),
@@ -78,19 +85,26 @@ pub struct HistArgs {
     /// Seed of the generator (the same seed gives the same samples on any number of threads).
     #[arg(long, value_name = "S", default_value_t = 0, requires = "generate")]
     pub seed: u64,
-    /// Sample type: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 (raw input, text input, --generate).
+    /// Sample type: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64 (raw input, text input, --generate).
     #[arg(long, value_name = "T")]
     pub dtype: Option<String>,
     /// Column of a CSV/text file: an index counted from 0, or a header name.
     #[arg(long, value_name = "N|NAME")]
     pub column: Option<String>,
-    /// Number of bins.
-    #[arg(long, value_name = "N")]
-    pub bins: Option<usize>,
+    /// Number of bins, or one of numpy's estimators: auto, fd, doane, scott, stone, rice, sturges,
+    /// sqrt (equal bins over the range, as many as the estimator asks for).
+    #[arg(long, value_name = "N|RULE", value_parser = bins_value)]
+    pub bins: Option<String>,
+    /// numpy's density=True: also compute counts / (sum * bin width); --out writes the densities.
+    #[arg(long)]
+    pub density: bool,
+    /// Integer bins from the data (no --bins): at least this many bins (numpy's bincount minlength).
+    #[arg(long, value_name = "N", conflicts_with_all = ["bins", "range", "edges"])]
+    pub minlength: Option<usize>,
     /// Range of uniform bins, LO:HI (both included; the last bin is closed).
     #[arg(long, value_name = "LO:HI", allow_hyphen_values = true)]
     pub range: Option<String>,
-    /// File of strictly increasing bin edges (.npy or text, one number per line).
+    /// File of bin edges, never decreasing (a 1-D .npy or text, one number per line).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["range", "integer"])]
     pub edges: Option<PathBuf>,
     /// Integer bins (bincount) [0, N): the default for integer samples without --range or --edges.
@@ -239,4 +253,16 @@ pub struct BenchArgs {
     /// comma-separated (the library's default when not given).
     #[arg(long, value_delimiter = ',')]
     pub depth: Vec<usize>,
+}
+
+/// `--bins`: a number or an estimator's name, checked while the command line is parsed (so a
+/// typo is a usage error, exit status 2); `hist`'s configuration reads it.
+fn bins_value(text: &str) -> Result<String, String> {
+    if text.trim().parse::<usize>().is_ok() || smemkit::BinRule::parse(text.trim()).is_ok() {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "`{text}` is neither a number of bins nor one of numpy's estimators (auto, fd, doane, scott, stone, rice, sturges, sqrt)"
+        ))
+    }
 }

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{Cli, Command};
-use commands::{hist, histdd, lab, matmul, ops, plan};
+use commands::{digitize, hist, histdd, lab, matmul, ops, plan};
 
 #[global_allocator]
 static ALLOCATOR: oom::ExitOnFailure = oom::ExitOnFailure;
@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Matmul(a) => matmul::run(a),
         Command::Lab(a) => lab::run(a, &mut out),
         Command::PlotBench(a) => bench::plot::run(a),
+        Command::Digitize(a) => digitize::run(a, &mut out),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

@@ -72,7 +72,6 @@ fn suggested_widened_ranges_are_accepted() {
         ("u.txt", "u64", Some(max), "3"),
         ("u.txt", "f64", Some(max), "7"),
         ("u.txt", "f32", Some(max), "7"),
-        ("small.txt", "f64", Some("3:3"), "4"),
         // No range: every sample the same, numpy's widening changes nothing at 2^64.
         ("u.txt", "f64", None, "3"),
     ] {
@@ -95,6 +94,25 @@ fn suggested_widened_ranges_are_accepted() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("counted     2"), "{stdout}");
     }
+    // Where numpy's widening by 0.5 cuts the bins, an empty range is widened as numpy does.
+    let out = run(
+        d,
+        &[
+            "hist",
+            "small.txt",
+            "--dtype",
+            "f64",
+            "--bins",
+            "4",
+            "--range",
+            "3:3",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("[2.5, 3.5]"),
+        "{stdout}"
+    );
 }
 
 #[test]

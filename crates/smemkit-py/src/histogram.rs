@@ -116,7 +116,7 @@ fn integer_extent(samples: Samples<'_>) -> PyResult<Option<(i128, i128)>> {
         Samples::I16(s) => extent(s),
         Samples::I32(s) => extent(s),
         Samples::I64(s) => extent(s),
-        Samples::F32(_) | Samples::F64(_) => {
+        Samples::F32(_) | Samples::F64(_) | Samples::F16(_) | Samples::BF16(_) => {
             return Err(PyTypeError::new_err(format!(
                 "Cannot cast array data from dtype('{}') to dtype('int64') according to the rule 'safe'",
                 samples.sample_type().name()

@@ -44,13 +44,13 @@ pub enum Error {
         hi: f64,
         precision: &'static str,
     },
-    #[error("bin edges must be strictly increasing: edge {index} ({value}) is not above the one before it ({previous})")]
+    #[error("bins must increase monotonically: edge {index} ({value}) is below the one before it ({previous})")]
     EdgesNotIncreasing {
         index: usize,
         value: f64,
         previous: f64,
     },
-    #[error("bin edges must be finite: edge {index} is {value}")]
+    #[error("bin edges must not be NaN: edge {index} is {value}")]
     NonFiniteEdge { index: usize, value: f64 },
     #[error("at least two bin edges are needed (got {0})")]
     TooFewEdges(usize),

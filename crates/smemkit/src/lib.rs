@@ -15,6 +15,7 @@
 
 pub mod array_ops;
 pub mod backend;
+pub mod digitize;
 pub mod element;
 pub mod error;
 pub mod gpu;
@@ -58,8 +59,12 @@ pub use backend::Backend;
 /// The cudarc this library is built with: device buffers and streams passed to
 /// [`DeviceHistogram`] come from it.
 pub use cudarc;
+pub use digitize::digitize;
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
+pub use histogram::bincount::{bincount, bincount_length};
+pub use histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges, BinRule};
+pub use histogram::bins::int_edges::IntEdges;
 pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use histogram::cuda::device_histogram::{
     DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,

@@ -17,10 +17,15 @@ pub enum SampleType {
     I64,
     F32,
     F64,
+    /// IEEE half precision (numpy's float16), histogrammed in float16 arithmetic as numpy does.
+    F16,
+    /// bfloat16 (torch's, ml_dtypes' for numpy), histogrammed as numpy with ml_dtypes does.
+    BF16,
 }
 
 impl SampleType {
-    /// Every type of the contract, in a fixed order (for tests and help texts).
+    /// Every type of the contract but the 16-bit floats, in a fixed order (for tests and help
+    /// texts; the CUDA engine takes all of these, not [`SampleType::F16`] or [`SampleType::BF16`]).
     pub const ALL: [SampleType; 10] = [
         SampleType::U8,
         SampleType::U16,
@@ -47,6 +52,8 @@ impl SampleType {
             SampleType::I64 => "int64",
             SampleType::F32 => "float32",
             SampleType::F64 => "float64",
+            SampleType::F16 => "float16",
+            SampleType::BF16 => "bfloat16",
         }
     }
 
@@ -54,14 +61,17 @@ impl SampleType {
     pub fn size(self) -> usize {
         match self {
             SampleType::U8 | SampleType::I8 => 1,
-            SampleType::U16 | SampleType::I16 => 2,
+            SampleType::U16 | SampleType::I16 | SampleType::F16 | SampleType::BF16 => 2,
             SampleType::U32 | SampleType::I32 | SampleType::F32 => 4,
             SampleType::U64 | SampleType::I64 | SampleType::F64 => 8,
         }
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, SampleType::F32 | SampleType::F64)
+        matches!(
+            self,
+            SampleType::F32 | SampleType::F64 | SampleType::F16 | SampleType::BF16
+        )
     }
 
     /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
@@ -86,9 +96,11 @@ impl std::str::FromStr for SampleType {
             "i64" | "int64" => SampleType::I64,
             "f32" | "float32" => SampleType::F32,
             "f64" | "float64" => SampleType::F64,
+            "f16" | "float16" => SampleType::F16,
+            "bf16" | "bfloat16" => SampleType::BF16,
             _ => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown sample type `{text}` (expected one of u8 u16 u32 u64 i8 i16 i32 i64 f32 f64)"
+                    "unknown sample type `{text}` (expected one of u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64)"
                 )))
             }
         };
@@ -240,6 +252,37 @@ impl Sample for f64 {
     }
 }
 
+macro_rules! impl_half_sample {
+    ($t:ty, $tag:ident) => {
+        impl Sample for $t {
+            const TYPE: SampleType = SampleType::$tag;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                <$t>::to_f32(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn to_bin_candidate(self) -> Option<u64> {
+                None
+            }
+            #[inline(always)]
+            fn to_i128(self) -> i128 {
+                <$t>::to_f32(self) as i128
+            }
+        }
+    };
+}
+
+impl_half_sample!(half::f16, F16);
+impl_half_sample!(half::bf16, BF16);
+
 /// A borrowed sample array whose element type is chosen at run time.
 #[derive(Debug, Clone, Copy)]
 pub enum Samples<'a> {
@@ -253,6 +296,8 @@ pub enum Samples<'a> {
     I64(&'a [i64]),
     F32(&'a [f32]),
     F64(&'a [f64]),
+    F16(&'a [half::f16]),
+    BF16(&'a [half::bf16]),
 }
 
 /// Runs `$body` with `$s` bound to the typed slice inside a [`Samples`] value.
@@ -270,6 +315,8 @@ macro_rules! with_samples {
             $crate::Samples::I64($s) => $body,
             $crate::Samples::F32($s) => $body,
             $crate::Samples::F64($s) => $body,
+            $crate::Samples::F16($s) => $body,
+            $crate::Samples::BF16($s) => $body,
         }
     };
 }
@@ -293,6 +340,8 @@ impl<'a> Samples<'a> {
             Samples::I64(_) => SampleType::I64,
             Samples::F32(_) => SampleType::F32,
             Samples::F64(_) => SampleType::F64,
+            Samples::F16(_) => SampleType::F16,
+            Samples::BF16(_) => SampleType::BF16,
         }
     }
     /// Bytes of sample data (for throughput figures).
@@ -320,6 +369,18 @@ impl_from_slice!(i32, I32);
 impl_from_slice!(i64, I64);
 impl_from_slice!(f32, F32);
 impl_from_slice!(f64, F64);
+impl_from_slice!(half::f16, F16);
+impl_from_slice!(half::bf16, BF16);
+
+/// Bool samples histogram as uint8 (0 and 1), as numpy converts them before its histogram; the
+/// bytes are the same, so every engine takes them as they are.
+impl<'a> From<&'a [bool]> for Samples<'a> {
+    fn from(s: &'a [bool]) -> Self {
+        // SAFETY: `bool` is one byte holding 0 or 1, every one of which is a valid `u8`; the view
+        // covers exactly the slice's bytes and borrows it for the same lifetime.
+        Samples::U8(unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), s.len()) })
+    }
+}
 
 /// Optional per-sample weights, accumulated in f64 whatever their type.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,6 @@
 //! One module per subcommand: each turns its parsed arguments into library calls and output.
 
+pub mod digitize;
 pub mod hist;
 pub mod histdd;
 pub mod lab;

@@ -18,6 +18,8 @@ pub enum OwnedSamples {
     I64(Vec<i64>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    F16(Vec<half::f16>),
+    BF16(Vec<half::bf16>),
 }
 
 impl OwnedSamples {
@@ -34,6 +36,8 @@ impl OwnedSamples {
             SampleType::I64 => OwnedSamples::I64(Vec::new()),
             SampleType::F32 => OwnedSamples::F32(Vec::new()),
             SampleType::F64 => OwnedSamples::F64(Vec::new()),
+            SampleType::F16 => OwnedSamples::F16(Vec::new()),
+            SampleType::BF16 => OwnedSamples::BF16(Vec::new()),
         }
     }
 
@@ -50,6 +54,8 @@ impl OwnedSamples {
             OwnedSamples::I64(v) => v.try_reserve(more),
             OwnedSamples::F32(v) => v.try_reserve(more),
             OwnedSamples::F64(v) => v.try_reserve(more),
+            OwnedSamples::F16(v) => v.try_reserve(more),
+            OwnedSamples::BF16(v) => v.try_reserve(more),
         }
     }
 
@@ -79,6 +85,8 @@ impl OwnedSamples {
             OwnedSamples::I64(v) => dec!(v, i64),
             OwnedSamples::F32(v) => dec!(v, f32),
             OwnedSamples::F64(v) => dec!(v, f64),
+            OwnedSamples::F16(v) => dec!(v, half::f16),
+            OwnedSamples::BF16(v) => dec!(v, half::bf16),
         }
     }
 
@@ -94,6 +102,8 @@ impl OwnedSamples {
             OwnedSamples::I64(v) => Samples::I64(v),
             OwnedSamples::F32(v) => Samples::F32(v),
             OwnedSamples::F64(v) => Samples::F64(v),
+            OwnedSamples::F16(v) => Samples::F16(v),
+            OwnedSamples::BF16(v) => Samples::BF16(v),
         }
     }
 }
@@ -141,6 +151,8 @@ impl MappedSamples {
             SampleType::I64 => Samples::I64(bytemuck::cast_slice(b)),
             SampleType::F32 => Samples::F32(bytemuck::cast_slice(b)),
             SampleType::F64 => Samples::F64(bytemuck::cast_slice(b)),
+            SampleType::F16 => Samples::F16(bytemuck::cast_slice(b)),
+            SampleType::BF16 => Samples::BF16(bytemuck::cast_slice(b)),
         }
     }
 }

@@ -170,6 +170,10 @@ pub fn generate(spec: &GenSpec) -> Result<OwnedSamples> {
         SampleType::I64 => OwnedSamples::I64(fill(spec)?),
         SampleType::F32 => OwnedSamples::F32(fill(spec)?),
         SampleType::F64 => OwnedSamples::F64(fill(spec)?),
+        SampleType::F16 | SampleType::BF16 => bail!(
+            "--generate does not make {} samples yet: give --dtype f32 or f64, or a file",
+            spec.ty
+        ),
     })
 }
 

@@ -24,6 +24,20 @@ pub struct NpyLayout {
     pub data_start: usize,
     /// Dimensions and storage order.
     pub shape: Shape,
+    /// numpy bool (`'|b1'`), read as uint8: every byte must be 0 or 1 ([`check_bool`]).
+    pub bool_data: bool,
+}
+
+/// A bool array read as uint8 must hold only 0 and 1 (numpy writes nothing else, and another byte
+/// has no numpy meaning to reproduce).
+pub fn check_bool(bytes: &[u8], path: &Path) -> Result<()> {
+    if bytes.iter().any(|&b| b > 1) {
+        bail!(
+            "{}: a bool array holding a byte other than 0 or 1",
+            super::stream::name(path)
+        );
+    }
+    Ok(())
 }
 
 /// Reads a `.npy` file (mapped when possible), with its shape.
@@ -43,6 +57,9 @@ pub fn read(path: &Path) -> Result<Parsed<SampleData>> {
 fn read_data(path: &Path, map: memmap2::Mmap, layout: NpyLayout) -> Result<SampleData> {
     let bytes = &map[layout.data_start..layout.data_start + layout.len * layout.ty.size()];
     progress::touch(bytes, "reading");
+    if layout.bool_data {
+        check_bool(bytes, path)?;
+    }
     if layout.little_endian == cfg!(target_endian = "little") {
         let (start, len, ty) = (layout.data_start, layout.len, layout.ty);
         if let Some(m) = MappedSamples::new(map, start, len, ty) {
@@ -155,6 +172,7 @@ fn parse_header(file: &[u8]) -> Result<NpyLayout> {
             dims,
             fortran: header.order() == npyz::Order::Fortran,
         },
+        bool_data: matches!(header.dtype(), DType::Plain(ts) if ts.type_char() == TypeChar::Bool),
     })
 }
 
@@ -211,6 +229,11 @@ fn sample_type(dtype: &DType) -> Result<(SampleType, bool)> {
         (TypeChar::Int, 8) => SampleType::I64,
         (TypeChar::Float, 4) => SampleType::F32,
         (TypeChar::Float, 8) => SampleType::F64,
+        // numpy histograms bool arrays as uint8 (its own conversion): the same bytes.
+        (TypeChar::Bool, 1) => SampleType::U8,
+        // numpy's float16; bfloat16 has no .npy type of its own (ml_dtypes writes it as raw
+        // 2-byte voids), so it comes as raw input with --dtype bf16.
+        (TypeChar::Float, 2) => SampleType::F16,
         _ => bail!("unsupported dtype {ts} (expected an integer or float of 1 to 8 bytes)"),
     };
     // One-byte types carry `|` (no byte order): either reading is the same.
@@ -246,16 +269,6 @@ fn check_shape_fits(file: &[u8]) -> Result<()> {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Reads a `.npy` file of numbers as f64 (bin edges).
-pub fn read_f64(path: &Path) -> Result<Parsed<Vec<f64>>> {
-    let read = read(path)?;
-    Ok(Parsed {
-        values: super::to_f64(read.values.samples()),
-        shape: read.shape,
-        header: None,
-    })
 }
 
 #[cfg(test)]

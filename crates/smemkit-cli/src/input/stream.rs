@@ -114,6 +114,7 @@ pub fn read_samples(
     dtype: Option<SampleType>,
     column: Option<&str>,
 ) -> Result<Parsed<SampleData>> {
+    let mut bool_data = false;
     let (ty, count, little_endian, shape) = match kind {
         FileKind::Text => {
             let t = text::read_from(reader, path, &text::Column::parse(column), dtype)?;
@@ -125,6 +126,7 @@ pub fn read_samples(
         }
         FileKind::Npy => {
             let l = npy::read_header(&mut reader, path)?;
+            bool_data = l.bool_data;
             (l.ty, Some(l.len), l.little_endian, Some(l.shape))
         }
         FileKind::Raw => {
@@ -145,6 +147,9 @@ pub fn read_samples(
     }
     let what = format!("{ty} samples");
     read_pieces(&mut reader, ty.size(), count, path, &what, |piece| {
+        if bool_data {
+            npy::check_bool(piece, path)?;
+        }
         let n = piece.len() / ty.size();
         out.try_reserve(n).map_err(|_| no_room(n))?;
         out.extend_decoded(piece, little_endian);

@@ -124,6 +124,21 @@ impl Sink {
             OwnedSamples::I64(v) => p!(v),
             OwnedSamples::F32(v) => p!(v),
             OwnedSamples::F64(v) => p!(v),
+            // As numpy reads them: the decimal to float64, then rounded once to the 16-bit type.
+            OwnedSamples::F16(v) => match text.parse::<f64>() {
+                Ok(x) => {
+                    v.push(half::f16::from_f64(x));
+                    true
+                }
+                Err(_) => false,
+            },
+            OwnedSamples::BF16(v) => match text.parse::<f64>() {
+                Ok(x) => {
+                    v.push(half::bf16::from_f64(x));
+                    true
+                }
+                Err(_) => false,
+            },
         }
     }
 }

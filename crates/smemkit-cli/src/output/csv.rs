@@ -5,15 +5,22 @@ use std::io::Write;
 use anyhow::Result;
 use smemkit::Histogram;
 
-/// Columns `bin,left,right,count`; floats in Rust's shortest form that reads back exactly.
+/// Columns `bin,left,right,count` (and `density` with `--density`); floats in Rust's shortest
+/// form that reads back exactly.
 pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
-    writeln!(w, "bin,left,right,count")?;
+    let density = h.density.as_deref();
+    writeln!(
+        w,
+        "bin,left,right,count{}",
+        if density.is_some() { ",density" } else { "" }
+    )?;
     for i in 0..h.nbins() {
         let count = match &h.counts {
             smemkit::Counts::Unweighted(c) => c[i].to_string(),
             smemkit::Counts::Weighted(c) => c[i].to_string(),
         };
-        writeln!(w, "{i},{},{},{count}", h.edges[i], h.edges[i + 1])?;
+        let d = density.map(|d| format!(",{}", d[i])).unwrap_or_default();
+        writeln!(w, "{i},{},{},{count}{d}", h.edges[i], h.edges[i + 1])?;
     }
     Ok(())
 }

@@ -52,6 +52,8 @@ impl Serialize for Floats<'_> {
 #[derive(Serialize)]
 struct Document<'a> {
     counts: JsonCounts<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    density: Option<Floats<'a>>,
     edges: Floats<'a>,
     tallies: Tallies,
     samples: u64,
@@ -77,6 +79,7 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     };
     let doc = Document {
         counts,
+        density: h.density.as_deref().map(Floats),
         edges: Floats(&h.edges),
         tallies: Tallies {
             below: h.tallies.below,

@@ -1,4 +1,5 @@
-//! `--out FILE.npy`: the counts alone (u64, or f64 sums with weights), for numpy users.
+//! `--out FILE.npy`: the counts alone (u64, or f64 sums with weights; f64 densities with
+//! `--density`), for numpy users.
 
 use std::io::Write;
 
@@ -8,6 +9,17 @@ use smemkit::{Counts, Histogram};
 
 pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     let shape = [h.nbins() as u64];
+    // With --density, what numpy's density=True returns: the densities in float64.
+    if let Some(d) = &h.density {
+        let mut out = npyz::WriteOptions::<f64>::new()
+            .default_dtype()
+            .shape(&shape)
+            .writer(w)
+            .begin_nd()?;
+        out.extend(d.iter().copied())?;
+        out.finish()?;
+        return Ok(());
+    }
     match &h.counts {
         Counts::Unweighted(c) => {
             let mut out = npyz::WriteOptions::<u64>::new()

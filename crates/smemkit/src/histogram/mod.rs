@@ -3,9 +3,12 @@
 //! engine, and applies the out-of-range policy to the tallies the engine returns.
 //! [`histogram_file_with_progress`] is the same for samples streamed from a file to one GPU.
 
+pub mod bincount;
 pub mod bins;
 pub mod cpu;
 pub mod cuda;
+pub mod density;
+mod engine_support;
 pub mod job;
 pub mod plan;
 pub mod request;
@@ -44,6 +47,8 @@ pub struct HistogramOptions {
     /// GPU: this process is one rank of several, each histogramming its slice of the same input
     /// ([`crate::histogram::cuda::ranks`]); every rank gets the whole histogram.
     pub ranks: Option<RankSpec>,
+    /// numpy's `density=True`: also compute [`Histogram::density`] ([`crate::histogram::density`]).
+    pub density: bool,
 }
 
 impl HistogramOptions {
@@ -57,7 +62,12 @@ impl HistogramOptions {
             stream_options: StreamOptions::default(),
             devices: DeviceSet::Default,
             ranks: None,
+            density: false,
         }
+    }
+    pub fn density(mut self, density: bool) -> Self {
+        self.density = density;
+        self
     }
     pub fn policy(mut self, policy: OutOfRange) -> Self {
         self.policy = policy;
@@ -109,6 +119,8 @@ pub struct Histogram {
     pub engine: EngineReport,
     /// Time spent in the engine (binning resolution excluded).
     pub elapsed: Duration,
+    /// numpy's density (`counts / (sum * width)`) when [`HistogramOptions::density`] asked for it.
+    pub density: Option<Vec<f64>>,
 }
 
 impl Histogram {
@@ -150,8 +162,16 @@ pub fn histogram_with_progress(
             });
         }
     }
+    crate::histogram::engine_support::check_spec(
+        &options.bins,
+        weights.is_some(),
+        options.ranks.is_some(),
+    )?;
     let binning = Binning::resolve(&options.bins, samples)?;
-    let backend = crate::backend::resolve_backend(options.backend);
+    let (backend, note) = crate::histogram::engine_support::choose(
+        options.backend,
+        crate::histogram::engine_support::cuda_gap(&binning, samples.sample_type()),
+    )?;
     if backend != Backend::Cuda
         && (options.ranks.is_some() || options.devices != DeviceSet::Default)
     {
@@ -190,10 +210,33 @@ pub fn histogram_with_progress(
         progress,
     };
     let start = Instant::now();
+    // No samples: numpy's zero counts over the resolved bins, the same on every engine (several
+    // ranks still take part in the all-reduce of the others, so they go on to their engine).
+    if samples.is_empty() && options.ranks.is_none() && options.devices == DeviceSet::Default {
+        if backend == Backend::Cuda {
+            // An explicit CUDA request still needs a usable GPU, empty input or not.
+            crate::gpu::gpu()?;
+        }
+        let n = binning.nbins();
+        let counts = match weights {
+            Some(_) => Counts::Weighted(vec![0.0; n]),
+            None => Counts::Unweighted(vec![0; n]),
+        };
+        let detail = "no samples: zero counts".to_string();
+        return finish(
+            matches!(weights, Some(Weights::F32(_))),
+            options,
+            &binning,
+            0,
+            (counts, Tallies::default(), detail),
+            backend,
+            start.elapsed(),
+        );
+    }
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
             let r = crate::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
-            (r.counts, r.tallies, r.detail)
+            (r.counts, r.tallies, format!("{}{note}", r.detail))
         }
         Backend::Cuda if options.ranks.is_some() => {
             let spec = options.ranks.as_ref().expect("checked by the guard");
@@ -218,6 +261,7 @@ pub fn histogram_with_progress(
     };
     let elapsed = start.elapsed();
     finish(
+        matches!(weights, Some(Weights::F32(_))),
         options,
         &binning,
         samples.len(),
@@ -229,6 +273,7 @@ pub fn histogram_with_progress(
 
 /// The engine's counts and tallies as a [`Histogram`], after the out-of-range policy's check.
 fn finish(
+    f32_weights: bool,
     options: &HistogramOptions,
     binning: &Binning,
     samples: usize,
@@ -245,7 +290,15 @@ fn finish(
             nan: tallies.nan,
         });
     }
+    let density = options.density.then(|| {
+        crate::histogram::density::density(
+            &counts,
+            &crate::histogram::density::bin_widths(binning),
+            f32_weights,
+        )
+    });
     Ok(Histogram {
+        density,
         counts,
         edges: binning.edges(),
         tallies,
@@ -304,7 +357,12 @@ pub fn histogram_file_with_progress(
             }
         )));
     }
+    crate::histogram::engine_support::check_spec(&options.bins, weights.is_some(), true)?;
     let binning = file.binning(&options.bins)?;
+    crate::histogram::engine_support::choose(
+        Backend::Cuda,
+        crate::histogram::engine_support::cuda_gap(&binning, file.sample_type()),
+    )?;
     let start = Instant::now();
     let job = Job {
         weights,
@@ -316,6 +374,7 @@ pub fn histogram_file_with_progress(
     };
     let r = crate::histogram::cuda::stream::histogram(&StreamInput::File(file), &job)?;
     finish(
+        matches!(weights, Some(Weights::F32(_))),
         options,
         &binning,
         file.len(),

@@ -42,6 +42,12 @@ impl Axis {
                 "axis {axis}: a joint histogram has no integer bins (numpy.histogramdd takes a bin count or edges per axis); give a bin count with a range, or edges"
             ))),
             BinSpec::Edges(edges) => Axis::from_edges(edges, axis),
+            BinSpec::IntEdges(_) => Err(Error::NotImplemented(format!(
+                "axis {axis}: integer edges held exactly (beyond 2^53) are taken by 1-D histograms only; give the edges as floats"
+            ))),
+            BinSpec::Estimated { .. } => Err(Error::InvalidArgument(format!(
+                "axis {axis}: bin estimators ('auto', 'fd', ...) apply to 1-D histograms (numpy.histogramdd takes a bin count or edges per axis)"
+            ))),
             BinSpec::Uniform { nbins, range } => {
                 if *nbins == 0 {
                     return Err(Error::ZeroBins);

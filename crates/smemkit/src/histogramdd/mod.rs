@@ -145,6 +145,10 @@ pub fn histogramdd(
         S::I64 => typed!(i64),
         S::F32 => typed!(f32),
         S::F64 => typed!(f64),
+        S::F16 | S::BF16 => Err(Error::NotImplemented(format!(
+            "joint histograms of {} samples (convert them to float32)",
+            samples.sample_type()
+        ))),
     }?;
     let density = options.density.then(|| density::density(&counts, &axes));
     Ok(JointHistogram {

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use smemkit::{Backend, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode};
+use smemkit::{
+    Backend, BinRule, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode,
+};
 
 use crate::cli::HistArgs;
 use crate::input::generate::Dist;
@@ -32,34 +34,62 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BinsRequest {
     pub nbins: Option<usize>,
+    /// `--bins RULE`: numpy's estimator.
+    pub rule: Option<BinRule>,
+    /// `--minlength`: the floor of the bincount length taken from the data.
+    pub minlength: usize,
     pub range: Option<(f64, f64)>,
-    pub edges: Option<Vec<f64>>,
+    pub edges: Option<crate::input::edges::EdgeValues>,
     pub integer: bool,
 }
 
 impl BinsRequest {
-    /// The rule documented in `--help`: edges if given; a range gives uniform bins; integer samples
-    /// without a range take integer bins; float samples take uniform bins over their min and max.
-    pub fn spec(&self, ty: SampleType) -> Result<BinSpec> {
+    /// The rule documented in `--help`: edges if given; an estimator; a range gives uniform bins;
+    /// integer samples without a range take integer bins; float samples take uniform bins over
+    /// their min and max. `None`: integer bins whose number comes from the data (bincount).
+    pub fn spec(&self, ty: SampleType) -> Result<Option<BinSpec>> {
         if let Some(edges) = &self.edges {
-            return Ok(BinSpec::Edges(edges.clone()));
+            return Ok(Some(edges.spec()));
+        }
+        if let Some(rule) = self.rule {
+            return Ok(Some(BinSpec::Estimated {
+                rule,
+                range: self.range,
+            }));
+        }
+        if self.sized_by_data(ty) {
+            return Ok(None);
         }
         let nbins = self
             .nbins
-            .context("give the number of bins with --bins N, or edges with --edges FILE")?;
-        Ok(match self.range {
+            .context("give the number of bins with --bins N (or an estimator: --bins auto), or edges with --edges FILE")?;
+        Ok(Some(match self.range {
             Some(range) => BinSpec::Uniform {
                 nbins,
                 range: Some(range),
             },
             None if self.integer || !ty.is_float() => BinSpec::Integer { nbins },
             None => BinSpec::Uniform { nbins, range: None },
-        })
+        }))
+    }
+
+    /// Whether the bins of samples of type `ty` are bincount's, sized by the data: integer samples
+    /// with no --bins, --range or --edges.
+    pub fn sized_by_data(&self, ty: SampleType) -> bool {
+        self.edges.is_none()
+            && self.rule.is_none()
+            && self.nbins.is_none()
+            && self.range.is_none()
+            && !ty.is_float()
     }
 
     /// The span that synthetic data covers: the range, the edges, or `[0, nbins)`.
     pub fn span(&self) -> Result<(usize, f64, f64)> {
         if let Some(e) = &self.edges {
+            let e = e.to_f64();
+            if !(e[0].is_finite() && e[e.len() - 1].is_finite()) {
+                bail!("--generate needs finite outer edges to know what span to cover");
+            }
             return Ok((e.len().saturating_sub(1).max(1), e[0], e[e.len() - 1]));
         }
         let nbins = self
@@ -97,12 +127,13 @@ pub struct HistConfig {
     pub shard_bins: smemkit::cuda::bin_shards::ShardBins,
     /// Lines for the summary about how the inputs read so far were read (a skipped header).
     pub notes: Vec<String>,
+    /// numpy's density=True.
+    pub density: bool,
 }
 
-/// Parses `LO:HI`. LO >= HI is refused here although the library widens `lo == hi` as numpy
-/// does: on the command line an empty range is almost always a typo. An empty range is told the
-/// widened range to pass (one that `nbins` bins can cut); an inverted one is only told it is
-/// inverted (numpy widens only `lo == hi`).
+/// Parses `LO:HI`. `LO == HI` is kept when the library's widening by 0.5 on each side (numpy's)
+/// gives bins that `nbins` bins can cut; at magnitudes where it does not, the error names the
+/// narrowest symmetric widening that does. `LO > HI` is refused, as numpy refuses it.
 pub fn parse_range(text: &str, nbins: usize) -> Result<(f64, f64)> {
     let (lo, hi) = text
         .split_once(':')
@@ -119,20 +150,19 @@ pub fn parse_range(text: &str, nbins: usize) -> Result<(f64, f64)> {
     };
     let (lo, hi) = (num(lo)?, num(hi)?);
     if lo > hi {
-        bail!("--range {text} is inverted: LO must be below HI");
+        bail!("--range {text} is inverted: LO must not exceed HI (numpy: max must be larger than min)");
     }
     if lo == hi {
         match widened_range(lo, hi, nbins) {
-            Some((a, b)) if a == lo - 0.5 && b == hi + 0.5 => bail!(
-                "--range {text} is empty (LO must be below HI); numpy would widen it by 0.5 on \
-                 each side: pass --range {a:?}:{b:?} to ask for that explicitly"
-            ),
+            Some((a, b)) if a == lo - 0.5 && b == hi + 0.5 => {}
             Some((a, b)) => bail!(
-                "--range {text} is empty (LO must be below HI), and numpy's widening by 0.5 on each \
-                 side does not change it at this magnitude: pass --range {a:?}:{b:?}, the narrowest \
-                 symmetric widening that {nbins} bins can cut"
+                "--range {text} is empty, and numpy's widening by 0.5 on each side does not change \
+                 it at this magnitude: pass --range {a:?}:{b:?}, the narrowest symmetric widening \
+                 that {nbins} bins can cut"
             ),
-            None => bail!("--range {text} is empty (LO must be below HI)"),
+            None => {
+                bail!("--range {text} is empty and cannot be widened into bins at this magnitude")
+            }
         }
     }
     Ok((lo, hi))
@@ -234,6 +264,22 @@ fn cuttable(a: f64, b: f64, nbins: usize, f32_edges: bool) -> bool {
     (b - a) / nbins as f64 >= 4.0 * ulp
 }
 
+/// `--bins N` or `--bins RULE` (numpy's estimator names).
+fn parse_bins(text: Option<&str>) -> Result<(Option<usize>, Option<BinRule>)> {
+    let Some(text) = text else {
+        return Ok((None, None));
+    };
+    if let Ok(n) = text.trim().parse::<usize>() {
+        if n == 0 {
+            bail!("--bins must be at least 1 (got 0)");
+        }
+        return Ok((Some(n), None));
+    }
+    let rule = BinRule::parse(text.trim())
+        .with_context(|| format!("--bins `{text}` is neither a number of bins nor an estimator"))?;
+    Ok((None, Some(rule)))
+}
+
 impl HistConfig {
     pub fn from_args(a: &HistArgs) -> Result<HistConfig> {
         let dtype = parse_dtype(a.dtype.as_deref(), "--dtype")?;
@@ -265,46 +311,47 @@ impl HistConfig {
             (Some(_), Some(_)) => bail!("give either an input file or --generate, not both"),
         };
         check_input_flags(a, &source, weights_dtype)?;
-        if a.bins == Some(0) {
-            bail!("--bins must be at least 1 (got 0)");
-        }
+        let (nbins, rule) = parse_bins(a.bins.as_deref())?;
         let range = a
             .range
             .as_deref()
-            .map(|r| parse_range(r, a.bins.unwrap_or(10)))
+            .map(|r| parse_range(r, nbins.unwrap_or(10)))
             .transpose()?;
         let mut notes = Vec::new();
         let edges = match &a.edges {
             Some(path) => {
-                let read = crate::input::read_numbers(path)
+                let read = crate::input::edges::read(path)
                     .with_context(|| format!("cannot use --edges {}", path.display()))?;
                 notes.extend(read.note(path));
                 let e = read.values;
-                check_edges(&e).with_context(|| format!("--edges {}", path.display()))?;
+                check_edges(&e.to_f64()).with_context(|| format!("--edges {}", path.display()))?;
                 Some(e)
             }
             None => None,
         };
-        if edges.is_some()
-            && a.bins
-                .is_some_and(|b| b + 1 != edges.as_ref().map_or(0, Vec::len))
+        if edges.is_some() && nbins.is_some_and(|b| b + 1 != edges.as_ref().map_or(0, |e| e.len()))
         {
             bail!(
                 "--bins {} disagrees with the {} edges of --edges (which make {} bins)",
-                a.bins.unwrap_or(0),
-                edges.as_ref().map_or(0, Vec::len),
+                nbins.unwrap_or(0),
+                edges.as_ref().map_or(0, |e| e.len()),
                 edges.as_ref().map_or(0, |e| e.len().saturating_sub(1))
             );
         }
+        if rule.is_some() && (edges.is_some() || a.integer) {
+            bail!("--bins RULE picks equal bins: it does not go with --edges or --integer");
+        }
+        if rule.is_some() && a.weights.is_some() {
+            bail!("--bins {}: automated estimation of the number of bins is not supported for weighted data (numpy refuses it too)", rule.map_or("", BinRule::name));
+        }
         let bins = BinsRequest {
-            nbins: a.bins,
+            nbins,
+            rule,
+            minlength: a.minlength.unwrap_or(0),
             range,
             edges,
             integer: a.integer,
         };
-        if bins.edges.is_none() && bins.nbins.is_none() {
-            bail!("give the number of bins with --bins N, or edges with --edges FILE");
-        }
         let policy = OutOfRange::parse(&a.out_of_range).context("--out-of-range")?;
         let backend = Backend::parse(&a.backend).context("--backend")?;
         let strategy = StrategyChoice::parse(&a.strategy, a.cluster_size).context("--strategy")?;
@@ -350,6 +397,7 @@ impl HistConfig {
         }
         let shard_bins = a.shard_bins.parse()?;
         Ok(HistConfig {
+            density: a.density,
             stream,
             device_budget,
             devices,
@@ -370,28 +418,23 @@ impl HistConfig {
     }
 }
 
-/// Edges must be finite and strictly increasing (checked again by the library; this names the file).
+/// numpy's rule for edges: at least two, none NaN, never decreasing (infinite edges and equal
+/// neighbours are allowed). The library checks again; this names the file.
 pub(crate) fn check_edges(e: &[f64]) -> Result<()> {
     if e.len() < 2 {
         bail!("at least two edges are needed (got {})", e.len());
     }
-    for (i, w) in e.windows(2).enumerate() {
-        if !(w[0].is_finite() && w[1].is_finite()) {
-            bail!(
-                "edges must be finite (edge {} is {})",
-                if w[0].is_finite() { i + 1 } else { i },
-                if w[0].is_finite() { w[1] } else { w[0] }
-            );
-        }
-        if w[1] <= w[0] {
-            bail!(
-                "edges must be strictly increasing: edge {} ({}) is not above edge {} ({})",
-                i + 1,
-                w[1],
-                i,
-                w[0]
-            );
-        }
+    if let Some(i) = e.iter().position(|x| x.is_nan()) {
+        bail!("edges must not be NaN (edge {i} is NaN)");
+    }
+    if let Some(i) = e.windows(2).position(|w| w[1] < w[0]) {
+        bail!(
+            "bins must increase monotonically: edge {} ({}) is below edge {} ({})",
+            i + 1,
+            e[i + 1],
+            i,
+            e[i]
+        );
     }
     Ok(())
 }
@@ -420,21 +463,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ranges_parse_and_empty_ones_explain_numpy() {
+    fn ranges_parse_equal_ends_kept_inverted_refused() {
         assert_eq!(parse_range("-1.5:2", 4).unwrap(), (-1.5, 2.0));
-        let e = format!("{:#}", parse_range("3:3", 4).unwrap_err());
-        assert!(e.contains("numpy") && e.contains("2.5:3.5"), "{e}");
+        // numpy widens an empty range by 0.5 on each side; the library does that.
+        assert_eq!(parse_range("3:3", 4).unwrap(), (3.0, 3.0));
         let e = format!("{:#}", parse_range("5:1", 4).unwrap_err());
         assert!(e.contains("inverted") && !e.contains("widen"), "{e}");
         assert!(parse_range("1-2", 4).is_err());
         assert!(parse_range("a:2", 4).is_err());
     }
 
-    /// The widened range suggested for an empty one is accepted by the parser and by the
-    /// library's binning for float64, float32 and integer samples.
+    /// An empty range is accepted where numpy's widening by 0.5 gives bins the library can cut
+    /// (and the library then widens it so); elsewhere the error names the narrowest widening that
+    /// does, which the parser and the library's binning accept for float64, float32 and integer
+    /// samples.
     #[test]
-    fn suggested_widened_ranges_are_accepted() {
+    fn empty_ranges_widen_as_numpy_or_name_a_range_that_works() {
         use smemkit::{Binning, Samples};
+        let mut refused = 0;
         for v in [
             0.0,
             3.0,
@@ -450,45 +496,63 @@ mod tests {
                 assert!(a < v && v < b);
                 let text = format!("{a:?}:{b:?}");
                 assert_eq!(parse_range(&text, nbins).unwrap(), (a, b), "{text}");
-                let spec = BinSpec::Uniform {
-                    nbins,
-                    range: Some((a, b)),
+                let resolve_all = |range| {
+                    let spec = BinSpec::Uniform {
+                        nbins,
+                        range: Some(range),
+                    };
+                    let f64s = [v];
+                    let u64s = [v as u64];
+                    let f64_edges = Binning::resolve(&spec, Samples::F64(&f64s))
+                        .unwrap()
+                        .edges();
+                    Binning::resolve(&spec, Samples::U64(&u64s)).unwrap();
+                    if v.abs() < 1e30 {
+                        let f32s = [v as f32];
+                        Binning::resolve(&spec, Samples::F32(&f32s)).unwrap();
+                    }
+                    f64_edges
                 };
-                let f64s = [v];
-                let u64s = [v as u64];
-                Binning::resolve(&spec, Samples::F64(&f64s)).unwrap();
-                Binning::resolve(&spec, Samples::U64(&u64s)).unwrap();
-                if v.abs() < 1e30 {
-                    let f32s = [v as f32];
-                    Binning::resolve(&spec, Samples::F32(&f32s)).unwrap();
+                let widened = resolve_all((a, b));
+                match parse_range(&format!("{v:?}:{v:?}"), nbins) {
+                    Ok(range) => {
+                        assert_eq!((a, b), (v - 0.5, v + 0.5), "{v} {nbins}");
+                        assert_eq!(resolve_all(range), widened, "{v} {nbins}");
+                    }
+                    Err(e) => {
+                        refused += 1;
+                        let e = format!("{e:#}");
+                        assert!(e.contains(&text), "{e}");
+                    }
                 }
-                let e = format!(
-                    "{:#}",
-                    parse_range(&format!("{v:?}:{v:?}"), nbins).unwrap_err()
-                );
-                assert!(e.contains(&text), "{e}");
             }
         }
+        assert!(
+            refused > 0,
+            "large magnitudes need more than numpy's widening"
+        );
     }
 
     #[test]
     fn the_bin_rule() {
         let r = BinsRequest {
             nbins: Some(4),
+            rule: None,
+            minlength: 0,
             range: None,
             edges: None,
             integer: false,
         };
         assert_eq!(
             r.spec(SampleType::I32).unwrap(),
-            BinSpec::Integer { nbins: 4 }
+            Some(BinSpec::Integer { nbins: 4 })
         );
         assert_eq!(
             r.spec(SampleType::F32).unwrap(),
-            BinSpec::Uniform {
+            Some(BinSpec::Uniform {
                 nbins: 4,
                 range: None
-            }
+            })
         );
         let r = BinsRequest {
             range: Some((0.0, 1.0)),
@@ -496,10 +560,20 @@ mod tests {
         };
         assert_eq!(
             r.spec(SampleType::U8).unwrap(),
-            BinSpec::Uniform {
+            Some(BinSpec::Uniform {
                 nbins: 4,
                 range: Some((0.0, 1.0))
-            }
+            })
         );
+        let data = BinsRequest {
+            nbins: None,
+            range: None,
+            ..r
+        };
+        assert_eq!(data.spec(SampleType::U16).unwrap(), None);
+        assert!(data.spec(SampleType::F64).is_err());
+        assert_eq!(parse_bins(Some("fd")).unwrap(), (None, Some(BinRule::Fd)));
+        assert!(parse_bins(Some("0")).is_err());
+        assert!(parse_bins(Some("fdx")).is_err());
     }
 }

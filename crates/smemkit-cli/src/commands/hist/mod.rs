@@ -2,6 +2,7 @@
 //! histogram, then print and write the results. A raw or native-endian `.npy` file that streams
 //! to one GPU is not read here: the library streams it from the file ([`stream_from_file`]).
 
+mod bincount;
 pub mod config;
 
 use std::io::Write;
@@ -51,7 +52,24 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     };
     let read_time = start.elapsed();
     let ty = input.sample_type();
-    let spec = config.bins.spec(ty)?;
+    let Some(spec) = config.bins.spec(ty)? else {
+        // Integer bins sized by the data (numpy's bincount).
+        let Input::Data(data) = &input else {
+            unreachable!("stream_from_file leaves bincount's input in memory")
+        };
+        let h = bincount::run(&config, &ranks, data, &loaded.shape, weights.as_ref())?;
+        let spec = BinSpec::Integer { nbins: h.nbins() };
+        return present(
+            out,
+            &config,
+            writer,
+            &h,
+            &spec,
+            &input,
+            (what, &notes),
+            read_time,
+        );
+    };
     let options = options(&config, spec.clone(), &ranks);
     // Shown (on a terminal, for large inputs) only once the input streams: the library reports
     // the bytes handed to the GPU, and the bar shows them with the rate in GB/s.
@@ -71,20 +89,45 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         b.finish_and_clear();
     }
     let h = h.map_err(|e| collapsed_range_hint(e, &config))?;
+    present(
+        out,
+        &config,
+        writer,
+        &h,
+        &spec,
+        &input,
+        (what, &notes),
+        read_time,
+    )
+}
+
+/// Prints the summary, the notes and the chart and writes the files (rank 0 only).
+#[allow(clippy::too_many_arguments)]
+fn present(
+    out: &mut dyn Write,
+    config: &HistConfig,
+    writer: bool,
+    h: &Histogram,
+    spec: &BinSpec,
+    input: &Input,
+    (what, notes): (String, &[String]),
+    read_time: std::time::Duration,
+) -> Result<()> {
+    let ty = input.sample_type();
     let facts = InputFacts {
         what,
         dtype: ty.name(),
         bytes: input.byte_len(),
         read_time,
-        bins: describe_bins(&spec, &h),
+        bins: describe_bins(spec, h),
     };
-    output::summary::write(out, &h, &facts)?;
-    for note in &notes {
+    output::summary::write(out, h, &facts)?;
+    for note in notes {
         writeln!(out, "note        {note}")?;
     }
-    if config.chart {
+    if config.chart && h.nbins() > 0 {
         writeln!(out)?;
-        output::chart::write(out, &h)?;
+        output::chart::write(out, h)?;
     }
     if !writer {
         if config.out.is_some() || config.plot.is_some() {
@@ -93,11 +136,11 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         return Ok(());
     }
     if let Some((path, format)) = &config.out {
-        output::write_histogram(path, *format, &h)?;
+        output::write_histogram(path, *format, h)?;
         writeln!(out, "wrote       {}", path.display())?;
     }
     if let Some((path, format)) = &config.plot {
-        output::plot::draw(path, *format, &h, &title(&facts))?;
+        output::plot::draw(path, *format, h, &title(&facts))?;
         writeln!(out, "plotted     {}", path.display())?;
     }
     Ok(())
@@ -199,6 +242,7 @@ fn options(config: &HistConfig, spec: BinSpec, ranks: &Option<RankSpec>) -> Hist
         .stream(config.stream)
         .devices(config.devices.clone())
         .ranks(ranks.clone())
+        .density(config.density)
         .stream_options(StreamOptions {
             device_budget: config.device_budget,
             ..StreamOptions::default()
@@ -307,6 +351,10 @@ fn stream_from_file(
     let Some(direct) = direct_file(path, dtype) else {
         return Ok(None);
     };
+    // Bins taken from the whole data (bincount's length, an estimator) need it in memory.
+    if config.bins.sized_by_data(direct.ty) || config.bins.rule.is_some() {
+        return Ok(None);
+    }
     let bytes = usize::try_from(direct.bytes).unwrap_or(usize::MAX);
     // The bins do not change where the samples stream from; the real ones come once the type is
     // known. An error here (no GPU) is left to the mapped path, which reports it as before.
@@ -315,10 +363,8 @@ fn stream_from_file(
         return Ok(None);
     }
     let file = FileInput::open(path, direct.offset, direct.ty, direct.len)?;
-    if file.is_empty() {
-        bail!("{} holds no samples (empty input)", path.display());
-    }
-    Ok(Some((file, direct.shape)))
+    // No samples: the mapped path's zero counts (nothing to stream).
+    Ok((!file.is_empty()).then_some((file, direct.shape)))
 }
 
 /// A bar over `total` bytes streamed to the GPU, in decimal units (GB/s, as the benchmarks count).
@@ -345,6 +391,17 @@ fn describe_bins(spec: &BinSpec, h: &Histogram) -> String {
         }
         BinSpec::Edges(e) => format!(
             "{} bins between {} explicit edges [{lo}, {hi}]",
+            e.len() - 1,
+            e.len()
+        ),
+        BinSpec::Estimated { rule, range } => format!(
+            "{} uniform bins over {}[{lo}, {hi}] (numpy's `{}` estimator)",
+            h.nbins(),
+            if range.is_some() { "" } else { "the data's " },
+            rule.name()
+        ),
+        BinSpec::IntEdges(e) => format!(
+            "{} bins between {} explicit integer edges [{lo}, {hi}]",
             e.len() - 1,
             e.len()
         ),

@@ -96,10 +96,22 @@ impl JointConfig {
                 let mut edges = Vec::new();
                 for f in list(files) {
                     let path = PathBuf::from(f);
-                    let read = crate::input::read_numbers(&path)
+                    let read = crate::input::edges::read(&path)
                         .with_context(|| format!("cannot use --edges {f}"))?;
                     notes.extend(read.note(&path));
-                    edges.push(read.values);
+                    edges.push(match read.values {
+                        crate::input::edges::EdgeValues::Float(e) => e,
+                        crate::input::edges::EdgeValues::Int(e) => {
+                            let as_f64 = e.to_f64();
+                            if as_f64.iter().any(|x| x.abs() > 9007199254740992.0) {
+                                bail!(
+                                    "--edges {f}: integer edges beyond 2^53 are held exactly by \
+                                     1-D histograms only (smemkit hist); give float edges"
+                                );
+                            }
+                            as_f64
+                        }
+                    });
                 }
                 AxisBins::Edges(edges)
             }

@@ -220,6 +220,8 @@ fn gather(s: Samples<'_>, start: usize, stride: usize, n: usize) -> OwnedSamples
         Samples::I64(v) => g!(v, I64),
         Samples::F32(v) => g!(v, F32),
         Samples::F64(v) => g!(v, F64),
+        Samples::F16(v) => g!(v, F16),
+        Samples::BF16(v) => g!(v, BF16),
     }
 }
 

@@ -113,6 +113,9 @@ fn run(args: &JointArgs, command: &str, dims: Option<usize>, out: &mut dyn Write
             smemkit::BinSpec::Uniform { nbins, .. } => *nbins,
             smemkit::BinSpec::Edges(e) => e.len().saturating_sub(1),
             smemkit::BinSpec::Integer { nbins } => *nbins,
+            smemkit::BinSpec::IntEdges(e) => e.len().saturating_sub(1),
+            // Joint histograms take counts or edges per axis (the library refuses the rest).
+            _ => 1,
         };
         Some(p.saturating_mul(n as u128))
     });

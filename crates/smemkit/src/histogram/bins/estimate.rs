@@ -144,6 +144,9 @@ pub(crate) fn multiply_estimate_factors(binning: &Binning) -> Option<(f64, f32)>
             let p = EstimateParams::new(u.nbins, u.denom);
             f64_multiply_estimate(u, &p).then_some((p.scale, p.scale32))
         }
-        Binning::Integer { .. } | Binning::Edges(_) => None,
+        Binning::Integer { .. }
+        | Binning::Edges(_)
+        | Binning::IntEdges(_)
+        | Binning::UniformHalf(_) => None,
     }
 }

@@ -8,9 +8,14 @@
 //! ([`UniformF32`], [`UniformF64`]) and repeat the same arithmetic.
 
 pub(crate) mod estimate;
+pub mod estimators;
+pub mod half;
+pub mod int_edges;
+pub(crate) mod stats;
 
 use crate::error::{Error, Result};
 use crate::sample::{Sample, SampleType, Samples};
+use int_edges::IntEdges;
 
 /// What bins the caller wants.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,8 +28,17 @@ pub enum BinSpec {
         nbins: usize,
         range: Option<(f64, f64)>,
     },
-    /// Explicit, strictly increasing edges; `edges.len() - 1` bins.
+    /// Explicit, non-decreasing edges (infinite ones and equal neighbours allowed, as in numpy);
+    /// `edges.len() - 1` bins.
     Edges(Vec<f64>),
+    /// Explicit integer edges held exactly (numpy's int64 / uint64 `bins`): see [`IntEdges`].
+    IntEdges(IntEdges),
+    /// numpy's `bins='auto'`, `'fd'`, ...: as many equal bins over `range` (the data's minimum and
+    /// maximum when `None`) as the estimator asks for ([`crate::histogram::bins::estimators`]). Not with weights.
+    Estimated {
+        rule: crate::histogram::bins::estimators::BinRule,
+        range: Option<(f64, f64)>,
+    },
 }
 
 /// What happens to samples outside the bins.
@@ -127,10 +141,16 @@ pub struct UniformF64 {
 /// A resolved binning rule: what every engine applies to every sample.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Binning {
-    Integer { nbins: usize },
+    Integer {
+        nbins: usize,
+    },
     UniformF32(UniformF32),
     UniformF64(UniformF64),
     Edges(Vec<f64>),
+    /// Integer edges beyond 2^53 compared with integer samples exactly (CPU engine only).
+    IntEdges(Vec<i128>),
+    /// Uniform bins of float16 / bfloat16 samples in their own arithmetic (CPU engine only).
+    UniformHalf(half::UniformHalf),
 }
 
 impl UniformF32 {
@@ -295,6 +315,21 @@ impl Binning {
                 check_edges(edges)?;
                 Ok(Binning::Edges(edges.clone()))
             }
+            BinSpec::Estimated { rule, range } => {
+                let nbins =
+                    crate::histogram::bins::estimators::estimate_bin_count(samples, *rule, *range)?;
+                Binning::resolve(
+                    &BinSpec::Uniform {
+                        nbins,
+                        range: *range,
+                    },
+                    samples,
+                )
+            }
+            BinSpec::IntEdges(edges) => Ok(match edges.resolve(samples.sample_type())? {
+                Some(exact) => Binning::IntEdges(exact),
+                None => Binning::Edges(edges.to_f64()),
+            }),
             BinSpec::Uniform { nbins, range } => {
                 if *nbins == 0 {
                     return Err(Error::ZeroBins);
@@ -314,6 +349,8 @@ impl Binning {
                     Samples::F64(s) => {
                         resolve_uniform_f64_float(*nbins, *range, s).map(Binning::UniformF64)
                     }
+                    Samples::F16(s) => half::resolve(half::HalfFormat::F16, *nbins, *range, s),
+                    Samples::BF16(s) => half::resolve(half::HalfFormat::BF16, *nbins, *range, s),
                     _ => crate::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
                         .map(Binning::UniformF64),
                 }
@@ -327,6 +364,8 @@ impl Binning {
             Binning::UniformF32(u) => u.nbins,
             Binning::UniformF64(u) => u.nbins,
             Binning::Edges(e) => e.len() - 1,
+            Binning::IntEdges(e) => e.len() - 1,
+            Binning::UniformHalf(u) => u.nbins,
         }
     }
 
@@ -347,6 +386,8 @@ impl Binning {
             Binning::UniformF32(u) => u.edges.iter().map(|&e| e as f64).collect(),
             Binning::UniformF64(u) => u.edges.clone(),
             Binning::Edges(e) => e.clone(),
+            Binning::IntEdges(e) => e.iter().map(|&x| x as f64).collect(),
+            Binning::UniformHalf(u) => u.edges.iter().map(|&e| e as f64).collect(),
         }
     }
 
@@ -362,6 +403,10 @@ impl Binning {
             Binning::UniformF32(u) => u.locate(x.to_f32()),
             Binning::UniformF64(u) => u.locate(x.to_f64()),
             Binning::Edges(e) => locate_in_edges(e, x.to_f64()),
+            Binning::IntEdges(e) => {
+                crate::histogram::bins::int_edges::locate_in_int_edges(e, x.to_i128())
+            }
+            Binning::UniformHalf(u) => u.locate(x.to_f32()),
         }
     }
 }
@@ -383,15 +428,18 @@ pub fn locate_in_edges(edges: &[f64], x: f64) -> Slot {
     }
 }
 
+/// numpy's rule for explicit edges: at least two, none NaN, never decreasing. Infinite edges and
+/// equal neighbours (a bin of zero width, which counts only what the last, closed bin holds) are
+/// accepted as numpy accepts them; [`locate_in_edges`] gives numpy's `searchsorted` result for both.
 fn check_edges(edges: &[f64]) -> Result<()> {
     if edges.len() < 2 {
         return Err(Error::TooFewEdges(edges.len()));
     }
     for (index, &value) in edges.iter().enumerate() {
-        if !value.is_finite() {
+        if value.is_nan() {
             return Err(Error::NonFiniteEdge { index, value });
         }
-        if index > 0 && value <= edges[index - 1] {
+        if index > 0 && value < edges[index - 1] {
             return Err(Error::EdgesNotIncreasing {
                 index,
                 value,

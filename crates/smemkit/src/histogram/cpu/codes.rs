@@ -342,6 +342,24 @@ impl<T: Sample> Codes<T> for EdgeCodes<'_> {
     }
 }
 
+/// Integer edges beyond 2^53 compared exactly with integer samples (numpy's int64 `bins`).
+pub(super) struct IntEdgeCodes<'a> {
+    pub(super) edges: &'a [i128],
+}
+
+impl<T: Sample> Codes<T> for IntEdgeCodes<'_> {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let n = self.edges.len() - 1;
+        match crate::histogram::bins::int_edges::locate_in_int_edges(self.edges, x.to_i128()) {
+            Slot::Bin(i) => i as u32,
+            Slot::Below => n as u32,
+            Slot::Above => n as u32 + 1,
+            Slot::Nan => n as u32 + 2,
+        }
+    }
+}
+
 /// numpy's correction of a bin estimate against the real edges `e` (`n + 1` of them), branch-free:
 /// the estimate is clamped into range, moved down if `x` lies below its lower edge, then up if `x`
 /// reaches the next edge (the last bin is closed). `bins.rs` has the reference form.
@@ -352,4 +370,22 @@ pub(super) fn correct<P: PartialOrd + Copy>(estimate: i64, x: P, e: &[P]) -> u32
     i -= (i > 0 && x < e[i]) as usize;
     i += (i != n - 1 && x >= e[i + 1]) as usize;
     i as u32
+}
+
+/// float16 / bfloat16 uniform bins in the samples' own arithmetic ([`UniformHalf::locate`]).
+pub(super) struct HalfCodes<'a> {
+    pub(super) u: &'a crate::histogram::bins::half::UniformHalf,
+}
+
+impl<T: Sample> Codes<T> for HalfCodes<'_> {
+    #[inline(always)]
+    fn code(&self, x: T) -> u32 {
+        let n = self.u.nbins;
+        match self.u.locate(x.to_f32()) {
+            Slot::Bin(i) => i as u32,
+            Slot::Below => n as u32,
+            Slot::Above => n as u32 + 1,
+            Slot::Nan => n as u32 + 2,
+        }
+    }
 }

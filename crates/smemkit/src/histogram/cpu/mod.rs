@@ -112,6 +112,10 @@ pub fn histogram<T: Sample>(
         Binning::UniformF32(u) => dispatch(samples, weights, nbins, clamp, &F32Codes::new(u)),
         Binning::UniformF64(u) => dispatch(samples, weights, nbins, clamp, &F64Codes::new(u)),
         Binning::Edges(e) => dispatch(samples, weights, nbins, clamp, &EdgeCodes { edges: e }),
+        Binning::IntEdges(e) => {
+            dispatch(samples, weights, nbins, clamp, &IntEdgeCodes { edges: e })
+        }
+        Binning::UniformHalf(u) => dispatch(samples, weights, nbins, clamp, &HalfCodes { u }),
     }
 }
 

@@ -57,6 +57,8 @@ pub fn mode_name(binning: &Binning) -> &'static str {
         Binning::UniformF32(_) => "uniform32",
         Binning::UniformF64(_) => "uniform64",
         Binning::Edges(_) => "edges",
+        Binning::IntEdges(_) => "int_edges",
+        Binning::UniformHalf(_) => "uniform_half",
     }
 }
 
@@ -82,7 +84,10 @@ pub fn kernel_params(
         p.scale32 = scale32;
     }
     match binning {
-        Binning::Integer { .. } | Binning::Edges(_) => {}
+        Binning::Integer { .. }
+        | Binning::Edges(_)
+        | Binning::IntEdges(_)
+        | Binning::UniformHalf(_) => {}
         Binning::UniformF64(u) => {
             p.first64 = u.first;
             p.last64 = u.last;

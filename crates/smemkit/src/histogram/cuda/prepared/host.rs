@@ -23,7 +23,22 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
         policy,
         *choice,
     )?;
-    crate::with_samples!(samples, s => run_host(&prepared, s, weights))
+    match samples {
+        Samples::F16(_) | Samples::BF16(_) => Err(crate::error::Error::NotImplemented(format!(
+            "{} samples on the CUDA engine (not supported there yet; use the CPU backend)",
+            samples.sample_type()
+        ))),
+        Samples::U8(s) => run_host(&prepared, s, weights),
+        Samples::U16(s) => run_host(&prepared, s, weights),
+        Samples::U32(s) => run_host(&prepared, s, weights),
+        Samples::U64(s) => run_host(&prepared, s, weights),
+        Samples::I8(s) => run_host(&prepared, s, weights),
+        Samples::I16(s) => run_host(&prepared, s, weights),
+        Samples::I32(s) => run_host(&prepared, s, weights),
+        Samples::I64(s) => run_host(&prepared, s, weights),
+        Samples::F32(s) => run_host(&prepared, s, weights),
+        Samples::F64(s) => run_host(&prepared, s, weights),
+    }
 }
 
 pub(super) fn run_host<T: Sample + DeviceRepr>(

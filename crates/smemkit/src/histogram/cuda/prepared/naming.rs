@@ -15,6 +15,10 @@ pub fn sample_defines(t: SampleType) -> Vec<(&'static str, String)> {
         SampleType::I64 => "long long",
         SampleType::F32 => "float",
         SampleType::F64 => "double",
+        // The CUDA engine refuses 16-bit floats before it compiles anything
+        // (histogram/engine_support.rs); these are CUDA's names for them.
+        SampleType::F16 => "__half",
+        SampleType::BF16 => "__nv_bfloat16",
     };
     let signed = matches!(
         t,

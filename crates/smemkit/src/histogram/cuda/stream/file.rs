@@ -104,6 +104,8 @@ impl FileInput {
             SampleType::I64 => self.binning_by_extremes::<i64>(spec),
             SampleType::F32 => self.binning_by_extremes::<f32>(spec),
             SampleType::F64 => self.binning_by_extremes::<f64>(spec),
+            SampleType::F16 => self.binning_by_extremes::<half::f16>(spec),
+            SampleType::BF16 => self.binning_by_extremes::<half::bf16>(spec),
         }
     }
 
@@ -221,5 +223,7 @@ pub(super) fn empty_samples(ty: SampleType) -> Samples<'static> {
         SampleType::I64 => Samples::I64(&[]),
         SampleType::F32 => Samples::F32(&[]),
         SampleType::F64 => Samples::F64(&[]),
+        SampleType::F16 => Samples::F16(&[]),
+        SampleType::BF16 => Samples::BF16(&[]),
     }
 }

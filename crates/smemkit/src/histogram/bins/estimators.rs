@@ -1,0 +1,332 @@
+//! numpy's bin-count estimators (`bins='auto'`, `'fd'`, `'doane'`, `'scott'`, `'stone'`,
+//! `'rice'`, `'sturges'`, `'sqrt'`). numpy computes a bin width from the data (trimmed to the
+//! range when one is given), then takes `ceil((last - first) / width)` equal bins over the same
+//! outer edges as `bins=N` would use. The width and the division are computed in the types numpy
+//! computes them in (NEP 50: float32 data keeps float32 where a Python float meets it, float64
+//! where a numpy float64 does), with numpy's summation order (pairwise) for means and standard
+//! deviations and numpy's default `linear` percentiles, so that the number of bins is numpy's.
+//! The statistics are computed on the host from host samples, whatever the engine.
+
+use crate::error::{Error, Result};
+use crate::histogram::bins::stats::{self, Class, Trimmed};
+use crate::sample::{Sample, Samples};
+
+/// A numpy bin estimator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinRule {
+    Auto,
+    Fd,
+    Doane,
+    Scott,
+    Stone,
+    Rice,
+    Sturges,
+    Sqrt,
+}
+
+impl BinRule {
+    /// Every rule, in numpy's documentation order.
+    pub const ALL: [BinRule; 8] = [
+        BinRule::Auto,
+        BinRule::Fd,
+        BinRule::Doane,
+        BinRule::Scott,
+        BinRule::Stone,
+        BinRule::Rice,
+        BinRule::Sturges,
+        BinRule::Sqrt,
+    ];
+
+    /// numpy's name of the rule.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinRule::Auto => "auto",
+            BinRule::Fd => "fd",
+            BinRule::Doane => "doane",
+            BinRule::Scott => "scott",
+            BinRule::Stone => "stone",
+            BinRule::Rice => "rice",
+            BinRule::Sturges => "sturges",
+            BinRule::Sqrt => "sqrt",
+        }
+    }
+
+    /// The rule named `text` (numpy's names).
+    pub fn parse(text: &str) -> Result<BinRule> {
+        BinRule::ALL
+            .into_iter()
+            .find(|r| r.name() == text)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "`{text}` is not a valid estimator for bins (expected auto, fd, doane, scott, stone, rice, sturges or sqrt)"
+                ))
+            })
+    }
+}
+
+/// A width as numpy holds it: a float32 or float64 scalar (numpy's type decides how the span is
+/// divided by it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Width {
+    F32(f32),
+    F64(f64),
+}
+
+impl Width {
+    fn value(self) -> f64 {
+        match self {
+            Width::F32(w) => w as f64,
+            Width::F64(w) => w,
+        }
+    }
+}
+
+/// The number of equal bins numpy's `rule` gives `samples` over `range` (the data's minimum and
+/// maximum when `None`).
+pub fn estimate_bin_count(
+    samples: Samples<'_>,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+) -> Result<usize> {
+    if let Samples::F16(_) | Samples::BF16(_) = samples {
+        return Err(Error::NotImplemented(format!(
+            "numpy's `{}` estimator on {} samples (numpy computes its statistics in that type, which smemkit does not reproduce yet): give a number of bins",
+            rule.name(),
+            samples.sample_type()
+        )));
+    }
+    crate::with_samples!(samples, s => count_for(s, rule, range))
+}
+
+/// numpy's `histogram_bin_edges(samples, bins, range)`: the edges `spec` resolves to for
+/// `samples` (float32 edges of float32 samples widened exactly to f64).
+pub fn histogram_bin_edges(
+    samples: Samples<'_>,
+    spec: &crate::histogram::bins::BinSpec,
+) -> Result<Vec<f64>> {
+    Ok(crate::histogram::bins::Binning::resolve(spec, samples)?.edges())
+}
+
+fn count_for<T: Sample>(s: &[T], rule: BinRule, range: Option<(f64, f64)>) -> Result<usize>
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let outer = stats::outer_edges(s, range)?;
+    let x = stats::trim(s, range, &outer);
+    if x.len() == 0 {
+        return Ok(1);
+    }
+    let width = width_of(&x, rule, range)?;
+    let Some(mut width) = width.filter(|w| w.value() != 0.0) else {
+        return Ok(1);
+    };
+    let integer = x.class() == Class::Int;
+    if integer && width.value() < 1.0 {
+        // numpy replaces the width by the Python int 1: the span is divided as float64 (or, for
+        // a Python float span, as a Python float).
+        width = Width::F64(1.0);
+    }
+    let quotient = match (outer.span, width) {
+        (stats::Span::F32(d), Width::F32(w)) => (d / w) as f64,
+        (stats::Span::F32(d), Width::F64(w)) => d as f64 / w,
+        (stats::Span::F64(d), w) => d / w.value(),
+        (stats::Span::Unsigned(d), w) => d as f64 / w.value(),
+        // A Python float span meets a float32 width as float32 (NEP 50).
+        (stats::Span::Python(d), Width::F32(w)) if !integer => (d as f32 / w) as f64,
+        (stats::Span::Python(d), w) => d / w.value(),
+    };
+    let bins = quotient.ceil();
+    const LIMIT: f64 = (1u64 << 32) as f64;
+    if bins.is_nan() || bins >= LIMIT {
+        return Err(Error::BinsTooLarge {
+            what: "an estimated bin count",
+            nbins: if bins.is_finite() {
+                bins as usize
+            } else {
+                usize::MAX
+            },
+            limit: 1 << 32,
+        });
+    }
+    Ok((bins as usize).max(1))
+}
+
+/// The width numpy's estimator function for `rule` returns on the trimmed samples `x` (`None`
+/// where numpy's returns 0 for lack of spread), before numpy turns it into a number of bins.
+fn width_of<T: Sample>(
+    x: &Trimmed<T>,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+) -> Result<Option<Width>>
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    Ok(match rule {
+        BinRule::Sqrt => Some(sqrt_width(x)),
+        BinRule::Sturges => Some(sturges_width(x)),
+        BinRule::Rice => Some(rice_width(x)),
+        BinRule::Scott => Some(scott_width(x)),
+        BinRule::Fd => Some(fd_width(x)),
+        BinRule::Doane => Some(doane_width(x)),
+        BinRule::Auto => {
+            let fd = fd_width(x).value();
+            let sturges = sturges_width(x).value();
+            let half_sqrt = sqrt_width(x).value() / 2.0;
+            let corrected = if half_sqrt > fd { half_sqrt } else { fd };
+            Some(Width::F64(if sturges < corrected {
+                sturges
+            } else {
+                corrected
+            }))
+        }
+        BinRule::Stone => stone_width(x, range)?,
+    })
+}
+
+/// What numpy's estimator function itself returns for `samples` over `range`: the width, and
+/// whether numpy computed it in float32; `None` when numpy calls no estimator (no samples in the
+/// range) or its estimator returns 0. For tests against numpy (`tests/numpy_parity.rs`).
+#[doc(hidden)]
+pub fn estimator_width(
+    samples: Samples<'_>,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+) -> Result<Option<(f64, bool)>> {
+    fn of<T: Sample>(s: &[T], rule: BinRule, range: Option<(f64, f64)>) -> Result<Option<Width>>
+    where
+        for<'a> &'a [T]: Into<Samples<'a>>,
+    {
+        let outer = stats::outer_edges(s, range)?;
+        let x = stats::trim(s, range, &outer);
+        if x.len() == 0 {
+            return Ok(None);
+        }
+        width_of(&x, rule, range)
+    }
+    if let Samples::F16(_) | Samples::BF16(_) = samples {
+        return Err(Error::NotImplemented(format!(
+            "numpy's `{}` estimator on {} samples",
+            rule.name(),
+            samples.sample_type()
+        )));
+    }
+    let width = crate::with_samples!(samples, s => of(s, rule, range))?;
+    Ok(width.map(|w| (w.value(), matches!(w, Width::F32(_)))))
+}
+
+fn sqrt_width<T: Sample>(x: &Trimmed<T>) -> Width
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    Width::F64(x.ptp_f64() / (x.len() as f64).sqrt())
+}
+
+fn sturges_width<T: Sample>(x: &Trimmed<T>) -> Width
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    Width::F64(x.ptp_f64() / ((x.len() as f64).log2() + 1.0))
+}
+
+fn rice_width<T: Sample>(x: &Trimmed<T>) -> Width
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let d = 2.0 * (x.len() as f64).powf(1.0 / 3.0);
+    match x.ptp_f32() {
+        Some(p) => Width::F32(p / d as f32),
+        None => Width::F64(x.ptp_f64() / d),
+    }
+}
+
+fn scott_width<T: Sample>(x: &Trimmed<T>) -> Width
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let factor = (24.0 * std::f64::consts::PI.powf(0.5) / x.len() as f64).powf(1.0 / 3.0);
+    match x.f32() {
+        Some(v) => Width::F32(factor as f32 * stats::std_f32(v)),
+        None => Width::F64(factor * x.std_f64()),
+    }
+}
+
+fn fd_width<T: Sample>(x: &Trimmed<T>) -> Width
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let (q75, q25) = x.quartiles();
+    let iqr = q75 - q25;
+    Width::F64(2.0 * iqr * (x.len() as f64).powf(-1.0 / 3.0))
+}
+
+fn doane_width<T: Sample>(x: &Trimmed<T>) -> Width
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let n = x.len();
+    if n <= 2 {
+        return Width::F64(0.0);
+    }
+    let nf = n as f64;
+    let sg1 = (6.0 * (nf - 2.0) / ((nf + 1.0) * (nf + 3.0))).sqrt();
+    let g1 = match x.f32() {
+        Some(v) => {
+            let sigma = stats::std_f32(v);
+            if sigma.is_nan() || sigma <= 0.0 {
+                return Width::F64(0.0);
+            }
+            let mean = stats::mean_f32(v);
+            let cubes: Vec<f32> = v.iter().map(|&a| ((a - mean) / sigma).powf(3.0)).collect();
+            stats::mean_f32(&cubes) as f64
+        }
+        None => {
+            let v = x.to_f64_values();
+            let sigma = x.std_f64();
+            if sigma.is_nan() || sigma <= 0.0 {
+                return Width::F64(0.0);
+            }
+            let mean = x.mean_f64();
+            let cubes: Vec<f64> = v.iter().map(|&a| ((a - mean) / sigma).powf(3.0)).collect();
+            stats::mean_of_f64(&cubes)
+        }
+    };
+    Width::F64(x.ptp_f64() / (1.0 + nf.log2() + (1.0 + g1.abs() / sg1).log2()))
+}
+
+/// Stone's rule: the bin count in `1..=max(100, sqrt(n))` minimising the cross-validated
+/// integrated squared error, each candidate counted with numpy's histogram over the same range.
+fn stone_width<T: Sample>(x: &Trimmed<T>, range: Option<(f64, f64)>) -> Result<Option<Width>>
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let n = x.len();
+    let ptp = x.ptp_f64();
+    if n <= 1 || ptp == 0.0 {
+        return Ok(None);
+    }
+    let upper = 100usize.max((n as f64).sqrt() as usize);
+    let mut best: Option<(usize, f64)> = None;
+    for nbins in 1..=upper {
+        let counts = x.uniform_counts(nbins, range)?;
+        let sum_sq: f64 = counts
+            .iter()
+            .map(|&c| {
+                let p = c as f64 / n as f64;
+                p * p
+            })
+            .sum();
+        let hh = match x.ptp_f32() {
+            Some(p) => (p / nbins as f32) as f64,
+            None => ptp / nbins as f64,
+        };
+        let score = (2.0 - (n as f64 + 1.0) * sum_sq) / hh;
+        if best.map_or(true, |(_, s)| score < s) {
+            best = Some((nbins, score));
+        }
+    }
+    let nbins = best.map_or(1, |b| b.0);
+    Ok(Some(match x.ptp_f32() {
+        Some(p) => Width::F32(p / nbins as f32),
+        None => Width::F64(ptp / nbins as f64),
+    }))
+}

@@ -1,0 +1,252 @@
+//! Uniform bins of float16 and bfloat16 samples, as numpy computes them. numpy keeps the samples'
+//! type wherever its operands allow (NEP 50): with a range from the caller (Python floats) the
+//! edges are float64 `linspace` rounded to float16 and the estimate's difference `x - first` is
+//! float16, the rest float64; with the range taken from the data every step (the extremes,
+//! `linspace`, the estimate) is float16 arithmetic, each operation rounded to float16. bfloat16 is
+//! numpy's through ml_dtypes, whose type does not promote weakly: with a range numpy computes as for
+//! float64 samples; from the data, its `linspace` runs in float64 (rounded to bfloat16 at the end)
+//! and the estimate in bfloat16 arithmetic; a widened one-value range (a bfloat16 minus a Python
+//! float is a float32) goes as for float32 samples. Each half operation is computed in float32 and
+//! rounded, as numpy's and ml_dtypes' own loops do.
+
+use half::{bf16, f16};
+
+use super::{
+    check_increasing, correct_estimate, linspace_f32, linspace_f64, min_max, uniform_f64, Binning,
+    Slot, UniformF32,
+};
+use crate::error::{Error, Result};
+use crate::sample::Sample;
+
+/// Which 16-bit float the samples are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfFormat {
+    F16,
+    BF16,
+}
+
+impl HalfFormat {
+    /// `x` rounded to this format (to nearest, ties to even), back as f32 (exact).
+    #[inline(always)]
+    pub fn round(self, x: f32) -> f32 {
+        match self {
+            HalfFormat::F16 => f16::from_f32(x).to_f32(),
+            HalfFormat::BF16 => bf16::from_f32(x).to_f32(),
+        }
+    }
+
+    /// `x` rounded once from f64 to this format (a Python float converted by numpy).
+    pub fn round64(self, x: f64) -> f32 {
+        match self {
+            HalfFormat::F16 => f16::from_f64(x).to_f32(),
+            HalfFormat::BF16 => bf16::from_f64(x).to_f32(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            HalfFormat::F16 => "float16",
+            HalfFormat::BF16 => "bfloat16",
+        }
+    }
+}
+
+/// How numpy computes the bin estimate `(x - first) / denom * nbins`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HalfArith {
+    /// A range from the caller: `x - first` in the half type, then float64 (`denom` is `hi - lo`).
+    Range { denom: f64 },
+    /// A range from the data: every operation in the half type (`denom` and `nbins` are already
+    /// rounded to it).
+    Data { denom: f32, nbins: f32 },
+}
+
+/// Uniform bins of 16-bit float samples (the values held as f32, which holds them exactly).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UniformHalf {
+    pub nbins: usize,
+    pub format: HalfFormat,
+    /// Lower edge in the half type: `x < first` is below the range.
+    pub first: f32,
+    /// Upper edge in the half type: `x > last` is above, `x == last` in the last bin.
+    pub last: f32,
+    pub arith: HalfArith,
+    /// numpy's `nbins + 1` edges in the half type; the estimate is corrected against them.
+    pub edges: Vec<f32>,
+}
+
+impl UniformHalf {
+    #[inline(always)]
+    pub fn locate(&self, x: f32) -> Slot {
+        if x.is_nan() {
+            return Slot::Nan;
+        }
+        if x < self.first {
+            return Slot::Below;
+        }
+        if x > self.last {
+            return Slot::Above;
+        }
+        let n = self.nbins;
+        let r = |v: f32| self.format.round(v);
+        let diff = r(x - self.first);
+        let estimate = match self.arith {
+            HalfArith::Range { denom } => (diff as f64 / denom * n as f64) as i64,
+            HalfArith::Data { denom, nbins } => r(r(diff / denom) * nbins) as i64,
+        };
+        Slot::Bin(correct_estimate(
+            estimate,
+            n,
+            |i| x < self.edges[i],
+            |i| x >= self.edges[i],
+        ))
+    }
+}
+
+/// numpy's `linspace(start, stop, num)` with float16 endpoints: `arange` in float16 (each index
+/// rounded), the step and every product and sum rounded to it.
+pub fn linspace_half(format: HalfFormat, start: f32, stop: f32, num: usize) -> Vec<f32> {
+    let r = |v: f32| format.round(v);
+    let div = r((num - 1) as f32);
+    let delta = r(stop - start);
+    let step = r(delta / div);
+    let mut y: Vec<f32> = (0..num)
+        .map(|i| {
+            let i = r(i as f32);
+            let scaled = if step == 0.0 {
+                r(r(i / div) * delta)
+            } else {
+                r(i * step)
+            };
+            r(scaled + start)
+        })
+        .collect();
+    y[num - 1] = stop;
+    y
+}
+
+/// Uniform bins of `nbins` over `range` (or the data's extremes) for half samples `s`.
+pub(super) fn resolve<T: Sample>(
+    format: HalfFormat,
+    nbins: usize,
+    range: Option<(f64, f64)>,
+    s: &[T],
+) -> Result<Binning> {
+    let r = |v: f32| format.round(v);
+    if let Some((mut lo, mut hi)) = range {
+        if lo == hi {
+            lo -= 0.5;
+            hi += 0.5;
+        }
+        if format == HalfFormat::BF16 {
+            return uniform_f64(nbins, lo, hi, hi - lo).map(Binning::UniformF64);
+        }
+        let edges: Vec<f32> = linspace_f64(lo, hi, nbins + 1)
+            .into_iter()
+            .map(|e| format.round64(e))
+            .collect();
+        check_increasing(&edges, nbins, format.name(), (lo, hi))?;
+        return Ok(Binning::UniformHalf(UniformHalf {
+            nbins,
+            format,
+            first: format.round64(lo),
+            last: format.round64(hi),
+            arith: HalfArith::Range { denom: hi - lo },
+            edges,
+        }));
+    }
+    let (lo, hi) = match min_max(s) {
+        // No samples: numpy's range [0, 1] of Python ints, its edges float64 rounded to the type.
+        None => {
+            let edges: Vec<f32> = linspace_f64(0.0, 1.0, nbins + 1)
+                .into_iter()
+                .map(|e| format.round64(e))
+                .collect();
+            check_increasing(&edges, nbins, format.name(), (0.0, 1.0))?;
+            return Ok(Binning::UniformHalf(UniformHalf {
+                nbins,
+                format,
+                first: 0.0,
+                last: 1.0,
+                arith: HalfArith::Range { denom: 1.0 },
+                edges,
+            }));
+        }
+        Some((lo, hi)) if !(lo.is_finite() && hi.is_finite()) => {
+            return Err(Error::NonFiniteData { lo, hi })
+        }
+        Some((lo, hi)) => (lo as f32, hi as f32),
+    };
+    let (lo, hi) = if lo == hi {
+        if format == HalfFormat::BF16 {
+            // ml_dtypes: a bfloat16 minus a Python float is a float32, and so is the histogram.
+            let (lo, hi) = (lo - 0.5, hi + 0.5);
+            let edges = linspace_f32(lo, hi, nbins + 1);
+            check_increasing(&edges, nbins, "float32", (lo as f64, hi as f64))?;
+            return Ok(Binning::UniformF32(
+                UniformF32 {
+                    nbins,
+                    first: lo,
+                    last: hi,
+                    denom: (hi - lo) as f64,
+                    denom_is_f64: false,
+                    range64: (lo as f64, hi as f64),
+                    edges,
+                    exact_inv_width: None,
+                }
+                .with_exactness(),
+            ));
+        }
+        (r(lo - 0.5), r(hi + 0.5))
+    } else {
+        (lo, hi)
+    };
+    let edges = match format {
+        HalfFormat::F16 => linspace_half(format, lo, hi, nbins + 1),
+        // numpy's linspace finds no common inexact type for ml_dtypes' bfloat16 and computes
+        // in float64, rounding only the result.
+        HalfFormat::BF16 => linspace_f64(lo as f64, hi as f64, nbins + 1)
+            .into_iter()
+            .map(|e| format.round64(e))
+            .collect(),
+    };
+    check_increasing(&edges, nbins, format.name(), (lo as f64, hi as f64))?;
+    Ok(Binning::UniformHalf(UniformHalf {
+        nbins,
+        format,
+        first: lo,
+        last: hi,
+        arith: HalfArith::Data {
+            denom: r(hi - lo),
+            nbins: r(nbins as f32),
+        },
+        edges,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float16_arithmetic_rounds_each_step() {
+        // 2049 is not a float16: arange's index rounds to 2048 (ties to even).
+        assert_eq!(HalfFormat::F16.round(2049.0), 2048.0);
+        assert_eq!(HalfFormat::BF16.round(257.0), 256.0);
+        let e = linspace_half(HalfFormat::F16, 0.0, 1.0, 4);
+        assert_eq!(e, [0.0, 0.33325195, 0.6665039, 1.0]);
+    }
+
+    #[test]
+    fn data_range_bins_locate_in_float16() {
+        let s = [f16::from_f32(-1.5), f16::from_f32(0.1), f16::from_f32(2.0)];
+        let b = resolve(HalfFormat::F16, 3, None, &s).unwrap();
+        let Binning::UniformHalf(u) = &b else {
+            panic!("{b:?}")
+        };
+        assert_eq!((u.first, u.last), (-1.5, 2.0));
+        assert_eq!(u.locate(2.0), Slot::Bin(2));
+        assert_eq!(u.locate(-1.5), Slot::Bin(0));
+        assert_eq!(u.locate(f32::NAN), Slot::Nan);
+    }
+}
