@@ -12,54 +12,104 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
-/// A CUDA source file embedded in the library.
+/// A CUDA source file embedded in the library, with the repository's headers it includes.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelSource {
     pub name: &'static str,
     pub text: &'static str,
+    /// `#include "name"`d files, handed to NVRTC by name.
+    pub headers: &'static [Header],
 }
 
-/// The histogram kernels (shared, cluster, global).
+/// A kernel header embedded in the library.
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+/// Embeds `kernels/<file>` as a [`Header`] of that name.
+macro_rules! header {
+    ($file:literal) => {
+        Header {
+            name: $file,
+            text: include_str!(concat!("../../kernels/", $file)),
+        }
+    };
+}
+
+/// The histogram kernels: one header per strategy family, histogram.cu only instantiates.
 pub const HISTOGRAM: KernelSource = KernelSource {
     name: "histogram.cu",
     text: include_str!("../../kernels/histogram.cu"),
+    headers: &[
+        header!("hist_bins.cuh"),
+        header!("hist_walk.cuh"),
+        header!("hist_shared.cuh"),
+        header!("hist_packed.cuh"),
+        header!("hist_cluster.cuh"),
+        header!("hist_sliced.cuh"),
+        header!("hist_exchange.cuh"),
+        header!("hist_global.cuh"),
+        header!("hist_partition.cuh"),
+        header!("hist_probe.cuh"),
+    ],
 };
 /// The 1D stencil with halo.
 pub const STENCIL: KernelSource = KernelSource {
     name: "stencil.cu",
     text: include_str!("../../kernels/stencil.cu"),
+    headers: &[],
 };
 /// Padded and unpadded tiled transposes.
 pub const TRANSPOSE: KernelSource = KernelSource {
     name: "transpose.cu",
     text: include_str!("../../kernels/transpose.cu"),
+    headers: &[],
 };
 /// Reversal with static, dynamic and carved shared memory.
 pub const REVERSE: KernelSource = KernelSource {
     name: "reverse.cu",
     text: include_str!("../../kernels/reverse.cu"),
+    headers: &[],
 };
 /// Matrix multiply: the guide's 16 x 16 tiles, register blocking, vectorised loads, cp.async.
 pub const MATMUL: KernelSource = KernelSource {
     name: "matmul.cu",
     text: include_str!("../../kernels/matmul.cu"),
+    headers: &[],
 };
 /// Matrix multiply with warp tiling and a multi-stage cp.async pipeline (FP32, and TF32 tensor
 /// cores with `-DTF32=1`), one tile configuration per compilation.
 pub const MATMUL_WARP: KernelSource = KernelSource {
     name: "matmul_warp.cu",
     text: include_str!("../../kernels/matmul_warp.cu"),
+    headers: &[
+        header!("matmul_warp_pipeline.cuh"),
+        header!("matmul_warp_fp32.cuh"),
+        header!("matmul_warp_prefetch.cuh"),
+        header!("matmul_warp_tf32.cuh"),
+    ],
 };
 /// The bank-conflict probe.
 pub const LAB: KernelSource = KernelSource {
     name: "lab.cu",
     text: include_str!("../../kernels/lab.cu"),
+    headers: &[],
 };
 /// Device-side generators of benchmark data.
 pub const GENERATE: KernelSource = KernelSource {
     name: "generate.cu",
     text: include_str!("../../kernels/generate.cu"),
+    headers: &[],
 };
+
+impl KernelSource {
+    /// The file and its headers, as NVRTC takes them.
+    fn header_pairs(&self) -> Vec<(&'static str, &'static str)> {
+        self.headers.iter().map(|h| (h.name, h.text)).collect()
+    }
+}
 
 /// Where the CUDA headers live: `CUDA_HOME`, then `CUDA_PATH`, then `/usr/local/cuda`.
 pub fn cuda_root() -> Result<PathBuf> {
@@ -129,7 +179,9 @@ pub(crate) fn disk_cache_dir() -> Option<PathBuf> {
 /// key (the driver version: a newer driver may want the kernels compiled anew).
 pub fn compile(src: &KernelSource, options: &[String], salt: &str) -> Result<Arc<String>> {
     let mut hasher = Sha256::new();
-    for part in [src.text, &options.join("\u{1f}"), salt] {
+    let joined = options.join("\u{1f}");
+    let headers = src.headers.iter().flat_map(|h| [h.name, h.text]);
+    for part in [src.text, &joined, salt].into_iter().chain(headers) {
         hasher.update(part.as_bytes());
         hasher.update([0u8]);
     }
@@ -176,26 +228,23 @@ pub fn compile_uncached(src: &KernelSource, options: &[String]) -> Result<String
             "the NVRTC library (libnvrtc.so.13) cannot be loaded; add its folder to LD_LIBRARY_PATH".into(),
         ));
     }
-    let opts = cudarc::nvrtc::CompileOptions {
+    let ptx = super::nvrtc::compile(
+        src.name,
+        src.text,
+        &src.header_pairs(),
+        options,
+        super::nvrtc::Output::Ptx,
+    )
+    .map_err(|f| Error::Compile {
+        kernel: src.name.into(),
         options: options.to_vec(),
-        name: Some(src.name.into()),
-        ..Default::default()
-    };
-    match cudarc::nvrtc::compile_ptx_with_opts(src.text, opts) {
-        Ok(ptx) => Ok(ptx.to_src()),
-        Err(cudarc::nvrtc::CompileError::CompileError { log, options, .. }) => {
-            Err(Error::Compile {
-                kernel: src.name.into(),
-                options,
-                log: log.to_string_lossy().into_owned(),
-            })
-        }
-        Err(e) => Err(Error::Compile {
-            kernel: src.name.into(),
-            options: options.to_vec(),
-            log: format!("{e:?}"),
-        }),
-    }
+        log: if f.log.is_empty() { f.status } else { f.log },
+    })?;
+    String::from_utf8(ptx).map_err(|_| Error::Compile {
+        kernel: src.name.into(),
+        options: options.to_vec(),
+        log: "NVRTC returned PTX that is not UTF-8".into(),
+    })
 }
 
 #[cfg(test)]
@@ -465,12 +514,90 @@ mod tests {
         }
     }
 
+    type Defines = Vec<(&'static str, String)>;
+
+    /// Every kernel source with every define set the library compiles it with on Hopper, named
+    /// for the PTX dump below.
+    fn define_sets() -> Vec<(KernelSource, String, Defines)> {
+        use crate::cuda::matmul::{defines, warp_defines, WarpConfig};
+        let mut sets = Vec::new();
+        for t in SampleType::ALL {
+            let d = crate::cuda::histogram::sample_defines(t);
+            sets.push((HISTOGRAM, format!("histogram-{t}"), d));
+        }
+        let pairs = [(false, false), (true, false), (false, true), (true, true)];
+        for (ta, tb) in pairs {
+            let layout = format!("{}{}", ta as u8, tb as u8);
+            sets.push((MATMUL, format!("matmul-{layout}"), defines(ta, tb)));
+            let tf32 = warp_defines(&WarpConfig::TF32, ta, tb, true);
+            sets.push((MATMUL_WARP, format!("matmul_warp-tf32-{layout}"), tf32));
+            // The autotuner's candidates (FP32, the prefetching loop among them).
+            for c in WarpConfig::CANDIDATES {
+                let d = warp_defines(&c, ta, tb, false);
+                sets.push((MATMUL_WARP, format!("matmul_warp-{}-{layout}", c.name()), d));
+            }
+        }
+        sets.push((GENERATE, "generate".into(), vec![]));
+        sets.push((LAB, "lab".into(), vec![]));
+        sets
+    }
+
+    /// Writes the PTX of every define set to `$SMEMKIT_PTX_DUMP`, so that a change meant to move
+    /// code only (splitting a kernel file) can be checked to give the same PTX (`diff -r` of two
+    /// dumps). Options: `SMEMKIT_PTX_DUMP_SOURCES`, a folder to read the kernel files from instead
+    /// of the embedded ones (an older version of the kernels: `git archive` of its commit);
+    /// `SMEMKIT_PTX_DUMP_ONLY`, comma-separated substrings of the set names to dump;
+    /// `SMEMKIT_PTX_DUMP_LINEINFO=1` keeps the library's `-lineinfo` (its `.loc` lines then name
+    /// files and lines, which a split changes).
+    #[test]
+    #[ignore = "writes PTX to $SMEMKIT_PTX_DUMP for comparing two versions of the kernels"]
+    fn dump_ptx() {
+        let Some(root) = toolchain() else { return };
+        let var = |v: &str| std::env::var(v).ok().filter(|s| !s.is_empty());
+        let dir = PathBuf::from(var("SMEMKIT_PTX_DUMP").expect("SMEMKIT_PTX_DUMP"));
+        let only: Vec<String> = var("SMEMKIT_PTX_DUMP_ONLY")
+            .map(|s| s.split(',').map(str::to_string).collect())
+            .unwrap_or_default();
+        let lineinfo = var("SMEMKIT_PTX_DUMP_LINEINFO").as_deref() == Some("1");
+        let from = var("SMEMKIT_PTX_DUMP_SOURCES").map(PathBuf::from);
+        let leak = |path: PathBuf| -> &'static str {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            Box::leak(text.into_boxed_str())
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        for (mut src, name, d) in define_sets() {
+            if !only.is_empty() && !only.iter().any(|o| name.contains(o.as_str())) {
+                continue;
+            }
+            if let Some(from) = &from {
+                src.text = leak(from.join(src.name));
+                let headers: Vec<Header> = src
+                    .headers
+                    .iter()
+                    .map(|h| Header {
+                        name: h.name,
+                        text: leak(from.join(h.name)),
+                    })
+                    .collect();
+                src.headers = Box::leak(headers.into_boxed_slice());
+            }
+            let mut opts = options(&root, "compute_90a", &d);
+            opts.retain(|o| lineinfo || o != "-lineinfo");
+            let ptx = match compile_uncached(&src, &opts) {
+                Ok(ptx) => ptx,
+                Err(e) => format!("compile error: {e}"),
+            };
+            std::fs::write(dir.join(format!("{name}.ptx")), ptx).unwrap();
+        }
+    }
+
     #[test]
     fn a_compile_error_carries_the_nvrtc_log() {
         let Some(root) = toolchain() else { return };
         let bad = KernelSource {
             name: "bad.cu",
             text: "extern \"C\" __global__ void k() { undefined_thing(); }",
+            headers: &[],
         };
         match compile_uncached(&bad, &options(&root, "compute_90a", &[])) {
             Err(Error::Compile { log, options, .. }) => {

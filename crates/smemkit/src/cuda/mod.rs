@@ -17,6 +17,7 @@ pub mod matmul;
 pub mod multi;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+mod nvrtc;
 pub mod ops;
 pub mod params;
 pub mod ranks;
