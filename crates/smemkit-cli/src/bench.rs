@@ -21,11 +21,12 @@ pub const MIN_RUNS: usize = 7;
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     match args.backend.as_str() {
         "cpu" if args.devices.is_some() => bail!("--devices applies to --backend cuda"),
-        "cpu" if args.op != "hist" => bail!(
+        "cpu" if args.op != "hist" && args.op != "first-call" => bail!(
             "--op {}: the array operations are benchmarked on the GPU (--backend cuda)",
             args.op
         ),
         "cpu" => bench_cpu(args, out),
+        _ if args.op == "first-call" => crate::bench_first_call::run(args, out),
         "cuda" if args.op == "sgemm" => crate::bench_sgemm::run(args, out),
         "cuda" => crate::bench_cuda::bench_cuda(args),
         other => bail!("--backend {other}: the benchmark runs on cpu or cuda"),

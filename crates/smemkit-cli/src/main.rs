@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_cuda;
+mod bench_first_call;
 mod bench_multi;
 mod bench_ops;
 mod bench_plot;
@@ -10,6 +11,7 @@ mod bench_sgemm;
 mod bench_stream;
 mod cli;
 mod commit;
+mod compile_notice;
 mod device;
 mod hist;
 mod input;
@@ -19,6 +21,7 @@ mod matmul_cmd;
 mod ops_cmd;
 mod output;
 mod plan_cmd;
+mod warmup;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Command::Matmul(a) => matmul_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a, &mut out),
         Command::PlotBench(a) => bench_plot::run(a),
+        Command::Warmup(a) => warmup::run(a, &mut out),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

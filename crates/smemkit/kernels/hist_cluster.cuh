@@ -1,11 +1,28 @@
 // ---- cluster: the bins split across the blocks of a cluster ----------------------------------
 
+// The thread block cluster through the compiler's builtins: what cooperative_groups' cluster_group
+// calls, without its headers (which cost NVRTC about a second per compilation).
+struct Cluster {
+    // Every thread of every block of the cluster arrives (release) and waits (acquire).
+    __device__ __forceinline__ static void sync() {
+        __cluster_barrier_arrive();
+        __cluster_barrier_wait();
+    }
+    // `addr` in this block's shared memory, as the same variable in block `rank`'s.
+    template <class T>
+    __device__ __forceinline__ static T* map_shared_rank(T* addr, int rank) {
+        return static_cast<T*>(__cluster_map_shared_rank(addr, rank));
+    }
+    __device__ __forceinline__ static unsigned block_rank() { return __clusterRelativeBlockRank(); }
+    __device__ __forceinline__ static unsigned num_blocks() { return __clusterSizeInBlocks(); }
+};
+
 // Like the global kernel (below), each block keeps one hot bin in its own shared memory, so that
 // skewed data does not serialise on one remote counter; the block adds it to the owner at the end.
 template <class C>
 struct ClusterSink {
     C* h;
-    cg::cluster_group cluster;
+    Cluster cluster;
     unsigned int per_block;
     unsigned* hot_key;
     C* hot_count;
@@ -17,7 +34,7 @@ struct ClusterSink {
     }
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) {
-        if constexpr (cuda::std::is_same<C, unsigned int>::value) {
+        if constexpr (IsSame<C, unsigned int>::value) {
             unsigned key = *(volatile unsigned*)hot_key;
             if ((unsigned)bin == key) {
                 atomicAdd(hot_count, (C)amount);
@@ -38,7 +55,7 @@ __device__ void cluster_kernel(const sample_t* in, unsigned long long n, const W
     __shared__ unsigned hot_key;
     __shared__ C hot_count;
     C* h = reinterpret_cast<C*>(smem_raw);
-    cg::cluster_group cluster = cg::this_cluster();
+    Cluster cluster;
     const unsigned int per_block = p.bins_per_block;
     for (unsigned int b = threadIdx.x; b < per_block; b += blockDim.x) h[b] = (C)0;
     if (threadIdx.x == 0) {

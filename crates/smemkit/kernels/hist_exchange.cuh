@@ -49,7 +49,7 @@ __device__ __forceinline__ void store_cluster(unsigned address, unsigned v) {
 template <int BITS>
 __device__ __noinline__ void exchange_overflow(unsigned* h, unsigned* hot_key, unsigned dest, unsigned local,
                                                unsigned long long* out, unsigned per_block, unsigned long long nbins) {
-    cg::cluster_group cluster = cg::this_cluster();
+    Cluster cluster;
     const unsigned long long first = (unsigned long long)dest * per_block;
     PackedSink<BITS> owner{cluster.map_shared_rank(h, dest), out + first,
                            nbins - first < per_block ? nbins - first : per_block,
@@ -69,7 +69,7 @@ __device__ void exchange_kernel(const sample_t* __restrict__ in, unsigned long l
     __shared__ unsigned hot_key;
     __shared__ unsigned cursor[EXCHANGE_MAX_CLUSTER];
     __shared__ unsigned received[2][EXCHANGE_MAX_CLUSTER];
-    cg::cluster_group cluster = cg::this_cluster();
+    Cluster cluster;
     const unsigned K = cluster.num_blocks();
     const unsigned me = cluster.block_rank();
     const unsigned per_block = p.bins_per_block;  // a multiple of 32: no packed word spans two owners

@@ -14,7 +14,7 @@ struct GlobalSink {
     __device__ __forceinline__ void step() {}
     template <class A>
     __device__ __forceinline__ void add(unsigned long long bin, A amount) {
-        if constexpr (cuda::std::is_same<Out, unsigned int>::value) {
+        if constexpr (IsSame<Out, unsigned int>::value) {
             unsigned key = *(volatile unsigned*)hot_key;
             if ((unsigned)bin == key) {
                 atomicAdd(hot_count, (Out)amount);
@@ -47,6 +47,7 @@ __device__ void global_kernel(const sample_t* in, unsigned long long n, const W*
 }
 
 // Adds the u32 counters of a global-memory run into the u64 result and clears them for the next.
+#if SMEMKIT_WANTS(hist_fold_u32)
 extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long long* out, unsigned long long n) {
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
@@ -57,3 +58,4 @@ extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long lo
         }
     }
 }
+#endif

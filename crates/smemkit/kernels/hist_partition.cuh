@@ -36,6 +36,7 @@ __device__ void part_count(const sample_t* in, unsigned long long n, BinParams p
 
 // offsets[b] = sum of counts[0..b) for b in 0..=nbuckets, and the scatter's cursors start there.
 // One block of 1024 threads; each thread sums a run of consecutive buckets.
+#if SMEMKIT_WANTS(hist_part_scan)
 extern "C" __global__ void __launch_bounds__(1024) hist_part_scan(const unsigned long long* __restrict__ counts,
                                                                   unsigned nbuckets, unsigned long long* offsets,
                                                                   unsigned long long* cursor) {
@@ -70,6 +71,7 @@ extern "C" __global__ void __launch_bounds__(1024) hist_part_scan(const unsigned
     }
     if (threadIdx.x == blockDim.x - 1) offsets[nbuckets] = warp_total[blockDim.x / 32 - 1];
 }
+#endif
 
 // Exclusive prefix sum of n shared counters into out (n up to a few thousand), by the whole block;
 // returns the total to every thread. `warp_sums` holds 32 entries.
@@ -177,6 +179,7 @@ __device__ void part_scatter(const sample_t* __restrict__ in, unsigned long long
 
 // offsets: nbuckets + 1 segment boundaries of the index array (offsets[nbuckets] = total); each
 // entry is a bin's offset within its bucket (bits <= 16).
+#if SMEMKIT_WANTS(hist_part_bins)
 extern "C" __global__ void __launch_bounds__(512) hist_part_bins(const unsigned short* __restrict__ idx,
                                                                 const unsigned long long* __restrict__ offsets,
                                                                 unsigned nbuckets, unsigned bits,
@@ -223,3 +226,4 @@ extern "C" __global__ void __launch_bounds__(512) hist_part_bins(const unsigned 
         __syncthreads();
     }
 }
+#endif

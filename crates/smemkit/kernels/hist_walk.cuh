@@ -36,7 +36,7 @@ __device__ __forceinline__ long long resolve(long long slot, const BinParams& p,
 // counter. Weighted sums (W = float or double) add each weight.
 template <class W, class Sink>
 __device__ __forceinline__ void count(long long bin, const W* w, unsigned long long i, const BinParams& p, Sink& sink) {
-    if constexpr (!cuda::std::is_void<W>::value) {
+    if constexpr (!IsVoid<W>::value) {
         if (bin >= 0) sink.add((unsigned long long)bin, (double)__ldg(w + i));
     } else if (!p.aggregate) {
         if (bin >= 0) sink.add((unsigned long long)bin, 1u);

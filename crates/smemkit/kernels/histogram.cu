@@ -6,14 +6,32 @@
 // headers hold the device code (hist_bins.cuh: numpy's rule; hist_walk.cuh: the loop every
 // strategy shares).
 //
-// Compiled by NVRTC once per sample type: the host passes -DSAMPLE_T=<C type>, -DSAMPLE_IS_FLOAT=0|1
-// and -DSAMPLE_IS_SIGNED=0|1. Each strategy comes in four binning modes (integer bins, uniform bins in
+// Compiled by NVRTC once per sample type and kernel: the host passes -DSAMPLE_T=<C type>,
+// -DSAMPLE_IS_FLOAT=0|1, -DSAMPLE_IS_F32=0|1 and -DSAMPLE_IS_SIGNED=0|1, and names the one kernel it
+// wants (one_kernel.cuh). Each strategy comes in four binning modes (integer bins, uniform bins in
 // float32 or float64 arithmetic, explicit edges) and three weight kinds (none, float, double), as
 // extern "C" kernels named hist_<strategy>_<mode>_<weights>.
 
-#include <cooperative_groups.h>
-#include <cuda/std/type_traits>
-namespace cg = cooperative_groups;
+// Compiled with no header outside this folder: cooperative_groups and libcu++ each cost NVRTC most
+// of a second per compilation, which one-kernel builds pay every time.
+#include "one_kernel.cuh"
+
+template <class T>
+struct IsVoid {
+    static constexpr bool value = false;
+};
+template <>
+struct IsVoid<void> {
+    static constexpr bool value = true;
+};
+template <class A, class B>
+struct IsSame {
+    static constexpr bool value = false;
+};
+template <class A>
+struct IsSame<A, A> {
+    static constexpr bool value = true;
+};
 
 #ifndef SAMPLE_T
 #error "SAMPLE_T must be defined by the host"
@@ -36,36 +54,45 @@ typedef SAMPLE_T sample_t;
 // Counts of integer bins in shared memory run four 512-thread blocks per SM while the counters are
 // small (256 bins: u8 samples at 90 % of a copy is a target), which leaves 32 registers a thread:
 // the lean step took byte samples to 39 unbounded.
-#define SHARED_MIN_BLOCKS(MODE, WTYPE) ((MODE) == MODE_INTEGER && cuda::std::is_void<WTYPE>::value ? 4 : 1)
-#define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT, GOUT)                                                         \
-    extern "C" __global__ void __launch_bounds__(512, SHARED_MIN_BLOCKS(MODE, WTYPE)) hist_shared_##MNAME##_##WNAME( \
-        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
-        shared_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                                 \
-    }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(512) hist_cluster_##MNAME##_##WNAME(                          \
-        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out, unsigned long long* t) { \
-        cluster_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                                \
-    }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(512) hist_global_##MNAME##_##WNAME(                           \
-        const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, GOUT* out, unsigned long long* t) { \
-        global_kernel<MODE, WTYPE, GOUT>(in, n, w, p, out, t);                                                    \
-    }
+#define SHARED_MIN_BLOCKS(MODE, WTYPE) ((MODE) == MODE_INTEGER && IsVoid<WTYPE>::value ? 4 : 1)
+#define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT, GOUT)                                                  \
+    SMEMKIT_ENTRY(hist_shared_##MNAME##_##WNAME,                                                              \
+        extern "C" __global__ void __launch_bounds__(512, SHARED_MIN_BLOCKS(MODE, WTYPE))                     \
+        hist_shared_##MNAME##_##WNAME(const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p,  \
+                                      OUT* out, unsigned long long* t) {                                      \
+            shared_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                          \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(hist_cluster_##MNAME##_##WNAME,                                                             \
+        extern "C" __global__ void __launch_bounds__(512)                                                     \
+        hist_cluster_##MNAME##_##WNAME(const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, \
+                                       OUT* out, unsigned long long* t) {                                     \
+            cluster_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                         \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(hist_global_##MNAME##_##WNAME,                                                              \
+        extern "C" __global__ void __launch_bounds__(512)                                                     \
+        hist_global_##MNAME##_##WNAME(const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p,  \
+                                      GOUT* out, unsigned long long* t) {                                     \
+            global_kernel<MODE, WTYPE, GOUT>(in, n, w, p, out, t);                                            \
+        })
 
 #define PART_KERNELS(MODE, MNAME)                                                                              \
-    extern "C" __global__ void __launch_bounds__(512) hist_part_count_##MNAME(                                  \
-        const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,               \
-        unsigned long long* bucket_counts, unsigned long long* t) {                                            \
-        part_count<MODE>(in, n, p, bits, nbuckets, bucket_counts, t);                                          \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(512, 2) hist_part_scatter_##MNAME(                             \
-        const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,               \
-        unsigned split_bits, unsigned long long* cursor, unsigned short* idx) {                                \
-        part_scatter<MODE>(in, n, p, bits, nbuckets, split_bits, cursor, idx);                                             \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(256) hist_probe_##MNAME(                                      \
-        const sample_t* in, unsigned long long n, BinParams p, unsigned probes, unsigned* bins) {             \
-        probe<MODE>(in, n, p, probes, bins);                                                                   \
-    }
+    SMEMKIT_ENTRY(hist_part_count_##MNAME,                                                                     \
+        extern "C" __global__ void __launch_bounds__(512) hist_part_count_##MNAME(                             \
+            const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,           \
+            unsigned long long* bucket_counts, unsigned long long* t) {                                        \
+            part_count<MODE>(in, n, p, bits, nbuckets, bucket_counts, t);                                      \
+        })                                                                                                     \
+    SMEMKIT_ENTRY(hist_part_scatter_##MNAME,                                                                   \
+        extern "C" __global__ void __launch_bounds__(512, 2) hist_part_scatter_##MNAME(                        \
+            const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,           \
+            unsigned split_bits, unsigned long long* cursor, unsigned short* idx) {                            \
+            part_scatter<MODE>(in, n, p, bits, nbuckets, split_bits, cursor, idx);                             \
+        })                                                                                                     \
+    SMEMKIT_ENTRY(hist_probe_##MNAME,                                                                          \
+        extern "C" __global__ void __launch_bounds__(256) hist_probe_##MNAME(                                  \
+            const sample_t* in, unsigned long long n, BinParams p, unsigned probes, unsigned* bins) {          \
+            probe<MODE>(in, n, p, probes, bins);                                                               \
+        })
 
 // Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14
 // more registers; the host takes the `p` build where an SM holds at most 1024 of the kernel's threads
@@ -76,11 +103,12 @@ typedef SAMPLE_T sample_t;
 // the other float modes need ~56-64 and keep two blocks rather than spill.
 #define PACKED_MIN_BLOCKS(MODE) ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT ? 3 : 2)
 #define PACKED_KERNEL(MODE, MNAME, BITS, SUFFIX, PREFETCH, BOUNDS)                                              \
-    extern "C" __global__ void BOUNDS hist_shared##BITS##SUFFIX##_##MNAME##_none(                              \
-        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
-        unsigned long long* t) {                                                                               \
-        packed_kernel<MODE, BITS, PREFETCH>(in, n, p, out, t);                                                 \
-    }
+    SMEMKIT_ENTRY(hist_shared##BITS##SUFFIX##_##MNAME##_none,                                                  \
+        extern "C" __global__ void BOUNDS hist_shared##BITS##SUFFIX##_##MNAME##_none(                          \
+            const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,     \
+            unsigned long long* t) {                                                                           \
+            packed_kernel<MODE, BITS, PREFETCH>(in, n, p, out, t);                                             \
+        })
 #define PACKED_KERNELS(MODE, MNAME)                                                                            \
     PACKED_KERNEL(MODE, MNAME, 16, , false, __launch_bounds__(512, PACKED_MIN_BLOCKS(MODE)))                   \
     PACKED_KERNEL(MODE, MNAME, 16, p, true, __launch_bounds__(1024))                                           \
@@ -92,27 +120,30 @@ typedef SAMPLE_T sample_t;
 // one block fills an SM: 19201 to 58108 bins): the prefetching loop, as the narrow counters' `p`
 // build (plan::prefetch_build).
 #define SHARED_ONE_BLOCK_KERNEL(MODE, MNAME)                                                                   \
-    extern "C" __global__ void __launch_bounds__(1024) hist_sharedp_##MNAME##_none(                            \
-        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
-        unsigned long long* t) {                                                                               \
-        shared_kernel<MODE, void, unsigned int, unsigned long long, true>(in, n, w, p, out, t);                \
-    }
+    SMEMKIT_ENTRY(hist_sharedp_##MNAME##_none,                                                                 \
+        extern "C" __global__ void __launch_bounds__(1024) hist_sharedp_##MNAME##_none(                        \
+            const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,     \
+            unsigned long long* t) {                                                                           \
+            shared_kernel<MODE, void, unsigned int, unsigned long long, true>(in, n, w, p, out, t);            \
+        })
 
 // Counts only, one 1024-thread block per SM (the inboxes fill the shared memory the counters leave).
 #define EXCHANGE_KERNEL(MODE, MNAME, BITS)                                                                     \
-    extern "C" __global__ void __launch_bounds__(1024) hist_exchange##BITS##_##MNAME##_none(                   \
-        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
-        unsigned long long* t) {                                                                               \
-        exchange_kernel<MODE, BITS>(in, n, p, out, t);                                                         \
-    }
+    SMEMKIT_ENTRY(hist_exchange##BITS##_##MNAME##_none,                                                        \
+        extern "C" __global__ void __launch_bounds__(1024) hist_exchange##BITS##_##MNAME##_none(               \
+            const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,     \
+            unsigned long long* t) {                                                                           \
+            exchange_kernel<MODE, BITS>(in, n, p, out, t);                                                     \
+        })
 
 // Counts only, one 1024-thread block per SM (narrow counters fill its shared memory), prefetching.
 #define SLICED_KERNEL(MODE, MNAME, BITS)                                                                       \
-    extern "C" __global__ void __launch_bounds__(1024) hist_sliced##BITS##_##MNAME##_none(                     \
-        const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,         \
-        unsigned long long* t) {                                                                               \
-        sliced_kernel<MODE, BITS>(in, n, p, out, t);                                                           \
-    }
+    SMEMKIT_ENTRY(hist_sliced##BITS##_##MNAME##_none,                                                          \
+        extern "C" __global__ void __launch_bounds__(1024) hist_sliced##BITS##_##MNAME##_none(                 \
+            const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,     \
+            unsigned long long* t) {                                                                           \
+            sliced_kernel<MODE, BITS>(in, n, p, out, t);                                                       \
+        })
 
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \

@@ -12,6 +12,9 @@ pub mod cublas;
 pub mod device;
 pub mod histogram;
 pub mod host_memory;
+#[cfg(test)]
+mod kernel_builds_tests;
+mod kernel_sources;
 pub mod launch;
 pub mod matmul;
 pub mod multi;

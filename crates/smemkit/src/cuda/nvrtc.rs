@@ -1,5 +1,7 @@
-//! One NVRTC compilation through cudarc's raw layer: cudarc's safe `compile_ptx` does not take the
-//! headers a kernel file includes (the repository's `.cuh` files, embedded in the library).
+//! One NVRTC compilation through cudarc's raw layer: cudarc's safe `compile_ptx` takes neither the
+//! headers a kernel file includes (the repository's `.cuh` files, embedded in the library) nor asks
+//! for a CUBIN, and both are needed: the headers to split the kernels by family, the CUBIN so that
+//! the driver loads machine code without compiling PTX itself.
 
 use std::ffi::{c_char, CStr, CString};
 
@@ -10,6 +12,8 @@ use cudarc::nvrtc::{result, sys};
 pub enum Output {
     /// PTX text: any architecture the options name, compiled to machine code by the driver.
     Ptx,
+    /// Machine code for the one real architecture the options name (`-arch=sm_90a`).
+    Cubin,
 }
 
 /// Why a compilation failed: NVRTC's status and its log (empty when NVRTC wrote none).
@@ -102,5 +106,35 @@ pub fn compile(
             let end = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
             Ok(raw[..end].iter().map(|&c| c as u8).collect())
         }
+        Output::Cubin => {
+            let mut size = 0usize;
+            // SAFETY: a compiled, live program and a valid out pointer.
+            unsafe { sys::nvrtcGetCUBINSize(program.prog, &mut size) }
+                .result()
+                .map_err(|e| failure(e, String::new()))?;
+            if size == 0 {
+                return Err(failure(
+                    "no CUBIN",
+                    "NVRTC made no CUBIN (the options name a virtual architecture, compute_XX, not a real one, sm_XX)"
+                        .into(),
+                ));
+            }
+            let mut cubin = vec![0u8; size];
+            // SAFETY: `cubin` holds the `size` bytes NVRTC said it would write.
+            unsafe { sys::nvrtcGetCUBIN(program.prog, cubin.as_mut_ptr() as *mut c_char) }
+                .result()
+                .map_err(|e| failure(e, String::new()))?;
+            Ok(cubin)
+        }
     }
+}
+
+/// NVRTC's version, as "major.minor".
+pub fn version() -> Option<String> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two valid out pointers.
+    unsafe { sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .ok()?;
+    Some(format!("{major}.{minor}"))
 }
