@@ -38,6 +38,9 @@ pub enum Command {
     Lab(crate::commands::lab::LabArgs),
     /// Plot GB/s against bins from benchmark JSON lines (every strategy and peer).
     PlotBench(crate::bench::plot::PlotBenchArgs),
+    /// Build ahead of time the GPU kernels the planner picks for these sample types at the
+    /// standard bin counts (for images and CI: the first histogram then loads them).
+    Warmup(crate::commands::warmup::WarmupArgs),
 }
 
 const HIST_AFTER_HELP: &str = "\
@@ -167,7 +170,8 @@ pub struct PlanArgs {
 /// The parsed `bench` flags; the CUDA benchmark takes this struct as it is.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Operation: hist, or (GPU only) stencil1d, transpose, reverse, sgemm.
+    /// Operation: hist, or (GPU only) stencil1d, transpose, reverse, sgemm, first-call (the CLI
+    /// in fresh processes with empty and warm kernel caches).
     #[arg(long, default_value = "hist")]
     pub op: String,
     /// Engine to measure: cpu or cuda.

@@ -3,6 +3,7 @@
 //! sequential loop over `Binning::locate`, so `correct` means what the schema says.
 
 pub mod cuda;
+pub mod first_call;
 pub mod multi;
 pub mod ops;
 pub mod plot;
@@ -26,6 +27,10 @@ use crate::input::generate::{generate, Dist, GenSpec};
 pub const MIN_RUNS: usize = 7;
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+    // The CLI in child processes on the GPU, whatever --backend says; its sizes are fixed.
+    if args.op == "first-call" {
+        return first_call::run(args, out);
+    }
     check_sizes(args)?;
     match args.backend.as_str() {
         "cpu" if args.devices.is_some() => bail!("--devices applies to --backend cuda"),

@@ -5,3 +5,4 @@ pub mod lab;
 pub mod matmul;
 pub mod ops;
 pub mod plan;
+pub mod warmup;

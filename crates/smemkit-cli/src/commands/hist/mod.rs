@@ -56,6 +56,9 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let total = input.byte_len() as u64;
     let report = |bytes: u64| bar.get_or_init(|| stream_bar(total)).set_position(bytes);
     let weights_view = weights.as_ref().map(WeightData::weights);
+    // GPU setup (context, kernels built or loaded) apart from the work, for the summary.
+    let setup_before = smemkit::gpu::setup_time();
+    let notice = crate::compile_notice::Watch::start();
     let h = match &input {
         Input::Data(data) => {
             histogram_with_progress(data.samples(), weights_view, &options, Some(&report))
@@ -64,6 +67,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
             histogram_file_with_progress(file, weights_view, &options, Some(&report))
         }
     };
+    drop(notice);
+    let setup = smemkit::gpu::setup_time().saturating_sub(setup_before);
     if let Some(b) = bar.get() {
         b.finish_and_clear();
     }
@@ -73,6 +78,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         dtype: ty.name(),
         bytes: input.byte_len(),
         read_time,
+        setup,
         bins: describe_bins(&spec, &h),
     };
     output::summary::write(out, &h, &facts)?;

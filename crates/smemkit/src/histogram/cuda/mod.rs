@@ -4,6 +4,8 @@
 
 pub mod bench;
 pub mod device_samples;
+#[cfg(test)]
+mod kernel_builds_tests;
 pub mod multi;
 pub mod params;
 pub mod prepared;
