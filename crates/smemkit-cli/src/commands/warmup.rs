@@ -93,6 +93,8 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
     let before = smemkit::gpu::compile::build_stats();
     for &t in &types {
+        // One line per sample type: what a process needing a new type waits for.
+        let (t_start, t_before) = (Instant::now(), smemkit::gpu::compile::build_stats());
         for &nbins in &args.bins {
             for binning in binnings(t, nbins)? {
                 for &w in weights {
@@ -108,6 +110,14 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
                 }
             }
         }
+        let t_after = smemkit::gpu::compile::build_stats();
+        writeln!(
+            out,
+            "{t}: {} kernels compiled, {} read from the cache, in {:.2} s",
+            t_after.compiled - t_before.compiled,
+            t_after.from_disk - t_before.from_disk,
+            t_start.elapsed().as_secs_f64()
+        )?;
     }
     let after = smemkit::gpu::compile::build_stats();
     let place = match smemkit::gpu::compile::disk_cache_dir() {
