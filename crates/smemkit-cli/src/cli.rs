@@ -170,8 +170,9 @@ pub struct PlanArgs {
 /// The parsed `bench` flags; the CUDA benchmark takes this struct as it is.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Operation: hist, or (GPU only) stencil1d, transpose, reverse, sgemm, first-call (the CLI
-    /// in fresh processes with empty and warm kernel caches).
+    /// Operation: hist, or (GPU only) hist-device (the device-resident API at 2^10 to 2^28
+    /// samples, 256, 4096 and 1M bins), hist-stream, h2d, stencil1d, transpose, reverse, sgemm,
+    /// first-call (the CLI in fresh processes with empty and warm kernel caches).
     #[arg(long, default_value = "hist")]
     pub op: String,
     /// Engine to measure: cpu or cuda.

@@ -24,7 +24,17 @@ struct BinParams {
     float scale32;
     double scale64;
     const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
+    const unsigned* gate;  // the skew verdict (see `hist_verdict`), or null: the kernel always runs
+    unsigned gate_want;    // with `gate`: the verdict for which this kernel runs
 };
+
+// `auto`'s choice between its planned strategy and global is made on the device (no host round
+// trip, so a run can be captured in a CUDA graph): both are enqueued, each gated on the verdict, and
+// the one not chosen returns here before touching memory. The test is uniform across the grid, so
+// returning ahead of barriers is safe.
+__device__ __forceinline__ bool gated_off(const BinParams& p) {
+    return p.gate != nullptr && *p.gate != p.gate_want;
+}
 
 // Slot codes for samples that land in no bin.
 #define SLOT_BELOW (-1LL)

@@ -31,6 +31,7 @@ struct GlobalSink {
 template <int MODE, class W, class Out>
 __device__ void global_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
                               unsigned long long* tallies) {
+    if (gated_off(p)) return;
     __shared__ unsigned hot_key;
     __shared__ Out hot_count;
     if (threadIdx.x == 0) {
@@ -46,9 +47,12 @@ __device__ void global_kernel(const sample_t* in, unsigned long long n, const W*
     flush_tally(t, tallies);
 }
 
-// Adds the u32 counters of a global-memory run into the u64 result and clears them for the next.
+// Adds the u32 counters of a global-memory run into the u64 result and clears them for the next
+// (gated like the global kernel it follows: see `gated_off`).
 #if SMEMKIT_WANTS(hist_fold_u32)
-extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long long* out, unsigned long long n) {
+extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long long* out, unsigned long long n,
+                                         const unsigned* gate, unsigned gate_want) {
+    if (gate != nullptr && *gate != gate_want) return;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         unsigned int v = scratch[i];

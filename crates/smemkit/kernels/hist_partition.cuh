@@ -21,6 +21,7 @@ struct BucketSink {
 template <int MODE>
 __device__ void part_count(const sample_t* in, unsigned long long n, BinParams p, unsigned bits, unsigned nbuckets,
                            unsigned long long* bucket_counts, unsigned long long* tallies) {
+    if (gated_off(p)) return;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned* cnt = reinterpret_cast<unsigned*>(smem_raw);
     for (unsigned b = threadIdx.x; b < nbuckets; b += blockDim.x) cnt[b] = 0;
@@ -134,6 +135,7 @@ template <int MODE>
 __device__ void part_scatter(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned bits,
                              unsigned nbuckets, unsigned split_bits, unsigned long long* cursor,
                              unsigned short* __restrict__ idx) {
+    if (gated_off(p)) return;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned warp_sums[32];
     unsigned* cnt = reinterpret_cast<unsigned*>(smem_raw);

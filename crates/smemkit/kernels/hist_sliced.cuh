@@ -18,6 +18,7 @@
 template <int MODE, int BITS>
 __device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
                               unsigned long long* tallies) {
+    if (gated_off(p)) return;
     constexpr unsigned PER = 32 / BITS;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned hot_key;

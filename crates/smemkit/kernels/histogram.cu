@@ -1,8 +1,9 @@
 // Histogram kernels, one family per header: shared (one private histogram per block in dynamic
 // shared memory), packed (narrow counters), cluster and exchange (the bins split across the shared
 // memories of a thread block cluster, reached through distributed shared memory), sliced (the bins
-// cut into slices of one block each), global (counters in global memory), the partition passes and
-// the skew probe. This file holds the sample-type defines and the extern "C" entry points; the
+// cut into slices of one block each), global (counters in global memory), the partition passes,
+// the skew verdict (hist_probe.cuh) and the deterministic weighted sums (hist_exact.cuh, with their
+// own entry points). This file holds the sample-type defines and the extern "C" entry points; the
 // headers hold the device code (hist_bins.cuh: numpy's rule; hist_walk.cuh: the loop every
 // strategy shares).
 //
@@ -88,10 +89,11 @@ typedef SAMPLE_T sample_t;
             unsigned split_bits, unsigned long long* cursor, unsigned short* idx) {                            \
             part_scatter<MODE>(in, n, p, bits, nbuckets, split_bits, cursor, idx);                             \
         })                                                                                                     \
-    SMEMKIT_ENTRY(hist_probe_##MNAME,                                                                          \
-        extern "C" __global__ void __launch_bounds__(256) hist_probe_##MNAME(                                  \
-            const sample_t* in, unsigned long long n, BinParams p, unsigned probes, unsigned* bins) {          \
-            probe<MODE>(in, n, p, probes, bins);                                                               \
+    SMEMKIT_ENTRY(hist_verdict_##MNAME,                                                                        \
+        extern "C" __global__ void __launch_bounds__(1024) hist_verdict_##MNAME(                               \
+            const sample_t* in, unsigned long long n, BinParams p, unsigned probes, double threshold,          \
+            unsigned* verdict) {                                                                               \
+            skew_verdict<MODE>(in, n, p, probes, threshold, verdict);                                          \
         })
 
 // Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14
@@ -169,3 +171,6 @@ HIST_MODE(MODE_INTEGER, integer)
 HIST_MODE(MODE_UNIFORM64, uniform64)
 #endif
 HIST_MODE(MODE_EDGES, edges)
+
+// The deterministic weighted sums: their own entry points over the binning above.
+#include "hist_exact.cuh"

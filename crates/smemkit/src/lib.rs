@@ -51,10 +51,17 @@ pub use array_ops::reverse::{reverse, ReverseKernel};
 pub use array_ops::stencil::{stencil1d, Boundary};
 pub use array_ops::transpose::transpose;
 pub use backend::Backend;
+/// The cudarc this library is built with: device buffers and streams passed to
+/// [`DeviceHistogram`] come from it.
+pub use cudarc;
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
 pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
+pub use histogram::cuda::device_histogram::{
+    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,
+};
 pub use histogram::cuda::multi::DeviceSet;
+pub use histogram::cuda::prepared::WeightKind;
 pub use histogram::cuda::ranks::RankSpec;
 pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use histogram::plan::{Strategy, StrategyChoice};

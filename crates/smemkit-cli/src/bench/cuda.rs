@@ -124,6 +124,9 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
         }
         return crate::bench::multi::run(args, devices, &commit());
     }
+    if args.op == "hist-device" {
+        return crate::bench::device::run(args, &commit());
+    }
     if matches!(args.op.as_str(), "h2d" | "hist-stream") {
         return crate::bench::stream::run(args, &commit());
     }

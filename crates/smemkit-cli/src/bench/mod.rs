@@ -3,6 +3,7 @@
 //! sequential loop over `Binning::locate`, so `correct` means what the schema says.
 
 pub mod cuda;
+pub mod device;
 pub mod first_call;
 pub mod multi;
 pub mod ops;

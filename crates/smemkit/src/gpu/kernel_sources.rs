@@ -30,7 +30,8 @@ macro_rules! header {
     };
 }
 
-/// The histogram kernels: one header per strategy family, histogram.cu only instantiates.
+/// The histogram kernels: one header per strategy family, histogram.cu only instantiates; the
+/// skew verdict and the deterministic weighted sums built on their binning.
 pub const HISTOGRAM: KernelSource = KernelSource {
     name: "histogram.cu",
     text: include_str!("../../kernels/histogram.cu"),
@@ -46,6 +47,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
         header!("hist_global.cuh"),
         header!("hist_partition.cuh"),
         header!("hist_probe.cuh"),
+        header!("hist_exact.cuh"),
     ],
     one_kernel: true,
 };

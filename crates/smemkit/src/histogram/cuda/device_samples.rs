@@ -36,6 +36,23 @@ impl DeviceSamples {
         self.buf.device_ptr(&gpu.stream).0
     }
 
+    /// The samples as a typed view (for the device-resident API); `T` must be their type.
+    pub fn view<T: crate::Sample + cudarc::driver::DeviceRepr>(
+        &self,
+    ) -> Result<cudarc::driver::CudaView<'_, T>> {
+        if T::TYPE != self.sample_type {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "device samples of {} viewed as {}",
+                self.sample_type,
+                T::TYPE
+            )));
+        }
+        // SAFETY: the buffer holds n samples of T (checked above), drawn by the generator.
+        unsafe { self.buf.transmute::<T>(self.n) }.ok_or_else(|| {
+            crate::error::Error::InvalidArgument("device samples shorter than n".into())
+        })
+    }
+
     /// Copies the samples to the host.
     pub fn to_host(&self, gpu: &Gpu) -> Result<HostSamples> {
         let bytes = gpu

@@ -200,6 +200,16 @@ fn every_histogram_kernel_compiles_for_hopper() {
                 }
             }
             for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
+                for name in [
+                    format!("hist_verdict_{m}"),
+                    format!("hist_exact_{m}_f32"),
+                    format!("hist_exact_{m}_f64"),
+                ] {
+                    assert!(
+                        ptx.contains(&format!(".entry {name}(")),
+                        "{t}: {name} missing from the PTX"
+                    );
+                }
                 let name = format!("hist_sharedp_{m}_none");
                 assert!(
                     ptx.contains(&format!(".entry {name}(")),
@@ -248,7 +258,7 @@ fn the_planner_names_kernels_of_every_family() {
         "hist_part_scatter_",
         "hist_part_bins",
         "hist_part_scan",
-        "hist_probe_",
+        "hist_verdict_",
     ] {
         assert!(
             names.iter().any(|n| n.starts_with(family)),
@@ -271,6 +281,25 @@ fn auto_kernels_build_alone_as_cubin_for_sm_90a() {
                 continue; // weighted: the exhaustive check below
             }
             check_one_kernel_cubin(t, kernel);
+        }
+    }
+}
+
+/// The deterministic sums' kernels (`exact_sums.rs`), each built alone as a CUBIN for sm_90a.
+#[test]
+fn exact_sum_kernels_build_alone_as_cubin_for_sm_90a() {
+    if !toolchain() {
+        return;
+    }
+    for (t, mode) in [(SampleType::I32, "integer"), (SampleType::F32, "uniform32")] {
+        for kernel in [
+            format!("hist_exact_{mode}_f32"),
+            "hist_exact_edges_f64".to_string(),
+            "hist_exact_scale_f32".to_string(),
+            "hist_exact_scale_f64".to_string(),
+            "hist_exact_finish".to_string(),
+        ] {
+            check_one_kernel_cubin(t, &kernel);
         }
     }
 }

@@ -40,6 +40,10 @@ pub struct KernelBinParams {
     pub scale64: f64,
     /// Device address of numpy's float32 edges (uniform float32 bins with `multiply`), or 0.
     pub edges32: u64,
+    /// Device address of the skew verdict (`hist_verdict` in `histogram.cu`), or 0: a gated kernel
+    /// runs only where the verdict equals `gate_want`, so that `auto` chooses on the device.
+    pub gate: u64,
+    pub gate_want: u32,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
@@ -168,10 +172,11 @@ mod tests {
     #[test]
     fn layout_matches_the_kernel_struct() {
         // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
-        // and its float32 factor, its float64 factor, the float32 edge table's address.
+        // and its float32 factor, its float64 factor, the float32 edge table's address, the
+        // verdict's address and the wanted verdict (padded to 8 bytes, as the C struct is).
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }

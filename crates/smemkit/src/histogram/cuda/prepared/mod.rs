@@ -6,7 +6,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::params::{kernel_params, mode_name, KernelBinParams};
 use crate::error::{Error, Result};
@@ -289,7 +289,7 @@ impl Prepared {
     /// One-line description for reports.
     pub fn detail(&self) -> String {
         let probe = match &self.skew {
-            Some(skew) => skew.describe(),
+            Some(skew) => skew.describe(&self.gpu),
             None => String::new(),
         };
         format!(
@@ -327,25 +327,56 @@ impl Prepared {
         out: u64,
         tallies: u64,
     ) -> Result<()> {
-        if let Some(skew) = &self.skew {
-            // The probe launches raw, which uses the thread's current context: on the multi-GPU
-            // paths one thread launches on several GPUs in turn.
-            self.gpu.bind()?;
-            // SAFETY: `input` holds `n` samples (the caller's guarantee).
-            if n >= plan::SKEW_PROBE_MIN_SAMPLES && unsafe { skew.is_hot(self, input, n)? } {
-                // SAFETY: forwarded from the caller; both plans add into the same counters.
-                return unsafe {
-                    skew.global
-                        .launch_as_planned(input, n, weights, out, tallies)
-                };
-            }
-        }
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch_as_planned(input, n, weights, out, tallies) }
+        unsafe { self.enqueue(&self.gpu.stream, input, n, weights, out, tallies) }
+    }
+
+    /// [`Prepared::launch_device`] on `stream` (of this GPU's context): every launch of the run,
+    /// `auto`'s skew verdict included, is enqueued there and nothing waits for the host, so a
+    /// run can be captured in a CUDA graph. Where the plan has a skew probe and the input is long
+    /// enough, both the planned strategy and global are enqueued, each gated on the verdict
+    /// (`gated_off` in the kernels): the one not chosen returns at once.
+    ///
+    /// # Safety
+    /// As [`Prepared::launch_device`], with "until `stream` has finished the launches".
+    pub(crate) unsafe fn enqueue(
+        &self,
+        stream: &Arc<CudaStream>,
+        input: u64,
+        n: usize,
+        weights: u64,
+        out: u64,
+        tallies: u64,
+    ) -> Result<()> {
+        // Raw launches use the thread's current context: on the multi-GPU paths one thread
+        // launches on several GPUs in turn.
+        self.gpu.bind()?;
+        let run = Run {
+            stream,
+            input,
+            n,
+            weights,
+            out,
+            tallies,
+        };
+        match &self.skew {
+            Some(skew) if n >= plan::SKEW_PROBE_MIN_SAMPLES => {
+                // SAFETY: `input` holds `n` samples (the caller's guarantee).
+                let verdict = unsafe { skew.launch_verdict(self, stream, input, n)? };
+                // SAFETY: forwarded from the caller; both plans add into the same counters, and
+                // exactly one of them runs.
+                unsafe {
+                    skew.global.launch_planned(&run, Some((verdict, 1)))?;
+                    self.launch_planned(&run, Some((verdict, 0)))
+                }
+            }
+            // SAFETY: forwarded from the caller.
+            _ => unsafe { self.launch_planned(&run, None) },
+        }
     }
 
     /// [`Prepared::launch_device`] without the skew probe: the planned strategy whatever the data.
-    /// For launches that must not wait on the host (the chunks of a streaming pipeline).
+    /// For launches that must not depend on a verdict (the chunks of a streaming pipeline).
     ///
     /// # Safety
     /// As [`Prepared::launch_device`].
@@ -358,9 +389,48 @@ impl Prepared {
         tallies: u64,
     ) -> Result<()> {
         self.gpu.bind()?;
+        let run = Run {
+            stream: &self.gpu.stream,
+            input,
+            n,
+            weights,
+            out,
+            tallies,
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_planned(&run, None) }
+    }
+
+    /// Makes every buffer a run over up to `n` samples needs (the partition index array), so that
+    /// [`Prepared::enqueue`] allocates nothing for such runs.
+    pub(crate) fn reserve(&self, n: usize) -> Result<()> {
+        match &self.partition {
+            Some(part) => part.reserve(&self.gpu.stream, n),
+            None => Ok(()),
+        }
+    }
+
+    /// The planned strategy's launches of `run`; with `gate` = (verdict address, wanted verdict),
+    /// gated on the skew verdict.
+    ///
+    /// # Safety
+    /// As [`Prepared::enqueue`].
+    unsafe fn launch_planned(&self, run: &Run<'_>, gate: Option<(u64, u32)>) -> Result<()> {
+        let Run {
+            stream,
+            input,
+            n,
+            weights,
+            out,
+            tallies,
+        } = *run;
+        let mut params = self.params;
+        let (gate_ptr, gate_want) = gate.unwrap_or((0, 0));
+        params.gate = gate_ptr;
+        params.gate_want = gate_want;
         if let Some(part) = &self.partition {
             // SAFETY: forwarded from the caller.
-            return unsafe { part.launch(self, input, n, out, tallies) };
+            return unsafe { part.launch(self, stream, params, input, n, out, tallies) };
         }
         let elem = self.sample_type.size() as u64;
         let welem = match self.weights {
@@ -377,9 +447,9 @@ impl Prepared {
             } else {
                 weights + start as u64 * welem
             };
-            let mut params = self.params;
+            let mut params = params;
             let mut out_ptr = match &self.fold {
-                Some((scratch, _)) => scratch.device_ptr(&self.gpu.stream).0,
+                Some((scratch, _)) => scratch.device_ptr(stream).0,
                 None => out,
             };
             let mut t_ptr = tallies;
@@ -393,24 +463,39 @@ impl Prepared {
             ];
             // SAFETY: the argument list matches hist_* (in, n, w, BinParams, out, tallies); the caller
             // guarantees the pointers.
-            unsafe { launch::launch(&self.func, &self.gpu.stream, &self.shape, &mut args)? };
+            unsafe { launch::launch(&self.func, stream, &self.shape, &mut args)? };
             if let Some((scratch, fold)) = &self.fold {
-                let (scratch_ptr, n_bins) =
-                    (scratch.device_ptr(&self.gpu.stream).0, self.nbins as u64);
+                let (scratch_ptr, n_bins) = (scratch.device_ptr(stream).0, self.nbins as u64);
                 let cfg = LaunchConfig {
                     grid_dim: (self.gpu.limits.sm_count * 4, 1, 1),
                     block_dim: (512, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                let mut b = self.gpu.stream.launch_builder(fold);
-                b.arg(&scratch_ptr).arg(&out).arg(&n_bins);
-                // SAFETY: hist_fold_u32(u32* scratch, u64* out, n): both hold nbins counters.
+                let mut b = stream.launch_builder(fold);
+                b.arg(&scratch_ptr)
+                    .arg(&out)
+                    .arg(&n_bins)
+                    .arg(&gate_ptr)
+                    .arg(&gate_want);
+                // SAFETY: hist_fold_u32(u32* scratch, u64* out, n, gate, gate_want): both hold
+                // nbins counters; `gate` is 0 or the verdict.
                 unsafe { b.launch(cfg) }.map_err(cuda_err("launching the u32 fold"))?;
             }
             start += len;
         }
         Ok(())
     }
+}
+
+/// One run's stream and device addresses, as [`Prepared::enqueue`] received them.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    stream: &'a Arc<CudaStream>,
+    input: u64,
+    n: usize,
+    weights: u64,
+    out: u64,
+    tallies: u64,
 }
 
 /// Most uniform float32 bins whose edges the kernels read from a table (64 KiB); beyond it they

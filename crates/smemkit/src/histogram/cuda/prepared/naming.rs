@@ -68,7 +68,7 @@ pub fn kernel_name(
 }
 
 /// The kernels a prepared histogram launches besides its plan's own: the fold of global u32
-/// counters, the later partition passes, and where `auto` probes for skew, the probe and the
+/// counters, the later partition passes, and where `auto` probes for skew, the verdict and the
 /// global plan it may switch to.
 pub fn companions(
     plan: &Plan,
@@ -88,7 +88,7 @@ pub fn companions(
         names.push("hist_part_scan".to_string());
     }
     if probed {
-        names.push(format!("hist_probe_{mode}"));
+        names.push(format!("hist_verdict_{mode}"));
         names.push(format!("hist_global_{mode}_{}", weights.suffix()));
         if global_counts {
             names.push("hist_fold_u32".to_string());

@@ -139,27 +139,36 @@ impl Partition {
         }
     }
 
+    /// Makes the index array hold a batch of up to `n` samples (allocated on `stream`).
+    pub(super) fn reserve(&self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
+        let mut guard = self.buffers.lock().expect("partition buffers");
+        let batch = n.min(PARTITION_BATCH);
+        if !guard.idx.as_ref().is_some_and(|b| b.len() >= batch) {
+            // SAFETY: every index the third pass reads was written by the second.
+            guard.idx = Some(
+                unsafe { stream.alloc::<u16>(batch.max(1)) }
+                    .map_err(cuda_err("allocating the partition index array"))?,
+            );
+        }
+        Ok(())
+    }
+
     /// # Safety
-    /// As [`Prepared::launch_device`].
+    /// As [`Prepared::enqueue`]; `params` are the prepared ones, gated or not.
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn launch(
         &self,
         p: &Prepared,
+        stream: &Arc<CudaStream>,
+        params: KernelBinParams,
         input: u64,
         n: usize,
         out: u64,
         tallies: u64,
     ) -> Result<()> {
-        let stream = &p.gpu.stream;
+        self.reserve(stream, n)?;
         let mut guard = self.buffers.lock().expect("partition buffers");
         let bufs = &mut *guard;
-        let batch = n.min(PARTITION_BATCH);
-        if !bufs.idx.as_ref().is_some_and(|b| b.len() >= batch) {
-            // SAFETY: every index the third pass reads was written by the second.
-            bufs.idx = Some(
-                unsafe { stream.alloc::<u16>(batch.max(1)) }
-                    .map_err(cuda_err("allocating the partition index array"))?,
-            );
-        }
         let (bits, nb) = (plan::PARTITION_BITS, self.nbuckets as u32);
         let split_bits = self.split_bits;
         let elem = p.sample_type.size() as u64;
@@ -188,7 +197,7 @@ impl Partition {
             let mut b = stream.launch_builder(&p.func);
             b.arg(&in_ptr)
                 .arg(&len64)
-                .arg(&p.params)
+                .arg(&params)
                 .arg(&bits)
                 .arg(&nb)
                 .arg(&counts_ptr)
@@ -224,7 +233,7 @@ impl Partition {
             let mut b = stream.launch_builder(&self.scatter);
             b.arg(&in_ptr)
                 .arg(&len64)
-                .arg(&p.params)
+                .arg(&params)
                 .arg(&bits)
                 .arg(&nb)
                 .arg(&split_bits)

@@ -1,0 +1,178 @@
+//! The counting entry points behind `smemkit.histogram`, `histogram_bin_edges` and `bincount`.
+//! The Python layer (python/smemkit/__init__.py) parses numpy's arguments and shapes the results
+//! (dtypes, density); these functions take flat arrays and plain values, run the library with the
+//! interpreter released, and return the counts and edges as numpy arrays that own the library's
+//! vectors (no copy).
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use smemkit::{
+    Backend, BinSpec, Binning, Counts, HistogramOptions, OutOfRange, Samples, StrategyChoice,
+};
+
+use crate::arrays::{Held, HeldWeights};
+use crate::errors::IntoPy;
+
+/// The library options from the Python keywords.
+fn options(
+    bins: BinSpec,
+    out_of_range: &str,
+    backend: &str,
+    strategy: Option<&str>,
+) -> PyResult<HistogramOptions> {
+    let strategy = match strategy {
+        None => StrategyChoice::Auto,
+        Some(s) => StrategyChoice::parse(s, None).py_err()?,
+    };
+    Ok(HistogramOptions::new(bins)
+        .policy(OutOfRange::parse(out_of_range).py_err()?)
+        .backend(Backend::parse(backend).py_err()?)
+        .strategy(strategy))
+}
+
+fn spec(
+    nbins: Option<usize>,
+    range: Option<(f64, f64)>,
+    edges: Option<PyReadonlyArray1<'_, f64>>,
+) -> PyResult<BinSpec> {
+    match (nbins, edges) {
+        (Some(nbins), None) => Ok(BinSpec::Uniform { nbins, range }),
+        (None, Some(edges)) => Ok(BinSpec::Edges(edges.as_array().to_vec())),
+        _ => Err(PyValueError::new_err(
+            "internal: give exactly one of nbins and edges",
+        )),
+    }
+}
+
+fn counts_array(py: Python<'_>, counts: Counts) -> Bound<'_, PyAny> {
+    match counts {
+        Counts::Unweighted(c) => PyArray1::from_vec(py, c).into_any(),
+        Counts::Weighted(c) => PyArray1::from_vec(py, c).into_any(),
+    }
+}
+
+/// `(counts, edges)`: counts as uint64 (float64 sums with weights), edges as float64.
+#[pyfunction]
+#[pyo3(signature = (a, weights, nbins, range, edges, out_of_range, backend, strategy))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn histogram<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    weights: Option<&Bound<'py, PyAny>>,
+    nbins: Option<usize>,
+    range: Option<(f64, f64)>,
+    edges: Option<PyReadonlyArray1<'py, f64>>,
+    out_of_range: &str,
+    backend: &str,
+    strategy: Option<&str>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<f64>>)> {
+    let held = Held::of(a, "a")?;
+    let held_weights = weights.map(HeldWeights::of).transpose()?;
+    let samples = held.samples()?;
+    let w = held_weights.as_ref().map(|w| w.weights()).transpose()?;
+    let opts = options(spec(nbins, range, edges)?, out_of_range, backend, strategy)?;
+    let h = py
+        .detach(|| smemkit::histogram(samples, w, &opts))
+        .py_err()?;
+    Ok((counts_array(py, h.counts), PyArray1::from_vec(py, h.edges)))
+}
+
+/// The edges `histogram` would use, without counting.
+#[pyfunction]
+#[pyo3(signature = (a, nbins, range))]
+pub fn histogram_bin_edges<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    nbins: usize,
+    range: Option<(f64, f64)>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let held = Held::of(a, "a")?;
+    let samples = held.samples()?;
+    let spec = BinSpec::Uniform { nbins, range };
+    let edges = py
+        .detach(|| Binning::resolve(&spec, samples).map(|b| b.edges()))
+        .py_err()?;
+    Ok(PyArray1::from_vec(py, edges))
+}
+
+/// Smallest and largest value of integer samples (`None` when empty); floats are a TypeError.
+fn integer_extent(samples: Samples<'_>) -> PyResult<Option<(i128, i128)>> {
+    fn extent<T: Copy + Into<i128>>(s: &[T]) -> Option<(i128, i128)> {
+        s.iter().fold(None, |acc, &x| {
+            let x: i128 = x.into();
+            Some(match acc {
+                None => (x, x),
+                Some((lo, hi)) => (x.min(lo), x.max(hi)),
+            })
+        })
+    }
+    Ok(match samples {
+        Samples::U8(s) => extent(s),
+        Samples::U16(s) => extent(s),
+        Samples::U32(s) => extent(s),
+        Samples::U64(s) => extent(s),
+        Samples::I8(s) => extent(s),
+        Samples::I16(s) => extent(s),
+        Samples::I32(s) => extent(s),
+        Samples::I64(s) => extent(s),
+        Samples::F32(_) | Samples::F64(_) => {
+            return Err(PyTypeError::new_err(format!(
+                "Cannot cast array data from dtype('{}') to dtype('int64') according to the rule 'safe'",
+                samples.sample_type().name()
+            )))
+        }
+    })
+}
+
+/// numpy's bincount: counts as uint64 (float64 sums with weights), `max(x) + 1` long, at least
+/// `minlength`.
+#[pyfunction]
+#[pyo3(signature = (x, weights, minlength, backend, strategy))]
+pub fn bincount<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    weights: Option<&Bound<'py, PyAny>>,
+    minlength: usize,
+    backend: &str,
+    strategy: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let held = Held::of(x, "x")?;
+    let held_weights = weights.map(HeldWeights::of).transpose()?;
+    let samples = held.samples()?;
+    let w = held_weights.as_ref().map(|w| w.weights()).transpose()?;
+    if let Some(w) = &w {
+        if w.len() != samples.len() {
+            return Err(PyValueError::new_err(
+                "The weights and list don't have the same length.",
+            ));
+        }
+    }
+    let extent = py.detach(|| integer_extent(samples))?;
+    let nbins = match extent {
+        Some((lo, _)) if lo < 0 => {
+            return Err(PyValueError::new_err(
+                "'list' argument must have no negative elements",
+            ))
+        }
+        Some((_, hi)) => usize::try_from(hi + 1)
+            .map_err(|_| {
+                PyValueError::new_err(format!(
+                    "bincount: the largest value {hi} needs more bins than this machine can address"
+                ))
+            })?
+            .max(minlength),
+        None => minlength,
+    };
+    if samples.is_empty() {
+        return Ok(match w {
+            Some(_) => PyArray1::from_vec(py, vec![0f64; nbins]).into_any(),
+            None => PyArray1::from_vec(py, vec![0u64; nbins]).into_any(),
+        });
+    }
+    let opts = options(BinSpec::Integer { nbins }, "ignore", backend, strategy)?;
+    let h = py
+        .detach(|| smemkit::histogram(samples, w, &opts))
+        .py_err()?;
+    Ok(counts_array(py, h.counts))
+}

@@ -1,0 +1,10 @@
+"""Every test runs on the CPU engine unless it says otherwise: CI has no GPU, and numpy (the
+oracle) runs on the CPU too."""
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261124)

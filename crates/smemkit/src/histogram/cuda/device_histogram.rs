@@ -1,0 +1,563 @@
+//! Histograms of data already in GPU memory, on the caller's stream. A [`DeviceHistogram`] is built
+//! once for a device, sample type, bins, weights, policy and strategy: it plans, compiles the
+//! kernels and allocates every scratch buffer a run up to its `max_samples` can need. Its `run`
+//! takes device memory (a cudarc slice or view, or raw pointers of memory another framework owns)
+//! and a stream, enqueues the whole histogram there (zeroing the output, `auto`'s skew verdict,
+//! the kernels) and returns without waiting: nothing is allocated and nothing synchronises, so a
+//! run can be captured in a CUDA graph. [`DeviceOutput::read`] brings a result to the host.
+//!
+//! Counts are u64 and exact whatever the order of the atomics. Weighted sums are f64; with
+//! [`DeviceHistogramSpec::deterministic`] they are also bit-identical on every run and strategy
+//! (see [`super::exact_sums`]).
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
+
+use super::exact_sums::ExactSums;
+use super::prepared::{Counting, Prepared, WeightKind};
+use crate::error::{Error, Result};
+use crate::gpu::device::{cuda_err, Gpu};
+use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
+use crate::histogram::plan::StrategyChoice;
+use crate::histogram::result::{Counts, Tallies};
+use crate::sample::{Sample, SampleType, Samples};
+
+/// What a [`DeviceHistogram`] computes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceHistogramSpec {
+    pub sample_type: SampleType,
+    /// Uniform bins need their range: the data's own minimum and maximum would need a host
+    /// round trip.
+    pub bins: BinSpec,
+    pub weights: WeightKind,
+    pub policy: OutOfRange,
+    pub strategy: StrategyChoice,
+    /// The most samples one run may take (scratch is sized for it; the plan too).
+    pub max_samples: usize,
+    /// Weighted sums bit-identical on every run and strategy (see [`super::exact_sums`]).
+    pub deterministic: bool,
+}
+
+impl DeviceHistogramSpec {
+    /// Unweighted, out-of-range samples ignored, the planner's strategy, up to 2^31 samples.
+    pub fn new(sample_type: SampleType, bins: BinSpec) -> Self {
+        DeviceHistogramSpec {
+            sample_type,
+            bins,
+            weights: WeightKind::None,
+            policy: OutOfRange::Ignore,
+            strategy: StrategyChoice::Auto,
+            max_samples: 1 << 31,
+            deterministic: false,
+        }
+    }
+    pub fn weights(mut self, weights: WeightKind) -> Self {
+        self.weights = weights;
+        self
+    }
+    pub fn policy(mut self, policy: OutOfRange) -> Self {
+        self.policy = policy;
+        self
+    }
+    pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
+        self.strategy = strategy;
+        self
+    }
+    pub fn max_samples(mut self, max_samples: usize) -> Self {
+        self.max_samples = max_samples;
+        self
+    }
+    pub fn deterministic(mut self, deterministic: bool) -> Self {
+        self.deterministic = deterministic;
+        self
+    }
+}
+
+/// Weights in device memory, one per sample.
+#[derive(Debug, Clone, Copy)]
+pub enum DeviceWeights<'a> {
+    F32(&'a CudaView<'a, f32>),
+    F64(&'a CudaView<'a, f64>),
+}
+
+/// A histogram's result in device memory: one allocation of 3 + nbins u64 words, the tallies
+/// (below, above, NaN) first and then the counts (u64) or the sums (f64 bits), so that one memset
+/// clears it.
+pub struct DeviceOutput {
+    words: CudaSlice<u64>,
+    nbins: usize,
+    weighted: bool,
+    policy: OutOfRange,
+}
+
+impl DeviceOutput {
+    /// The whole buffer: tallies, then counts or sums.
+    pub fn words(&self) -> &CudaSlice<u64> {
+        &self.words
+    }
+    pub fn nbins(&self) -> usize {
+        self.nbins
+    }
+    /// Device address of the 3 tallies.
+    pub fn tallies_ptr(&self, stream: &CudaStream) -> u64 {
+        self.words.device_ptr(stream).0
+    }
+    /// Device address of the nbins counts (u64) or sums (f64).
+    pub fn bins_ptr(&self, stream: &CudaStream) -> u64 {
+        self.tallies_ptr(stream) + 24
+    }
+
+    /// Waits for `stream` and copies the result to the host. With [`OutOfRange::Error`], samples
+    /// outside the bins fail here (the run itself cannot report them without a host round trip).
+    pub fn read(&self, stream: &Arc<CudaStream>) -> Result<(Counts, Tallies)> {
+        let words = stream.clone_dtoh(&self.words).map_err(cuda_err(
+            "reading a histogram back (a kernel may have failed)",
+        ))?;
+        let tallies = Tallies {
+            below: words[0],
+            above: words[1],
+            nan: words[2],
+        };
+        if self.policy == OutOfRange::Error
+            && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
+        {
+            return Err(Error::OutOfRange {
+                below: tallies.below,
+                above: tallies.above,
+                nan: tallies.nan,
+            });
+        }
+        let bins = &words[3..3 + self.nbins];
+        let counts = if self.weighted {
+            Counts::Weighted(bins.iter().map(|&w| f64::from_bits(w)).collect())
+        } else {
+            Counts::Unweighted(bins.to_vec())
+        };
+        Ok((counts, tallies))
+    }
+}
+
+/// A histogram built once and run many times on device memory (see the module documentation).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use smemkit::{BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, SampleType};
+///
+/// let gpu = smemkit::gpu::gpu()?;
+/// let stream = gpu.ctx.new_stream()?;
+/// let samples = stream.clone_htod(&[0i32, 1, 1, 3, 7, 255])?;
+/// let spec = DeviceHistogramSpec::new(SampleType::I32, BinSpec::Integer { nbins: 256 })
+///     .max_samples(1 << 20);
+/// let hist = DeviceHistogram::new(&gpu, &spec)?;
+/// let mut out = hist.output()?;
+/// hist.run(&samples.as_view(), None, &mut out, &stream)?;
+/// let (counts, tallies) = out.read(&stream)?;
+/// assert!(matches!(counts, Counts::Unweighted(ref c) if c[1] == 2 && c[255] == 1));
+/// assert_eq!(tallies.above, 0);
+/// # Ok(())
+/// # }
+/// ```
+pub struct DeviceHistogram {
+    prepared: Prepared,
+    exact: Option<ExactSums>,
+    binning: Binning,
+    spec: DeviceHistogramSpec,
+}
+
+/// Empty samples of a type, to resolve bins that need no data.
+fn no_samples(t: SampleType) -> Samples<'static> {
+    match t {
+        SampleType::U8 => Samples::U8(&[]),
+        SampleType::U16 => Samples::U16(&[]),
+        SampleType::U32 => Samples::U32(&[]),
+        SampleType::U64 => Samples::U64(&[]),
+        SampleType::I8 => Samples::I8(&[]),
+        SampleType::I16 => Samples::I16(&[]),
+        SampleType::I32 => Samples::I32(&[]),
+        SampleType::I64 => Samples::I64(&[]),
+        SampleType::F32 => Samples::F32(&[]),
+        SampleType::F64 => Samples::F64(&[]),
+    }
+}
+
+/// Resolves the bins of a device histogram: as the host engines do, except that uniform bins
+/// must name their range.
+pub fn resolve_bins(spec: &BinSpec, sample_type: SampleType) -> Result<Binning> {
+    if let BinSpec::Uniform { range: None, .. } = spec {
+        return Err(Error::InvalidArgument(
+            "a device histogram's uniform bins need a range: the data's minimum and maximum would need a host round trip".into(),
+        ));
+    }
+    Binning::resolve(spec, no_samples(sample_type))
+}
+
+impl DeviceHistogram {
+    /// Plans and compiles the histogram and allocates its scratch on `gpu`.
+    pub fn new(gpu: &Arc<Gpu>, spec: &DeviceHistogramSpec) -> Result<DeviceHistogram> {
+        let binning = resolve_bins(&spec.bins, spec.sample_type)?;
+        let exact = match (spec.deterministic, spec.weights) {
+            (false, _) => None,
+            (true, WeightKind::None) => None,
+            (true, w) => Some(ExactSums::new(
+                gpu,
+                spec.sample_type,
+                w,
+                &binning,
+                spec.strategy,
+            )?),
+        };
+        // The deterministic mode takes only the binning's kernel parameters from the plan.
+        let choice = if exact.is_some() {
+            StrategyChoice::Global
+        } else {
+            spec.strategy
+        };
+        let prepared = Prepared::sized(
+            gpu.clone(),
+            Counting {
+                sample_type: spec.sample_type,
+                weights: spec.weights,
+                binning: &binning,
+                policy: spec.policy,
+            },
+            choice,
+            Some(spec.max_samples.max(1)),
+        )?;
+        prepared.reserve(spec.max_samples)?;
+        Ok(DeviceHistogram {
+            prepared,
+            exact,
+            binning,
+            spec: spec.clone(),
+        })
+    }
+
+    pub fn nbins(&self) -> usize {
+        self.binning.nbins()
+    }
+    pub fn binning(&self) -> &Binning {
+        &self.binning
+    }
+    pub fn spec(&self) -> &DeviceHistogramSpec {
+        &self.spec
+    }
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.prepared.gpu
+    }
+
+    /// One line on the plan, for reports (reads the last skew verdict back, waiting for the GPU).
+    pub fn detail(&self) -> String {
+        match &self.exact {
+            Some(e) => format!(
+                "{}, deterministic sums in {} memory",
+                self.prepared.gpu.name,
+                if e.in_shared() { "shared" } else { "global" }
+            ),
+            None => self.prepared.detail(),
+        }
+    }
+
+    /// A zeroed output for this histogram (allocated on the GPU's own stream, once; runs reuse
+    /// it).
+    pub fn output(&self) -> Result<DeviceOutput> {
+        let words = self
+            .prepared
+            .gpu
+            .stream
+            .alloc_zeros::<u64>(3 + self.nbins())
+            .map_err(cuda_err("allocating a histogram output"))?;
+        Ok(DeviceOutput {
+            words,
+            nbins: self.nbins(),
+            weighted: self.spec.weights != WeightKind::None,
+            policy: self.spec.policy,
+        })
+    }
+
+    /// Histograms `input` (with `weights` where the histogram was built weighted) into `out`,
+    /// overwriting it, on `stream`; returns once everything is enqueued. The input, weights and
+    /// output must stay alive and unmodified until the stream has run it (the borrows end when
+    /// this returns: order later writes after it on the stream). Runs of one histogram share its
+    /// scratch: on different streams, order them (events) or build one histogram per stream.
+    pub fn run<T: Sample + DeviceRepr>(
+        &self,
+        input: &CudaView<'_, T>,
+        weights: Option<DeviceWeights<'_>>,
+        out: &mut DeviceOutput,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        self.run_impl(input, weights, out, stream, false)
+    }
+
+    /// [`DeviceHistogram::run`] adding into `out` instead of overwriting it (chunks of one
+    /// histogram).
+    pub fn run_accumulate<T: Sample + DeviceRepr>(
+        &self,
+        input: &CudaView<'_, T>,
+        weights: Option<DeviceWeights<'_>>,
+        out: &mut DeviceOutput,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        self.run_impl(input, weights, out, stream, true)
+    }
+
+    fn run_impl<T: Sample + DeviceRepr>(
+        &self,
+        input: &CudaView<'_, T>,
+        weights: Option<DeviceWeights<'_>>,
+        out: &mut DeviceOutput,
+        stream: &Arc<CudaStream>,
+        accumulate: bool,
+    ) -> Result<()> {
+        if out.nbins != self.nbins() || out.weighted != (self.spec.weights != WeightKind::None) {
+            return Err(Error::InvalidArgument(format!(
+                "the output was made for {} {} bins, this histogram has {} {}",
+                out.nbins,
+                if out.weighted { "weighted" } else { "counted" },
+                self.nbins(),
+                if self.spec.weights != WeightKind::None {
+                    "weighted"
+                } else {
+                    "counted"
+                }
+            )));
+        }
+        let (w, _w_guard32, _w_guard64);
+        match weights {
+            None => {
+                w = None;
+                (_w_guard32, _w_guard64) = (None, None);
+            }
+            Some(DeviceWeights::F32(v)) => {
+                let (p, g) = v.device_ptr(stream);
+                w = Some((p, v.len(), WeightKind::F32));
+                (_w_guard32, _w_guard64) = (Some(g), None);
+            }
+            Some(DeviceWeights::F64(v)) => {
+                let (p, g) = v.device_ptr(stream);
+                w = Some((p, v.len(), WeightKind::F64));
+                (_w_guard32, _w_guard64) = (None, Some(g));
+            }
+        }
+        let (in_ptr, _in_guard) = input.device_ptr(stream);
+        let base = out.words.device_ptr(stream).0;
+        // SAFETY: the view holds input.len() samples of T, the weights view its length, and the
+        // output 3 + nbins words, all borrowed for this call; the caller keeps them alive until
+        // the stream has run (documented above).
+        unsafe {
+            self.enqueue(
+                stream,
+                in_ptr,
+                input.len(),
+                T::TYPE,
+                w,
+                base + 24,
+                base,
+                accumulate,
+            )
+        }
+    }
+
+    /// [`DeviceHistogram::run`] on memory and a stream that another framework owns (torch, CuPy,
+    /// JAX): `input` holds `n` samples of `sample_type`, `weights` (0 without) `n` weights of the
+    /// histogram's weight kind, `bins` nbins u64 counts or f64 sums, `tallies` 3 u64. With
+    /// `accumulate` the result is added to what `bins` and `tallies` hold.
+    ///
+    /// # Safety
+    /// Every pointer must be device memory of this GPU's context (the primary context, which
+    /// torch and CuPy use) holding what is said above, and stay valid and unwritten by others
+    /// until `stream` has run the histogram; `stream` must be a live stream of that context (or
+    /// the legacy or per-thread default stream).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn run_raw(
+        &self,
+        input: u64,
+        n: usize,
+        sample_type: SampleType,
+        weights: u64,
+        bins: u64,
+        tallies: u64,
+        stream: sys::CUstream,
+        accumulate: bool,
+    ) -> Result<()> {
+        let gpu = &self.prepared.gpu;
+        gpu.bind()?;
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `stream` is a live stream (the caller's guarantee); `ctx` a valid out pointer.
+        unsafe {
+            crate::gpu::launch::check(
+                sys::cuStreamGetCtx(stream, &mut ctx),
+                "asking which context the stream belongs to",
+            )?
+        };
+        if ctx != gpu.ctx.cu_ctx() {
+            return Err(Error::InvalidArgument(format!(
+                "the stream belongs to another CUDA context than device {}'s primary context",
+                gpu.ordinal
+            )));
+        }
+        // SAFETY: the stream is the caller's and of this context; the wrapper does not own it.
+        let stream = unsafe { gpu.ctx.wrap_borrowed_stream(stream) };
+        let w = (weights != 0).then_some((weights, n, self.spec.weights));
+        // SAFETY: forwarded from the caller.
+        unsafe { self.enqueue(&stream, input, n, sample_type, w, bins, tallies, accumulate) }
+    }
+
+    /// The checks (all on the host) and the launches of one run.
+    ///
+    /// # Safety
+    /// As [`DeviceHistogram::run_raw`], with `stream` of this context.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn enqueue(
+        &self,
+        stream: &Arc<CudaStream>,
+        input: u64,
+        n: usize,
+        sample_type: SampleType,
+        weights: Option<(u64, usize, WeightKind)>,
+        bins: u64,
+        tallies: u64,
+        accumulate: bool,
+    ) -> Result<()> {
+        let p = &self.prepared;
+        if stream.context().cu_ctx() != p.gpu.ctx.cu_ctx() {
+            return Err(Error::InvalidArgument(format!(
+                "the stream belongs to another CUDA context than device {}'s",
+                p.gpu.ordinal
+            )));
+        }
+        if sample_type != self.spec.sample_type {
+            return Err(Error::InvalidArgument(format!(
+                "this histogram was built for {} samples, the input holds {sample_type}",
+                self.spec.sample_type
+            )));
+        }
+        if n > self.spec.max_samples {
+            return Err(Error::InvalidArgument(format!(
+                "{n} samples: this histogram was built for at most {} (DeviceHistogramSpec::max_samples)",
+                self.spec.max_samples
+            )));
+        }
+        // The kernels read samples 16 bytes at a time.
+        if n > 0 && input % 16 != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "the samples start at {input:#x}, which is not 16-byte aligned (cudarc allocations and tensors at offset 0 are)"
+            )));
+        }
+        let w_ptr = match (weights, self.spec.weights) {
+            (None, WeightKind::None) => 0,
+            (Some((ptr, len, kind)), want) if kind == want => {
+                if len != n {
+                    return Err(Error::WeightsLength {
+                        samples: n,
+                        weights: len,
+                    });
+                }
+                let size = if kind == WeightKind::F64 { 8 } else { 4 };
+                if n > 0 && ptr % size != 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "the weights start at {ptr:#x}, not aligned to their {size}-byte type"
+                    )));
+                }
+                ptr
+            }
+            (got, want) => {
+                return Err(Error::InvalidArgument(format!(
+                    "this histogram was built with weights {want:?}, the run passes {:?}",
+                    got.map_or(WeightKind::None, |g| g.2)
+                )))
+            }
+        };
+        p.gpu.bind()?;
+        if !accumulate {
+            // The output's tallies and bins are one allocation where they lie back to back: one
+            // memset (a launch less for small inputs).
+            let bins_bytes = self.nbins() * 8;
+            // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
+            let cleared = unsafe {
+                if bins == tallies + 24 {
+                    cudarc::driver::result::memset_d8_async(
+                        tallies,
+                        0,
+                        24 + bins_bytes,
+                        stream.cu_stream(),
+                    )
+                } else {
+                    cudarc::driver::result::memset_d8_async(tallies, 0, 24, stream.cu_stream())
+                        .and_then(|_| {
+                            cudarc::driver::result::memset_d8_async(
+                                bins,
+                                0,
+                                bins_bytes,
+                                stream.cu_stream(),
+                            )
+                        })
+                }
+            };
+            cleared.map_err(cuda_err("clearing the histogram output"))?;
+        }
+        if let Some(exact) = &self.exact {
+            // SAFETY: forwarded from the caller; the sums are written (or added), not cleared.
+            return unsafe {
+                exact.enqueue(
+                    stream, &p.params, input, n, w_ptr, bins, tallies, accumulate,
+                )
+            };
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: forwarded from the caller; `reserve` made the partition buffers for
+        // max_samples, so nothing is allocated.
+        unsafe { p.enqueue(stream, input, n, w_ptr, bins, tallies) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_resolve_without_data_as_with_it() {
+        let data = [0.25f32, 3.5, 9.0];
+        for spec in [
+            BinSpec::Uniform {
+                nbins: 100,
+                range: Some((0.0, 1.0)),
+            },
+            BinSpec::Uniform {
+                nbins: 4096,
+                range: Some((0.0, 4096.0)),
+            },
+            BinSpec::Edges(vec![0.0, 0.5, 2.0, 10.0]),
+        ] {
+            assert_eq!(
+                resolve_bins(&spec, SampleType::F32).unwrap(),
+                Binning::resolve(&spec, Samples::F32(&data)).unwrap(),
+                "{spec:?}"
+            );
+        }
+        let ints = [1i32, 70, -3];
+        let spec = BinSpec::Uniform {
+            nbins: 7,
+            range: Some((0.0, 70.0)),
+        };
+        assert_eq!(
+            resolve_bins(&spec, SampleType::I32).unwrap(),
+            Binning::resolve(&spec, Samples::I32(&ints)).unwrap()
+        );
+        assert!(resolve_bins(&BinSpec::Integer { nbins: 10 }, SampleType::U8).is_ok());
+        // Refused on the host, before any GPU work: no range, integer bins of floats, no bins.
+        let no_range = BinSpec::Uniform {
+            nbins: 10,
+            range: None,
+        };
+        assert!(resolve_bins(&no_range, SampleType::F32)
+            .unwrap_err()
+            .to_string()
+            .contains("range"));
+        assert!(resolve_bins(&BinSpec::Integer { nbins: 10 }, SampleType::F64).is_err());
+        assert!(resolve_bins(&BinSpec::Integer { nbins: 0 }, SampleType::I32).is_err());
+    }
+}
