@@ -137,10 +137,15 @@ pub struct HistArgs {
     #[arg(long, value_name = "MIB")]
     pub device_budget: Option<usize>,
     /// GPU: several GPUs, `all` or ordinals (0,1,...): one shard of the input per GPU, counters
-    /// summed with NCCL (needs a build with `--features nccl`). Several processes instead: see
-    /// SMEMKIT_RANK in the README.
+    /// summed with NCCL (needs a build with `--features nccl`). Several processes instead
+    /// (torchrun, srun, mpirun, or SMEMKIT_RANK): see the README.
     #[arg(long, value_name = "all|0,1,...")]
     pub devices: Option<String>,
+    /// Several processes: shard the bins over the ranks (each rank ends with its slice of the
+    /// bins; for bin counts whose counters do not fit on one GPU): auto (when they would not
+    /// fit), always or never. Planned, not yet counted on the GPU: a sharded plan is an error.
+    #[arg(long, value_name = "auto|always|never", default_value = "auto")]
+    pub shard_bins: String,
 }
 
 #[derive(Debug, Args)]

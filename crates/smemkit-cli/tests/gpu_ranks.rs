@@ -3,7 +3,8 @@
 //! alone), and a rank that fails (a missing GPU) or is killed makes the other stop with an error
 //! within its timeout instead of hanging; two processes of two GPUs each (four GPUs) give it too.
 //! They need two GPUs (four for that test) and a build with `--features nccl`,
-//! and say so and pass when either is missing (device kind `nvidia-h200-x2`).
+//! and say so and pass when either is missing (device kind `nvidia-h200-x2`). The torchrun tests
+//! start the ranks with torchrun's variables and meet over TCP on 127.0.0.1.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -306,4 +307,146 @@ fn a_killed_rank_gives_an_error_within_the_timeout() {
     assert!(!o0.status.success(), "{}", text(&o0));
     let e0 = String::from_utf8_lossy(&o0.stderr);
     assert!(e0.starts_with("error:"), "{}", text(&o0));
+}
+
+/// `smemkit hist` as torchrun starts it: rank `rank` of `world`, one per GPU, meeting over TCP
+/// at 127.0.0.1:`port` (no SMEMKIT_* variable).
+fn torchrun_rank(rank: usize, world: usize, port: u16, args: &[&str], timeout_s: u32) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_smemkit"));
+    for v in [
+        "SMEMKIT_RANK",
+        "SMEMKIT_WORLD_SIZE",
+        "SMEMKIT_NCCL_ID_FILE",
+        "SMEMKIT_RENDEZVOUS",
+        "SMEMKIT_LAUNCHER",
+        "SMEMKIT_DEVICE",
+    ] {
+        c.env_remove(v);
+    }
+    c.arg("hist")
+        .args(args)
+        .env("RANK", rank.to_string())
+        .env("WORLD_SIZE", world.to_string())
+        .env("LOCAL_RANK", rank.to_string())
+        .env("LOCAL_WORLD_SIZE", world.to_string())
+        .env("MASTER_ADDR", "127.0.0.1")
+        .env("MASTER_PORT", port.to_string())
+        .env("TORCHELASTIC_RUN_ID", "gpu-ranks-test")
+        .env("SMEMKIT_NCCL_TIMEOUT", timeout_s.to_string())
+        .env("NCCL_NVLS_ENABLE", "0")
+        .env("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+        .env("NVSHMEM_DISABLE_NVLS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_ranks_started_the_torchrun_way_give_the_cpu_histogram() {
+    if !ready() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let data = data_file(dir.path(), 2_000_001, 3000);
+    let d = data.to_str().unwrap();
+    let common = [d, "--dtype", "i32", "--bins", "3000", "--no-chart"];
+    let cpu_out = dir.path().join("cpu.csv");
+    let o = Command::new(env!("CARGO_BIN_EXE_smemkit"))
+        .arg("hist")
+        .args(common)
+        .args(["--backend", "cpu", "--out", cpu_out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = dir.path().join("ranks.csv");
+    let mut args = common.to_vec();
+    args.extend(["--backend", "cuda", "--out", out.to_str().unwrap()]);
+    let port = free_port();
+    let r1 = torchrun_rank(1, 2, port, &args, 60).spawn().unwrap();
+    let r0 = torchrun_rank(0, 2, port, &args, 60).spawn().unwrap();
+    let o0 = wait(r0, Duration::from_secs(120)).expect("rank 0 finished in time");
+    let o1 = wait(r1, Duration::from_secs(30)).expect("rank 1 finished in time");
+    assert!(o0.status.success(), "rank 0: {}", text(&o0));
+    assert!(o1.status.success(), "rank 1: {}", text(&o1));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&cpu_out).unwrap(),
+        "rank 0's file against the CPU engine's"
+    );
+    for o in [&o0, &o1] {
+        let s = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            s.contains("launched by torchrun") && s.contains(&format!("TCP 127.0.0.1:{port}")),
+            "{}",
+            text(o)
+        );
+    }
+    // Rank 1 used GPU 1 (its local rank).
+    assert!(
+        String::from_utf8_lossy(&o1.stdout).contains("rank 1 of 2 (torchrun; GPU 1,"),
+        "{}",
+        text(&o1)
+    );
+}
+
+/// Over TCP a killed rank's connection closes: rank 0 stops at once with that news, well before
+/// its timeout.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_killed_torchrun_rank_stops_the_other_before_the_timeout() {
+    if !ready() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let data = data_file(dir.path(), 1 << 20, 1000);
+    let args = [
+        data.to_str().unwrap(),
+        "--dtype",
+        "i32",
+        "--bins",
+        "1000",
+        "--backend",
+        "cuda",
+        "--no-chart",
+    ];
+    let timeout = 60;
+    let port = free_port();
+    let mut r1 = torchrun_rank(1, 2, port, &args, timeout)
+        .env("SMEMKIT_TEST_RANK_PAUSE_MS", "60000")
+        .spawn()
+        .unwrap();
+    let r0 = torchrun_rank(0, 2, port, &args, timeout).spawn().unwrap();
+    // Long enough for both to be up and rank 1 to be pausing in the middle of its run.
+    std::thread::sleep(Duration::from_secs(15));
+    r1.kill().unwrap();
+    let _ = r1.wait();
+    let killed = Instant::now();
+    let o0 = wait(r0, Duration::from_secs(timeout as u64 + 40))
+        .expect("rank 0 stopped instead of hanging");
+    eprintln!(
+        "rank 0 stopped {:.1} s after rank 1 was killed: {}",
+        killed.elapsed().as_secs_f64(),
+        text(&o0)
+    );
+    assert!(!o0.status.success(), "{}", text(&o0));
+    let e0 = String::from_utf8_lossy(&o0.stderr);
+    assert!(
+        e0.starts_with("error:") && e0.contains("rank 1"),
+        "{}",
+        text(&o0)
+    );
+    assert!(
+        killed.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        killed.elapsed()
+    );
 }

@@ -21,6 +21,7 @@ pub mod gpu;
 pub mod histogram;
 pub(crate) mod huge_pages;
 pub mod lab;
+pub mod launch;
 pub mod matmul;
 pub mod sample;
 
@@ -30,7 +31,9 @@ pub mod cuda {
     pub use crate::array_ops::cuda as ops;
     pub use crate::backend::resolve_backend;
     pub use crate::gpu::*;
-    pub use crate::histogram::cuda::{bench, multi, params, prepared as histogram, ranks, stream};
+    pub use crate::histogram::cuda::{
+        bench, bin_shards, multi, params, prepared as histogram, ranks, stream,
+    };
     pub use crate::lab::cache as cache_lab;
     pub use crate::matmul::cuda as matmul;
     pub use crate::matmul::cuda::autotune;

@@ -19,6 +19,10 @@ use cudarc::nccl::sys;
 use super::device::Gpu;
 use crate::error::{Error, Result};
 
+#[path = "nccl_reduce.rs"]
+mod reduce;
+pub use reduce::{start_reduce_to_owners, OwnerBuffer};
+
 /// How long a rendezvous, a communicator's start or a collective may take unless
 /// `SMEMKIT_NCCL_TIMEOUT` (seconds) says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

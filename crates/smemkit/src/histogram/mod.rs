@@ -157,10 +157,12 @@ pub fn histogram_with_progress(
     {
         return Err(Error::InvalidArgument(format!(
             "{} the CUDA backend, and this histogram runs on the CPU{}",
-            if options.ranks.is_some() {
-                "several ranks (SMEMKIT_RANK) need"
-            } else {
-                "a device set needs"
+            match &options.ranks {
+                Some(r) => format!(
+                    "several ranks ({}; SMEMKIT_LAUNCHER=none runs each process alone) need",
+                    r.describe()
+                ),
+                None => "a device set needs".into(),
             },
             if options.backend == Backend::Auto {
                 " (no usable GPU)"

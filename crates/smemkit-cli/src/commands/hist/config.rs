@@ -93,6 +93,8 @@ pub struct HistConfig {
     pub device_budget: Option<usize>,
     /// GPU: the GPUs of this process (`--devices`).
     pub devices: DeviceSet,
+    /// Several processes: whether the bins are sharded over the ranks (`--shard-bins`).
+    pub shard_bins: smemkit::cuda::bin_shards::ShardBins,
     /// Lines for the summary about how the inputs read so far were read (a skipped header).
     pub notes: Vec<String>,
 }
@@ -346,10 +348,12 @@ impl HistConfig {
         if a.devices.is_some() && backend == Backend::Cpu {
             bail!("--devices applies to the GPU engine, not --backend cpu");
         }
+        let shard_bins = a.shard_bins.parse()?;
         Ok(HistConfig {
             stream,
             device_budget,
             devices,
+            shard_bins,
             source,
             bins,
             weights: a.weights.clone(),

@@ -21,6 +21,7 @@ use crate::input::weights::WeightData;
 use crate::input::{direct_file, progress, read_file, SampleData, Shape};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
+use smemkit::cuda::bin_shards::ShardBins;
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
@@ -29,12 +30,14 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     // Several processes: each histograms its slice of the same input; all get the sum; rank 0
     // writes the files.
     // With --devices, each rank drives those GPUs (every rank as many), one NCCL rank per GPU.
-    let ranks = RankSpec::from_env()?;
+    // The ranks come from a launcher's environment (torchrun, srun, mpirun) or SMEMKIT_RANK.
+    let (ranks, rank_note) = ranks(config.shard_bins)?;
     let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
     let loaded = load(&config, &ranks)?;
     let (input, what) = (loaded.input, loaded.what);
     let mut notes = config.notes.clone();
+    notes.extend(rank_note);
     notes.extend(loaded.note);
     let weights = match &config.weights {
         Some(p) => {
@@ -104,6 +107,32 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "plotted     {}", path.display())?;
     }
     Ok(())
+}
+
+/// This process's place among several, and the summary's note saying which launcher it came
+/// from. A launcher's world of one rank runs alone (no NCCL, any backend); `SMEMKIT_WORLD_SIZE=1`
+/// asked for a rank explicitly and keeps it.
+fn ranks(shard_bins: ShardBins) -> Result<(Option<RankSpec>, Option<String>)> {
+    let Some(mut spec) = RankSpec::from_env()? else {
+        if shard_bins == ShardBins::Always {
+            bail!(
+                "--shard-bins always shards the bins over several processes, and this one runs \
+                 alone (no launcher's variables, nor SMEMKIT_RANK)"
+            );
+        }
+        return Ok((None, None));
+    };
+    spec.shard_bins = shard_bins;
+    if spec.world == 1 && spec.launcher != smemkit::launch::Launcher::Smemkit {
+        let note = format!(
+            "launched by {} as a single rank ({}): runs alone",
+            spec.launcher.name(),
+            spec.source
+        );
+        return Ok((None, Some(note)));
+    }
+    let note = format!("ranks: {}", spec.describe());
+    Ok((Some(spec), Some(note)))
 }
 
 /// Registers the files this command reads, and refuses `--out` or `--plot` naming one of them

@@ -1,10 +1,11 @@
 //! The histogram on the GPU: prepared kernels and their launch ([`prepared`]), the per-kernel bin
 //! parameters ([`params`]), streaming from host memory ([`stream`]), several GPUs ([`multi`]) and
-//! several processes ([`ranks`]), and the device-side inputs of the benchmarks ([`bench`]); histograms of
-//! data already on the GPU, on the caller's stream ([`device_histogram`]), with deterministic
-//! weighted sums ([`exact_sums`]).
+//! several processes ([`ranks`]) with bins sharded over them ([`bin_shards`]), and the device-side
+//! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
+//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]).
 
 pub mod bench;
+pub mod bin_shards;
 pub mod device_histogram;
 pub mod device_samples;
 pub mod exact_sums;

@@ -1,29 +1,30 @@
 //! Several processes (one GPU each, or with `--devices` the same number of GPUs each, one NCCL rank
-//! per GPU; on one machine or several), started by the user or a launcher with `SMEMKIT_RANK`,
-//! `SMEMKIT_WORLD_SIZE` and `SMEMKIT_NCCL_ID_FILE`. Every process reads the
-//! same input (a memory-mapped file costs nothing until touched), histograms its contiguous slice
-//! of it on its GPU, and one NCCL all-reduce sums the counters of every rank; all ranks then hold
-//! the whole histogram (the CLI writes it from rank 0).
+//! per GPU; on one machine or several), started by a launcher (torchrun, srun, mpirun: see
+//! [`crate::launch`]) or by hand with `SMEMKIT_RANK` and `SMEMKIT_WORLD_SIZE`. Every process reads
+//! the same input (a memory-mapped file costs nothing until touched), histograms its contiguous
+//! slice of it on its GPU, and one NCCL all-reduce sums the counters of every rank; all ranks then
+//! hold the whole histogram (the CLI writes it from rank 0).
 //!
-//! Rendezvous: rank 0 makes the NCCL unique id and writes it to the id file atomically (a
-//! temporary file renamed into place); the others poll for it. The file must be on a filesystem
-//! every rank sees (a local path for one machine, a shared one across machines) and should be
-//! fresh per job: rank 0 deletes it once the communicator is up.
+//! Rendezvous ([`crate::launch::Channel`]): rank 0 makes the NCCL unique id and hands it to the
+//! others over TCP (`MASTER_ADDR:MASTER_PORT`, `SMEMKIT_RENDEZVOUS`, or what the launcher implies)
+//! or through a file on a filesystem every rank sees (`SMEMKIT_NCCL_ID_FILE`).
 //!
 //! Failures never hang: every wait has a deadline (`SMEMKIT_NCCL_TIMEOUT`, seconds, default 120),
-//! after which the communicator is aborted; a rank that fails with an error writes
-//! `<id file>.failed.<rank>` with its message, and the others, polling it, stop at once with that
-//! message. A killed rank leaves no marker: its peers stop at the deadline (or when NCCL itself
-//! notices the lost connection).
+//! after which the communicator is aborted; a rank that fails with an error tells the others
+//! through the rendezvous (its TCP connection, or a `<id file>.failed.<rank>` marker), and they
+//! stop at once with its message. Over TCP a killed rank is noticed at once too (its connection
+//! closes); with the file, its peers stop at the deadline (or when NCCL notices).
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use super::bin_shards::ShardBins;
 use super::multi::{shards, DeviceSet};
 use super::prepared::EngineOutput;
 use crate::error::{Error, Result};
 use crate::histogram::bins::{Binning, OutOfRange};
 use crate::histogram::job::Job;
+use crate::launch::{Launcher, Placement, Rendezvous};
 use crate::sample::Samples;
 #[cfg(feature = "nccl")]
 use crate::sample::Weights;
@@ -33,10 +34,19 @@ use crate::sample::Weights;
 pub struct RankSpec {
     pub rank: usize,
     pub world: usize,
-    /// The rendezvous file (rank 0 writes the NCCL unique id there).
-    pub id_file: PathBuf,
-    /// The GPU to use (`SMEMKIT_DEVICE`); by default `rank % device_count`.
+    /// Where the ranks meet to share the NCCL unique id.
+    pub rendezvous: Rendezvous,
+    /// The GPU to use (`SMEMKIT_DEVICE`); by default the local rank (or the rank) modulo the
+    /// GPUs this process sees.
     pub device: Option<usize>,
+    /// Which launcher's variables gave the place, the local rank and the job's name.
+    pub launcher: Launcher,
+    pub local_rank: Option<usize>,
+    pub job: Option<String>,
+    /// The variables read, `NAME=value, ...`.
+    pub source: String,
+    /// Whether the bins are sharded over the ranks ([`super::bin_shards`]).
+    pub shard_bins: ShardBins,
 }
 
 fn env_usize(name: &str) -> Result<Option<usize>> {
@@ -49,32 +59,33 @@ fn env_usize(name: &str) -> Result<Option<usize>> {
 }
 
 impl RankSpec {
-    /// `None` when neither `SMEMKIT_RANK` nor `SMEMKIT_WORLD_SIZE` is set; an error when the
-    /// variables are incomplete or inconsistent.
+    /// `None` when no launcher's variables (nor `SMEMKIT_RANK`/`SMEMKIT_WORLD_SIZE`) are set; an
+    /// error when they are incomplete or inconsistent ([`crate::launch::detect`]).
     pub fn from_env() -> Result<Option<RankSpec>> {
-        let (rank, world) = (env_usize("SMEMKIT_RANK")?, env_usize("SMEMKIT_WORLD_SIZE")?);
-        let (rank, world) = match (rank, world) {
-            (None, None) => return Ok(None),
-            (Some(r), Some(w)) => (r, w),
-            _ => {
-                return Err(Error::InvalidArgument(
-                    "SMEMKIT_RANK and SMEMKIT_WORLD_SIZE go together: set both or neither".into(),
-                ))
-            }
+        let Some(p) = crate::launch::detect(&crate::launch::env::process_env)? else {
+            return Ok(None);
         };
-        let id_file = std::env::var_os("SMEMKIT_NCCL_ID_FILE")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .ok_or_else(|| {
-                Error::InvalidArgument(
-                    "SMEMKIT_NCCL_ID_FILE must name the rendezvous file, on a filesystem every \
-                     rank sees"
-                        .into(),
-                )
-            })?;
-        RankSpec::new(rank, world, id_file, env_usize("SMEMKIT_DEVICE")?).map(Some)
+        Ok(Some(RankSpec::from_placement(
+            p,
+            env_usize("SMEMKIT_DEVICE")?,
+        )))
     }
 
+    pub fn from_placement(p: Placement, device: Option<usize>) -> RankSpec {
+        RankSpec {
+            rank: p.rank,
+            world: p.world,
+            rendezvous: p.rendezvous,
+            device,
+            launcher: p.launcher,
+            local_rank: p.local_rank,
+            job: p.job,
+            source: p.source,
+            shard_bins: ShardBins::Auto,
+        }
+    }
+
+    /// Rank `rank` of `world`, meeting through the file `id_file` (no launcher).
     pub fn new(
         rank: usize,
         world: usize,
@@ -89,9 +100,28 @@ impl RankSpec {
         Ok(RankSpec {
             rank,
             world,
-            id_file,
+            rendezvous: Rendezvous::File(id_file),
             device,
+            launcher: Launcher::Smemkit,
+            local_rank: None,
+            job: None,
+            source: format!("SMEMKIT_RANK={rank}, SMEMKIT_WORLD_SIZE={world}"),
+            shard_bins: ShardBins::Auto,
         })
+    }
+
+    /// One line for the summary: rank, launcher and the variables read, rendezvous.
+    pub fn describe(&self) -> String {
+        Placement {
+            launcher: self.launcher,
+            rank: self.rank,
+            world: self.world,
+            local_rank: self.local_rank,
+            rendezvous: self.rendezvous.clone(),
+            job: self.job.clone(),
+            source: self.source.clone(),
+        }
+        .describe()
     }
 
     /// This rank's samples out of `n`.
@@ -120,72 +150,13 @@ impl RankSpec {
     pub fn slices(&self, n: usize, per_rank: usize) -> Vec<Range<usize>> {
         shards(n, self.nccl_world(per_rank))[self.nccl_ranks(per_rank)].to_vec()
     }
-
-    fn sibling(&self, suffix: &str) -> PathBuf {
-        let mut name = self
-            .id_file
-            .file_name()
-            .map(|s| s.to_os_string())
-            .unwrap_or_default();
-        name.push(suffix);
-        self.id_file.with_file_name(name)
-    }
-
-    fn marker(&self, rank: usize) -> PathBuf {
-        self.sibling(&format!(".failed.{rank}"))
-    }
-
-    /// Leaves `<id file>.failed.<rank>` with `message` for the other ranks (best effort).
-    pub fn mark_failed(&self, message: &str) {
-        let _ = write_atomically(&self.marker(self.rank), message.as_bytes());
-    }
-
-    /// The first other rank's failure marker written since `since` (less a few seconds of clock
-    /// skew between machines), as a message: older markers are an earlier run's.
-    pub fn peer_failure(&self, since: std::time::SystemTime) -> Option<String> {
-        let since = since - std::time::Duration::from_secs(5);
-        (0..self.world).filter(|&r| r != self.rank).find_map(|r| {
-            let path = self.marker(r);
-            let fresh = std::fs::metadata(&path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t >= since);
-            fresh
-                .then(|| std::fs::read_to_string(&path).ok())
-                .flatten()
-                .map(|m| format!("rank {r} failed: {}", m.trim()))
-        })
-    }
-
-    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
-    /// Rank 0, before the rendezvous: removes the markers and id of an earlier run.
-    fn clear_stale(&self) {
-        for r in 0..self.world {
-            let _ = std::fs::remove_file(self.marker(r));
-        }
-        let _ = std::fs::remove_file(&self.id_file);
-    }
-}
-
-/// Writes `bytes` to a temporary file beside `path` and renames it into place, so that readers
-/// see the whole file or none.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut name = path
-        .file_name()
-        .map(|s| s.to_os_string())
-        .unwrap_or_default();
-    name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = path.with_file_name(name);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
 const ID_MAGIC: &[u8; 16] = b"smemkit-nccl-id1";
 
 #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
-/// The id file's bytes: magic, world size (u64 LE), the 128-byte NCCL unique id.
+/// The rendezvous payload: magic, world size (u64 LE), the 128-byte NCCL unique id.
 fn encode_id(world: usize, id: &[u8; 128]) -> Vec<u8> {
     let mut v = Vec::with_capacity(16 + 8 + 128);
     v.extend_from_slice(ID_MAGIC);
@@ -195,8 +166,8 @@ fn encode_id(world: usize, id: &[u8; 128]) -> Vec<u8> {
 }
 
 #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
-fn decode_id(bytes: &[u8], world: usize, path: &Path) -> Result<[u8; 128]> {
-    let bad = |why: String| Error::MultiGpu(format!("the id file {}: {why}", path.display()));
+fn decode_id(bytes: &[u8], world: usize, from: &Rendezvous) -> Result<[u8; 128]> {
+    let bad = |why: String| Error::MultiGpu(format!("the NCCL id from {from}: {why}"));
     if bytes.len() != 16 + 8 + 128 || &bytes[..16] != ID_MAGIC {
         return Err(bad(
             "not an smemkit NCCL id (another program's file, or a different smemkit)".into(),
@@ -224,20 +195,63 @@ pub fn histogram(
 ) -> Result<EngineOutput> {
     #[cfg(feature = "nccl")]
     {
-        let r = run(spec, devices, samples, job);
-        if let Err(e) = &r {
-            spec.mark_failed(&e.to_string());
+        let timeout = crate::gpu::nccl::timeout()?;
+        let channel = crate::launch::Channel::open(
+            &spec.rendezvous,
+            spec.rank,
+            spec.world,
+            spec.job.as_deref(),
+            timeout,
+        )?;
+        let r = run(spec, &channel, timeout, devices, samples, job);
+        match &r {
+            Ok(_) => channel.finish(),
+            Err(e) => channel.fail(&e.to_string()),
         }
         r
     }
     #[cfg(not(feature = "nccl"))]
     {
-        let _ = (spec, devices, samples, job);
-        Err(Error::MultiGpu(
-            "several processes (SMEMKIT_RANK / SMEMKIT_WORLD_SIZE) need NCCL, and this smemkit \
-             was built without it (rebuild with `--features nccl`)"
-                .into(),
-        ))
+        let _ = (devices, samples, job);
+        Err(Error::MultiGpu(format!(
+            "several processes ({}) need NCCL, and this smemkit was built without it (rebuild \
+             with `--features nccl`)",
+            spec.describe()
+        )))
+    }
+}
+
+/// The bins' reduction: the all-reduce, or (when the counters would not fit, or when asked) bins
+/// sharded over the ranks, which is planned ([`super::bin_shards::plan`]) but not yet counted on
+/// the GPU (counting a window of the bins needs a kernel parameter): that plan is an error
+/// naming it. Each GPU may use three quarters of its free memory for counters, the rest being the
+/// strategies' per-block counters and the input's staging buffers.
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+fn sharding(
+    spec: &RankSpec,
+    nbins: usize,
+    nccl_world: usize,
+    weighted: bool,
+    free: u64,
+) -> Result<()> {
+    use super::bin_shards::{plan, Reduction};
+    let counter_bytes = if weighted { 8 + 8 } else { 8 };
+    let p = plan(
+        nbins,
+        nccl_world,
+        counter_bytes,
+        free / 4 * 3,
+        spec.shard_bins,
+    )?;
+    match p.reduction {
+        Reduction::AllReduce => Ok(()),
+        Reduction::Sharded { .. } => Err(Error::NotImplemented(format!(
+            "bins sharded over the ranks ({}): the plan and the NCCL reductions are in place, \
+             counting a window of the bins on the GPU is not yet, so this histogram cannot run \
+             sharded; with fewer bins, or --shard-bins never on GPUs with room, it runs with the \
+             all-reduce",
+            p.reason
+        ))),
     }
 }
 
@@ -270,6 +284,8 @@ pub fn fingerprint(
 #[cfg(feature = "nccl")]
 fn run(
     spec: &RankSpec,
+    channel: &crate::launch::Channel,
+    timeout: std::time::Duration,
     devices: &DeviceSet,
     samples: Samples<'_>,
     job: &Job<'_>,
@@ -283,14 +299,12 @@ fn run(
     let (choice, opts, progress) = (&job.strategy, &job.stream, job.progress);
     use super::multi::MultiPrepared;
     use super::prepared::WeightKind;
-    use crate::gpu::nccl::{self, Communicator, UniqueId};
-    use std::time::{Duration, Instant};
+    use crate::gpu::nccl::{Communicator, UniqueId};
+    use std::time::Duration;
 
-    let timeout = nccl::timeout()?;
-    let started = std::time::SystemTime::now();
     let (rank, world) = (spec.rank, spec.world);
-    // Several GPUs per rank: resolved before the rendezvous, so that a missing GPU fails (and
-    // marks this rank failed) before the others wait for it.
+    // Several GPUs per rank: resolved before the NCCL id is shared, so that a missing GPU fails
+    // (and tells the others) before they wait for it.
     let local: Option<Vec<usize>> = match devices {
         DeviceSet::Default => None,
         set => {
@@ -305,45 +319,24 @@ fn run(
     let per_rank = local.as_ref().map_or(1, Vec::len);
     let nccl_world = spec.nccl_world(per_rank);
     let id = if rank == 0 {
-        spec.clear_stale();
         let id = UniqueId::new()?;
-        write_atomically(&spec.id_file, &encode_id(nccl_world, &id.0)).map_err(|e| {
-            Error::MultiGpu(format!(
-                "rank 0 could not write the id file {}: {e}",
-                spec.id_file.display()
-            ))
-        })?;
+        channel.share(&encode_id(nccl_world, &id.0))?;
         id
     } else {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Ok(bytes) = std::fs::read(&spec.id_file) {
-                break UniqueId(decode_id(&bytes, nccl_world, &spec.id_file)?);
-            }
-            if let Some(m) = spec.peer_failure(started) {
-                return Err(Error::MultiGpu(m));
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::MultiGpu(format!(
-                    "rank {rank}: no id file {} from rank 0 after {} s (SMEMKIT_NCCL_TIMEOUT); is \
-                     rank 0 running, with the same SMEMKIT_NCCL_ID_FILE on a filesystem both see?",
-                    spec.id_file.display(),
-                    timeout.as_secs()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let bytes = channel.receive(timeout)?;
+        UniqueId(decode_id(&bytes, nccl_world, &spec.rendezvous)?)
     };
-    let peers = spec.clone();
-    let watch = move || peers.peer_failure(started);
+    let watch = channel.watchdog();
     let (comms, ordinals) = match &local {
         None => {
             let device = match spec.device {
                 Some(d) => d,
-                None => rank % crate::gpu::device_count()?.max(1),
+                // The launcher's local rank picks among this machine's GPUs (or the one GPU a
+                // launcher made visible to each process).
+                None => spec.local_rank.unwrap_or(rank) % crate::gpu::device_count()?.max(1),
             };
             let gpu = crate::gpu::gpu_at(device)?;
-            let comm = Communicator::init_rank(gpu, rank, world, &id, timeout, Some(&watch))?;
+            let comm = Communicator::init_rank(gpu, rank, world, &id, timeout, Some(&*watch))?;
             (vec![comm], vec![device])
         }
         Some(list) => {
@@ -354,15 +347,21 @@ fn run(
                 nccl_world,
                 &id,
                 timeout,
-                Some(&watch),
+                Some(&*watch),
             )?;
             (comms, list.clone())
         }
     };
-    if rank == 0 {
-        // Every rank has joined, so every rank has read it.
-        let _ = std::fs::remove_file(&spec.id_file);
-    }
+    // Every rank has joined, so every rank has read the id.
+    channel.joined();
+    let free = comms
+        .iter()
+        .map(|c| c.gpu.memory().map(|(free, _)| free as u64))
+        .collect::<Result<Vec<u64>>>()?
+        .into_iter()
+        .min()
+        .unwrap_or(0);
+    sharding(spec, binning.nbins(), nccl_world, weights.is_some(), free)?;
     let wkind = match weights {
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
@@ -376,13 +375,7 @@ fn run(
         binning,
         policy,
     };
-    let mut m = MultiPrepared::with_communicators(
-        comms,
-        what,
-        *choice,
-        Some(&lens),
-        Some(Box::new(watch)),
-    )?;
+    let mut m = MultiPrepared::with_communicators(comms, what, *choice, Some(&lens), Some(watch))?;
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
     // Test aid: a rank that pauses between the agreement and its histogram can be killed there,
     // in the middle of a run, by the killed-rank test (crates/smemkit-cli/tests/gpu_ranks.rs).
@@ -399,7 +392,8 @@ fn run(
     );
     let gpus: Vec<String> = ordinals.iter().map(|d| d.to_string()).collect();
     r.detail = format!(
-        "rank {rank} of {world} (GPU {}, samples {first}..{last}); {}",
+        "rank {rank} of {world} ({}; GPU {}, samples {first}..{last}); {}",
+        spec.launcher.name(),
         gpus.join(","),
         r.detail
     );
@@ -413,36 +407,93 @@ mod tests {
     #[test]
     fn ids_round_trip_and_mismatches_are_named() {
         let id = [7u8; 128];
-        let p = Path::new("/x/id");
-        assert_eq!(decode_id(&encode_id(3, &id), 3, p).unwrap(), id);
-        let e = decode_id(&encode_id(3, &id), 2, p).unwrap_err().to_string();
-        assert!(e.contains("world of 3"), "{e}");
-        assert!(decode_id(b"garbage", 2, p).is_err());
+        let from = Rendezvous::Tcp {
+            host: "h".into(),
+            port: 5,
+        };
+        assert_eq!(decode_id(&encode_id(3, &id), 3, &from).unwrap(), id);
+        let e = decode_id(&encode_id(3, &id), 2, &from)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("world of 3") && e.contains("TCP h:5"), "{e}");
+        assert!(decode_id(b"garbage", 2, &from).is_err());
     }
 
     #[test]
-    fn markers_and_slices() {
-        let dir = std::env::temp_dir().join(format!("smemkit-ranks-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let a = RankSpec::new(0, 3, dir.join("id"), None).unwrap();
-        let b = RankSpec::new(2, 3, dir.join("id"), None).unwrap();
-        let epoch = std::time::UNIX_EPOCH;
-        assert_eq!(a.peer_failure(epoch), None);
-        b.mark_failed("no GPU 2\n");
-        assert_eq!(a.peer_failure(epoch).unwrap(), "rank 2 failed: no GPU 2");
-        // A marker from before this run (by more than the skew allowance) is an earlier run's.
-        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
-        assert_eq!(a.peer_failure(later), None);
-        assert_eq!(
-            b.peer_failure(epoch),
-            None,
-            "a rank's own marker is not a peer's"
-        );
-        a.clear_stale();
-        assert_eq!(a.peer_failure(epoch), None);
+    fn places_and_slices() {
+        let a = RankSpec::new(0, 3, PathBuf::from("/x/id"), None).unwrap();
+        let b = RankSpec::new(2, 3, PathBuf::from("/x/id"), None).unwrap();
         assert_eq!((a.slice(10), b.slice(10)), (0..4, 7..10));
-        assert!(RankSpec::new(3, 3, dir.join("id"), None).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(RankSpec::new(3, 3, PathBuf::from("/x/id"), None).is_err());
+        assert_eq!(
+            b.describe(),
+            "rank 2 of 3, launched by smemkit (SMEMKIT_RANK=2, SMEMKIT_WORLD_SIZE=3); \
+             rendezvous over the file /x/id"
+        );
+        // From a launcher's placement: its local rank and job are kept.
+        let env = |k: &str| {
+            [
+                ("RANK", "1"),
+                ("WORLD_SIZE", "2"),
+                ("LOCAL_RANK", "1"),
+                ("MASTER_ADDR", "127.0.0.1"),
+                ("MASTER_PORT", "29999"),
+                ("TORCHELASTIC_RUN_ID", "r"),
+            ]
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+        };
+        let p = crate::launch::detect(&env).unwrap().unwrap();
+        let s = RankSpec::from_placement(p, Some(3));
+        assert_eq!(
+            (s.rank, s.world, s.local_rank, s.device, s.launcher),
+            (1, 2, Some(1), Some(3), Launcher::Torchrun)
+        );
+        assert_eq!(s.job.as_deref(), Some("r"));
+        assert!(
+            s.describe().contains("launched by torchrun"),
+            "{}",
+            s.describe()
+        );
+    }
+
+    #[test]
+    fn sharded_plans_are_refused_by_name_until_the_gpu_counts_windows() {
+        const GIB: u64 = 1 << 30;
+        let mut spec = RankSpec::new(0, 2, PathBuf::from("/x/id"), None).unwrap();
+        // Counters that fit: the all-reduce, as before.
+        assert!(sharding(&spec, 1 << 20, 2, false, 80 * GIB).is_ok());
+        // 2^33 counters (64 GiB) do not fit in three quarters of 80 GiB: sharded over four
+        // GPUs (two owners a pass), refused.
+        let e = sharding(&spec, 1 << 33, 4, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not implemented")
+                && e.contains("each of 4 ranks owns 2147483648 bins, counted in 2 passes"),
+            "{e}"
+        );
+        // Over two they cannot be counted at all: how many GPUs would do.
+        let e = sharding(&spec, 1 << 33, 2, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 3 ranks"), "{e}");
+        // Asked for: the 2^28-bin target over two GPUs.
+        spec.shard_bins = ShardBins::Always;
+        let e = sharding(&spec, 1 << 28, 2, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--shard-bins always") && e.contains("one reduce-scatter"),
+            "{e}"
+        );
+        // Refused sharding where the counters do not fit: named.
+        spec.shard_bins = ShardBins::Never;
+        let e = sharding(&spec, 1 << 33, 2, false, 80 * GIB)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--shard-bins auto"), "{e}");
     }
 
     #[test]
@@ -484,9 +535,13 @@ mod tests {
             }
         }
         // The id file carries the NCCL world: a rank given another number of GPUs is refused.
-        let e = decode_id(&encode_id(6, &[1; 128]), 3, Path::new("/x/id"))
-            .unwrap_err()
-            .to_string();
+        let e = decode_id(
+            &encode_id(6, &[1; 128]),
+            3,
+            &Rendezvous::File("/x/id".into()),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("world of 6") && e.contains("--devices"), "{e}");
     }
 }
