@@ -44,6 +44,9 @@ pub enum Command {
     PlotBench(crate::bench::plot::PlotBenchArgs),
     /// numpy.digitize: the bin index of every sample, written as a .npy of int64.
     Digitize(crate::commands::digitize::DigitizeArgs),
+    /// Build ahead of time the GPU kernels the planner picks for these sample types at the
+    /// standard bin counts (for images and CI: the first histogram then loads them).
+    Warmup(crate::commands::warmup::WarmupArgs),
 }
 
 const HIST_AFTER_HELP: &str = "\
@@ -191,7 +194,8 @@ pub struct PlanArgs {
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Operation: hist, or (GPU only) hist-device (the device-resident API at 2^10 to 2^28
-    /// samples, 256, 4096 and 1M bins), hist-stream, h2d, stencil1d, transpose, reverse, sgemm.
+    /// samples, 256, 4096 and 1M bins), hist-stream, h2d, stencil1d, transpose, reverse, sgemm,
+    /// first-call (the CLI in fresh processes with empty and warm kernel caches).
     #[arg(long, default_value = "hist")]
     pub op: String,
     /// Engine to measure: cpu or cuda.

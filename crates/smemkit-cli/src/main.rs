@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod commands;
 mod commit;
+mod compile_notice;
 mod device;
 mod input;
 mod limits;
@@ -18,7 +19,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{Cli, Command};
-use commands::{digitize, hist, histdd, lab, matmul, ops, plan};
+use commands::{digitize, hist, histdd, lab, matmul, ops, plan, warmup};
 
 #[global_allocator]
 static ALLOCATOR: oom::ExitOnFailure = oom::ExitOnFailure;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         Command::Lab(a) => lab::run(a, &mut out),
         Command::PlotBench(a) => bench::plot::run(a),
         Command::Digitize(a) => digitize::run(a, &mut out),
+        Command::Warmup(a) => warmup::run(a, &mut out),
     }
     .and_then(|()| Ok(out.flush()?));
     match result {

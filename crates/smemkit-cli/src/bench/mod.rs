@@ -4,6 +4,7 @@
 
 pub mod cuda;
 pub mod device;
+pub mod first_call;
 pub mod multi;
 pub mod ops;
 pub mod plot;
@@ -27,6 +28,10 @@ use crate::input::generate::{generate, Dist, GenSpec};
 pub const MIN_RUNS: usize = 7;
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+    // The CLI in child processes on the GPU, whatever --backend says; its sizes are fixed.
+    if args.op == "first-call" {
+        return first_call::run(args, out);
+    }
     check_sizes(args)?;
     match args.backend.as_str() {
         "cpu" if args.devices.is_some() => bail!("--devices applies to --backend cuda"),

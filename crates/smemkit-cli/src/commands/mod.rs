@@ -7,3 +7,4 @@ pub mod lab;
 pub mod matmul;
 pub mod ops;
 pub mod plan;
+pub mod warmup;

@@ -1,95 +1,22 @@
-//! Run-time compilation of the repository's CUDA C++ kernels with NVRTC. The kernels ship inside the
-//! library (`include_str!`), so the binary needs no CUDA toolkit at build time; at run time NVRTC
-//! compiles them for the device's architecture. Compiled PTX is cached in memory and on disk, keyed
-//! by the source, the options, the architecture and the driver version, so a kernel is compiled once
-//! per machine.
+//! Run-time compilation of the repository's CUDA C++ kernels with NVRTC. At run time NVRTC
+//! compiles a kernel for the device's exact architecture as machine code (CUBIN, `sm_90a` on
+//! Hopper), so that the driver loads it without compiling anything; PTX for the driver to compile
+//! is the fallback where the driver refuses the CUBIN. Sources built one kernel at a time
+//! (`KernelSource::one_kernel`) compile only the entry point a plan launches. Results are cached
+//! in memory and on disk (`SMEMKIT_CACHE_DIR`), keyed by the source and its headers, the options,
+//! the output kind, the driver and NVRTC versions, so a kernel is compiled once per machine.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
+pub use super::kernel_sources::*;
+pub use super::nvrtc::Output;
 use crate::error::{Error, Result};
-
-/// A CUDA source file embedded in the library.
-#[derive(Debug, Clone, Copy)]
-pub struct KernelSource {
-    pub name: &'static str,
-    pub text: &'static str,
-}
-
-/// The histogram kernels (shared, cluster, global), and the deterministic weighted sums built on
-/// their binning.
-pub const HISTOGRAM: KernelSource = KernelSource {
-    name: "histogram.cu",
-    text: concat!(
-        include_str!("../../kernels/histogram.cu"),
-        "\n",
-        include_str!("../../kernels/exact_sums.cu")
-    ),
-};
-/// The 1D stencil with halo.
-pub const STENCIL: KernelSource = KernelSource {
-    name: "stencil.cu",
-    text: include_str!("../../kernels/stencil.cu"),
-};
-/// Padded and unpadded tiled transposes.
-pub const TRANSPOSE: KernelSource = KernelSource {
-    name: "transpose.cu",
-    text: include_str!("../../kernels/transpose.cu"),
-};
-/// Reversal with static, dynamic and carved shared memory.
-pub const REVERSE: KernelSource = KernelSource {
-    name: "reverse.cu",
-    text: include_str!("../../kernels/reverse.cu"),
-};
-/// Matrix multiply: the guide's 16 x 16 tiles, register blocking, vectorised loads, cp.async.
-pub const MATMUL: KernelSource = KernelSource {
-    name: "matmul.cu",
-    text: include_str!("../../kernels/matmul.cu"),
-};
-/// Matrix multiply with warp tiling and a multi-stage cp.async pipeline (FP32, and TF32 tensor
-/// cores with `-DTF32=1`), one tile configuration per compilation.
-pub const MATMUL_WARP: KernelSource = KernelSource {
-    name: "matmul_warp.cu",
-    text: include_str!("../../kernels/matmul_warp.cu"),
-};
-/// The bank-conflict probe.
-pub const LAB: KernelSource = KernelSource {
-    name: "lab.cu",
-    text: include_str!("../../kernels/lab.cu"),
-};
-/// Device-side generators of benchmark data.
-pub const GENERATE: KernelSource = KernelSource {
-    name: "generate.cu",
-    text: include_str!("../../kernels/generate.cu"),
-};
-
-/// Where the CUDA headers live: `CUDA_HOME`, then `CUDA_PATH`, then `/usr/local/cuda`.
-pub fn cuda_root() -> Result<PathBuf> {
-    let candidates: Vec<(String, PathBuf)> = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(|v| std::env::var_os(v).map(|p| (format!("${v}"), PathBuf::from(p))))
-        .chain(std::iter::once((
-            "the default".to_string(),
-            PathBuf::from("/usr/local/cuda"),
-        )))
-        .collect();
-    for (_, root) in &candidates {
-        if root.join("include").join("cooperative_groups.h").exists() {
-            return Ok(root.clone());
-        }
-    }
-    let tried: Vec<String> = candidates
-        .iter()
-        .map(|(w, p)| format!("{} ({w})", p.display()))
-        .collect();
-    Err(Error::CudaUnavailable(format!(
-        "CUDA headers not found (no include/cooperative_groups.h under {}); set CUDA_HOME to a CUDA 13 installation",
-        tried.join(", ")
-    )))
-}
 
 /// True when the NVRTC library can be loaded.
 pub fn nvrtc_available() -> bool {
@@ -97,30 +24,113 @@ pub fn nvrtc_available() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// NVRTC options for `arch` (e.g. `compute_90a`) with the CUDA include paths and `-D` defines.
-pub fn options(root: &Path, arch: &str, defines: &[(&str, String)]) -> Vec<String> {
+/// NVRTC's version ("13.0"), or "unknown" where NVRTC cannot say.
+pub fn nvrtc_version() -> String {
+    static V: OnceLock<String> = OnceLock::new();
+    V.get_or_init(|| {
+        if nvrtc_available() {
+            super::nvrtc::version().unwrap_or_else(|| "unknown".into())
+        } else {
+            "unknown".into()
+        }
+    })
+    .clone()
+}
+
+/// Whether builds keep line information (`-lineinfo`, for profilers' source views):
+/// `SMEMKIT_LINEINFO=1`. Off by default: it embeds the PTX in every CUBIN, 2.5 times its size.
+fn lineinfo() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SMEMKIT_LINEINFO").is_ok_and(|v| v == "1"))
+}
+
+/// NVRTC options for `arch` (`compute_90a` for PTX, `sm_90a` for a CUBIN) and `-D` defines. No
+/// include path: the kernels include only their own headers, which NVRTC is handed by name.
+pub fn options(arch: &str, defines: &[(&str, String)]) -> Vec<String> {
     let mut opts = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
-        "-lineinfo".to_string(),
-        format!("--include-path={}", root.join("include").display()),
-        format!(
-            "--include-path={}",
-            root.join("include").join("cccl").display()
-        ),
     ];
+    if lineinfo() {
+        opts.push("-lineinfo".to_string());
+    }
     opts.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
     opts
 }
 
-fn memory_cache() -> &'static Mutex<HashMap<String, Arc<String>>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<String>>>> = OnceLock::new();
+/// The defines that make a one-kernel source build `kernel` alone (`kernels/one_kernel.cuh`).
+pub fn one_kernel_defines(kernel: &str) -> [(String, String); 2] {
+    [
+        ("SMEMKIT_ONE_KERNEL".into(), "1".into()),
+        (format!("SMEMKIT_KERNEL_{kernel}"), "1".into()),
+    ]
+}
+
+/// What to build: a source, its defines, and for a one-kernel source the kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct Build<'a> {
+    pub src: &'a KernelSource,
+    pub defines: &'a [(&'a str, String)],
+    pub kernel: &'a str,
+}
+
+impl Build<'_> {
+    /// The NVRTC options of this build for `arch`.
+    pub fn options(&self, arch: &str) -> Vec<String> {
+        let mut opts = options(arch, self.defines);
+        if self.src.one_kernel {
+            opts.extend(
+                one_kernel_defines(self.kernel)
+                    .iter()
+                    .map(|(k, v)| format!("-D{k}={v}")),
+            );
+        }
+        opts
+    }
+
+    /// Names the module the build makes: kernels of a source that is not built one kernel at a
+    /// time share one.
+    pub fn module_key(&self, arch: &str) -> String {
+        format!("{}|{}", self.src.name, self.options(arch).join(" "))
+    }
+}
+
+/// A compiled module: machine code for one architecture, or PTX for the driver to compile.
+#[derive(Debug)]
+pub enum Image {
+    Cubin(Vec<u8>),
+    Ptx(String),
+}
+
+impl Image {
+    pub fn len(&self) -> usize {
+        match self {
+            Image::Cubin(b) => b.len(),
+            Image::Ptx(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What cudarc loads.
+    pub fn to_loadable(&self) -> cudarc::nvrtc::Ptx {
+        match self {
+            Image::Cubin(b) => cudarc::nvrtc::Ptx::from_binary(b.clone()),
+            Image::Ptx(t) => cudarc::nvrtc::Ptx::from_src(t.as_str()),
+        }
+    }
+}
+
+fn memory_cache() -> &'static Mutex<HashMap<String, Arc<Image>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Image>>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 /// The folder of the on-disk caches: `SMEMKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/smemkit/ptx` or
-/// `~/.cache/smemkit/ptx`. The compiled PTX and the matmul autotuner's choices live there.
-pub(crate) fn disk_cache_dir() -> Option<PathBuf> {
+/// `~/.cache/smemkit/ptx`. The compiled kernels and the matmul autotuner's choices live there.
+pub fn disk_cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SMEMKIT_CACHE_DIR") {
         return Some(PathBuf::from(d));
     }
@@ -130,178 +140,190 @@ pub(crate) fn disk_cache_dir() -> Option<PathBuf> {
     Some(base.join("smemkit").join("ptx"))
 }
 
-/// Compiles `src` with `options` to PTX, through the memory and disk caches. `salt` joins the cache
+/// Compilations running now, and those finished in this process with their summed seconds.
+static BUILDING: AtomicUsize = AtomicUsize::new(0);
+static BUILT: AtomicU64 = AtomicU64::new(0);
+static BUILD_NANOS: AtomicU64 = AtomicU64::new(0);
+static FROM_DISK: AtomicU64 = AtomicU64::new(0);
+
+/// What this process's kernel builds cost so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BuildStats {
+    /// NVRTC compilations finished.
+    pub compiled: u64,
+    /// Their summed seconds (several run at once: more than the wall time they took).
+    pub compile_seconds: f64,
+    /// Modules read from the disk cache.
+    pub from_disk: u64,
+}
+
+/// The process's build counters.
+pub fn build_stats() -> BuildStats {
+    BuildStats {
+        compiled: BUILT.load(Ordering::Relaxed),
+        compile_seconds: BUILD_NANOS.load(Ordering::Relaxed) as f64 * 1e-9,
+        from_disk: FROM_DISK.load(Ordering::Relaxed),
+    }
+}
+
+/// True while an NVRTC compilation runs (for a caller that tells its user why it waits).
+pub fn compiling_now() -> bool {
+    BUILDING.load(Ordering::Relaxed) > 0
+}
+
+/// Builds `build` for `arch` as `output` through the memory and disk caches. `salt` joins the cache
 /// key (the driver version: a newer driver may want the kernels compiled anew).
-pub fn compile(src: &KernelSource, options: &[String], salt: &str) -> Result<Arc<String>> {
-    let mut hasher = Sha256::new();
-    for part in [src.text, &options.join("\u{1f}"), salt] {
-        hasher.update(part.as_bytes());
-        hasher.update([0u8]);
+pub fn build(build: &Build<'_>, arch: &str, output: Output, salt: &str) -> Result<Arc<Image>> {
+    let options = build.options(arch);
+    let key = cache_key(build.src, &options, output, salt);
+    if let Some(image) = memory_cache().lock().expect("cache lock").get(&key) {
+        return Ok(image.clone());
     }
-    let key: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    if let Some(ptx) = memory_cache().lock().expect("cache lock").get(&key) {
-        return Ok(ptx.clone());
-    }
-    let disk = disk_cache_dir().map(|d| d.join(format!("{key}.ptx")));
-    if let Some(ptx) = disk.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
-        let ptx = Arc::new(ptx);
-        memory_cache()
-            .lock()
-            .expect("cache lock")
-            .insert(key, ptx.clone());
-        return Ok(ptx);
-    }
-    let ptx = Arc::new(compile_uncached(src, options)?);
-    if let Some(path) = disk {
-        // The cache is an optimisation: a failure to write it is not an error. Write then rename so a
-        // concurrent reader never sees half a file.
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-            let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
-            if std::fs::write(&tmp, ptx.as_bytes()).is_ok() {
-                let _ = std::fs::rename(&tmp, &path);
+    let ext = match output {
+        Output::Ptx => "ptx",
+        Output::Cubin => "cubin",
+    };
+    let disk = disk_cache_dir().map(|d| d.join(format!("{key}.{ext}")));
+    let cached = disk
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|bytes| {
+            match output {
+                // A CUBIN is an ELF file; anything else (a torn write) is compiled anew.
+                Output::Cubin => bytes.starts_with(b"\x7fELF").then_some(Image::Cubin(bytes)),
+                Output::Ptx => String::from_utf8(bytes).ok().map(Image::Ptx),
             }
+        });
+    let image = match cached {
+        Some(image) => {
+            FROM_DISK.fetch_add(1, Ordering::Relaxed);
+            Arc::new(image)
         }
-    }
+        None => {
+            let image = Arc::new(compile_image(build.src, &options, output)?);
+            if let Some(path) = disk {
+                write_cache(&path, &key, &image);
+            }
+            image
+        }
+    };
     memory_cache()
         .lock()
         .expect("cache lock")
-        .insert(key, ptx.clone());
-    Ok(ptx)
+        .insert(key, image.clone());
+    Ok(image)
 }
 
-/// One NVRTC compilation, with the log in the error.
-pub fn compile_uncached(src: &KernelSource, options: &[String]) -> Result<String> {
+/// Forgets a cached module (memory and disk), after the driver refused it.
+pub fn evict(build: &Build<'_>, arch: &str, output: Output, salt: &str) {
+    let key = cache_key(build.src, &build.options(arch), output, salt);
+    memory_cache().lock().expect("cache lock").remove(&key);
+    if let Some(dir) = disk_cache_dir() {
+        for ext in ["ptx", "cubin"] {
+            let _ = std::fs::remove_file(dir.join(format!("{key}.{ext}")));
+        }
+    }
+}
+
+fn cache_key(src: &KernelSource, options: &[String], output: Output, salt: &str) -> String {
+    let mut hasher = Sha256::new();
+    let joined = options.join("\u{1f}");
+    let kind = format!("{output:?} nvrtc {}", nvrtc_version());
+    let headers = src.headers.iter().flat_map(|h| [h.name, h.text]);
+    for part in [src.text, &joined, salt, &kind].into_iter().chain(headers) {
+        hasher.update(part.as_bytes());
+        hasher.update([0u8]);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The cache is an optimisation: a failure to write it is not an error. Written then renamed, so
+/// that a concurrent reader never sees half a file.
+fn write_cache(path: &std::path::Path, key: &str, image: &Image) {
+    let Some(dir) = path.parent() else { return };
+    let _ = std::fs::create_dir_all(dir);
+    let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+    let bytes = match image {
+        Image::Cubin(b) => b.as_slice(),
+        Image::Ptx(t) => t.as_bytes(),
+    };
+    if std::fs::write(&tmp, bytes).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+/// One NVRTC compilation to `output`, with the log in the error, counted in [`build_stats`].
+pub fn compile_image(src: &KernelSource, options: &[String], output: Output) -> Result<Image> {
     if !nvrtc_available() {
         return Err(Error::CudaUnavailable(
             "the NVRTC library (libnvrtc.so.13) cannot be loaded; add its folder to LD_LIBRARY_PATH".into(),
         ));
     }
-    let opts = cudarc::nvrtc::CompileOptions {
+    BUILDING.fetch_add(1, Ordering::Relaxed);
+    let start = Instant::now();
+    let result = super::nvrtc::compile(src.name, src.text, &src.header_pairs(), options, output);
+    BUILD_NANOS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    BUILT.fetch_add(1, Ordering::Relaxed);
+    BUILDING.fetch_sub(1, Ordering::Relaxed);
+    let bytes = result.map_err(|f| Error::Compile {
+        kernel: src.name.into(),
         options: options.to_vec(),
-        name: Some(src.name.into()),
-        ..Default::default()
-    };
-    match cudarc::nvrtc::compile_ptx_with_opts(src.text, opts) {
-        Ok(ptx) => Ok(ptx.to_src()),
-        Err(cudarc::nvrtc::CompileError::CompileError { log, options, .. }) => {
-            Err(Error::Compile {
+        log: if f.log.is_empty() { f.status } else { f.log },
+    })?;
+    match output {
+        Output::Cubin => Ok(Image::Cubin(bytes)),
+        Output::Ptx => String::from_utf8(bytes)
+            .map(Image::Ptx)
+            .map_err(|_| Error::Compile {
                 kernel: src.name.into(),
-                options,
-                log: log.to_string_lossy().into_owned(),
-            })
-        }
-        Err(e) => Err(Error::Compile {
+                options: options.to_vec(),
+                log: "NVRTC returned PTX that is not UTF-8".into(),
+            }),
+    }
+}
+
+/// One NVRTC compilation to PTX (the compile checks read it).
+pub fn compile_uncached(src: &KernelSource, options: &[String]) -> Result<String> {
+    match compile_image(src, options, Output::Ptx)? {
+        Image::Ptx(ptx) => Ok(ptx),
+        Image::Cubin(_) => Err(Error::Compile {
             kernel: src.name.into(),
             options: options.to_vec(),
-            log: format!("{e:?}"),
+            log: "NVRTC returned a CUBIN where PTX was asked for".into(),
         }),
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sample::SampleType;
 
-    /// NVRTC and the headers, or the reason they are missing. On CI (`CI` set) a missing NVRTC is a
-    /// failure, since `.ci/run` installs the NVRTC wheels; elsewhere the check is skipped, saying why.
-    fn toolchain() -> Option<PathBuf> {
-        let missing = if !nvrtc_available() {
-            Some("libnvrtc.so.13 cannot be loaded (set LD_LIBRARY_PATH)".to_string())
-        } else {
-            match cuda_root() {
-                Ok(root) => return Some(root),
-                Err(e) => Some(e.to_string()),
-            }
-        };
-        let reason = missing.unwrap_or_default();
+    /// Whether NVRTC can be loaded. On CI (`CI` set) a missing NVRTC is a failure, since
+    /// `.ci/run` installs the NVRTC wheels; elsewhere the check is skipped, saying why.
+    pub(crate) fn toolchain() -> bool {
+        if nvrtc_available() {
+            return true;
+        }
+        let reason = "libnvrtc.so.13 cannot be loaded (set LD_LIBRARY_PATH)";
         if std::env::var_os("CI").is_some() {
             panic!("kernel compile check cannot run on CI: {reason}");
         }
         eprintln!("skipping the kernel compile check: {reason}");
-        None
-    }
-
-    #[test]
-    fn every_histogram_kernel_compiles_for_hopper() {
-        let Some(root) = toolchain() else { return };
-        for t in SampleType::ALL {
-            let opts = options(
-                &root,
-                "compute_90a",
-                &crate::histogram::cuda::prepared::sample_defines(t),
-            );
-            let ptx = compile_uncached(&HISTOGRAM, &opts).unwrap_or_else(|e| panic!("{t}: {e}"));
-            for strategy in ["shared", "cluster", "global"] {
-                let mode = if t.is_float() {
-                    if t == SampleType::F32 {
-                        "uniform32"
-                    } else {
-                        "uniform64"
-                    }
-                } else {
-                    "integer"
-                };
-                // Float32 bins from 0 of a power-of-two width have their own builds.
-                let exact = (t == SampleType::F32).then_some("uniform32x");
-                for w in ["none", "f32", "f64"] {
-                    for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
-                        let name = format!("hist_{strategy}_{m}_{w}");
-                        assert!(
-                            ptx.contains(&format!(".entry {name}(")),
-                            "{t}: {name} missing from the PTX"
-                        );
-                    }
-                }
-                for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
-                    for name in [
-                        format!("hist_verdict_{m}"),
-                        format!("hist_exact_{m}_f32"),
-                        format!("hist_exact_{m}_f64"),
-                    ] {
-                        assert!(
-                            ptx.contains(&format!(".entry {name}(")),
-                            "{t}: {name} missing from the PTX"
-                        );
-                    }
-                    let name = format!("hist_sharedp_{m}_none");
-                    assert!(
-                        ptx.contains(&format!(".entry {name}(")),
-                        "{t}: {name} missing from the PTX"
-                    );
-                }
-                // Packed narrow counters and the sliced kernels count samples only.
-                for kernel in [
-                    "shared16",
-                    "shared16p",
-                    "shared8",
-                    "shared8p",
-                    "shared4p",
-                    "sliced8",
-                    "sliced4",
-                ] {
-                    for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
-                        let name = format!("hist_{kernel}_{m}_none");
-                        assert!(
-                            ptx.contains(&format!(".entry {name}(")),
-                            "{t}: {name} missing from the PTX"
-                        );
-                    }
-                }
-            }
-        }
+        false
     }
 
     #[test]
     fn generators_compile_for_hopper() {
-        let Some(root) = toolchain() else { return };
-        let ptx = compile_uncached(&GENERATE, &options(&root, "compute_90a", &[])).unwrap();
-        let lab = compile_uncached(&LAB, &options(&root, "compute_90a", &[])).unwrap();
+        if !toolchain() {
+            return;
+        }
+        let ptx = compile_uncached(&GENERATE, &options("compute_90a", &[])).unwrap();
+        let lab = compile_uncached(&LAB, &options("compute_90a", &[])).unwrap();
         for k in ["bank_probe", "atomic_shared", "atomic_global"] {
             assert!(lab.contains(&format!(".entry {k}(")), "{k} missing");
         }
@@ -312,7 +334,9 @@ mod tests {
 
     #[test]
     fn array_operation_kernels_compile_for_hopper() {
-        let Some(root) = toolchain() else { return };
+        if !toolchain() {
+            return;
+        }
         let types = [
             "unsigned char",
             "unsigned short",
@@ -323,7 +347,7 @@ mod tests {
         ];
         for t in types {
             let d = [("ELEM_T", t.to_string())];
-            let ptx = compile_uncached(&TRANSPOSE, &options(&root, "compute_90a", &d))
+            let ptx = compile_uncached(&TRANSPOSE, &options("compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{t}: {e}"));
             for k in [
                 "transpose_padded",
@@ -333,7 +357,7 @@ mod tests {
             ] {
                 assert!(ptx.contains(&format!(".entry {k}(")), "{t}: {k}");
             }
-            let ptx = compile_uncached(&REVERSE, &options(&root, "compute_90a", &d))
+            let ptx = compile_uncached(&REVERSE, &options("compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{t}: {e}"));
             for k in ["reverse_static", "reverse_dynamic", "reverse_carved"] {
                 assert!(ptx.contains(&format!(".entry {k}(")), "{t}: {k}");
@@ -354,7 +378,7 @@ mod tests {
                     ("WEIGHTED", weighted.to_string()),
                     ("RADIUS", radius.to_string()),
                 ];
-                let ptx = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d))
+                let ptx = compile_uncached(&STENCIL, &options("compute_90a", &d))
                     .unwrap_or_else(|e| panic!("{t} radius {radius}: {e}"));
                 assert!(ptx.contains(".entry stencil1d("), "{t}");
                 assert!(ptx.contains(".entry stencil1d_l1("), "{t}");
@@ -366,10 +390,10 @@ mod tests {
             ("ACC_T", "float".to_string()),
             ("WEIGHTED", "1".to_string()),
         ];
-        let with = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d)).unwrap();
+        let with = compile_uncached(&STENCIL, &options("compute_90a", &d)).unwrap();
         let mut d = d.to_vec();
         d.push(("STENCIL_SKIP_BARRIER_FOR_RACECHECK", "1".to_string()));
-        let without = compile_uncached(&STENCIL, &options(&root, "compute_90a", &d)).unwrap();
+        let without = compile_uncached(&STENCIL, &options("compute_90a", &d)).unwrap();
         let barriers = |ptx: &str| ptx.matches("bar.sync").count();
         assert_eq!(
             barriers(&without) + 1,
@@ -400,13 +424,15 @@ mod tests {
 
     #[test]
     fn matmul_kernels_compile_for_every_transpose_pair() {
-        let Some(root) = toolchain() else { return };
+        if !toolchain() {
+            return;
+        }
         // Hopper, and Ampere (the oldest with cp.async) so that the async kernel's PTX is checked
         // beyond the one architecture.
         for arch in ["compute_90a", "compute_80"] {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
                 let d = crate::matmul::cuda::defines(ta, tb);
-                let ptx = compile_uncached(&MATMUL, &options(&root, arch, &d))
+                let ptx = compile_uncached(&MATMUL, &options(arch, &d))
                     .unwrap_or_else(|e| panic!("{arch} ta {ta} tb {tb}: {e}"));
                 for k in [
                     crate::MatmulKernel::Tiled16,
@@ -440,7 +466,9 @@ mod tests {
     #[test]
     fn warp_tiled_matmul_compiles_for_every_configuration() {
         use crate::matmul::cuda::{warp_defines, WarpConfig};
-        let Some(root) = toolchain() else { return };
+        if !toolchain() {
+            return;
+        }
         let pairs = [(false, false), (true, false), (false, true), (true, true)];
         // Every layout with the default tiles (FP32 and TF32), on Hopper and Ampere.
         for arch in ["compute_90a", "compute_80"] {
@@ -452,7 +480,7 @@ mod tests {
                         WarpConfig::DEFAULT
                     };
                     let d = warp_defines(&config, ta, tb, tf32);
-                    let ptx = compile_uncached(&MATMUL_WARP, &options(&root, arch, &d))
+                    let ptx = compile_uncached(&MATMUL_WARP, &options(arch, &d))
                         .unwrap_or_else(|e| panic!("{arch} ta {ta} tb {tb} tf32 {tf32}: {e}"));
                     assert!(ptx.contains(&format!(".entry {entry}(")), "{entry} missing");
                     assert!(
@@ -473,21 +501,104 @@ mod tests {
         // Every autotuner candidate, on the layout the benchmark uses.
         for c in WarpConfig::CANDIDATES {
             let d = warp_defines(&c, false, false, false);
-            let ptx = compile_uncached(&MATMUL_WARP, &options(&root, "compute_90a", &d))
+            let ptx = compile_uncached(&MATMUL_WARP, &options("compute_90a", &d))
                 .unwrap_or_else(|e| panic!("{}: {e}", c.name()));
             assert!(ptx.contains(".entry matmul_warp("), "{}", c.name());
             assert_whole_copies(&ptx, &c.name());
         }
     }
 
+    type Defines = Vec<(&'static str, String)>;
+
+    /// Every kernel source with every define set the library compiles it with on Hopper, named
+    /// for the PTX dump below.
+    fn define_sets() -> Vec<(KernelSource, String, Defines)> {
+        use crate::matmul::cuda::{defines, warp_defines, WarpConfig};
+        let mut sets = Vec::new();
+        for t in SampleType::ALL {
+            let d = crate::histogram::cuda::prepared::sample_defines(t);
+            sets.push((HISTOGRAM, format!("histogram-{t}"), d));
+        }
+        let pairs = [(false, false), (true, false), (false, true), (true, true)];
+        for (ta, tb) in pairs {
+            let layout = format!("{}{}", ta as u8, tb as u8);
+            sets.push((MATMUL, format!("matmul-{layout}"), defines(ta, tb)));
+            let tf32 = warp_defines(&WarpConfig::TF32, ta, tb, true);
+            sets.push((MATMUL_WARP, format!("matmul_warp-tf32-{layout}"), tf32));
+            // The autotuner's candidates (FP32, the prefetching loop among them).
+            for c in WarpConfig::CANDIDATES {
+                let d = warp_defines(&c, ta, tb, false);
+                sets.push((MATMUL_WARP, format!("matmul_warp-{}-{layout}", c.name()), d));
+            }
+        }
+        sets.push((GENERATE, "generate".into(), vec![]));
+        sets.push((LAB, "lab".into(), vec![]));
+        sets
+    }
+
+    /// Writes the PTX of every define set to `$SMEMKIT_PTX_DUMP`, so that a change meant to move
+    /// code only (splitting a kernel file) can be checked to give the same PTX (`diff -r` of two
+    /// dumps). Options: `SMEMKIT_PTX_DUMP_SOURCES`, a folder to read the kernel files from instead
+    /// of the embedded ones (an older version of the kernels: `git archive` of its commit);
+    /// `SMEMKIT_PTX_DUMP_ONLY`, comma-separated substrings of the set names to dump;
+    /// `SMEMKIT_PTX_DUMP_LINEINFO=1` keeps the library's `-lineinfo` (its `.loc` lines then name
+    /// files and lines, which a split changes).
+    #[test]
+    #[ignore = "writes PTX to $SMEMKIT_PTX_DUMP for comparing two versions of the kernels"]
+    fn dump_ptx() {
+        if !toolchain() {
+            return;
+        }
+        let var = |v: &str| std::env::var(v).ok().filter(|s| !s.is_empty());
+        let dir = PathBuf::from(var("SMEMKIT_PTX_DUMP").expect("SMEMKIT_PTX_DUMP"));
+        let only: Vec<String> = var("SMEMKIT_PTX_DUMP_ONLY")
+            .map(|s| s.split(',').map(str::to_string).collect())
+            .unwrap_or_default();
+        let lineinfo = var("SMEMKIT_PTX_DUMP_LINEINFO").as_deref() == Some("1");
+        let from = var("SMEMKIT_PTX_DUMP_SOURCES").map(PathBuf::from);
+        let leak = |path: PathBuf| -> &'static str {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            Box::leak(text.into_boxed_str())
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        for (mut src, name, d) in define_sets() {
+            if !only.is_empty() && !only.iter().any(|o| name.contains(o.as_str())) {
+                continue;
+            }
+            if let Some(from) = &from {
+                src.text = leak(from.join(src.name));
+                let headers: Vec<Header> = src
+                    .headers
+                    .iter()
+                    .map(|h| Header {
+                        name: h.name,
+                        text: leak(from.join(h.name)),
+                    })
+                    .collect();
+                src.headers = Box::leak(headers.into_boxed_slice());
+            }
+            let mut opts = options("compute_90a", &d);
+            opts.retain(|o| lineinfo || o != "-lineinfo");
+            let ptx = match compile_uncached(&src, &opts) {
+                Ok(ptx) => ptx,
+                Err(e) => format!("compile error: {e}"),
+            };
+            std::fs::write(dir.join(format!("{name}.ptx")), ptx).unwrap();
+        }
+    }
+
     #[test]
     fn a_compile_error_carries_the_nvrtc_log() {
-        let Some(root) = toolchain() else { return };
+        if !toolchain() {
+            return;
+        }
         let bad = KernelSource {
             name: "bad.cu",
             text: "extern \"C\" __global__ void k() { undefined_thing(); }",
+            headers: &[],
+            one_kernel: false,
         };
-        match compile_uncached(&bad, &options(&root, "compute_90a", &[])) {
+        match compile_uncached(&bad, &options("compute_90a", &[])) {
             Err(Error::Compile { log, options, .. }) => {
                 assert!(log.contains("undefined_thing"), "log: {log}");
                 assert!(options.iter().any(|o| o.contains("compute_90a")));

@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use cudarc::nvrtc::Ptx;
 
-use super::compile::{self, KernelSource};
+use super::compile::{self, Build, Image, KernelSource, Output};
 use super::limits::DeviceLimits;
 use crate::error::{Error, Result};
 
@@ -33,6 +32,46 @@ pub(crate) fn cuda_err(context: &str) -> impl Fn(cudarc::driver::DriverError) ->
     move |e| Error::Cuda {
         context: context.to_string(),
         message: format!("{e:?}"),
+    }
+}
+
+/// Seconds this process spent on GPU setup: opening contexts, building (compiling or reading from
+/// the cache) and loading kernels. Summed over threads and devices.
+static SETUP_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// GPU setup time so far in this process (see [`SETUP_NANOS`]): what a caller subtracts from a
+/// first call's time to tell setup from work.
+pub fn setup_time() -> std::time::Duration {
+    std::time::Duration::from_nanos(SETUP_NANOS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Adds the time from its start to its drop to [`setup_time`]; nested timers count once.
+struct SetupTimer {
+    start: Option<std::time::Instant>,
+}
+
+thread_local! {
+    static TIMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl SetupTimer {
+    fn start() -> SetupTimer {
+        let outer = !TIMING.with(|t| t.replace(true));
+        SetupTimer {
+            start: outer.then(std::time::Instant::now),
+        }
+    }
+}
+
+impl Drop for SetupTimer {
+    fn drop(&mut self) {
+        if let Some(start) = self.start {
+            TIMING.with(|t| t.set(false));
+            SETUP_NANOS.fetch_add(
+                start.elapsed().as_nanos() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
     }
 }
 
@@ -83,6 +122,7 @@ fn init_driver() -> Result<()> {
 }
 
 fn open(ordinal: usize) -> Result<Gpu> {
+    let _setup = SetupTimer::start();
     let count = device_count()?;
     if count < 1 {
         return Err(Error::CudaUnavailable(
@@ -150,43 +190,124 @@ fn open(ordinal: usize) -> Result<Gpu> {
 }
 
 impl Gpu {
-    /// Loads `function` from `src` compiled with `defines`, compiling (or taking from the caches).
+    /// Loads `function` from `src` compiled with `defines` (for a one-kernel source, `function`
+    /// alone), building it or taking it from the caches.
     pub fn function(
         &self,
         src: &KernelSource,
         defines: &[(&str, String)],
         function: &str,
     ) -> Result<CudaFunction> {
-        let root = compile::cuda_root()?;
-        let options = compile::options(&root, &self.arch, defines);
-        let key = format!("{}|{}", src.name, options.join(" "));
-        // Compiled and loaded outside the lock, so that threads needing different modules (the
-        // matmul tests and tuner want dozens) compile in parallel; a module two threads both
-        // compiled is kept once.
-        let cached = self.modules.lock().expect("module lock").get(&key).cloned();
-        let module = match cached {
+        let _setup = SetupTimer::start();
+        let build = Build {
+            src,
+            defines,
+            kernel: function,
+        };
+        let module = match self.cached_module(&build) {
             Some(m) => m,
             None => {
-                let ptx =
-                    compile::compile(src, &options, &format!("driver {}", self.driver_version))?;
-                let m = self
-                    .ctx
-                    .load_module(Ptx::from_src(ptx.as_str()))
-                    .map_err(cuda_err(
-                        "loading a compiled module (does the driver accept this PTX?)",
-                    ))?;
-                self.modules
-                    .lock()
-                    .expect("module lock")
-                    .entry(key)
-                    .or_insert(m)
-                    .clone()
+                let image = self.build(&build)?;
+                self.load(&build, image)?
             }
         };
         module.load_function(function).map_err(|e| Error::Cuda {
             context: format!("finding kernel {function} in {}", src.name),
             message: format!("{e:?}"),
         })
+    }
+
+    /// Builds the modules of `functions` of `src` with `defines` that are not loaded yet, the
+    /// compilations in parallel, and loads them; [`Gpu::function`] then finds them loaded. For
+    /// a plan that launches several kernels.
+    pub fn prepare(
+        &self,
+        src: &KernelSource,
+        defines: &[(&str, String)],
+        functions: &[&str],
+    ) -> Result<()> {
+        use rayon::prelude::*;
+        let _setup = SetupTimer::start();
+        let mut missing: Vec<Build<'_>> = Vec::new();
+        for &kernel in functions {
+            let build = Build {
+                src,
+                defines,
+                kernel,
+            };
+            let key = build.module_key(&self.cubin_arch());
+            if self.cached_module(&build).is_none()
+                && !missing
+                    .iter()
+                    .any(|b| b.module_key(&self.cubin_arch()) == key)
+            {
+                missing.push(build);
+            }
+        }
+        let images: Vec<Result<Arc<Image>>> = missing.par_iter().map(|b| self.build(b)).collect();
+        for (build, image) in missing.iter().zip(images) {
+            self.load(build, image?)?;
+        }
+        Ok(())
+    }
+
+    /// The CUBIN target: `sm_90a` for the PTX target `compute_90a`.
+    fn cubin_arch(&self) -> String {
+        self.arch.replacen("compute_", "sm_", 1)
+    }
+
+    fn salt(&self) -> String {
+        format!("driver {}", self.driver_version)
+    }
+
+    fn cached_module(&self, build: &Build<'_>) -> Option<Arc<CudaModule>> {
+        let key = build.module_key(&self.cubin_arch());
+        self.modules.lock().expect("module lock").get(&key).cloned()
+    }
+
+    /// A CUBIN for the device, or PTX where NVRTC cannot make one.
+    fn build(&self, build: &Build<'_>) -> Result<Arc<Image>> {
+        match compile::build(build, &self.cubin_arch(), Output::Cubin, &self.salt()) {
+            Ok(image) => Ok(image),
+            Err(cubin) => {
+                compile::build(build, &self.arch, Output::Ptx, &self.salt()).map_err(|_| cubin)
+            }
+        }
+    }
+
+    /// Loads `image` into the context (kept once if two threads load the same module). A CUBIN
+    /// the driver refuses (a torn cache file, a driver that cannot run it) is forgotten and the
+    /// build made again as PTX, which the driver compiles itself.
+    fn load(&self, build: &Build<'_>, image: Arc<Image>) -> Result<Arc<CudaModule>> {
+        let module = match self.ctx.load_module(image.to_loadable()) {
+            Ok(m) => m,
+            Err(e) if matches!(*image, Image::Cubin(_)) => {
+                compile::evict(build, &self.cubin_arch(), Output::Cubin, &self.salt());
+                let ptx = compile::build(build, &self.arch, Output::Ptx, &self.salt())?;
+                self.ctx
+                    .load_module(ptx.to_loadable())
+                    .map_err(|p| Error::Cuda {
+                        context: format!(
+                            "loading {} for {} (the driver refused its CUBIN: {e:?}; then its PTX)",
+                            build.kernel, self.arch
+                        ),
+                        message: format!("{p:?}"),
+                    })?
+            }
+            Err(e) => {
+                return Err(cuda_err(
+                    "loading a compiled module (does the driver accept this PTX?)",
+                )(e))
+            }
+        };
+        let key = build.module_key(&self.cubin_arch());
+        Ok(self
+            .modules
+            .lock()
+            .expect("module lock")
+            .entry(key)
+            .or_insert(module)
+            .clone())
     }
 
     /// Makes the context current on the calling thread: raw driver calls (launches, attributes,

@@ -1,19 +1,21 @@
 //! The CUDA runtime every operation shares: a device context opened on first use ([`device`]),
-//! kernels compiled at run time by NVRTC ([`compile`]), launches with clusters ([`launch`]),
-//! page-locked and mapped host memory ([`host_memory`]), NCCL, device limits ([`limits`]) and
-//! timing ([`timing`]). Everything is loaded dynamically: without a driver or a GPU the library still
+//! kernels compiled at run time by NVRTC (a CUBIN for the device, cached; [`compile`]), launches
+//! with clusters ([`launch`]), page-locked and mapped host memory ([`host_memory`]), NCCL, device
+//! limits ([`limits`]) and timing ([`timing`]). Everything is loaded dynamically: without a driver or a GPU the library still
 //! builds and runs, and [`is_available`] says false.
 
 pub mod compile;
 pub mod device;
 pub mod host_memory;
+mod kernel_sources;
 pub mod launch;
 pub mod limits;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+mod nvrtc;
 pub mod timing;
 
-pub use device::{device_count, gpu, gpu_at, Gpu};
+pub use device::{device_count, gpu, gpu_at, setup_time, Gpu};
 
 /// True when a CUDA driver and at least one device can be used.
 pub fn is_available() -> bool {

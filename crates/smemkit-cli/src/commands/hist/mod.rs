@@ -67,7 +67,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
             &spec,
             &input,
             (what, &notes),
-            read_time,
+            (read_time, std::time::Duration::ZERO),
         );
     };
     let options = options(&config, spec.clone(), &ranks);
@@ -77,6 +77,9 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let total = input.byte_len() as u64;
     let report = |bytes: u64| bar.get_or_init(|| stream_bar(total)).set_position(bytes);
     let weights_view = weights.as_ref().map(WeightData::weights);
+    // GPU setup (context, kernels built or loaded) apart from the work, for the summary.
+    let setup_before = smemkit::gpu::setup_time();
+    let notice = crate::compile_notice::Watch::start();
     let h = match &input {
         Input::Data(data) => {
             histogram_with_progress(data.samples(), weights_view, &options, Some(&report))
@@ -85,6 +88,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
             histogram_file_with_progress(file, weights_view, &options, Some(&report))
         }
     };
+    drop(notice);
+    let setup = smemkit::gpu::setup_time().saturating_sub(setup_before);
     if let Some(b) = bar.get() {
         b.finish_and_clear();
     }
@@ -97,7 +102,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         &spec,
         &input,
         (what, &notes),
-        read_time,
+        (read_time, setup),
     )
 }
 
@@ -111,7 +116,7 @@ fn present(
     spec: &BinSpec,
     input: &Input,
     (what, notes): (String, &[String]),
-    read_time: std::time::Duration,
+    (read_time, setup): (std::time::Duration, std::time::Duration),
 ) -> Result<()> {
     let ty = input.sample_type();
     let facts = InputFacts {
@@ -119,6 +124,7 @@ fn present(
         dtype: ty.name(),
         bytes: input.byte_len(),
         read_time,
+        setup,
         bins: describe_bins(spec, h),
     };
     output::summary::write(out, h, &facts)?;

@@ -2,7 +2,7 @@
 //! them, so two runs (or two strategies) can differ in the last bits of a sum. This mode scales
 //! every finite weight to an integer on a fixed-point grid chosen from the largest weight, adds the
 //! integers exactly (two's complement 128-bit sums, order-independent) and rounds each bin's sum
-//! to f64 once, so the bits depend on the data alone. `kernels/exact_sums.cu` runs it on the GPU;
+//! to f64 once, so the bits depend on the data alone. `kernels/hist_exact.cuh` runs it on the GPU;
 //! [`reference`] repeats the same arithmetic on the CPU, which the GPU tests compare bit for bit.
 //!
 //! The grid: with E = floor(log2 max |w|) over the finite non-zero weights, weight w counts as
@@ -35,7 +35,7 @@ pub(crate) struct ExactSums {
     scale: CudaFunction,
     accumulate: CudaFunction,
     finish: CudaFunction,
-    /// The scale word, 2 * nbins accumulator words, then nbins u32 flags (see exact_sums.cu).
+    /// The scale word, 2 * nbins accumulator words, then nbins u32 flags (see kernels/hist_exact.cuh).
     scratch: CudaSlice<u64>,
     in_shared: bool,
     grid: u32,
@@ -88,13 +88,17 @@ impl ExactSums {
             }
         };
         let defines = sample_defines(sample_type);
-        let accumulate = gpu.function(
-            &HISTOGRAM,
-            &defines,
-            &format!("hist_exact_{}_{wname}", mode_name(binning)),
-        )?;
-        let scale = gpu.function(&HISTOGRAM, &defines, &format!("hist_exact_scale_{wname}"))?;
-        let finish = gpu.function(&HISTOGRAM, &defines, "hist_exact_finish")?;
+        let names = [
+            format!("hist_exact_{}_{wname}", mode_name(binning)),
+            format!("hist_exact_scale_{wname}"),
+            "hist_exact_finish".to_string(),
+        ];
+        // The three are built in parallel where not cached.
+        gpu.prepare(&HISTOGRAM, &defines, &names.each_ref().map(String::as_str))?;
+        let [accumulate, scale, finish] = names
+            .each_ref()
+            .map(|name| gpu.function(&HISTOGRAM, &defines, name));
+        let (accumulate, scale, finish) = (accumulate?, scale?, finish?);
         let shared_bytes = if in_shared { (nbins * 16) as u32 } else { 0 };
         let shape = LaunchShape {
             grid: 1,

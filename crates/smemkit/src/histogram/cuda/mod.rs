@@ -9,6 +9,8 @@ pub mod bin_shards;
 pub mod device_histogram;
 pub mod device_samples;
 pub mod exact_sums;
+#[cfg(test)]
+mod kernel_builds_tests;
 pub mod multi;
 pub mod params;
 pub mod prepared;

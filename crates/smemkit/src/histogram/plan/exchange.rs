@@ -69,6 +69,12 @@ pub(super) fn exchange_choice(
                 .into(),
         ));
     }
+    // The kernels are built for these widths only (kernels/histogram.cu).
+    if let Some(b) = bits.filter(|b| ![16, 8].contains(b)) {
+        return Err(unsupported(format!(
+            "exchange counters are 16 or 8 bits wide, not {b}"
+        )));
+    }
     let max = limits.max_cluster_nonportable;
     if let Some(k) = size.filter(|k| !(2..=max).contains(k)) {
         return Err(unsupported(format!(

@@ -107,3 +107,16 @@ fn exchange_refuses_what_it_cannot_hold() {
     )
     .is_err());
 }
+
+#[test]
+fn exchange_refuses_counter_widths_it_has_no_kernel_for() {
+    for bits in [4, 32] {
+        match forced(1 << 20, Some(bits), None) {
+            Err(crate::Error::StrategyUnsupported { reason, .. }) => {
+                assert!(reason.contains("16 or 8 bits"), "{bits}: {reason}")
+            }
+            other => panic!("{bits}-bit exchange: {other:?}"),
+        }
+    }
+    assert!(forced(1 << 20, Some(16), None).is_ok());
+}

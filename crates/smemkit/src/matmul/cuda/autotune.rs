@@ -49,8 +49,12 @@ fn bucket(x: usize) -> u32 {
 pub fn class_key(device: &str, p: &DeviceGemm) -> String {
     let source = {
         let mut h = Sha256::new();
-        h.update(MATMUL.text.as_bytes());
-        h.update(MATMUL_WARP.text.as_bytes());
+        for src in [&MATMUL, &MATMUL_WARP] {
+            h.update(src.text.as_bytes());
+            for header in src.headers {
+                h.update(header.text.as_bytes());
+            }
+        }
         h.finalize()
             .iter()
             .take(6)

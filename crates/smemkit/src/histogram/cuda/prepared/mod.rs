@@ -152,11 +152,14 @@ impl Prepared {
                 plan.block = threads;
             }
         }
-        let func = gpu.function(
-            &HISTOGRAM,
-            &sample_defines(sample_type),
-            &kernel_name(&plan, &gpu.limits, binning, weights),
-        )?;
+        // Every kernel this histogram may launch, compiled in parallel where not cached.
+        let main = kernel_name(&plan, &gpu.limits, binning, weights);
+        let probed = plan::skew_probe_threshold(&plan, &workload, choice).is_some();
+        let mut kernels = companions(&plan, binning, weights, probed);
+        kernels.push(main.clone());
+        let names: Vec<&str> = kernels.iter().map(String::as_str).collect();
+        gpu.prepare(&HISTOGRAM, &sample_defines(sample_type), &names)?;
+        let func = gpu.function(&HISTOGRAM, &sample_defines(sample_type), &main)?;
         let cluster = plan.strategy.cluster_size();
         let unit = plan.strategy.grid_unit();
         let mut shape = LaunchShape {

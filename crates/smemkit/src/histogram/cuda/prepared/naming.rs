@@ -71,6 +71,37 @@ pub fn kernel_name(
     format!("hist_{s}_{}_{}", mode_name(binning), weights.suffix())
 }
 
+/// The kernels a prepared histogram launches besides its plan's own: the fold of global u32
+/// counters, the later partition passes, and where `auto` probes for skew, the verdict and the
+/// global plan it may switch to.
+pub fn companions(
+    plan: &Plan,
+    binning: &Binning,
+    weights: WeightKind,
+    probed: bool,
+) -> Vec<String> {
+    let mode = mode_name(binning);
+    let mut names = Vec::new();
+    let global_counts = weights == WeightKind::None;
+    if plan.strategy == Strategy::Global && global_counts {
+        names.push("hist_fold_u32".to_string());
+    }
+    if plan.strategy == Strategy::Partition {
+        names.push(format!("hist_part_scatter_{mode}"));
+        names.push("hist_part_bins".to_string());
+        names.push("hist_part_scan".to_string());
+    }
+    if probed {
+        names.push(format!("hist_verdict_{mode}"));
+        names.push(format!("hist_global_{mode}_{}", weights.suffix()));
+        if global_counts {
+            names.push("hist_fold_u32".to_string());
+        }
+    }
+    names.dedup();
+    names
+}
+
 /// Whether warps combine equal bins before their atomics. Measured on the H100 (bench/NOTES.md):
 /// shared-memory atomics on one address are cheap enough that `__match_any_sync` only costs (2980
 /// against 515 GB/s at 256 uniform bins, and 2960 against 2250 on hot data), while remote (cluster)

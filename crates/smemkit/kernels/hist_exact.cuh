@@ -1,14 +1,14 @@
 // ---- Deterministic weighted sums -----------------------------------------------------------------
-// Compiled after histogram.cu (compile.rs appends this file to it) and using its binning (`locate`,
-// `resolve`, `process`). Float atomics add weights in whatever order blocks and threads reach
-// them, so two runs can differ in the last bits; these kernels make the sums independent of that
-// order. Each finite weight w becomes the integer rint(w * 2^(61 - E)), where E = floor(log2 max|w|)
+// Included at the end of histogram.cu, using its binning (`locate`, `resolve`, `process`); each entry
+// point is built alone like the others (one_kernel.cuh). Float atomics add weights in whatever order
+// blocks and threads reach them, so two runs can differ in the last bits; these kernels make the sums
+// independent of that order. Each finite weight w becomes the integer rint(w * 2^(61 - E)), where E = floor(log2 max|w|)
 // over the finite non-zero weights (hist_exact_scale finds it), so every integer lies within
 // +-2^62; the integers add exactly in two u64 words per bin (a two's complement 128-bit sum, which
 // fewer than 2^65 samples cannot overflow) whatever the order; hist_exact_finish rounds each bin's
 // sum once to f64 and scales it back. Infinite and NaN weights set flag bits instead (1: +inf,
 // 2: -inf, 4: NaN), resolved as any IEEE sum would be (NaN, or both infinities: NaN).
-// crates/smemkit/src/cuda/exact_sums.rs repeats this arithmetic on the CPU (the tests' reference).
+// crates/smemkit/src/histogram/cuda/exact_sums.rs repeats this arithmetic on the CPU (the tests' reference).
 //
 // Layout of the scratch: word 0 holds E + EXACT_EXP_BIAS (0: no finite non-zero weight), words
 // 1 .. 1 + 2 * nbins the bins' low and high words, then nbins u32 flags.
@@ -121,6 +121,7 @@ __device__ __forceinline__ double exact_i128_to_double(unsigned long long lo, un
     return neg ? -d : d;
 }
 
+#if SMEMKIT_WANTS(hist_exact_finish)
 extern "C" __global__ void hist_exact_finish(const unsigned long long* scratch, unsigned long long nbins, double* out,
                                              int accumulate) {
     const unsigned long long* acc = scratch + 1;
@@ -137,25 +138,32 @@ extern "C" __global__ void hist_exact_finish(const unsigned long long* scratch, 
         out[i] = accumulate ? out[i] + v : v;
     }
 }
+#endif
 
+#if SMEMKIT_WANTS(hist_exact_scale_f32)
 extern "C" __global__ void hist_exact_scale_f32(const float* w, unsigned long long n, unsigned* scale_word) {
     exact_scale<float>(w, n, scale_word);
 }
+#endif
+#if SMEMKIT_WANTS(hist_exact_scale_f64)
 extern "C" __global__ void hist_exact_scale_f64(const double* w, unsigned long long n, unsigned* scale_word) {
     exact_scale<double>(w, n, scale_word);
 }
+#endif
 
-#define EXACT_KERNELS(MODE, MNAME)                                                                               \
-    extern "C" __global__ void __launch_bounds__(512) hist_exact_##MNAME##_f32(                                  \
-        const sample_t* in, unsigned long long n, const float* w, BinParams p, unsigned long long* scratch,    \
-        unsigned long long* t, int in_shared) {                                                                \
-        exact_kernel<MODE, float>(in, n, w, p, scratch, t, in_shared);                                         \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(512) hist_exact_##MNAME##_f64(                                  \
-        const sample_t* in, unsigned long long n, const double* w, BinParams p, unsigned long long* scratch,   \
-        unsigned long long* t, int in_shared) {                                                                \
-        exact_kernel<MODE, double>(in, n, w, p, scratch, t, in_shared);                                        \
-    }
+#define EXACT_KERNELS(MODE, MNAME)                                                                             \
+    SMEMKIT_ENTRY(hist_exact_##MNAME##_f32,                                                                    \
+        extern "C" __global__ void __launch_bounds__(512) hist_exact_##MNAME##_f32(                            \
+            const sample_t* in, unsigned long long n, const float* w, BinParams p, unsigned long long* scratch, \
+            unsigned long long* t, int in_shared) {                                                            \
+            exact_kernel<MODE, float>(in, n, w, p, scratch, t, in_shared);                                     \
+        })                                                                                                     \
+    SMEMKIT_ENTRY(hist_exact_##MNAME##_f64,                                                                    \
+        extern "C" __global__ void __launch_bounds__(512) hist_exact_##MNAME##_f64(                            \
+            const sample_t* in, unsigned long long n, const double* w, BinParams p,                            \
+            unsigned long long* scratch, unsigned long long* t, int in_shared) {                               \
+            exact_kernel<MODE, double>(in, n, w, p, scratch, t, in_shared);                                    \
+        })
 
 #if SAMPLE_IS_FLOAT
 #if SAMPLE_IS_F32

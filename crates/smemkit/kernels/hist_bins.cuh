@@ -1,0 +1,176 @@
+// numpy's binning rule on the device, shared by every histogram kernel: the parameters the host
+// passes (`BinParams`), and `locate`, which gives a sample's bin or the slot of a sample outside the
+// bins, in each binning mode. Included by histogram.cu after the sample-type defines.
+//
+// The uniform modes repeat numpy's arithmetic exactly (crates/smemkit/src/bins.rs is the reference):
+// the estimate (x - first) / denom * n in the same precision, then the correction against the edge
+// values, which are recomputed here with linspace's formula. The _rn intrinsics keep NVRTC from
+// contracting a multiply and an add into one FMA, which would round differently from numpy.
+
+// Mirrors `KernelBinParams` in crates/smemkit/src/cuda/params.rs field for field.
+struct BinParams {
+    unsigned long long nbins;
+    double first64, last64, denom64, start64, stop64, step64, delta64, div64;
+    const double* edges;  // explicit edges (nbins + 1 of them), mode EDGES only
+    float first32, last32, denom32, start32, stop32, step32, delta32, div32;
+    int denom_is_f64;     // float32 mode: numpy divides in float64 when the range came from the caller
+    int linspace_in_f32;  // float32 mode: edges from linspace in float32 (automatic range)
+    int step_zero;        // linspace's special case for a zero step
+    int clamp;            // out-of-range samples go to the first / last bin
+    int aggregate;        // combine equal bins across a warp before the atomic (skewed data)
+    unsigned int bins_per_block;  // cluster: bins owned by each block of the cluster
+    int multiply;         // 1: the estimate multiplies by n / denom (where the host proved it exact);
+                          // 2: float32 bins from 0 of a power-of-two width (mode uniform32x)
+    float scale32;
+    double scale64;
+    const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
+    const unsigned* gate;  // the skew verdict (see `hist_verdict`), or null: the kernel always runs
+    unsigned gate_want;    // with `gate`: the verdict for which this kernel runs
+};
+
+// `auto`'s choice between its planned strategy and global is made on the device (no host round
+// trip, so a run can be captured in a CUDA graph): both are enqueued, each gated on the verdict, and
+// the one not chosen returns here before touching memory. The test is uniform across the grid, so
+// returning ahead of barriers is safe.
+__device__ __forceinline__ bool gated_off(const BinParams& p) {
+    return p.gate != nullptr && *p.gate != p.gate_want;
+}
+
+// Slot codes for samples that land in no bin.
+#define SLOT_BELOW (-1LL)
+#define SLOT_ABOVE (-2LL)
+#define SLOT_NAN (-3LL)
+
+__device__ __forceinline__ bool is_nan_sample(sample_t x) {
+#if SAMPLE_IS_FLOAT
+    return x != x;
+#else
+    return false;
+#endif
+}
+
+// Edge i of numpy's linspace. The index type is the caller's: a bin number below 2^24 as an int
+// converts with 32-bit instructions, any other as unsigned long long; both give the same values.
+template <class I>
+__device__ __forceinline__ double edge64(I i, const BinParams& p) {
+    if ((unsigned long long)i == p.nbins) return p.stop64;
+    double di = (double)i;
+    return p.step_zero ? __dadd_rn(__dmul_rn(__ddiv_rn(di, p.div64), p.delta64), p.start64)
+                       : __dadd_rn(__dmul_rn(di, p.step64), p.start64);
+}
+
+template <class I>
+__device__ __forceinline__ float edge32(I i, const BinParams& p) {
+    if (!p.linspace_in_f32) return (float)edge64(i, p);
+    if ((unsigned long long)i == p.nbins) return p.stop32;
+    float fi = (float)i;
+    return p.step_zero ? __fadd_rn(__fmul_rn(__fdiv_rn(fi, p.div32), p.delta32), p.start32)
+                       : __fadd_rn(__fmul_rn(fi, p.step32), p.start32);
+}
+
+// numpy's correction of the arithmetic estimate against the real edges.
+template <class Edge, class T>
+__device__ __forceinline__ long long correct(long long est, unsigned long long n, T x, Edge edge) {
+    long long nn = (long long)n;
+    if (est < 0) est = 0;
+    if (est > nn) est = nn;
+    if (est == nn) est -= 1;
+    if (est > 0 && x < edge((unsigned long long)est)) est -= 1;
+    if (est != nn - 1 && x >= edge((unsigned long long)est + 1)) est += 1;
+    return est;
+}
+
+__device__ __forceinline__ long long locate_integer(sample_t v, const BinParams& p) {
+#if SAMPLE_IS_FLOAT
+    return SLOT_NAN;  // never launched: integer bins need integer samples
+#else
+#if SAMPLE_IS_SIGNED
+    if (v < 0) return SLOT_BELOW;
+#endif
+    unsigned long long u = (unsigned long long)v;
+    return u >= p.nbins ? SLOT_ABOVE : (long long)u;
+#endif
+}
+
+__device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParams& p) {
+    float x = (float)v;
+    if (x != x) return SLOT_NAN;
+    if (x < p.first32) return SLOT_BELOW;
+    if (x > p.last32) return SLOT_ABOVE;
+    float diff = __fsub_rn(x, p.first32);
+    if (p.multiply) {
+        // The same estimate and correction in 32-bit arithmetic (the multiply estimate implies
+        // nbins <= 2^24; diff >= 0, so est >= 0), against the edge table where the host gave one.
+        const int n = (int)p.nbins;
+        int est = p.denom_is_f64 ? (int)__dmul_rn((double)diff, p.scale64) : (int)__fmul_rn(diff, p.scale32);
+        est = est < n - 1 ? est : n - 1;
+        if (p.edges32) {
+            if (est > 0 && x < __ldg(p.edges32 + est)) est -= 1;
+            if (est != n - 1 && x >= __ldg(p.edges32 + est + 1)) est += 1;
+        } else {
+            if (est > 0 && x < edge32(est, p)) est -= 1;
+            if (est != n - 1 && x >= edge32(est + 1, p)) est += 1;
+        }
+        return est;
+    }
+    long long est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
+                                   : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
+    return correct(est, p.nbins, x, [&](unsigned long long i) { return edge32(i, p); });
+}
+
+// Float32 bins from 0 of a power-of-two width whose every edge is exactly i * width (the host
+// checks them: `UniformF32::exact_power_of_two_width` in bins.rs): the true bin is floor(x / width), the
+// product by the power of two exact, and numpy's corrected estimate is the true bin. Its own kernel
+// builds, so that the other float32 kernels keep their registers and this one needs few.
+__device__ __forceinline__ long long locate_uniform32_exact(sample_t v, const BinParams& p) {
+    float x = (float)v;
+    if (x != x) return SLOT_NAN;
+    if (x < 0.0f) return SLOT_BELOW;
+    if (x > p.last32) return SLOT_ABOVE;
+    const int n = (int)p.nbins;
+    const int est = (int)__fmul_rn(x, p.scale32);
+    return est < n - 1 ? est : n - 1;
+}
+
+__device__ __forceinline__ long long locate_uniform64(sample_t v, const BinParams& p) {
+    double x = (double)v;
+    if (x != x) return SLOT_NAN;
+    if (x < p.first64) return SLOT_BELOW;
+    if (x > p.last64) return SLOT_ABOVE;
+    double diff = __dsub_rn(x, p.first64);
+    long long est = p.multiply ? (long long)__dmul_rn(diff, p.scale64)
+                               : (long long)__dmul_rn(__ddiv_rn(diff, p.denom64), (double)p.nbins);
+    return correct(est, p.nbins, x, [&](unsigned long long i) { return edge64(i, p); });
+}
+
+__device__ __forceinline__ long long locate_edges(sample_t v, const BinParams& p) {
+    double x = (double)v;
+    if (x != x) return SLOT_NAN;
+    const double* e = p.edges;
+    unsigned long long n = p.nbins;
+    if (x < __ldg(e)) return SLOT_BELOW;
+    double top = __ldg(e + n);
+    if (x > top) return SLOT_ABOVE;
+    if (x == top) return (long long)n - 1;
+    unsigned long long lo = 0, hi = n + 1;  // first edge above x, searched in [lo, hi)
+    while (lo < hi) {
+        unsigned long long mid = (lo + hi) / 2;
+        if (__ldg(e + mid) <= x) lo = mid + 1; else hi = mid;
+    }
+    return (long long)lo - 1;
+}
+
+#define MODE_INTEGER 0
+#define MODE_UNIFORM32 1
+#define MODE_UNIFORM64 2
+#define MODE_EDGES 3
+#define MODE_UNIFORM32_EXACT 4
+
+template <int MODE>
+__device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
+    if (MODE == MODE_INTEGER) return locate_integer(v, p);
+    if (MODE == MODE_UNIFORM32) return locate_uniform32(v, p);
+    if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
+    if (MODE == MODE_UNIFORM32_EXACT) return locate_uniform32_exact(v, p);
+    return locate_edges(v, p);
+}

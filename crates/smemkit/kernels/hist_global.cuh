@@ -1,0 +1,65 @@
+// ---- global: counters in global memory -------------------------------------------------------
+
+// Counts go to u32 counters (half the bytes of u64, so twice the bins stay in L2); the host folds
+// them into the u64 result after every launch, long before they could overflow. Each block also
+// keeps one hot bin in shared memory: the first bin that a warp hit with 8 or more lanes at once
+// claims it, and from then on that bin's updates stay on chip. On skewed data this turns millions of
+// same-address L2 atomics into one per block; on uniform data it costs a shared load per update.
+
+template <class Out>
+struct GlobalSink {
+    Out* out;
+    unsigned* hot_key;
+    Out* hot_count;
+    __device__ __forceinline__ void step() {}
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        if constexpr (IsSame<Out, unsigned int>::value) {
+            unsigned key = *(volatile unsigned*)hot_key;
+            if ((unsigned)bin == key) {
+                atomicAdd(hot_count, (Out)amount);
+                return;
+            }
+            atomicAdd(out + bin, (Out)amount);
+            if (key == NO_HOT_KEY && amount >= 8) atomicCAS(hot_key, NO_HOT_KEY, (unsigned)bin);
+        } else {
+            atomicAdd(out + bin, (Out)amount);
+        }
+    }
+};
+
+template <int MODE, class W, class Out>
+__device__ void global_kernel(const sample_t* in, unsigned long long n, const W* w, BinParams p, Out* out,
+                              unsigned long long* tallies) {
+    if (gated_off(p)) return;
+    __shared__ unsigned hot_key;
+    __shared__ Out hot_count;
+    if (threadIdx.x == 0) {
+        hot_key = NO_HOT_KEY;
+        hot_count = (Out)0;
+    }
+    __syncthreads();
+    GlobalSink<Out> sink{out, &hot_key, &hot_count};
+    Tally t{0, 0, 0};
+    process<MODE, W>(in, n, w, p, sink, t, blockIdx.x, gridDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != (Out)0) atomicAdd(out + hot_key, hot_count);
+    flush_tally(t, tallies);
+}
+
+// Adds the u32 counters of a global-memory run into the u64 result and clears them for the next
+// (gated like the global kernel it follows: see `gated_off`).
+#if SMEMKIT_WANTS(hist_fold_u32)
+extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long long* out, unsigned long long n,
+                                         const unsigned* gate, unsigned gate_want) {
+    if (gate != nullptr && *gate != gate_want) return;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned int v = scratch[i];
+        if (v) {
+            out[i] += v;
+            scratch[i] = 0;
+        }
+    }
+}
+#endif

@@ -1,0 +1,52 @@
+// ---- Skew verdict --------------------------------------------------------------------------------
+// Before the partition or sliced passes, `auto` looks at `probes` (at most VERDICT_SLOTS / 2)
+// samples spread evenly over the input, counts their bins (under the policy; a sample counted in no
+// bin counts for none) in a shared-memory hash table, and writes verdict[0] = 1 where the
+// commonest bin holds at least `threshold` of the probed samples (the global kernel, whose
+// per-block hot bin absorbs it, then runs: see `hot_share_for_global` in
+// crates/smemkit/src/histogram/plan/skew.rs), else 0; verdict[1] = that bin's count, for reports.
+// One block.
+#define VERDICT_SLOTS 4096
+template <int MODE>
+__device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned probes,
+                             double threshold, unsigned* __restrict__ verdict) {
+    __shared__ unsigned keys[VERDICT_SLOTS];
+    __shared__ unsigned counts[VERDICT_SLOTS];
+    __shared__ unsigned best;
+    for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) {
+        keys[i] = NO_BIN;
+        counts[i] = 0;
+    }
+    if (threadIdx.x == 0) best = 0;
+    __syncthreads();
+    // Sample floor(i * n / probes) (evenly spread, the first at 0, all below n), as
+    // i * q + i * r / probes with n = q * probes + r, which cannot overflow.
+    const unsigned long long q = n / probes, r = n % probes;
+    for (unsigned i = threadIdx.x; i < probes; i += blockDim.x) {
+        const unsigned long long j = i * q + (unsigned long long)i * r / probes;
+        Tally unused = {0, 0, 0};
+        const long long bin = resolve(locate<MODE>(in[j], p), p, unused);
+        if (bin < 0) continue;
+        const unsigned key = (unsigned)bin;
+        // Open addressing from a multiplicative hash; at most half the slots are ever taken.
+        unsigned slot = (key * 2654435761u) >> 20;
+        for (;;) {
+            const unsigned prev = atomicCAS(keys + slot, NO_BIN, key);
+            if (prev == NO_BIN || prev == key) {
+                atomicAdd(counts + slot, 1u);
+                break;
+            }
+            slot = (slot + 1) & (VERDICT_SLOTS - 1);
+        }
+    }
+    __syncthreads();
+    unsigned m = 0;
+    for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) m = max(m, counts[i]);
+    for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_down_sync(0xffffffffu, m, off));
+    if ((threadIdx.x & 31) == 0) atomicMax(&best, m);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        verdict[0] = (double)best / (double)probes >= threshold ? 1u : 0u;
+        verdict[1] = best;
+    }
+}

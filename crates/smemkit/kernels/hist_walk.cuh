@@ -1,0 +1,223 @@
+// The per-sample machinery every strategy shares: the tallies of samples outside the bins, the
+// policy (`resolve`), counting into a sink (`count`), the grid-stride walk over the input
+// (`grid_walk`, `process`) and the lean 32-bit step (`bin32`, `slice_bin`, `lean_loop`) of the
+// kernels that count integer or exact float32 bins only. Included by histogram.cu.
+
+// Per-thread tallies of samples outside the bins, summed over the warp and added to global memory
+// once per warp at the end.
+struct Tally {
+    unsigned long long below, above, nan;
+};
+
+__device__ __forceinline__ void flush_tally(Tally t, unsigned long long* tallies) {
+    for (int off = 16; off > 0; off >>= 1) {
+        t.below += __shfl_down_sync(0xffffffffu, t.below, off);
+        t.above += __shfl_down_sync(0xffffffffu, t.above, off);
+        t.nan += __shfl_down_sync(0xffffffffu, t.nan, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (t.below) atomicAdd(tallies + 0, t.below);
+        if (t.above) atomicAdd(tallies + 1, t.above);
+        if (t.nan) atomicAdd(tallies + 2, t.nan);
+    }
+}
+
+// Resolves a slot under the policy: the bin to count, or -1.
+__device__ __forceinline__ long long resolve(long long slot, const BinParams& p, Tally& t) {
+    if (slot >= 0) return slot;
+    if (slot == SLOT_NAN) { t.nan++; return -1; }
+    if (slot == SLOT_BELOW) { t.below++; return p.clamp ? 0 : -1; }
+    t.above++;
+    return p.clamp ? (long long)p.nbins - 1 : -1;
+}
+
+// Counts sample i's bin into a sink. Unweighted counts may be aggregated: lanes of a warp that hit
+// the same bin send one update carrying their number, so skewed data does not serialise on one
+// counter. Weighted sums (W = float or double) add each weight.
+template <class W, class Sink>
+__device__ __forceinline__ void count(long long bin, const W* w, unsigned long long i, const BinParams& p, Sink& sink) {
+    if constexpr (!IsVoid<W>::value) {
+        if (bin >= 0) sink.add((unsigned long long)bin, (double)__ldg(w + i));
+    } else if (!p.aggregate) {
+        if (bin >= 0) sink.add((unsigned long long)bin, 1u);
+    } else {
+        unsigned mask = __activemask();
+        unsigned key = bin >= 0 ? (unsigned)bin : 0xffffffffu;
+        unsigned peers = __match_any_sync(mask, key);
+        if (bin >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1) sink.add((unsigned long long)bin, (unsigned)__popc(peers));
+    }
+}
+
+// The grid-stride loop shared by all strategies: 16-byte loads, two in flight per thread. With
+// PREFETCH the next pair is loaded before the current pair is counted, so that the loads' latency
+// hides behind the counting within the warp, not only behind other warps: for the count kernels
+// that an SM holds at most 1024 threads of (one block of 1024 or two of 512), where ncu put most
+// stalls on the loads (long scoreboard, 7.2 of 17.5 cycles per instruction at 131072 bins). It
+// costs 8-14 registers, so kernels that run three or four 512-thread blocks per SM go without.
+//
+// `block` of `blocks` is this block's place in the loop: the grid's (blockIdx.x of gridDim.x) for
+// every strategy but sliced, whose blocks of one slice each read the whole input as a grid of their
+// own.
+template <bool PREFETCH, class Sink, class Step>
+__device__ __forceinline__ void grid_walk(const sample_t* __restrict__ in, unsigned long long n, Sink& sink,
+                                          Step step, unsigned block, unsigned blocks) {
+    constexpr int VEC = 16 / sizeof(sample_t);
+    union Vec { uint4 raw; sample_t s[VEC]; };
+    const unsigned long long nvec = n / VEC;
+    const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
+    const uint4* in4 = reinterpret_cast<const uint4*>(in);
+    unsigned long long i = (unsigned long long)block * blockDim.x + threadIdx.x;
+    auto step_pair = [&](const Vec& a, const Vec& b, unsigned long long at) {
+        sink.step();
+#pragma unroll
+        for (int k = 0; k < VEC; k++) step(a.s[k], at * VEC + k);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) step(b.s[k], (at + stride) * VEC + k);
+    };
+    if (PREFETCH) {
+        if (i + stride < nvec) {
+            Vec a, b;
+            a.raw = __ldg(in4 + i);
+            b.raw = __ldg(in4 + i + stride);
+            for (;;) {
+                const unsigned long long next = i + 2 * stride;
+                const bool more = next + stride < nvec;
+                Vec na, nb;
+                if (more) {
+                    na.raw = __ldg(in4 + next);
+                    nb.raw = __ldg(in4 + next + stride);
+                }
+                step_pair(a, b, i);
+                i = next;
+                if (!more) break;
+                a = na, b = nb;
+            }
+        }
+    } else {
+        for (; i + stride < nvec; i += 2 * stride) {
+            Vec a, b;
+            a.raw = __ldg(in4 + i);
+            b.raw = __ldg(in4 + i + stride);
+            step_pair(a, b, i);
+        }
+    }
+    for (; i < nvec; i += stride) {
+        Vec a;
+        a.raw = __ldg(in4 + i);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) step(a.s[k], i * VEC + k);
+    }
+    for (unsigned long long j = nvec * VEC + (unsigned long long)block * blockDim.x + threadIdx.x; j < n; j += stride)
+        step(in[j], j);
+}
+
+// Every sample through numpy's rule (`locate`), its slot resolved against the policy and counted
+// (with its weight) into `sink`, over `grid_walk`.
+template <int MODE, class W, class Sink, bool PREFETCH = false>
+__device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigned long long n, const W* w,
+                                        const BinParams& p, Sink& sink, Tally& t, unsigned block,
+                                        unsigned blocks) {
+    grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long j) {
+        count<W>(resolve(locate<MODE>(v, p), p, t), w, j, p, sink);
+    }, block, blocks);
+}
+
+#define NO_HOT_KEY 0xffffffffu
+/// A sample counted in no bin (partition and exchange).
+#define NO_BIN 0xffffffffu
+
+// The lanes of the warp with this lane's `valid` and, among valid lanes, the same low `key_bits`
+// bits of `key`: one ballot per bit, where __match_any_sync measured slower (exchange: 266 against
+// 350 GB/s at 1M bins). Every lane of the warp must call this. Used to let one lane of each group
+// update a shared cursor for all of them (the exchange sends, the partition scatter's ranks).
+__device__ __forceinline__ unsigned lanes_with_key(bool valid, unsigned key, unsigned key_bits) {
+    unsigned peers = __ballot_sync(0xffffffffu, valid);
+    if (!valid) peers = ~peers;
+    for (unsigned bit = 0; bit < key_bits; bit++) {
+        const bool set = (key >> bit) & 1u;
+        const unsigned vote = __ballot_sync(0xffffffffu, set);
+        peers &= set ? vote : ~vote;
+    }
+    return peers;
+}
+
+// A sample's bin, or NO_BIN, in 32-bit arithmetic where that is exact (integer bins of samples of
+// at most 4 bytes: the CUDA engine refuses 2^32 bins or more); otherwise through `locate`.
+// TALLY = false skips the tallies (the sliced kernels' blocks of every slice but the first).
+template <int MODE, bool TALLY = true>
+__device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally& t) {
+#if !SAMPLE_IS_FLOAT
+    if (MODE == MODE_INTEGER && sizeof(sample_t) <= 4) {
+        const unsigned n = (unsigned)p.nbins;
+#if SAMPLE_IS_SIGNED
+        if (v < 0) {
+            if (TALLY) t.below++;
+            return p.clamp ? 0u : NO_BIN;
+        }
+#endif
+        const unsigned u = (unsigned)v;
+        if (u >= n) {
+            if (TALLY) t.above++;
+            return p.clamp ? n - 1 : NO_BIN;
+        }
+        return u;
+    }
+#endif
+#if SAMPLE_IS_F32
+    // locate_uniform32_exact with 32-bit results.
+    if (MODE == MODE_UNIFORM32_EXACT) {
+        const float x = (float)v;
+        const unsigned n = (unsigned)p.nbins;
+        if (!(x >= 0.0f)) {
+            if (x != x) {
+                if (TALLY) t.nan++;
+                return NO_BIN;
+            }
+            if (TALLY) t.below++;
+            return p.clamp ? 0u : NO_BIN;
+        }
+        if (x > p.last32) {
+            if (TALLY) t.above++;
+            return p.clamp ? n - 1 : NO_BIN;
+        }
+        return min((unsigned)__fmul_rn(x, p.scale32), n - 1);
+    }
+#endif
+    const long long b = resolve(locate<MODE>(v, p), p, t);
+    return b >= 0 ? (unsigned)b : NO_BIN;
+}
+
+// A sample's bin for the slice test (`bin - lo < len`): bin32's, or for integer samples of at most
+// 4 bytes without tallies the value itself. Out of range, the value minus lo is never below len:
+// a negative value is at least 2^31 as unsigned, above the 2^31 - len the test would need (the host
+// keeps sliced plans under 2^30 bins), and a value from nbins on is at least nbins - lo >= len
+// above lo. NO_BIN - lo is never below len either (lo + len <= nbins < NO_BIN).
+template <int MODE, bool TALLY>
+__device__ __forceinline__ unsigned slice_bin(sample_t v, const BinParams& p, Tally& t) {
+#if !SAMPLE_IS_FLOAT
+    if (MODE == MODE_INTEGER && sizeof(sample_t) <= 4 && !TALLY) {
+        if (!p.clamp) return (unsigned)v;
+        const unsigned n = (unsigned)p.nbins;
+#if SAMPLE_IS_SIGNED
+        if (v < 0) return 0u;
+#endif
+        return (unsigned)v < n ? (unsigned)v : n - 1;
+    }
+#endif
+    return bin32<MODE, TALLY>(v, p, t);
+}
+
+// `grid_walk` (two 16-byte loads per lane, the next two in flight) with the
+// lean per-sample step of the sliced kernels: the 32-bit bin of `slice_bin`, one subtraction and
+// one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
+// The generic step (64-bit slot codes, `resolve`, the aggregation branch) cost ~30 PTX
+// instructions per sample read at 0b27299, which every sample pays whether in the slice or not.
+template <int MODE, bool TALLY, bool PREFETCH, class Sink>
+__device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
+                                          Sink& sink, Tally& t, unsigned lo, unsigned len, unsigned block,
+                                          unsigned blocks) {
+    grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
+        const unsigned local = slice_bin<MODE, TALLY>(v, p, t) - lo;
+        if (local < len) sink.add(local, 1u);
+    }, block, blocks);
+}
