@@ -5,7 +5,7 @@
 //! gives the same result as the same array stored in C order.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -71,13 +71,40 @@ pub(crate) struct Array<T> {
     pub(crate) fortran: bool,
 }
 
-pub(crate) fn open(path: &Path) -> Result<NpyFile<BufReader<File>>> {
+/// A `.npy` file whose header was read ahead (and given an explicit byte order) and whose data
+/// follows from the file.
+pub(crate) type NpyReader = NpyFile<std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>>;
+
+/// Opens a `.npy` file. A header of native byte order (`'=f4'`, which numpy writes and reads) is
+/// spelled as this machine's order first, since npyz refuses `=`.
+pub(crate) fn open(path: &Path) -> Result<NpyReader> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    NpyFile::new(BufReader::new(f))
+    let mut reader = BufReader::new(f);
+    let mut ahead = Vec::new();
+    (&mut reader)
+        .take(12)
+        .read_to_end(&mut ahead)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    // The header's length: 2 bytes after the version in version 1, 4 after that; headers are
+    // small, so a larger claim is left for npyz to refuse.
+    let total = match ahead.get(6..12) {
+        Some([1, _, a, b, ..]) => 10 + u16::from_le_bytes([*a, *b]) as usize,
+        Some([2 | 3, _, a, b, c, d]) => 12 + u32::from_le_bytes([*a, *b, *c, *d]) as usize,
+        _ => 0,
+    };
+    if total > ahead.len() && total <= 1 << 20 {
+        (&mut reader)
+            .take((total - ahead.len()) as u64)
+            .read_to_end(&mut ahead)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    let mut head = crate::input::npy::native_byte_order(&ahead);
+    head.extend_from_slice(&ahead[head.len().min(ahead.len())..]);
+    NpyFile::new(std::io::Cursor::new(head).chain(reader))
         .with_context(|| format!("{} is not a valid .npy file", path.display()))
 }
 
-pub(crate) fn read<T: Deserialize>(npy: NpyFile<BufReader<File>>, path: &Path) -> Result<Array<T>> {
+pub(crate) fn read<T: Deserialize>(npy: NpyReader, path: &Path) -> Result<Array<T>> {
     let shape = npy.shape().to_vec();
     let fortran = npy.order() == Order::Fortran;
     // The header's shape sizes the buffer the reader allocates: it must be what the file holds
@@ -187,7 +214,7 @@ pub(crate) fn check_out(path: &Path, inputs: &[(&str, &Path)]) -> Result<()> {
 }
 
 /// The dtype descriptor of the file, like `<f4`.
-pub(crate) fn type_code(npy: &NpyFile<BufReader<File>>) -> Result<(char, u64)> {
+pub(crate) fn type_code(npy: &NpyReader) -> Result<(char, u64)> {
     match npy.dtype() {
         npyz::DType::Plain(t) => {
             let code = match t.type_char() {
@@ -209,7 +236,7 @@ pub fn stencil(a: &StencilArgs) -> Result<()> {
     let npy = open(&a.input)?;
     fn go<T: StencilElement + Deserialize + npyz::AutoSerialize>(
         a: &StencilArgs,
-        npy: NpyFile<BufReader<File>>,
+        npy: NpyReader,
         weights: Option<Vec<T>>,
         boundary: Boundary,
         backend: Backend,

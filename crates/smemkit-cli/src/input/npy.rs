@@ -179,7 +179,7 @@ fn parse_header(file: &[u8]) -> Result<NpyLayout> {
 /// The header bytes with a descr of native byte order (`'=i4'`, which numpy writes and reads)
 /// spelled as this machine's order (`'<i4'`), which npyz understands; everything else as it was.
 /// Only the header (as long as its length field says, at most the file) is copied.
-fn native_byte_order(file: &[u8]) -> Vec<u8> {
+pub(crate) fn native_byte_order(file: &[u8]) -> Vec<u8> {
     let total = match file.get(6..12) {
         Some([1, _, a, b, ..]) => 10 + u16::from_le_bytes([*a, *b]) as usize,
         Some([2 | 3, _, a, b, c, d]) => {
