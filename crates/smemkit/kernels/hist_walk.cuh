@@ -52,7 +52,7 @@ __device__ __forceinline__ void count(long long bin, const W* w, unsigned long l
 // PREFETCH the next pair is loaded before the current pair is counted, so that the loads' latency
 // hides behind the counting within the warp, not only behind other warps: for the count kernels
 // that an SM holds at most 1024 threads of (one block of 1024 or two of 512), where ncu put most
-// stalls on the loads (long scoreboard, 7.2 of 17.5 cycles per instruction at 131072 bins). It
+// stalls on the loads (long scoreboard; figures in bench/NOTES.md). It
 // costs 8-14 registers, so kernels that run three or four 512-thread blocks per SM go without.
 //
 // `block` of `blocks` is this block's place in the loop: the grid's (blockIdx.x of gridDim.x) for
