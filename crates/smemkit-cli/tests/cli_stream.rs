@@ -152,7 +152,7 @@ fn a_file_larger_than_the_memory_it_may_use_streams() {
         }
     }
     // A first, small run compiles the uint8 kernels into the on-disk cache: NVRTC's own peak
-    // (~1 GiB at 6cfc12e, whose histogram module has more kernels) is not what this test bounds.
+    // (about 1 GiB for a module of many kernels) is not what this test bounds.
     let small = dir.path().join("small.u8");
     std::fs::write(&small, vec![7u8; 1 << 20]).unwrap();
     let warm = smemkit(&[

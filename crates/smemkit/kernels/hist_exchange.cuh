@@ -7,8 +7,8 @@
 // 4 bytes, no atomic, since each source block has its own region of every inbox and the positions
 // come from shared-memory cursors in the source. A cluster barrier ends the phase, and each block
 // then counts what it received with shared atomics. Cluster-wide atomics on remote counters
-// measured no better than global ones (cluster4 341 GB/s at 131072 bins, run 3); here global
-// memory sees the samples once (the partition passes: 12 bytes per sample).
+// are no faster than global ones (figures in bench/NOTES.md); here global memory sees the samples
+// once (the partition passes: 12 bytes per sample).
 //
 // Inboxes are double-buffered: the blocks write phase p + 1's entries while their owners may still
 // be counting phase p's, and an owner finishes counting phase p before it arrives at the barrier
@@ -16,8 +16,7 @@
 // most `cap` entries per source, owner and phase: skewed data) sends the rest as remote atomics on
 // the owner's packed counters, which correct their own wraps like local ones.
 //
-// Instructions are the cost (ncu at 6957f1d: 178 warp instructions per 32 samples, IPC 2.3), so the
-// sample loop keeps to 32-bit arithmetic, writes through 32-bit shared::cluster addresses and has
+// Instructions are the cost (the ncu profile is in bench/NOTES.md), so the sample loop keeps to 32-bit arithmetic, writes through 32-bit shared::cluster addresses and has
 // one path for every sample.
 
 #define EXCHANGE_MAX_CLUSTER 16

@@ -14,14 +14,14 @@
 // Wraps are rare (one per 2^BITS counts of a bin in one block), so global memory sees few of them.
 //
 // Skewed data needs more care. Returning atomics on one shared address serialise (each lane needs
-// its own old value): with 7 of 8 samples in one bin, 16-bit counters ran the standard hot workload
-// at 1024 GB/s against 2175 uniform at 32768 bins (533632c). And 8-bit counters would send a stream
+// its own old value): with 7 of 8 samples in one bin, 16-bit counters ran at about half their
+// uniform speed (figures in bench/NOTES.md). And 8-bit counters would send a stream
 // of corrections to one global address (~900000 for 2^28 hot samples). So the first bin of a block
 // that reaches 256 counts (the wrap itself for 8 bits) becomes the block's hot bin, and from then
 // on each lane counts it in its own u32 counter (32 of them, one per bank, after the packed words):
 // still one atomic instruction per sample, now without conflicts. Checking every sample against a
-// hot bin in a separate branch instead (e80c0ce) split mixed warps into two atomic instructions:
-// 1768 GB/s hot at 32768 bins.
+// hot bin in a separate branch instead split mixed warps into two atomic instructions, and was
+// slower on hot data.
 
 /// Per-lane counters of the hot bin, after the packed words.
 #define PACKED_HOT_LANES 32

@@ -4,14 +4,12 @@
 // bins; each block counts one slice and reads the whole input, skipping the samples of other
 // slices. Block b counts slice b % slices as member b / slices of that slice's blocks, and the
 // members of every slice walk the input in the same order: the blocks reading a tile at about the
-// same time are one per slice, so the tile comes from DRAM once and from L2 once per slice (ncu at
-// 1M bins in five slices: 1.08 GB read from DRAM for 1.07 GB of samples, L2 hit rate 75 %). What it
+// same time are one per slice, so the tile comes from DRAM once and from L2 once per slice. What it
 // costs: every sample is read and binned once per slice, whether counted or not (a warp's lanes
 // rarely agree on skipping: with five slices some lane of 32 almost always counts), so the time
-// grows with the slice count: ~2000 / slices GB/s with the generic step (~50 warp instructions per
-// 32 samples read, ncu at d6ad53e), ~2200-2360 / slices with `lean_loop` (f8eb8bb). Staging each
-// warp's samples of the slice in a shared ring to count them 32 at a time cost more instructions
-// than it saved (d6ad53e: 785 against 973 GB/s in two slices, 377 against 414 in five). What it
+// grows with the slice count; `lean_loop` keeps that per-slice step short. Staging each warp's
+// samples of the slice in a shared ring to count them 32 at a time cost more instructions than it
+// saved. (Figures in bench/NOTES.md.) What it
 // saves against partition or global: each count is a shared-memory atomic, with no round trip of
 // the samples through DRAM and no global atomic per sample. The host launches a multiple of
 // `slices` blocks so that every slice has as many members, which keeps them in step.

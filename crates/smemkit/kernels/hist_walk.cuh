@@ -52,7 +52,7 @@ __device__ __forceinline__ void count(long long bin, const W* w, unsigned long l
 // PREFETCH the next pair is loaded before the current pair is counted, so that the loads' latency
 // hides behind the counting within the warp, not only behind other warps: for the count kernels
 // that an SM holds at most 1024 threads of (one block of 1024 or two of 512), where ncu put most
-// stalls on the loads (long scoreboard, 7.2 of 17.5 cycles per instruction at 131072 bins). It
+// stalls on the loads (long scoreboard; figures in bench/NOTES.md). It
 // costs 8-14 registers, so kernels that run three or four 512-thread blocks per SM go without.
 //
 // `block` of `blocks` is this block's place in the loop: the grid's (blockIdx.x of gridDim.x) for
@@ -127,8 +127,8 @@ __device__ __forceinline__ void process(const sample_t* __restrict__ in, unsigne
 #define NO_BIN 0xffffffffu
 
 // The lanes of the warp with this lane's `valid` and, among valid lanes, the same low `key_bits`
-// bits of `key`: one ballot per bit, where __match_any_sync measured slower (exchange: 266 against
-// 350 GB/s at 1M bins). Every lane of the warp must call this. Used to let one lane of each group
+// bits of `key`: one ballot per bit, since __match_any_sync measured slower (bench/NOTES.md).
+// Every lane of the warp must call this. Used to let one lane of each group
 // update a shared cursor for all of them (the exchange sends, the partition scatter's ranks).
 __device__ __forceinline__ unsigned lanes_with_key(bool valid, unsigned key, unsigned key_bits) {
     unsigned peers = __ballot_sync(0xffffffffu, valid);
@@ -210,8 +210,8 @@ __device__ __forceinline__ unsigned slice_bin(sample_t v, const BinParams& p, Ta
 // `grid_walk` (two 16-byte loads per lane, the next two in flight) with the
 // lean per-sample step of the sliced kernels: the 32-bit bin of `slice_bin`, one subtraction and
 // one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
-// The generic step (64-bit slot codes, `resolve`, the aggregation branch) cost ~30 PTX
-// instructions per sample read at 0b27299, which every sample pays whether in the slice or not.
+// The generic step (64-bit slot codes, `resolve`, the aggregation branch) costs more
+// instructions per sample read, which every sample pays whether in the slice or not.
 template <int MODE, bool TALLY, bool PREFETCH, class Sink>
 __device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
                                           Sink& sink, Tally& t, unsigned lo, unsigned len, unsigned block,

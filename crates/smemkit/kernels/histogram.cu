@@ -100,7 +100,7 @@ typedef SAMPLE_T sample_t;
 // more registers; the host takes the `p` build where an SM holds at most 1024 of the kernel's threads
 // (plan::prefetch_build), launching 1024-thread blocks where one block fills an SM. The other build
 // runs three or four 512-thread blocks per SM, which fit only at 40 registers or fewer: integer bins
-// ask for that (41 registers, allocated as 48, cost 32768 bins a block per SM and 5 % at ba9ae65),
+// ask for that (41 registers, allocated as 48, cost 32768 bins a block per SM and was slower),
 // and so do float32 bins without correction (42 unbounded; 16-bit 40 without spills, 8-bit 8 bytes);
 // the other float modes need ~56-64 and keep two blocks rather than spill.
 #define PACKED_MIN_BLOCKS(MODE) ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT ? 3 : 2)

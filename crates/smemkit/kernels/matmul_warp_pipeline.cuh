@@ -183,10 +183,9 @@ struct Operand {
     }
 
     // `start` for a tile known to lie inside X (the block's rows or columns inside M or N, the
-    // whole BK inside K, `vec`): no bounds, no size choices, no branches. ncu on the 8 x 16 prefetching kernel
-    // (4224 x 4096 x 4096) put 0.20 cycles per issued instruction in fixed-latency waits and 0.05
-    // in branch resolution against cuBLAS's 0.03 and 0.00, with 12x its branches: the per-tile
-    // checks of `start`, taken on every tile.
+    // whole BK inside K, `vec`): no bounds, no size choices, no branches. The per-tile checks of
+    // `start`, taken on every tile, cost fixed-latency waits and branch resolution that cuBLAS's
+    // kernel does not pay (ncu figures in bench/NOTES.md).
     __device__ __forceinline__ void start_inside(float* S) {
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {

@@ -2,8 +2,8 @@
 
 // ---------------------------------------------------------------------------------------------
 // FP32 on the CUDA cores, fragments prefetched (PREFETCH=1): the same tiles, stages and operand
-// traffic as `matmul_warp`, with two changes to the inner loop, which at 80 % of cuBLAS stalls
-// where `matmul_warp` waits for the fragments it has just asked for:
+// traffic as `matmul_warp`, with two changes to the inner loop, which stalls where `matmul_warp`
+// waits for the fragments it has just asked for:
 //
 // - Register double-buffering: the fragments of step k + 1 are read from shared memory before
 //   the FMAs of step k, so that their latency hides behind those FMAs within the warp, not only

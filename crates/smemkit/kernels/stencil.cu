@@ -57,12 +57,11 @@ __device__ __forceinline__ double fma_step(double w, double x, double acc) { ret
 //    spans rather than 16 bytes every S chunks.
 // Each output's taps are applied in order j = -r .. r (its FMAs interleave with other outputs'
 // FMAs, never with each other), so each output is the same left-to-right chain as on the CPU.
-// (Measured against the alternatives on an H100 and an H200: 32 outputs per thread, 64 KB of fully
+// (The alternatives were slower or no faster at radius 64: 32 outputs per thread, 64 KB of fully
 // unrolled code per run, starves the instruction cache; a loop over tap blocks with the window in a
 // register ring and the weights in shared memory keeps the code small but compiles to more
 // non-FMA instructions than it saves; staging per warp instead of per block, with __syncwarp,
-// trades the barrier stalls for instruction-cache misses as the warps drift apart. All were slower
-// or no faster at radius 64.)
+// trades the barrier stalls for instruction-cache misses as the warps drift apart.)
 //
 // The tile stages in[tile_base - HALO, tile_base + TILE + HALO) (HALO = RADIUS rounded up to whole
 // chunks, so the staging is aligned): with 16-byte loads when the whole window lies inside the array,

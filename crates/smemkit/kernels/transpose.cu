@@ -14,8 +14,8 @@
 // 128 they all start in the same bank. Padded, every group of Q rows is shifted by one more 16-byte
 // chunk, so those eight reads fall on eight distinct groups of four banks. Unpadded, they fall on
 // the same four banks: an 8-way conflict, kept so the bank-conflict lab can measure the difference
-// (on an H100, 8x the shared-load wavefronts of the padded tile, yet within 1 % of its time on
-// 1 GiB: the shared pipe has that much headroom over DRAM here).
+// (the shared pipe has enough headroom over DRAM that the two take about the same time; figures
+// in bench/NOTES.md).
 //
 // Slow path (any other shape): 32 x 32 element tiles read and written one element per thread, the
 // tile padded by one element per row (unpadded: the 32 elements of a column share one bank for
@@ -35,7 +35,7 @@ typedef ELEM_T elem_t;
 #define THREADS 256
 // Fast-path tile: TR rows x TB bytes: 256 x 128 for 1-byte elements, 128 x 256 for 2 (32 KiB),
 // 64 x 256 for 4 and 8 (16 KiB), the best of 16 and 32 KiB shapes measured on an H100. The host
-// mirrors these in transpose_tile (crates/smemkit/src/cuda/ops.rs).
+// mirrors these in transpose_tile (crates/smemkit/src/array_ops/cuda.rs).
 #ifndef TR
 #define TR (ES == 1 ? 256u : ES == 2 ? 128u : 64u)
 #endif

@@ -157,8 +157,8 @@ pub fn stencil1d_with<T: StencilElement>(
 }
 
 /// The shared-memory stencil compiled WITHOUT the barrier between staging the tile and reading it
-/// (`-DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1`). Its results are undefined (on an H100, 1 to 3% of
-/// the outputs of an 8192-element radius-8 run come out wrong): it exists only so that a test can
+/// (`-DSTENCIL_SKIP_BARRIER_FOR_RACECHECK=1`). Its results are undefined (some outputs do come out
+/// wrong): it exists only so that a test can
 /// show compute-sanitizer's racecheck reporting the hazard. In both layouts the threads at the end
 /// of each warp's span read chunks that threads of the next warp staged, so the hazards are
 /// between warps (racecheck's `--racecheck-report hazard` lists them as read-after-write errors).

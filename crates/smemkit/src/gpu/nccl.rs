@@ -600,8 +600,8 @@ pub fn finish_all_reduce(
 
 /// How long [`wait`] polls without sleeping: every collective of a histogram (the device-resident
 /// kernels of 2^30 samples take 1-3 ms) ends within it, so its end is seen within microseconds, as
-/// a CUDA stream synchronisation (which spins too) sees it on one GPU. Before, the waits slept
-/// from 20 us doubling to 10 ms, and a wait of 1.2 ms ended only after about 1.6 ms of sleeps.
+/// a CUDA stream synchronisation (which spins too) sees it on one GPU; sleeping from the start
+/// overshot short waits by a large fraction (bench/NOTES.md).
 const SPIN: Duration = Duration::from_millis(20);
 /// After [`SPIN`], the sleeps between rounds start here and double up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_micros(50);

@@ -174,8 +174,8 @@ pub(super) fn count_i32_plain(
     let scratch = &mut scratch[..stride * ways];
     // Counters beyond L2 and a batch with a hot bin (few misses in the out-of-order window): the
     // slots of one sub-batch are computed (and their counters prefetched) while those of the
-    // previous one are counted, so the cache misses overlap. Measured: hot data at 1M bins 82 ->
-    // 72 ms; uniform data got slower with it (150 -> 163 ms), so it is off there.
+    // previous one are counted, so the cache misses overlap. It paid on hot data and slowed uniform
+    // data, so it is off there (figures in bench/NOTES.md).
     let pipelined = stride * ways * 4 > I32_PIPELINE_BYTES;
     let mut bufs = [[0u32; I32_SUB]; 2];
     let mut pending = 0usize;

@@ -53,14 +53,12 @@ pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
     if let Some(p) = auto_sliced_plan(w, limits) {
         return p;
     }
-    // Measured on the H100 at 2^28 samples (bench/NOTES.md, bench/results/). Counts of integer
-    // samples: the partition passes beat every other strategy beyond the 4-bit counters' reach
-    // (auto_sliced_plan) and beyond one block before them (131072 bins, run 3:
-    // 418 GB/s uniform against 341 for clusters of 4 and 316 for global; run 4 sorts each scatter
-    // tile in shared memory and stores 16-bit indices, which is what makes them win at 1M bins too).
+    // Counts of integer samples: the partition passes beat every other strategy beyond the 4-bit
+    // counters' reach (auto_sliced_plan) and beyond one block before them (sorting each scatter
+    // tile in shared memory and storing 16-bit indices is what makes them win at 1M bins too).
     // Float samples locate each sample twice in the partition passes, which costs more than it
-    // saves while the counters stay in L2 (f32, 131072 bins: 174 against 304 for global); beyond
-    // 2^22 bins the counters leave L2 and partition wins for them too.
+    // saves while the counters stay in L2; beyond 2^22 bins the counters leave L2 and partition
+    // wins for them too. Figures in bench/NOTES.md and bench/results/.
     let bucketable = plan_partition_ok(w);
     if bucketable && w.cheap_binning() {
         return partition_plan(

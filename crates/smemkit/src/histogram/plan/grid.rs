@@ -61,7 +61,7 @@ pub(super) fn samples_per_counter_set(
 ///   through global memory to be scattered; with fewer samples than bins the buckets hold under
 ///   one sample per counter on average, so the same argument applies (n < nbins).
 ///
-/// This is arithmetic, not a measurement: no GPU could be run when it was written. The 2^28
+/// This is arithmetic, not a measurement. The 2^28
 /// sample workloads the crossovers were measured at are far above it (2^28 samples over at most
 /// 528 blocks is 508400 samples per block, against at most 58108 bins in one block), so their
 /// plans are unchanged. The threshold errs towards the measured plans: with one sample per bin

@@ -65,8 +65,8 @@ impl WarpConfig {
     /// The configurations the autotuner measures (the default first). Registers by ptxas 13.0
     /// for sm_90a (NN layout): 127, 128, 127, 149, 149, 151,
     /// 153, 127, 127, 128 for the first ten, then 127, 123, 128, 235, 237, 241, 127, 127, 167 and
-    /// 127 for those added in session 3, 237, 241, 239 and 233 for the four of session 5 (with
-    /// the unchecked loads and shifted edge tiles of session 8). None spills, except
+    /// 127 for the next ten, 237, 241, 239 and 233 for the last four (with the unchecked loads and
+    /// shifted edge tiles). None spills, except
     /// 128x128x16-w64x32-s3-b2-p with both operands transposed (4 bytes). The split-K ones are
     /// measured only for products with fewer tiles than the GPU has SMs.
     pub const CANDIDATES: [WarpConfig; 24] = [
@@ -121,9 +121,9 @@ impl WarpConfig {
             ..WarpConfig::DEFAULT
         },
         // Double buffering at 2 blocks per SM (16.9 KB of shared memory per block, no spill at
-        // 128 registers in any layout): a 3-stage candidate beat the
-        // 4-stage default on an H200; if the gain came from the smaller shared-memory footprint, 2 stages
-        // take it further (bench/NOTES.md, "Measured thresholds").
+        // 128 registers in any layout): a 3-stage candidate beat the 4-stage default; if the gain
+        // came from the smaller shared-memory footprint, 2 stages take it further (bench/NOTES.md,
+        // "Measured thresholds").
         WarpConfig {
             stages: 2,
             ..WarpConfig::DEFAULT
@@ -180,13 +180,13 @@ impl WarpConfig {
             prefetch: true,
         },
         // The original loop at BK 16 and 2 blocks per SM: it spilled 104-156 bytes before the
-        // operands' per-group addresses were folded into one (session 3), and fits now.
+        // operands' per-group addresses were folded into one, and fits now.
         WarpConfig {
             bk: 16,
             stages: 3,
             ..WarpConfig::DEFAULT
         },
-        // Session 5: the 8 x 16 lane tiles that won at 2048^3 and 4096^3 (one block of 8 warps
+        // The 8 x 16 lane tiles that won at 2048^3 and 4096^3 (one block of 8 warps
         // per SM), with BK 16 (half the barriers and per-tile load work; 233-249 registers, no
         // spill) and with a fourth stage of BK 8 (two tiles of loads in flight behind the one
         // being multiplied; 75 KB of shared memory).

@@ -102,11 +102,9 @@ pub fn companions(
     names
 }
 
-/// Whether warps combine equal bins before their atomics. Measured on the H100 (bench/NOTES.md):
-/// shared-memory atomics on one address are cheap enough that `__match_any_sync` only costs (2980
-/// against 515 GB/s at 256 uniform bins, and 2960 against 2250 on hot data), while remote (cluster)
-/// and global atomics on one address serialise without it (hot data, 256 bins: cluster2 1200 against
-/// 275 GB/s, global 85 against 6). Weighted sums never aggregate.
+/// Whether warps combine equal bins before their atomics. Shared-memory atomics on one address are
+/// cheap enough that `__match_any_sync` only costs, while remote (cluster) and global atomics on one
+/// address serialise without it (figures in bench/NOTES.md). Weighted sums never aggregate.
 pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
     weights == WeightKind::None
         && !matches!(
