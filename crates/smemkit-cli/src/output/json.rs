@@ -62,6 +62,12 @@ struct Document<'a> {
     policy: &'static str,
     backend: &'static str,
     engine: &'a str,
+    /// Why the automatic backend picked the engine (absent for an explicit backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auto_choice: Option<&'a str>,
+    /// The call's time split into setup, transfer, kernels and the rest, with its rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timing: Option<&'a super::summary::Timing>,
 }
 
 pub fn backend_name(b: Backend) -> &'static str {
@@ -72,7 +78,11 @@ pub fn backend_name(b: Backend) -> &'static str {
     }
 }
 
-pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
+pub fn write(
+    w: &mut dyn Write,
+    h: &Histogram,
+    timing: Option<&super::summary::Timing>,
+) -> Result<()> {
     let counts = match &h.counts {
         Counts::Unweighted(c) => JsonCounts::Unweighted(c),
         Counts::Weighted(c) => JsonCounts::Weighted(Floats(c)),
@@ -92,6 +102,8 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
         policy: h.policy.name(),
         backend: backend_name(h.engine.backend),
         engine: &h.engine.detail,
+        auto_choice: h.auto_choice.as_deref(),
+        timing,
     };
     serde_json::to_writer(&mut *w, &doc)?;
     writeln!(w)?;

@@ -99,10 +99,16 @@ pub fn write_atomic_at_path(
 }
 
 /// Writes the histogram to `path` in `format`.
-pub fn write_histogram(path: &Path, format: OutFormat, h: &Histogram) -> Result<()> {
+/// Writes `h` to `path` whole or not at all; the JSON document carries `timing` too.
+pub fn write_histogram(
+    path: &Path,
+    format: OutFormat,
+    h: &Histogram,
+    timing: &summary::Timing,
+) -> Result<()> {
     write_atomic(path, |w| match format {
         OutFormat::Csv => csv::write(w, h),
-        OutFormat::Json => json::write(w, h),
+        OutFormat::Json => json::write(w, h, Some(timing)),
         OutFormat::Npy => npy::write(w, h),
     })
 }

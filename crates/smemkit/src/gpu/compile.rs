@@ -3,8 +3,12 @@
 //! Hopper), so that the driver loads it without compiling anything; PTX for the driver to compile
 //! is the fallback where the driver refuses the CUBIN. Sources built one kernel at a time
 //! (`KernelSource::one_kernel`) compile only the entry point a plan launches. Results are cached
-//! in memory and on disk (`SMEMKIT_CACHE_DIR`), keyed by the source and its headers, the options,
-//! the output kind, the driver and NVRTC versions, so a kernel is compiled once per machine.
+//! in memory and on disk (`SMEMKIT_CACHE_DIR`), keyed by the source and its headers, the options
+//! (the architecture among them), the output kind and the driver version, so a kernel is compiled
+//! once per machine. NVRTC's version is not in the key: asking it means loading NVRTC, which a
+//! call whose kernels are all cached would otherwise never do, and a cached CUBIN stays machine
+//! code the driver checks as it loads it (one it refuses is built anew). A new NVRTC's code is
+//! therefore taken up once the cache folder is emptied.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,10 +22,10 @@ pub use super::kernel_sources::*;
 pub use super::nvrtc::Output;
 use crate::error::{Error, Result};
 
-/// True when the NVRTC library can be loaded.
+/// True when the NVRTC library can be loaded (it is then loaded, and stays: call this only where
+/// a kernel is to be compiled).
 pub fn nvrtc_available() -> bool {
-    // SAFETY: only probes whether the shared library can be opened; no NVRTC function is called.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+    super::libs::nvrtc()
 }
 
 /// NVRTC's version ("13.0"), or "unknown" where NVRTC cannot say.
@@ -145,6 +149,56 @@ static BUILDING: AtomicUsize = AtomicUsize::new(0);
 static BUILT: AtomicU64 = AtomicU64::new(0);
 static BUILD_NANOS: AtomicU64 = AtomicU64::new(0);
 static FROM_DISK: AtomicU64 = AtomicU64::new(0);
+static CUBIN_LOADS: AtomicU64 = AtomicU64::new(0);
+static PTX_LOADS: AtomicU64 = AtomicU64::new(0);
+
+/// Why the last module loaded as PTX was not a CUBIN, for the trace and the GPU test that
+/// expects none on Hopper.
+fn ptx_reasons() -> &'static Mutex<Vec<String>> {
+    static R: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// Counts a module loaded into a context: a CUBIN, or PTX for `reason` (which the driver compiles
+/// and keeps in its own cache, `CUDA_CACHE_PATH`).
+pub(crate) fn count_load(image: &Image, what: &str, reason: Option<&str>) {
+    match image {
+        Image::Cubin(_) => {
+            CUBIN_LOADS.fetch_add(1, Ordering::Relaxed);
+        }
+        Image::Ptx(_) => {
+            PTX_LOADS.fetch_add(1, Ordering::Relaxed);
+            let why = format!("{what}: {}", reason.unwrap_or("no CUBIN was built"));
+            if super::trace::enabled() {
+                eprintln!("smemkit trace: module loaded from PTX (the driver compiles it): {why}");
+            }
+            let mut r = ptx_reasons().lock().expect("reasons lock");
+            if r.len() < 64 {
+                r.push(why);
+            }
+        }
+    }
+}
+
+/// The modules this process loaded from PTX so far, each with why its CUBIN was not used.
+pub fn ptx_load_reasons() -> Vec<String> {
+    ptx_reasons().lock().expect("reasons lock").clone()
+}
+
+/// Whether the on-disk kernel cache holds any built kernel (a CUBIN): the automatic backend's
+/// sign that a call's kernels will be loaded rather than compiled. It does not check the very
+/// kernels a call needs (that takes the GPU's architecture and the plan, which the choice is
+/// made before): a machine that built some has usually built the common ones (`smemkit warmup`).
+pub fn cache_holds_kernels() -> bool {
+    let Some(dir) = disk_cache_dir() else {
+        return false;
+    };
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".cubin"))
+    })
+}
 
 /// What this process's kernel builds cost so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -155,6 +209,9 @@ pub struct BuildStats {
     pub compile_seconds: f64,
     /// Modules read from the disk cache.
     pub from_disk: u64,
+    /// Modules loaded into a context as CUBIN, and as PTX ([`ptx_load_reasons`] says why).
+    pub cubin_loads: u64,
+    pub ptx_loads: u64,
 }
 
 /// The process's build counters.
@@ -163,6 +220,8 @@ pub fn build_stats() -> BuildStats {
         compiled: BUILT.load(Ordering::Relaxed),
         compile_seconds: BUILD_NANOS.load(Ordering::Relaxed) as f64 * 1e-9,
         from_disk: FROM_DISK.load(Ordering::Relaxed),
+        cubin_loads: CUBIN_LOADS.load(Ordering::Relaxed),
+        ptx_loads: PTX_LOADS.load(Ordering::Relaxed),
     }
 }
 
@@ -184,6 +243,7 @@ pub fn build(build: &Build<'_>, arch: &str, output: Output, salt: &str) -> Resul
         Output::Cubin => "cubin",
     };
     let disk = disk_cache_dir().map(|d| d.join(format!("{key}.{ext}")));
+    let read_span = super::trace::span("kernel cache read");
     let cached = disk
         .as_ref()
         .and_then(|p| std::fs::read(p).ok())
@@ -194,6 +254,7 @@ pub fn build(build: &Build<'_>, arch: &str, output: Output, salt: &str) -> Resul
                 Output::Ptx => String::from_utf8(bytes).ok().map(Image::Ptx),
             }
         });
+    drop(read_span);
     let image = match cached {
         Some(image) => {
             FROM_DISK.fetch_add(1, Ordering::Relaxed);
@@ -228,7 +289,7 @@ pub fn evict(build: &Build<'_>, arch: &str, output: Output, salt: &str) {
 fn cache_key(src: &KernelSource, options: &[String], output: Output, salt: &str) -> String {
     let mut hasher = Sha256::new();
     let joined = options.join("\u{1f}");
-    let kind = format!("{output:?} nvrtc {}", nvrtc_version());
+    let kind = format!("{output:?}");
     let headers = src.headers.iter().flat_map(|h| [h.name, h.text]);
     for part in [src.text, &joined, salt, &kind].into_iter().chain(headers) {
         hasher.update(part.as_bytes());
@@ -267,6 +328,7 @@ pub fn compile_image(src: &KernelSource, options: &[String], output: Output) -> 
     let start = Instant::now();
     let result = super::nvrtc::compile(src.name, src.text, &src.header_pairs(), options, output);
     BUILD_NANOS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    super::trace::record("NVRTC compile (one module)", start.elapsed());
     BUILT.fetch_add(1, Ordering::Relaxed);
     BUILDING.fetch_sub(1, Ordering::Relaxed);
     let bytes = result.map_err(|f| Error::Compile {

@@ -86,8 +86,6 @@ pub fn gpu() -> Result<Arc<Gpu>> {
 /// GPU `ordinal`, opened on its first call (each GPU once per process); the error says why it
 /// cannot be used.
 pub fn gpu_at(ordinal: usize) -> Result<Arc<Gpu>> {
-    static GPUS: [OnceLock<std::result::Result<Arc<Gpu>, String>>; MAX_DEVICES] =
-        [const { OnceLock::new() }; MAX_DEVICES];
     let count = if ordinal == 0 { 1 } else { device_count()? };
     if ordinal >= count || ordinal >= MAX_DEVICES {
         return Err(Error::DeviceNotFound { ordinal, count });
@@ -104,6 +102,18 @@ pub fn gpu_at(ordinal: usize) -> Result<Arc<Gpu>> {
         .map_err(Error::CudaUnavailable)
 }
 
+/// The GPUs opened so far (or the reason each could not be).
+static GPUS: [OnceLock<std::result::Result<Arc<Gpu>, String>>; MAX_DEVICES] =
+    [const { OnceLock::new() }; MAX_DEVICES];
+
+/// Whether GPU `ordinal` is open in this process already (its context paid for), without
+/// opening it or starting the driver.
+pub fn is_open(ordinal: usize) -> bool {
+    GPUS.get(ordinal)
+        .and_then(OnceLock::get)
+        .is_some_and(|g| g.is_ok())
+}
+
 /// The number of CUDA devices the driver reports (an error without a driver).
 pub fn device_count() -> Result<usize> {
     init_driver()?;
@@ -112,8 +122,7 @@ pub fn device_count() -> Result<usize> {
 }
 
 fn init_driver() -> Result<()> {
-    // SAFETY: only probes whether libcuda can be opened.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    if !super::libs::driver() {
         return Err(Error::CudaUnavailable(
             "no CUDA driver (libcuda.so) on this machine".into(),
         ));
@@ -123,7 +132,10 @@ fn init_driver() -> Result<()> {
 
 fn open(ordinal: usize) -> Result<Gpu> {
     let _setup = SetupTimer::start();
-    let count = device_count()?;
+    let count = {
+        let _t = super::trace::span("driver start (cuInit, device count)");
+        device_count()?
+    };
     if count < 1 {
         return Err(Error::CudaUnavailable(
             "the CUDA driver reports no device".into(),
@@ -132,6 +144,7 @@ fn open(ordinal: usize) -> Result<Gpu> {
     if ordinal >= count {
         return Err(Error::DeviceNotFound { ordinal, count });
     }
+    let _context = super::trace::span("context (primary context, stream, attributes)");
     let ctx = CudaContext::new(ordinal).map_err(|e| Error::Cuda {
         context: format!("opening device {ordinal}"),
         message: format!("{e:?}"),
@@ -207,8 +220,8 @@ impl Gpu {
         let module = match self.cached_module(&build) {
             Some(m) => m,
             None => {
-                let image = self.build(&build)?;
-                self.load(&build, image)?
+                let (image, why) = self.build(&build)?;
+                self.load(&build, image, why.as_deref())?
             }
         };
         module.load_function(function).map_err(|e| Error::Cuda {
@@ -244,9 +257,11 @@ impl Gpu {
                 missing.push(build);
             }
         }
-        let images: Vec<Result<Arc<Image>>> = missing.par_iter().map(|b| self.build(b)).collect();
+        let images: Vec<Result<(Arc<Image>, Option<String>)>> =
+            missing.par_iter().map(|b| self.build(b)).collect();
         for (build, image) in missing.iter().zip(images) {
-            self.load(build, image?)?;
+            let (image, why) = image?;
+            self.load(build, image, why.as_deref())?;
         }
         Ok(())
     }
@@ -265,12 +280,15 @@ impl Gpu {
         self.modules.lock().expect("module lock").get(&key).cloned()
     }
 
-    /// A CUBIN for the device, or PTX where NVRTC cannot make one.
-    fn build(&self, build: &Build<'_>) -> Result<Arc<Image>> {
+    /// A CUBIN for the device, or PTX where NVRTC cannot make one (with why it could not).
+    fn build(&self, build: &Build<'_>) -> Result<(Arc<Image>, Option<String>)> {
         match compile::build(build, &self.cubin_arch(), Output::Cubin, &self.salt()) {
-            Ok(image) => Ok(image),
+            Ok(image) => Ok((image, None)),
             Err(cubin) => {
-                compile::build(build, &self.arch, Output::Ptx, &self.salt()).map_err(|_| cubin)
+                let why = format!("NVRTC made no CUBIN for {}: {cubin}", self.cubin_arch());
+                compile::build(build, &self.arch, Output::Ptx, &self.salt())
+                    .map(|ptx| (ptx, Some(why)))
+                    .map_err(|_| cubin)
             }
         }
     }
@@ -278,12 +296,25 @@ impl Gpu {
     /// Loads `image` into the context (kept once if two threads load the same module). A CUBIN
     /// the driver refuses (a torn cache file, a driver that cannot run it) is forgotten and the
     /// build made again as PTX, which the driver compiles itself.
-    fn load(&self, build: &Build<'_>, image: Arc<Image>) -> Result<Arc<CudaModule>> {
-        let module = match self.ctx.load_module(image.to_loadable()) {
-            Ok(m) => m,
+    fn load(
+        &self,
+        build: &Build<'_>,
+        image: Arc<Image>,
+        why_ptx: Option<&str>,
+    ) -> Result<Arc<CudaModule>> {
+        let span = super::trace::span("module load");
+        let loaded = self.ctx.load_module(image.to_loadable());
+        drop(span);
+        let module = match loaded {
+            Ok(m) => {
+                compile::count_load(&image, build.kernel, why_ptx);
+                m
+            }
             Err(e) if matches!(*image, Image::Cubin(_)) => {
                 compile::evict(build, &self.cubin_arch(), Output::Cubin, &self.salt());
                 let ptx = compile::build(build, &self.arch, Output::Ptx, &self.salt())?;
+                let why = format!("the driver refused its CUBIN: {e:?}");
+                compile::count_load(&ptx, build.kernel, Some(&why));
                 self.ctx
                     .load_module(ptx.to_loadable())
                     .map_err(|p| Error::Cuda {

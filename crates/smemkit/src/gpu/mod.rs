@@ -9,11 +9,14 @@ pub mod device;
 pub mod host_memory;
 mod kernel_sources;
 pub mod launch;
+pub mod libs;
 pub mod limits;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod nvrtc;
 pub mod timing;
+pub mod trace;
+pub mod work_time;
 
 pub use device::{device_count, gpu, gpu_at, setup_time, Gpu};
 

@@ -78,6 +78,8 @@ pub fn bincount(
             },
             elapsed: start.elapsed(),
             density: None,
+            phases: Default::default(),
+            auto_choice: None,
         });
     }
     let options = HistogramOptions::new(BinSpec::Integer { nbins: len }).backend(backend);

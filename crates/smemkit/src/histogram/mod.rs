@@ -107,6 +107,18 @@ pub struct EngineReport {
     pub detail: String,
 }
 
+/// Where a GPU call's time went, within [`Histogram::elapsed`] (all zero on the CPU engine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Phases {
+    /// GPU setup within the call: context opened, kernels compiled or loaded.
+    pub setup: Duration,
+    /// Samples copied to the device and the result back (zero where the streaming pipeline
+    /// overlaps copies with kernels: there the rest of the call is both).
+    pub transfer: Duration,
+    /// The kernels, on the device's clock.
+    pub kernel: Duration,
+}
+
 /// A finished histogram.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Histogram {
@@ -121,6 +133,11 @@ pub struct Histogram {
     pub elapsed: Duration,
     /// numpy's density (`counts / (sum * width)`) when [`HistogramOptions::density`] asked for it.
     pub density: Option<Vec<f64>>,
+    /// The split of `elapsed` into setup, transfer and kernel time.
+    pub phases: Phases,
+    /// Why the automatic backend picked this engine, with both estimates
+    /// ([`crate::backend::cost`]); `None` for an explicit backend.
+    pub auto_choice: Option<String>,
 }
 
 impl Histogram {
@@ -168,10 +185,21 @@ pub fn histogram_with_progress(
         options.ranks.is_some(),
     )?;
     let binning = Binning::resolve(&options.bins, samples)?;
-    let (backend, note) = crate::histogram::engine_support::choose(
-        options.backend,
-        crate::histogram::engine_support::cuda_gap(&binning, samples.sample_type()),
-    )?;
+    let gap = crate::histogram::engine_support::cuda_gap(&binning, samples.sample_type());
+    // One GPU or the CPU for host samples: `Auto` weighs both ([`crate::backend::cost`]).
+    let (requested, auto_choice) =
+        if gap.is_none() && options.ranks.is_none() && options.devices == DeviceSet::Default {
+            let bytes = samples.byte_len() as u64 + weight_bytes(&weights);
+            crate::backend::resolve_for_host(
+                options.backend,
+                bytes,
+                binning.nbins(),
+                streamed_by_size(bytes, options.stream),
+            )
+        } else {
+            (options.backend, None)
+        };
+    let (backend, note) = crate::histogram::engine_support::choose(requested, gap)?;
     if backend != Backend::Cuda
         && (options.ranks.is_some() || options.devices != DeviceSet::Default)
     {
@@ -210,6 +238,16 @@ pub fn histogram_with_progress(
         progress,
     };
     let start = Instant::now();
+    let before = (crate::gpu::setup_time(), crate::gpu::work_time::work_time());
+    let extras = |auto_choice: Option<String>| {
+        let work = crate::gpu::work_time::work_time().since(before.1);
+        let phases = Phases {
+            setup: crate::gpu::setup_time().saturating_sub(before.0),
+            transfer: work.transfer,
+            kernel: work.kernel,
+        };
+        (phases, auto_choice)
+    };
     // No samples: numpy's zero counts over the resolved bins, the same on every engine (several
     // ranks still take part in the all-reduce of the others, so they go on to their engine).
     if samples.is_empty() && options.ranks.is_none() && options.devices == DeviceSet::Default {
@@ -231,6 +269,7 @@ pub fn histogram_with_progress(
             (counts, Tallies::default(), detail),
             backend,
             start.elapsed(),
+            extras(auto_choice),
         );
     }
     let (counts, tallies, detail) = match backend {
@@ -268,6 +307,7 @@ pub fn histogram_with_progress(
         (counts, tallies, detail),
         backend,
         elapsed,
+        extras(auto_choice),
     )
 }
 
@@ -280,6 +320,7 @@ fn finish(
     (counts, tallies, detail): (Counts, Tallies, String),
     backend: Backend,
     elapsed: Duration,
+    (phases, auto_choice): (Phases, Option<String>),
 ) -> Result<Histogram> {
     if options.policy == OutOfRange::Error
         && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
@@ -306,6 +347,8 @@ fn finish(
         policy: options.policy,
         engine: EngineReport { backend, detail },
         elapsed,
+        phases,
+        auto_choice,
     })
 }
 
@@ -315,7 +358,10 @@ fn finish(
 /// [`histogram_file_with_progress`] instead of mapping or loading it. Asks the GPU for its free
 /// memory on [`StreamMode::Auto`] without a device budget, and so fails where there is no GPU.
 pub fn streams_to_one_gpu(bytes: usize, options: &HistogramOptions) -> Result<bool> {
-    if crate::backend::resolve_backend(options.backend) != Backend::Cuda
+    let streamed = streamed_by_size(bytes as u64, options.stream);
+    let nbins = nominal_nbins(&options.bins);
+    if crate::backend::resolve_for_host(options.backend, bytes as u64, nbins, streamed).0
+        != Backend::Cuda
         || options.ranks.is_some()
         || options.devices != DeviceSet::Default
     {
@@ -345,6 +391,17 @@ pub fn histogram_file_with_progress(
         }
     }
     let backend = crate::backend::resolve_backend(options.backend);
+    let auto_choice = (options.backend == Backend::Auto).then(|| {
+        let nbins = nominal_nbins(&options.bins);
+        let bytes = file.byte_len() as u64 + weight_bytes(&weights);
+        match crate::backend::resolve_for_host(options.backend, bytes, nbins, true) {
+            (Backend::Cuda, Some(why)) => why,
+            (_, why) => format!(
+                "{}; a file streams to the GPU only, which runs it",
+                why.unwrap_or_default()
+            ),
+        }
+    });
     if backend != Backend::Cuda || options.ranks.is_some() || options.devices != DeviceSet::Default
     {
         return Err(Error::InvalidArgument(format!(
@@ -364,6 +421,7 @@ pub fn histogram_file_with_progress(
         crate::histogram::engine_support::cuda_gap(&binning, file.sample_type()),
     )?;
     let start = Instant::now();
+    let setup_before = crate::gpu::setup_time();
     let job = Job {
         weights,
         binning: &binning,
@@ -373,6 +431,10 @@ pub fn histogram_file_with_progress(
         progress,
     };
     let r = crate::histogram::cuda::stream::histogram(&StreamInput::File(file), &job)?;
+    let phases = Phases {
+        setup: crate::gpu::setup_time().saturating_sub(setup_before),
+        ..Phases::default()
+    };
     finish(
         matches!(weights, Some(Weights::F32(_))),
         options,
@@ -381,7 +443,36 @@ pub fn histogram_file_with_progress(
         (r.counts, r.tallies, r.detail),
         Backend::Cuda,
         start.elapsed(),
+        (phases, auto_choice),
     )
+}
+
+/// Whether an input of `bytes` would stream by its size alone (the free device memory, which
+/// needs the GPU, aside): what the automatic backend's transfer estimate assumes.
+fn streamed_by_size(bytes: u64, mode: StreamMode) -> bool {
+    match mode {
+        StreamMode::Always => true,
+        StreamMode::Never => false,
+        StreamMode::Auto => bytes >= crate::histogram::cuda::stream::AUTO_STREAM_BYTES as u64,
+    }
+}
+
+fn weight_bytes(weights: &Option<Weights<'_>>) -> u64 {
+    match weights {
+        Some(Weights::F32(w)) => std::mem::size_of_val(*w) as u64,
+        Some(Weights::F64(w)) => std::mem::size_of_val(*w) as u64,
+        None => 0,
+    }
+}
+
+/// The bin count a spec names before the data is seen (numpy's estimators: a typical 1000).
+fn nominal_nbins(spec: &BinSpec) -> usize {
+    match spec {
+        BinSpec::Integer { nbins } | BinSpec::Uniform { nbins, .. } => *nbins,
+        BinSpec::Edges(e) => e.len().saturating_sub(1),
+        BinSpec::IntEdges(e) => e.len().saturating_sub(1),
+        BinSpec::Estimated { .. } => 1000,
+    }
 }
 
 /// Whether a GPU histogram of `bytes` streams (the free device memory is asked only on `Auto`).

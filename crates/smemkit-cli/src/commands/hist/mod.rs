@@ -35,6 +35,10 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let (ranks, rank_note) = ranks(config.shard_bins)?;
     let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
+    // GPU setup paid before the histogram call (the context opened to decide whether the input
+    // streams from its file): the summary counts it into the call.
+    let setup_at_start = smemkit::gpu::setup_time();
+    let read_span = smemkit::gpu::trace::span("read the input (map or parse, weights)");
     let loaded = load(&config, &ranks)?;
     let (input, what) = (loaded.input, loaded.what);
     let mut notes = config.notes.clone();
@@ -50,7 +54,9 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         }
         None => None,
     };
+    drop(read_span);
     let read_time = start.elapsed();
+    let setup_before = smemkit::gpu::setup_time().saturating_sub(setup_at_start);
     let ty = input.sample_type();
     let Some(spec) = config.bins.spec(ty)? else {
         // Integer bins sized by the data (numpy's bincount).
@@ -77,9 +83,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let total = input.byte_len() as u64;
     let report = |bytes: u64| bar.get_or_init(|| stream_bar(total)).set_position(bytes);
     let weights_view = weights.as_ref().map(WeightData::weights);
-    // GPU setup (context, kernels built or loaded) apart from the work, for the summary.
-    let setup_before = smemkit::gpu::setup_time();
     let notice = crate::compile_notice::Watch::start();
+    let call_span = smemkit::gpu::trace::span("histogram call (library)");
     let h = match &input {
         Input::Data(data) => {
             histogram_with_progress(data.samples(), weights_view, &options, Some(&report))
@@ -88,8 +93,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
             histogram_file_with_progress(file, weights_view, &options, Some(&report))
         }
     };
+    drop(call_span);
     drop(notice);
-    let setup = smemkit::gpu::setup_time().saturating_sub(setup_before);
     if let Some(b) = bar.get() {
         b.finish_and_clear();
     }
@@ -102,7 +107,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         &spec,
         &input,
         (what, &notes),
-        (read_time, setup),
+        (read_time, setup_before),
     )
 }
 
@@ -116,15 +121,16 @@ fn present(
     spec: &BinSpec,
     input: &Input,
     (what, notes): (String, &[String]),
-    (read_time, setup): (std::time::Duration, std::time::Duration),
+    (read_time, setup_before): (std::time::Duration, std::time::Duration),
 ) -> Result<()> {
+    let _span = smemkit::gpu::trace::span("summary and output files");
     let ty = input.sample_type();
     let facts = InputFacts {
         what,
         dtype: ty.name(),
         bytes: input.byte_len(),
         read_time,
-        setup,
+        setup_before,
         bins: describe_bins(spec, h),
     };
     output::summary::write(out, h, &facts)?;
@@ -142,7 +148,8 @@ fn present(
         return Ok(());
     }
     if let Some((path, format)) = &config.out {
-        output::write_histogram(path, *format, h)?;
+        let timing = output::summary::Timing::of(h, facts.bytes, setup_before);
+        output::write_histogram(path, *format, h, &timing)?;
         writeln!(out, "wrote       {}", path.display())?;
     }
     if let Some((path, format)) = &config.plot {

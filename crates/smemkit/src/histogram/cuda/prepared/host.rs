@@ -47,6 +47,7 @@ pub(super) fn run_host<T: Sample + DeviceRepr>(
     weights: Option<Weights<'_>>,
 ) -> Result<EngineOutput> {
     let stream = &p.gpu.stream;
+    let alloc_span = crate::gpu::trace::span("alloc and zero (counters, sample buffer)");
     let tallies = stream
         .alloc_zeros::<u64>(3)
         .map_err(cuda_err("allocating tallies"))?;
@@ -82,9 +83,15 @@ pub(super) fn run_host<T: Sample + DeviceRepr>(
                 0
             })
             .map_err(cuda_err("allocating the weight buffer"))?;
+        drop(alloc_span);
+        // Events around each batch's copies and kernels split the call's time for the summary
+        // (`gpu::work_time`). Each batch waits for its kernels before the next copy: a pageable
+        // copy on this stream does not overlap them anyway.
+        let timing = BatchTimer::new(p)?;
         let mut start = 0;
         while start < samples.len() {
             let len = (samples.len() - start).min(batch);
+            timing.before_copy()?;
             let mut view = buf.slice_mut(0..len);
             stream
                 .memcpy_htod(&samples[start..start + len], &mut view)
@@ -107,13 +114,16 @@ pub(super) fn run_host<T: Sample + DeviceRepr>(
                 }
             };
             let in_ptr = buf.device_ptr(stream).0;
+            timing.before_kernels()?;
             // SAFETY: the buffers above hold `len` samples / weights, `nbins` counters and 3 tallies,
             // and live until the synchronising copies below.
             unsafe { p.launch_device(in_ptr, len, w_ptr, out_ptr, t_ptr)? };
+            timing.after_kernels()?;
             start += len;
         }
         // The next copy into `buf` waits for the kernel on the same stream; the loop needs no sync.
     }
+    let back = std::time::Instant::now();
     let (counts, tallies) = read_result(
         stream,
         &tallies,
@@ -125,11 +135,63 @@ pub(super) fn run_host<T: Sample + DeviceRepr>(
     stream
         .synchronize()
         .map_err(cuda_err("finishing the histogram"))?;
+    crate::gpu::work_time::add_transfer("copy back (counts, tallies)", back.elapsed());
     Ok(EngineOutput {
         counts,
         tallies,
         detail: p.detail(),
     })
+}
+
+/// Three timing events on the GPU's stream: before a batch's copies, before its kernels, after
+/// them; each batch's copy and kernel time go to [`crate::gpu::work_time`].
+struct BatchTimer {
+    stream: Arc<cudarc::driver::CudaStream>,
+    events: [cudarc::driver::CudaEvent; 3],
+}
+
+impl BatchTimer {
+    fn new(p: &Prepared) -> Result<BatchTimer> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let event = || {
+            p.gpu
+                .ctx
+                .new_event(flags)
+                .map_err(cuda_err("creating a timing event"))
+        };
+        Ok(BatchTimer {
+            stream: p.gpu.stream.clone(),
+            events: [event()?, event()?, event()?],
+        })
+    }
+
+    fn mark(&self, i: usize) -> Result<()> {
+        self.events[i]
+            .record(&self.stream)
+            .map_err(cuda_err("recording a timing event"))
+    }
+
+    fn before_copy(&self) -> Result<()> {
+        self.mark(0)
+    }
+
+    fn before_kernels(&self) -> Result<()> {
+        self.mark(1)
+    }
+
+    /// Records the end, waits for it, and adds the batch's two spans.
+    fn after_kernels(&self) -> Result<()> {
+        self.mark(2)?;
+        let ms = |a: usize, b: usize| {
+            self.events[a]
+                .elapsed_ms(&self.events[b])
+                .map(|ms| std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) * 1e-3))
+                .map_err(cuda_err("finishing a batch (a kernel may have failed)"))
+        };
+        crate::gpu::work_time::add_transfer("copy in (samples, weights)", ms(0, 1)?);
+        crate::gpu::work_time::add_kernel(ms(1, 2)?);
+        Ok(())
+    }
 }
 
 /// Reads a run's result from the device: the 3 tallies (below, above, NaN), then the first `nbins`
