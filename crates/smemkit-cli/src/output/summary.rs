@@ -119,14 +119,14 @@ pub fn write(w: &mut dyn Write, h: &Histogram, input: &InputFacts<'_>) -> Result
         super::json::backend_name(h.engine.backend),
         h.engine.detail
     )?;
+    if let Some(why) = &h.auto_choice {
+        writeln!(w, "auto        {why}")?;
+    }
     writeln!(
         w,
         "read        {:.1} ms",
         input.read_time.as_secs_f64() * 1e3
     )?;
-    if let Some(why) = &h.auto_choice {
-        writeln!(w, "auto        {why}")?;
-    }
     for line in timing_lines(h, input) {
         writeln!(w, "{line}")?;
     }

@@ -190,9 +190,11 @@ pub fn ptx_load_reasons() -> Vec<String> {
 /// kernels a call needs (that takes the GPU's architecture and the plan, which the choice is
 /// made before): a machine that built some has usually built the common ones (`smemkit warmup`).
 pub fn cache_holds_kernels() -> bool {
-    let Some(dir) = disk_cache_dir() else {
-        return false;
-    };
+    disk_cache_dir().is_some_and(|dir| holds_cubin(&dir))
+}
+
+/// Whether `dir` holds a `.cubin` file.
+fn holds_cubin(dir: &std::path::Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
         entries
             .filter_map(|e| e.ok())
@@ -377,6 +379,20 @@ pub(crate) mod tests {
         }
         eprintln!("skipping the kernel compile check: {reason}");
         false
+    }
+
+    #[test]
+    fn a_folder_holds_kernels_once_it_has_a_cubin() {
+        let dir = std::env::temp_dir().join(format!("smemkit-holds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(!holds_cubin(&dir));
+        assert!(!holds_cubin(&dir.join("missing")));
+        std::fs::write(dir.join("k.ptx"), "ptx").unwrap();
+        std::fs::write(dir.join("k.cubin.123.tmp"), "half").unwrap();
+        assert!(!holds_cubin(&dir), "PTX and a torn write are no CUBIN");
+        std::fs::write(dir.join("k.cubin"), b"\x7fELF").unwrap();
+        assert!(holds_cubin(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

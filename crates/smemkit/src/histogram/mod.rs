@@ -239,14 +239,18 @@ pub fn histogram_with_progress(
     };
     let start = Instant::now();
     let before = (crate::gpu::setup_time(), crate::gpu::work_time::work_time());
-    let extras = |auto_choice: Option<String>| {
+    let extras = |backend: Backend, elapsed: Duration, auto_choice: Option<String>| {
         let work = crate::gpu::work_time::work_time().since(before.1);
-        let phases = Phases {
-            setup: crate::gpu::setup_time().saturating_sub(before.0),
-            transfer: work.transfer,
-            kernel: work.kernel,
-        };
-        (phases, auto_choice)
+        CallFacts {
+            backend,
+            elapsed,
+            phases: Phases {
+                setup: crate::gpu::setup_time().saturating_sub(before.0),
+                transfer: work.transfer,
+                kernel: work.kernel,
+            },
+            auto_choice,
+        }
     };
     // No samples: numpy's zero counts over the resolved bins, the same on every engine (several
     // ranks still take part in the all-reduce of the others, so they go on to their engine).
@@ -267,9 +271,7 @@ pub fn histogram_with_progress(
             &binning,
             0,
             (counts, Tallies::default(), detail),
-            backend,
-            start.elapsed(),
-            extras(auto_choice),
+            extras(backend, start.elapsed(), auto_choice),
         );
     }
     let (counts, tallies, detail) = match backend {
@@ -305,10 +307,16 @@ pub fn histogram_with_progress(
         &binning,
         samples.len(),
         (counts, tallies, detail),
-        backend,
-        elapsed,
-        extras(auto_choice),
+        extras(backend, elapsed, auto_choice),
     )
+}
+
+/// How a call ran, for its [`Histogram`].
+struct CallFacts {
+    backend: Backend,
+    elapsed: Duration,
+    phases: Phases,
+    auto_choice: Option<String>,
 }
 
 /// The engine's counts and tallies as a [`Histogram`], after the out-of-range policy's check.
@@ -318,10 +326,14 @@ fn finish(
     binning: &Binning,
     samples: usize,
     (counts, tallies, detail): (Counts, Tallies, String),
-    backend: Backend,
-    elapsed: Duration,
-    (phases, auto_choice): (Phases, Option<String>),
+    call: CallFacts,
 ) -> Result<Histogram> {
+    let CallFacts {
+        backend,
+        elapsed,
+        phases,
+        auto_choice,
+    } = call;
     if options.policy == OutOfRange::Error
         && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
     {
@@ -441,9 +453,12 @@ pub fn histogram_file_with_progress(
         &binning,
         file.len(),
         (r.counts, r.tallies, r.detail),
-        Backend::Cuda,
-        start.elapsed(),
-        (phases, auto_choice),
+        CallFacts {
+            backend: Backend::Cuda,
+            elapsed: start.elapsed(),
+            phases,
+            auto_choice,
+        },
     )
 }
 

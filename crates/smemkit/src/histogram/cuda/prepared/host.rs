@@ -15,6 +15,7 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
     // Planned for a large input, as the single-GPU engine was tested and measured on the GPU;
     // the shard-sized plan (`Prepared::sized`) is used by the multi-GPU paths only until it
     // has run on a GPU.
+    let prepare_span = crate::gpu::trace::span("plan and kernel modules (built or loaded)");
     let prepared = Prepared::new(
         gpu,
         samples.sample_type(),
@@ -23,6 +24,7 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
         policy,
         *choice,
     )?;
+    drop(prepare_span);
     match samples {
         Samples::F16(_) | Samples::BF16(_) => Err(crate::error::Error::NotImplemented(format!(
             "{} samples on the CUDA engine (not supported there yet; use the CPU backend)",
