@@ -38,10 +38,12 @@ pub struct Timing {
     pub total_ms: f64,
     /// Context, kernels compiled or loaded.
     pub setup_ms: f64,
-    /// Host to device and back (0 on the CPU and where copies overlap kernels).
-    pub transfer_ms: f64,
-    pub kernel_ms: f64,
-    /// What is left: allocations, planning, host work, overlapped copies.
+    /// Host to device and back, and the kernels: 0 on the CPU; `None` on a GPU path that does not
+    /// time them apart (streamed copies overlapping the kernels, several GPUs or ranks).
+    pub transfer_ms: Option<f64>,
+    pub kernel_ms: Option<f64>,
+    /// What is left: allocations, planning, host work (and the copies and kernels not timed
+    /// apart).
     pub other_ms: f64,
     /// GB/s of samples over the whole call, and in the kernels alone (`None` without kernel time).
     pub call_gbps: Option<f64>,
@@ -53,18 +55,19 @@ impl Timing {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let total_ms = ms(h.elapsed + setup_before);
         let setup_ms = ms(h.phases.setup + setup_before).min(total_ms);
-        let transfer_ms = ms(h.phases.transfer);
-        let kernel_ms = ms(h.phases.kernel);
-        let other_ms = (total_ms - setup_ms - transfer_ms - kernel_ms).max(0.0);
+        let (transfer, kernel) = (ms(h.phases.transfer), ms(h.phases.kernel));
+        let on_gpu = h.engine.backend == smemkit::Backend::Cuda;
+        let split = !on_gpu || transfer + kernel > 0.0;
+        let other_ms = (total_ms - setup_ms - transfer - kernel).max(0.0);
         let gbps = |ms: f64| (ms > 0.0).then(|| bytes as f64 / (ms * 1e-3) / 1e9);
         Timing {
             total_ms,
             setup_ms,
-            transfer_ms,
-            kernel_ms,
+            transfer_ms: split.then_some(transfer),
+            kernel_ms: split.then_some(kernel),
             other_ms,
             call_gbps: gbps(total_ms),
-            kernel_gbps: gbps(kernel_ms),
+            kernel_gbps: gbps(kernel),
         }
     }
 }
@@ -73,13 +76,20 @@ impl Timing {
 fn timing_lines(h: &Histogram, input: &InputFacts<'_>) -> Vec<String> {
     let t = Timing::of(h, input.bytes, input.setup_before);
     let mut lines = Vec::new();
-    if t.setup_ms + t.transfer_ms + t.kernel_ms > 0.0 {
-        lines.push(format!(
-            "time        {:.3} ms: GPU setup {:.3} ms (context, kernels compiled or loaded), transfer {:.3} ms, kernels {:.3} ms, other {:.3} ms",
-            t.total_ms, t.setup_ms, t.transfer_ms, t.kernel_ms, t.other_ms
-        ));
-    } else {
-        lines.push(format!("time        {:.3} ms", t.total_ms));
+    let setup = format!(
+        "time        {:.3} ms: GPU setup {:.3} ms (context, kernels compiled or loaded)",
+        t.total_ms, t.setup_ms
+    );
+    match (t.transfer_ms, t.kernel_ms) {
+        (Some(x), Some(k)) if t.setup_ms + x + k > 0.0 => lines.push(format!(
+            "{setup}, transfer {x:.3} ms, kernels {k:.3} ms, other {:.3} ms",
+            t.other_ms
+        )),
+        (None, _) | (_, None) => lines.push(format!(
+            "{setup}, copies and kernels (overlapped, not timed apart) {:.3} ms",
+            t.other_ms
+        )),
+        _ => lines.push(format!("time        {:.3} ms", t.total_ms)),
     }
     match (t.call_gbps, t.kernel_gbps) {
         (Some(call), Some(kernel)) => lines.push(format!(
@@ -180,7 +190,7 @@ mod tests {
         let t = Timing::of(&h, 1_000_000_000, Duration::from_millis(100));
         assert_eq!(t.total_ms, 250.0);
         assert_eq!(t.setup_ms, 120.0);
-        assert_eq!((t.transfer_ms, t.kernel_ms), (100.0, 10.0));
+        assert_eq!((t.transfer_ms, t.kernel_ms), (Some(100.0), Some(10.0)));
         assert!((t.other_ms - 20.0).abs() < 1e-9, "{t:?}");
         assert_eq!(t.call_gbps, Some(4.0));
         assert_eq!(t.kernel_gbps, Some(100.0));
@@ -199,6 +209,7 @@ mod tests {
     fn a_cpu_call_shows_its_time_and_one_rate() {
         let mut h = histogram(500, Phases::default());
         h.auto_choice = None;
+        h.engine.backend = Backend::Cpu;
         let mut out = Vec::new();
         write(&mut out, &h, &facts(0)).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -209,6 +220,31 @@ mod tests {
         );
         assert!(!text.contains("auto "), "{text}");
         let t = Timing::of(&h, 1_000_000_000, Duration::ZERO);
-        assert_eq!((t.setup_ms, t.kernel_ms, t.kernel_gbps), (0.0, 0.0, None));
+        assert_eq!(
+            (t.setup_ms, t.kernel_ms, t.kernel_gbps),
+            (0.0, Some(0.0), None)
+        );
+    }
+
+    #[test]
+    fn a_streamed_gpu_call_says_its_copies_and_kernels_were_not_timed_apart() {
+        let phases = Phases {
+            setup: Duration::from_millis(30),
+            ..Phases::default()
+        };
+        let h = histogram(100, phases);
+        let t = Timing::of(&h, 1_000_000_000, Duration::ZERO);
+        assert_eq!(
+            (t.transfer_ms, t.kernel_ms, t.kernel_gbps),
+            (None, None, None)
+        );
+        let mut out = Vec::new();
+        write(&mut out, &h, &facts(0)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("time        100.000 ms: GPU setup 30.000 ms (context, kernels compiled or loaded), copies and kernels (overlapped, not timed apart) 70.000 ms\n"), "{text}");
+        assert!(
+            text.contains("throughput  10.00 GB/s of samples\n"),
+            "{text}"
+        );
     }
 }

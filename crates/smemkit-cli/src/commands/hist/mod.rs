@@ -371,7 +371,9 @@ fn stream_from_file(
     let bytes = usize::try_from(direct.bytes).unwrap_or(usize::MAX);
     // The bins do not change where the samples stream from; the real ones come once the type is
     // known. An error here (no GPU) is left to the mapped path, which reports it as before.
-    let probe = options(config, BinSpec::Integer { nbins: 1 }, ranks);
+    // The bin count weighs in the automatic backend's estimate (`smemkit::backend::cost`).
+    let nbins = config.bins.nbins.unwrap_or(1000);
+    let probe = options(config, BinSpec::Integer { nbins }, ranks);
     if !smemkit::streams_to_one_gpu(bytes, &probe).unwrap_or(false) {
         return Ok(None);
     }
