@@ -190,7 +190,15 @@ pub fn ptx_load_reasons() -> Vec<String> {
 /// kernels a call needs (that takes the GPU's architecture and the plan, which the choice is
 /// made before): a machine that built some has usually built the common ones (`smemkit warmup`).
 pub fn cache_holds_kernels() -> bool {
-    disk_cache_dir().is_some_and(|dir| holds_cubin(&dir))
+    // Asked on every automatic call: a folder found holding kernels is not read again (a
+    // per-call directory read would be a good share of a small call's host time).
+    static HOLDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if HOLDS.load(Ordering::Relaxed) {
+        return true;
+    }
+    let holds = disk_cache_dir().is_some_and(|dir| holds_cubin(&dir));
+    HOLDS.store(holds, Ordering::Relaxed);
+    holds
 }
 
 /// Whether `dir` holds a `.cubin` file.
