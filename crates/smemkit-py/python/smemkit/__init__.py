@@ -33,14 +33,27 @@ without ``out_of_range`` (numpy's length ``max(x) + 1`` and its check for negati
 
 from __future__ import annotations
 
-from . import _native
+from . import _fast, _native
 from ._numpy_api import bincount as _bincount
 from ._numpy_api import histogram as _histogram
 from ._numpy_api import histogram_bin_edges as _histogram_bin_edges
 from ._plan import Plan, plan
 
 __version__ = _native.__version__
+
+# Array type -> the fast path of repeated GPU calls (see _fast), filled as types are met.
+_FAST_HIST = _fast.HIST
+_FAST_BINCOUNT = _fast.BINCOUNT
+if _fast.TRACE:
+    _histogram = _fast.traced("general histogram", _histogram)
+    _bincount = _fast.traced("general bincount", _bincount)
 __all__ = ["histogram", "histogram_bin_edges", "bincount", "plan", "Plan", "__version__"]
+
+
+def trace_summary() -> dict:
+    """With ``SMEMKIT_PY_TRACE=1`` set before import: the median host time of each phase of the
+    calls so far (us), per path; see ``smemkit._fast``."""
+    return _fast.trace_summary()
 
 
 def _device_cache_size() -> int:
@@ -71,6 +84,12 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     Returns ``hist`` (int64, or the weights' dtype, or float64 with density) and ``bin_edges``
     (float32 for float32 samples, float64 otherwise, or the given edges as given).
     """
+    fast = _FAST_HIST.get(a.__class__)
+    if fast is not None:
+        result = fast(a, bins, range, weights, density, backend, strategy, out_of_range,
+                      deterministic)
+        if result is not None:
+            return result
     return _histogram(a, bins, range, weights, density, backend=backend, strategy=strategy,
                       out_of_range=out_of_range, deterministic=deterministic)
 
@@ -97,5 +116,10 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
     Without ``out_of_range``, finding ``max(x)`` takes one pass over ``x`` before counting (on a
     GPU, a synchronisation); the result is int64, or float64 with weights.
     """
+    fast = _FAST_BINCOUNT.get(x.__class__)
+    if fast is not None:
+        result = fast(x, weights, minlength, backend, strategy, out_of_range, deterministic)
+        if result is not None:
+            return result
     return _bincount(x, weights, minlength, backend=backend, strategy=strategy,
                      out_of_range=out_of_range, deterministic=deterministic)

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _native
 from . import _device
+from . import _fast
 from ._inputs import as_array, flat_pair, native_order
 
 _ESTIMATORS = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
@@ -156,10 +157,14 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     kind = _device_kind(a, backend)
     if kind is not None:
         nbins, edges = _bins(bins)
-        return _device.histogram(
+        result = _device.histogram(
             a, kind, nbins, edges, range, weights, density, out_of_range, strategy,
             bool(deterministic), bins if edges is not None else None,
         )
+        if kind == "torch" or kind == "cupy":
+            _fast.learn_histogram(kind, a, bins, range, weights, density, backend, strategy,
+                                  out_of_range, deterministic, result)
+        return result
     _host_deterministic(deterministic, weights)
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
@@ -209,9 +214,14 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
     _check_keywords(backend, strategy, out_of_range, optional_policy=True)
     kind = _device_kind(x, backend)
     if kind is not None:
+        given_minlength = minlength
         minlength = _minlength(minlength)
-        return _device.bincount(x, kind, weights, minlength, out_of_range, strategy,
-                                bool(deterministic))
+        result = _device.bincount(x, kind, weights, minlength, out_of_range, strategy,
+                                  bool(deterministic))
+        if kind == "torch" or kind == "cupy":
+            _fast.learn_bincount(kind, x, weights, given_minlength, backend, strategy,
+                                 out_of_range, deterministic)
+        return result
     _host_deterministic(deterministic, weights)
     given = x
     x = as_array(x, "x")
