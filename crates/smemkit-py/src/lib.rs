@@ -10,6 +10,7 @@ mod dlpack;
 mod errors;
 mod fast;
 mod histogram;
+mod joint;
 mod plan;
 mod stream;
 
@@ -74,6 +75,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(histogram::histogram_bin_edges, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::bincount, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(joint::histogramdd, m)?)?;
+    m.add_function(wrap_pyfunction!(joint::digitize, m)?)?;
     m.add_function(wrap_pyfunction!(device::device_histogram, m)?)?;
     m.add_function(wrap_pyfunction!(device::device_cache_size, m)?)?;
     m.add_function(wrap_pyfunction!(fast::fast_call, m)?)?;
