@@ -97,3 +97,26 @@ def test_cupy_repeated_calls_are_numpys(rng):
     for _ in range(3):
         same(smemkit.bincount(xi, minlength=256, out_of_range="ignore"),
              np.bincount(xi.get()[xi.get() < 256], minlength=256))
+
+
+@needs_torch
+def test_torch_general_path_inside_a_capture_does_not_learn(rng):
+    """A call the general path serves inside a capture (its histogram already built) must not
+    read anything back to learn a fast path: the capture would break."""
+    n = 1 << 12
+    static = torch.zeros(n, dtype=torch.float32, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        smemkit.histogram(static, 321, range=[-2, 2])  # a list: always the general path
+    torch.cuda.current_stream().wait_stream(s)
+    _fast._PLANS.clear()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        h, _ = smemkit.histogram(static, 321, range=(-2, 2))  # a tuple: would be learned
+    assert not any(k[0] == "torch-hist" and k[3] == 321 for k in _fast._PLANS)
+    x = rng.standard_normal(n).astype(np.float32)
+    static.copy_(torch.from_numpy(x))
+    g.replay()
+    torch.cuda.synchronize()
+    same(h, np.histogram(x, 321, range=(-2, 2))[0])

@@ -190,6 +190,17 @@ def _store(key, plan):
     _PLANS[key] = plan
 
 
+def _capturing(kind):
+    """Whether the current stream is being captured into a CUDA graph: learning then waits for a
+    later call (reading the edges back would break the capture)."""
+    try:
+        if kind == "torch":
+            return sys.modules["torch"].cuda.is_current_stream_capturing()
+        return sys.modules["cupy"].cuda.get_current_stream().is_capturing()
+    except Exception:  # noqa: BLE001 (no way to ask: do not learn)
+        return True
+
+
 def _dtype_name(kind, a):
     return str(a.dtype).removeprefix("torch.") if kind == "torch" else str(a.dtype)
 
@@ -202,7 +213,7 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
     if (weights is not None or density or range is None or out_of_range == "error"
             or dtype not in _NUMERIC):
         return
-    if range.__class__ is not tuple or len(range) != 2:
+    if range.__class__ is not tuple or len(range) != 2 or _capturing(kind):
         return
     lo, hi = range
     try:
@@ -244,7 +255,8 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
 def learn_bincount(kind, x, weights, minlength, backend, strategy, out_of_range, deterministic):
     """As :func:`learn_histogram`, for bincount with ``out_of_range``."""
     dtype = _dtype_name(kind, x)
-    if weights is not None or out_of_range not in ("ignore", "clamp") or dtype not in _NUMERIC:
+    if (weights is not None or out_of_range not in ("ignore", "clamp") or dtype not in _NUMERIC
+            or _capturing(kind)):
         return
     if kind == "torch":
         global _T
