@@ -121,3 +121,54 @@ def test_repeated_bincount_takes_the_fast_path(fast, rng):
     with pytest.raises(ValueError, match="too deep"):
         smemkit.bincount(dev(x.reshape(50, 100)), minlength=200, out_of_range="ignore")
     assert len(fast_runs) == 2
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.uint64])
+def test_host_repeated_calls_are_numpys(rng, dtype):
+    """numpy arrays: the second call of a key takes the host fast path; every layout and dtype
+    still gives numpy's counts and edges (dtype included)."""
+    x = (rng.standard_normal((60, 50)) * 30).astype(dtype)
+    for a in (x, np.asfortranarray(x), x[:, ::3], x.reshape(-1), x[::-1]):
+        H, E = np.histogram(a, 17, range=(-40, 40))
+        for _ in range(3):
+            h, e = smemkit.histogram(a, 17, range=(-40, 40))
+            assert h.dtype == H.dtype and e.dtype == E.dtype
+            np.testing.assert_array_equal(h, H)
+            np.testing.assert_array_equal(e, E)
+    assert any(k[0] == "np-hist" for k in _fast._PLANS)
+
+
+def test_host_fast_path_keys_keep_numpys_promotions(rng):
+    x = rng.standard_normal(1000).astype(np.float32) * 3
+    for _ in range(2):
+        smemkit.histogram(x, 50, range=(-1, 1))
+    # numpy scalars as the range make numpy bin float32 samples in float64: another answer
+    for rng_ in ((np.float64(-1), np.float64(1)), (-1, 1.0)):
+        H, E = np.histogram(x, 50, range=rng_)
+        for _ in range(2):
+            h, e = smemkit.histogram(x, 50, range=rng_)
+            assert e.dtype == E.dtype
+            np.testing.assert_array_equal(h, H)
+            np.testing.assert_array_equal(e, E)
+    with pytest.raises(TypeError):
+        for _ in range(2):
+            smemkit.histogram(x, 50.0, range=(-1, 1))
+    with pytest.warns(RuntimeWarning, match="bool"):
+        for _ in range(2):
+            smemkit.histogram(x > 0, 2, range=(0, 1))
+
+
+def test_host_repeated_bincount_is_numpys(rng):
+    x = rng.integers(0, 300, 5000)
+    for minlength, policy in ((0, None), (400, None), (100, "ignore"), (100, "clamp")):
+        want = (np.bincount(x, minlength=minlength) if policy is None else
+                np.bincount(x[x < 100], minlength=100) if policy == "ignore" else
+                np.bincount(np.clip(x, 0, 99), minlength=100))
+        for _ in range(3):
+            c = smemkit.bincount(x, minlength=minlength, out_of_range=policy)
+            assert c.dtype == np.int64
+            np.testing.assert_array_equal(c, want)
+    for _ in range(2):
+        np.testing.assert_array_equal(smemkit.bincount(x[::2]), np.bincount(x[::2]))
+        with pytest.raises(ValueError, match="negative"):
+            smemkit.bincount(np.array([1, -1]))

@@ -27,6 +27,8 @@ import os
 import sys
 import time
 
+import numpy as _np
+
 from . import _native
 
 # key -> (FastCall, counts dtype, edges dtype or None, number of edges); see the module docs.
@@ -286,6 +288,92 @@ def learn_bincount(kind, x, weights, minlength, backend, strategy, out_of_range,
     if call is not None:
         _store(key, (call, *plan_tail))
 
+
+# ---- numpy arrays on the host engines: the same idea, for the Python layer's own cost ----
+
+
+def numpy_histogram(a, bins, range, weights, density, backend, strategy, out_of_range,
+                    deterministic):
+    """``(hist, bin_edges)`` for a numpy array whose call was seen before, or None."""
+    if weights is not None or density or range.__class__ is not tuple or len(range) != 2:
+        return None
+    lo, hi = range
+    key = ("np-hist", a.dtype, bins, bins.__class__, lo, hi, lo.__class__, hi.__class__,
+           backend, strategy, out_of_range, deterministic)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        return None
+    if plan is None:
+        return None
+    flags = a.flags
+    if not flags.aligned:
+        return None
+    if flags.c_contiguous:
+        flat = a if a.ndim == 1 else a.reshape(-1)
+    elif flags.f_contiguous:
+        flat = a.ravel(order="K")
+    else:
+        flat = a.ravel()
+    edges, rng = plan
+    counts, _ = _native.histogram(flat, None, bins, rng, None, out_of_range, backend, strategy)
+    return counts.view(_np.int64), edges.copy()
+
+
+def numpy_bincount(x, weights, minlength, backend, strategy, out_of_range, deterministic):
+    """bincount's counts for a numpy array whose call was seen before, or None."""
+    if weights is not None:
+        return None
+    key = ("np-bincount", x.dtype, minlength, minlength.__class__, backend, strategy,
+           out_of_range, deterministic)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        return None
+    if plan is None or x.ndim != 1:
+        return None
+    flags = x.flags
+    if not (flags.c_contiguous and flags.aligned):
+        return None
+    counts = _native.bincount(x, None, minlength, backend, strategy, out_of_range)
+    return counts.view(_np.int64)
+
+
+def _host_sample_dtype(dtype) -> bool:
+    return (dtype.isnative and (dtype.kind in "iu" or (dtype.kind == "f" and dtype.itemsize in (4, 8)))
+            and dtype.kind != "b")
+
+
+def learn_host_histogram(a, bins, range, weights, density, backend, strategy, out_of_range,
+                         deterministic, bin_edges):
+    """After the general path served a numpy array (returning ``bin_edges``): remember the call
+    and its edges when the fast path can repeat it (Python numbers for the range, an int bin
+    count, no weights or density)."""
+    if (a.__class__ is not _np.ndarray or weights is not None or density
+            or bins.__class__ is not int or range.__class__ is not tuple or len(range) != 2
+            or not _host_sample_dtype(a.dtype)):
+        return
+    lo, hi = range
+    if lo.__class__ not in (int, float) or hi.__class__ not in (int, float):
+        return  # numpy scalars can change the type numpy bins in
+    key = ("np-hist", a.dtype, bins, bins.__class__, lo, hi, lo.__class__, hi.__class__,
+           backend, strategy, out_of_range, deterministic)
+    _store(key, (bin_edges.copy(), (float(lo), float(hi))))
+
+
+def learn_host_bincount(x, weights, minlength, backend, strategy, out_of_range, deterministic):
+    """As :func:`learn_host_histogram`, for bincount."""
+    if (x.__class__ is not _np.ndarray or weights is not None or x.ndim != 1
+            or minlength.__class__ is not int or minlength < 0 or x.dtype.kind not in "iu"
+            or not x.dtype.isnative or (out_of_range is not None and minlength < 1)):
+        return
+    key = ("np-bincount", x.dtype, minlength, minlength.__class__, backend, strategy,
+           out_of_range, deterministic)
+    _store(key, (None,))
+
+
+HIST[_np.ndarray] = numpy_histogram
+BINCOUNT[_np.ndarray] = numpy_bincount
 
 _NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
             "float64")

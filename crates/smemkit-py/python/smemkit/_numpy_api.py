@@ -166,6 +166,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
                                   out_of_range, deterministic, result)
         return result
     _host_deterministic(deterministic, weights)
+    given = a
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
     nbins, edges = _bins(bins)
@@ -190,6 +191,9 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     if density:
         db = np.array(np.diff(bin_edges), float)
         return n / db / n.sum(), bin_edges
+    if w is None:
+        _fast.learn_host_histogram(given, bins, range, weights, density, backend, strategy,
+                                   out_of_range, deterministic, bin_edges)
     return n, bin_edges
 
 
@@ -223,7 +227,7 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
                                  out_of_range, deterministic)
         return result
     _host_deterministic(deterministic, weights)
-    given = x
+    given, given_minlength = x, minlength
     x = as_array(x, "x")
     if x.ndim == 0:
         raise ValueError("object of too small depth for desired array")
@@ -262,6 +266,9 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
         w = np.ascontiguousarray(native_order(w))
     x = np.ascontiguousarray(native_order(x))
     counts = _native.bincount(x, w, minlength, backend, strategy, out_of_range)
+    if w is None:
+        _fast.learn_host_bincount(given, weights, given_minlength, backend, strategy,
+                                  out_of_range, deterministic)
     return counts if w is not None else counts.view(np.int64)
 
 
