@@ -172,3 +172,21 @@ def test_host_repeated_bincount_is_numpys(rng):
         np.testing.assert_array_equal(smemkit.bincount(x[::2]), np.bincount(x[::2]))
         with pytest.raises(ValueError, match="negative"):
             smemkit.bincount(np.array([1, -1]))
+
+
+def test_trace_prints_a_summary_at_exit():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, smemkit\n"
+            "x = np.arange(100.0)\n"
+            "for _ in range(3): smemkit.histogram(x, 10, range=(0, 100))\n"
+            "s = smemkit.trace_summary()\n"
+            "assert s['general histogram']['calls'] == 1, s\n")
+    env = dict(os.environ, SMEMKIT_PY_TRACE="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "smemkit trace (median us per call and phase):" in r.stderr
+    assert "general histogram: 1 calls" in r.stderr
