@@ -241,7 +241,7 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
         key = ("cupy-hist", a.dtype, bins, bins.__class__, lo, hi, lo.__class__, hi.__class__,
                backend, strategy, out_of_range, deterministic)
         host_edges = edges.get()
-        plan_tail = ("int64", edges.dtype, int(edges.size), dev)
+        plan_tail = (_np.dtype(_np.int64), edges.dtype, int(edges.size), dev)
     else:
         return
     try:
@@ -276,7 +276,7 @@ def learn_bincount(kind, x, weights, minlength, backend, strategy, out_of_range,
         dev = x.device.id
         key = ("cupy-bincount", x.dtype, minlength, minlength.__class__, backend, strategy,
                out_of_range, deterministic)
-        plan_tail = ("int64", None, 0, dev)
+        plan_tail = (_np.dtype(_np.int64), None, 0, dev)
     else:
         return
     try:
