@@ -26,18 +26,18 @@ use smemkit::{
 use crate::errors::IntoPy;
 
 /// The smallest size class: inputs up to this many samples share one plan (launch-bound anyway).
-const SMALLEST_CLASS: usize = 1 << 12;
+pub(crate) const SMALLEST_CLASS: usize = 1 << 12;
 
 /// Bins as a hashable key (floats by their bits).
 #[derive(Clone, PartialEq, Eq, Hash)]
-enum BinsKey {
+pub(crate) enum BinsKey {
     Uniform(usize, u64, u64),
     Edges(Vec<u64>),
     Integer(usize),
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
-struct Key {
+pub(crate) struct Key {
     device: usize,
     sample_type: SampleType,
     bins: BinsKey,
@@ -59,8 +59,10 @@ struct Order {
 // SAFETY: a CUevent is a driver handle usable from any thread; it is only touched under the mutex.
 unsafe impl Send for Order {}
 
-struct Entry {
-    hist: DeviceHistogram,
+pub(crate) struct Entry {
+    pub hist: DeviceHistogram,
+    /// The most samples a run may take.
+    pub size_class: usize,
     order: Mutex<Order>,
 }
 
@@ -104,6 +106,200 @@ fn weight_kind(dtype: Option<&str>) -> PyResult<WeightKind> {
     }
 }
 
+/// The bins of a device call and their cache key, from the Python layer's values.
+pub(crate) fn bins_of(
+    nbins: Option<usize>,
+    range: Option<(f64, f64)>,
+    edges: Option<Vec<f64>>,
+    integer_bins: bool,
+) -> PyResult<(BinSpec, BinsKey)> {
+    Ok(match (nbins, range, edges, integer_bins) {
+        (Some(nbins), None, None, true) => (BinSpec::Integer { nbins }, BinsKey::Integer(nbins)),
+        (Some(nbins), Some((lo, hi)), None, false) => (
+            BinSpec::Uniform {
+                nbins,
+                range: Some((lo, hi)),
+            },
+            BinsKey::Uniform(nbins, lo.to_bits(), hi.to_bits()),
+        ),
+        (None, None, Some(e), false) => {
+            let key = BinsKey::Edges(e.iter().map(|x| x.to_bits()).collect());
+            (BinSpec::Edges(e), key)
+        }
+        _ => {
+            return Err(PyValueError::new_err(
+                "internal: give integer bins, uniform bins with a range, or edges",
+            ))
+        }
+    })
+}
+
+/// Everything a cached histogram is built from, but the size class (see [`Call::entry`]).
+pub(crate) struct Call {
+    pub key: Key,
+    pub spec: DeviceHistogramSpec,
+}
+
+impl Call {
+    /// Parses the Python layer's values into a call (no GPU work).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        device: usize,
+        dtype: &str,
+        weights_dtype: Option<&str>,
+        bins: (BinSpec, BinsKey),
+        out_of_range: &str,
+        strategy: Option<&str>,
+        deterministic: bool,
+    ) -> PyResult<Call> {
+        let sample_type = SampleType::parse(dtype).py_err()?;
+        let weight = weight_kind(weights_dtype)?;
+        let policy = OutOfRange::parse(out_of_range).py_err()?;
+        let choice = match strategy {
+            None => StrategyChoice::Auto,
+            Some(s) => StrategyChoice::parse(s, None).py_err()?,
+        };
+        let (bins, bins_key) = bins;
+        Ok(Call {
+            key: Key {
+                device,
+                sample_type,
+                bins: bins_key,
+                weights: weight as u8,
+                policy: out_of_range.to_string(),
+                strategy: strategy.map(str::to_string),
+                deterministic,
+                size_class: 0,
+            },
+            spec: DeviceHistogramSpec::new(sample_type, bins)
+                .weights(weight)
+                .policy(policy)
+                .strategy(choice)
+                .deterministic(deterministic),
+        })
+    }
+
+    /// The cached histogram for `n` samples (built on the first call of its size class).
+    pub fn entry(&self, py: Python<'_>, n: usize, stream: usize) -> PyResult<Arc<Entry>> {
+        let size_class = n.max(SMALLEST_CLASS).next_power_of_two();
+        let mut key = self.key.clone();
+        key.size_class = size_class;
+        if let Some(e) = cache().lock().expect("histogram cache").get(&key) {
+            return Ok(e.clone());
+        }
+        let gpu = smemkit::cuda::device::gpu_at(self.key.device).py_err()?;
+        gpu.bind().py_err()?;
+        if capturing(stream as sys::CUstream)? {
+            return Err(PyRuntimeError::new_err(
+                "smemkit: the first call for these bins, dtype, options and size class is being \
+                 captured into a CUDA graph, but it builds the histogram (compiles kernels, \
+                 allocates scratch), which capture forbids: make the same call once before \
+                 capturing (a warm-up, as torch.cuda.graphs asks for)",
+            ));
+        }
+        let spec = self.spec.clone().max_samples(size_class);
+        let hist = py
+            .detach(|| {
+                let h = DeviceHistogram::new(&gpu, &spec)?;
+                // The scratch was allocated and cleared on the library's stream; the runs are on
+                // the caller's.
+                gpu.stream.synchronize().map_err(|e| smemkit::Error::Cuda {
+                    context: "preparing a device histogram".into(),
+                    message: format!("{e:?}"),
+                })?;
+                Ok::<_, smemkit::Error>(h)
+            })
+            .py_err()?;
+        let entry = Arc::new(Entry {
+            hist,
+            size_class,
+            order: Mutex::new(Order {
+                last_stream: None,
+                event: std::ptr::null_mut(),
+                recorded: false,
+            }),
+        });
+        Ok(cache()
+            .lock()
+            .expect("histogram cache")
+            .entry(key)
+            .or_insert(entry)
+            .clone())
+    }
+}
+
+/// Device addresses of one run: samples, weights (0 without), the counts or sums, the 3 tallies.
+#[derive(Clone, Copy)]
+pub(crate) struct Buffers {
+    pub input: u64,
+    pub n: usize,
+    pub weights: u64,
+    pub bins: u64,
+    pub tallies: u64,
+}
+
+impl Entry {
+    /// Enqueues one run on `stream`, ordered after this histogram's previous run on another
+    /// stream (see the module documentation). `clear`: zero the bins and tallies first (else the
+    /// caller has cleared what it reads).
+    ///
+    /// # Safety
+    /// The buffers must be live device memory of this device holding what [`Buffers`] says, kept
+    /// alive until the stream has run the histogram; `stream` a live stream of the device.
+    pub unsafe fn run(&self, stream: usize, b: Buffers, clear: bool) -> PyResult<()> {
+        let cu_stream = stream as sys::CUstream;
+        self.hist.gpu().bind().py_err()?;
+        let mut order = self.order.lock().expect("histogram order");
+        let captured = capturing(cu_stream)?;
+        if !captured && order.recorded && order.last_stream != Some(stream) {
+            // SAFETY: the event is live (created below, never destroyed while cached); the stream
+            // is the caller's live stream.
+            check(
+                unsafe { sys::cuStreamWaitEvent(cu_stream, order.event, 0) },
+                "ordering this run after the previous run on another stream",
+            )?;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.hist.run_raw(
+                b.input,
+                b.n,
+                self.hist.spec().sample_type,
+                b.weights,
+                b.bins,
+                b.tallies,
+                cu_stream,
+                !clear,
+            )
+        }
+        .py_err()?;
+        if !captured {
+            if order.event.is_null() {
+                let mut event: sys::CUevent = std::ptr::null_mut();
+                // SAFETY: valid out pointer; the context is bound.
+                check(
+                    unsafe {
+                        sys::cuEventCreate(
+                            &mut event,
+                            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+                        )
+                    },
+                    "creating an event",
+                )?;
+                order.event = event;
+            }
+            // SAFETY: a live event and the caller's live stream.
+            check(
+                unsafe { sys::cuEventRecord(order.event, cu_stream) },
+                "recording the run's event",
+            )?;
+            order.recorded = true;
+            order.last_stream = Some(stream);
+        }
+        Ok(())
+    }
+}
+
 /// Histograms `n` samples of `dtype` at device address `input` (with `weights` at their address,
 /// 0 without) into `out`, a device buffer of nbins + 3 64-bit words (the u64 counts or f64 sums,
 /// then the tallies below, above and NaN: the counts start where the buffer does, aligned as
@@ -132,149 +328,35 @@ pub fn device_histogram(
     strategy: Option<&str>,
     deterministic: bool,
 ) -> PyResult<()> {
-    let sample_type = SampleType::parse(dtype).py_err()?;
-    let weight = weight_kind(weights_dtype)?;
-    if (weights != 0) != (weight != WeightKind::None) {
+    if (weights != 0) != weights_dtype.is_some() {
         return Err(PyValueError::new_err(
             "internal: a weights address needs its dtype",
         ));
     }
-    let (bins, bins_key) = match (nbins, range, edges, integer_bins) {
-        (Some(nbins), None, None, true) => (BinSpec::Integer { nbins }, BinsKey::Integer(nbins)),
-        (Some(nbins), Some((lo, hi)), None, false) => (
-            BinSpec::Uniform {
-                nbins,
-                range: Some((lo, hi)),
-            },
-            BinsKey::Uniform(nbins, lo.to_bits(), hi.to_bits()),
-        ),
-        (None, None, Some(e), false) => {
-            let e = e.as_array().to_vec();
-            let key = BinsKey::Edges(e.iter().map(|x| x.to_bits()).collect());
-            (BinSpec::Edges(e), key)
-        }
-        _ => {
-            return Err(PyValueError::new_err(
-                "internal: give integer bins, uniform bins with a range, or edges",
-            ))
-        }
-    };
-    let policy = OutOfRange::parse(out_of_range).py_err()?;
-    let choice = match strategy {
-        None => StrategyChoice::Auto,
-        Some(s) => StrategyChoice::parse(s, None).py_err()?,
-    };
-    let size_class = n.max(SMALLEST_CLASS).next_power_of_two();
-    let key = Key {
+    let edges = edges.map(|e| e.as_array().to_vec());
+    let bins = bins_of(nbins, range, edges, integer_bins)?;
+    let call = Call::new(
         device,
-        sample_type,
-        bins: bins_key,
-        weights: weight as u8,
-        policy: out_of_range.to_string(),
-        strategy: strategy.map(str::to_string),
+        dtype,
+        weights_dtype,
+        bins,
+        out_of_range,
+        strategy,
         deterministic,
-        size_class,
+    )?;
+    let entry = call.entry(py, n, stream)?;
+    let nb = entry.hist.nbins() as u64;
+    let buffers = Buffers {
+        input,
+        n,
+        weights,
+        bins: out,
+        tallies: out + 8 * nb,
     };
-    let cu_stream = stream as sys::CUstream;
-    let cached = cache().lock().expect("histogram cache").get(&key).cloned();
-    let entry = match cached {
-        Some(e) => e,
-        None => {
-            let gpu = smemkit::cuda::device::gpu_at(device).py_err()?;
-            gpu.bind().py_err()?;
-            if capturing(cu_stream)? {
-                return Err(PyRuntimeError::new_err(
-                    "smemkit: the first call for these bins, dtype, options and size class is being \
-                     captured into a CUDA graph, but it builds the histogram (compiles kernels, \
-                     allocates scratch), which capture forbids: make the same call once before \
-                     capturing (a warm-up, as torch.cuda.graphs asks for)",
-                ));
-            }
-            let spec = DeviceHistogramSpec::new(sample_type, bins)
-                .weights(weight)
-                .policy(policy)
-                .strategy(choice)
-                .max_samples(size_class)
-                .deterministic(deterministic);
-            let hist = py
-                .detach(|| {
-                    let h = DeviceHistogram::new(&gpu, &spec)?;
-                    // The scratch was allocated and cleared on the library's stream; the runs
-                    // are on the caller's.
-                    gpu.stream.synchronize().map_err(|e| smemkit::Error::Cuda {
-                        context: "preparing a device histogram".into(),
-                        message: format!("{e:?}"),
-                    })?;
-                    Ok::<_, smemkit::Error>(h)
-                })
-                .py_err()?;
-            let entry = Arc::new(Entry {
-                hist,
-                order: Mutex::new(Order {
-                    last_stream: None,
-                    event: std::ptr::null_mut(),
-                    recorded: false,
-                }),
-            });
-            cache()
-                .lock()
-                .expect("histogram cache")
-                .entry(key)
-                .or_insert(entry)
-                .clone()
-        }
-    };
-    entry.hist.gpu().bind().py_err()?;
-    let mut order = entry.order.lock().expect("histogram order");
-    let captured = capturing(cu_stream)?;
-    if !captured && order.recorded && order.last_stream != Some(stream) {
-        // SAFETY: the event is live (created below, never destroyed while cached); the stream is
-        // the caller's live stream.
-        check(
-            unsafe { sys::cuStreamWaitEvent(cu_stream, order.event, 0) },
-            "ordering this run after the previous run on another stream",
-        )?;
-    }
     // SAFETY: the Python layer passes addresses of live device memory of this device holding `n`
-    // samples of `dtype`, `n` weights and 3 + nbins words, kept alive by its framework until the
+    // samples of `dtype`, `n` weights and nbins + 3 words, kept alive by its framework until the
     // stream has run the histogram (stream-ordered allocators), and a live stream of the device.
-    unsafe {
-        entry.hist.run_raw(
-            input,
-            n,
-            sample_type,
-            weights,
-            out,
-            out + 8 * entry.hist.nbins() as u64,
-            cu_stream,
-            false,
-        )
-    }
-    .py_err()?;
-    if !captured {
-        if order.event.is_null() {
-            let mut event: sys::CUevent = std::ptr::null_mut();
-            // SAFETY: valid out pointer; the context is bound.
-            check(
-                unsafe {
-                    sys::cuEventCreate(
-                        &mut event,
-                        sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
-                    )
-                },
-                "creating an event",
-            )?;
-            order.event = event;
-        }
-        // SAFETY: a live event and the caller's live stream.
-        check(
-            unsafe { sys::cuEventRecord(order.event, cu_stream) },
-            "recording the run's event",
-        )?;
-        order.recorded = true;
-        order.last_stream = Some(stream);
-    }
-    Ok(())
+    unsafe { entry.run(stream, buffers, true) }
 }
 
 /// How many device histograms are cached (for tests).

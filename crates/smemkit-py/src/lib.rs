@@ -8,7 +8,9 @@ mod cuda_interface;
 mod device;
 mod dlpack;
 mod errors;
+mod fast;
 mod histogram;
+mod joint;
 mod plan;
 mod stream;
 
@@ -73,8 +75,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(histogram::histogram_bin_edges, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::bincount, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(joint::histogramdd, m)?)?;
+    m.add_function(wrap_pyfunction!(joint::digitize, m)?)?;
     m.add_function(wrap_pyfunction!(device::device_histogram, m)?)?;
     m.add_function(wrap_pyfunction!(device::device_cache_size, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::fast_call, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::trace_native, m)?)?;
+    m.add_class::<fast::FastCall>()?;
     m.add_function(wrap_pyfunction!(cuda_array_interface, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_info, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_capsule_info, m)?)?;

@@ -33,14 +33,29 @@ without ``out_of_range`` (numpy's length ``max(x) + 1`` and its check for negati
 
 from __future__ import annotations
 
-from . import _native
+from . import _fast, _native
+from . import _joint
 from ._numpy_api import bincount as _bincount
 from ._numpy_api import histogram as _histogram
 from ._numpy_api import histogram_bin_edges as _histogram_bin_edges
 from ._plan import Plan, plan
 
 __version__ = _native.__version__
-__all__ = ["histogram", "histogram_bin_edges", "bincount", "plan", "Plan", "__version__"]
+
+# Array type -> the fast path of repeated GPU calls (see _fast), filled as types are met.
+_FAST_HIST = _fast.HIST
+_FAST_BINCOUNT = _fast.BINCOUNT
+if _fast.TRACE:
+    _histogram = _fast.traced("general histogram", _histogram)
+    _bincount = _fast.traced("general bincount", _bincount)
+__all__ = ["histogram", "histogram_bin_edges", "bincount", "histogram2d", "histogramdd",
+           "digitize", "plan", "Plan", "__version__"]
+
+
+def trace_summary() -> dict:
+    """With ``SMEMKIT_PY_TRACE=1`` set before import: the median host time of each phase of the
+    calls so far (us), per path; see ``smemkit._fast``."""
+    return _fast.trace_summary()
 
 
 def _device_cache_size() -> int:
@@ -71,6 +86,12 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     Returns ``hist`` (int64, or the weights' dtype, or float64 with density) and ``bin_edges``
     (float32 for float32 samples, float64 otherwise, or the given edges as given).
     """
+    fast = _FAST_HIST.get(a.__class__)
+    if fast is not None:
+        result = fast(a, bins, range, weights, density, backend, strategy, out_of_range,
+                      deterministic)
+        if result is not None:
+            return result
     return _histogram(a, bins, range, weights, density, backend=backend, strategy=strategy,
                       out_of_range=out_of_range, deterministic=deterministic)
 
@@ -97,5 +118,49 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
     Without ``out_of_range``, finding ``max(x)`` takes one pass over ``x`` before counting (on a
     GPU, a synchronisation); the result is int64, or float64 with weights.
     """
+    fast = _FAST_BINCOUNT.get(x.__class__)
+    if fast is not None:
+        result = fast(x, weights, minlength, backend, strategy, out_of_range, deterministic)
+        if result is not None:
+            return result
     return _bincount(x, weights, minlength, backend=backend, strategy=strategy,
                      out_of_range=out_of_range, deterministic=deterministic)
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, backend="auto"):
+    """Joint histogram of D-dimensional samples, as ``numpy.histogramdd``: ``(hist, edges)``.
+
+    sample: an (N, D) array (C or Fortran order read in place) or a sequence of D arrays of
+        length N (stacked to their common dtype, as numpy does). Integers, float32, float64;
+        bool as uint8; float16 raises NotImplementedError.
+    bins: an int for every axis, D ints, or D arrays of increasing edges (mixed freely).
+    range: D ``(lower, upper)`` pairs or None entries (that axis's minimum and maximum).
+    density, weights: as numpy's (weights of any real type, summed in float64).
+    backend: ``'auto'`` and ``'cpu'`` run the CPU engine; ``'cuda'`` copies host data to the GPU
+        engine (counts only, no weights).
+
+    Returns ``hist`` as float64 (numpy's type, counts or sums or density) of shape
+    ``(nbins_0, ..., nbins_{D-1})`` and the D arrays of edges numpy returns. GPU arrays raise
+    NotImplementedError (no device-resident entry point yet).
+    """
+    return _joint.histogramdd(sample, bins, range, density, weights, backend=backend)
+
+
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backend="auto"):
+    """Joint histogram of two arrays, as ``numpy.histogram2d``: ``(hist, xedges, yedges)``.
+
+    bins: int, ``[int, int]``, an array of edges for both axes, or ``[xedges, yedges]``; the rest
+    as :func:`histogramdd`.
+    """
+    return _joint.histogram2d(x, y, bins, range, density, weights, backend=backend)
+
+
+def digitize(x, bins, right=False):
+    """The bin index of each element of ``x``, as ``numpy.digitize``: int64 of ``x``'s shape.
+
+    bins: 1-D, increasing or decreasing (equal neighbours allowed). Increasing bins give ``i``
+    with ``bins[i-1] <= x < bins[i]`` (``bins[i-1] < x <= bins[i]`` with ``right``), 0 below,
+    ``len(bins)`` above and for NaN; decreasing bins the mirror image. Runs on the CPU engine;
+    GPU arrays raise NotImplementedError (no device-resident entry point yet).
+    """
+    return _joint.digitize(x, bins, right)

@@ -39,6 +39,28 @@ def bincount(
     deterministic: bool = False,
 ) -> Any: ...
 
+def histogramdd(
+    sample: npt.ArrayLike,
+    bins: Union[int, Sequence[Union[int, npt.ArrayLike]]] = 10,
+    range: Optional[Sequence[Optional[Tuple[float, float]]]] = None,
+    density: Optional[bool] = None,
+    weights: Optional[npt.ArrayLike] = None,
+    *,
+    backend: Backend = "auto",
+) -> Tuple[np.ndarray, list[np.ndarray]]: ...
+def histogram2d(
+    x: npt.ArrayLike,
+    y: npt.ArrayLike,
+    bins: Union[int, Sequence[Union[int, npt.ArrayLike]], npt.ArrayLike] = 10,
+    range: Optional[Sequence[Optional[Tuple[float, float]]]] = None,
+    density: Optional[bool] = None,
+    weights: Optional[npt.ArrayLike] = None,
+    *,
+    backend: Backend = "auto",
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+def digitize(x: npt.ArrayLike, bins: npt.ArrayLike, right: bool = False) -> np.ndarray: ...
+def trace_summary() -> dict[str, Any]: ...
+
 class Plan(dict[str, Any]):
     """The launch plan of a GPU histogram: keys device, bins, dtype, weighted, samples, strategy,
     grid, block, shared_bytes, bins_per_block, reason, sm_count, compute_capability."""

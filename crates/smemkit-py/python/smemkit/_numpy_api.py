@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _native
 from . import _device
+from . import _fast
 from ._inputs import as_array, flat_pair, native_order
 
 _ESTIMATORS = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
@@ -156,11 +157,16 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     kind = _device_kind(a, backend)
     if kind is not None:
         nbins, edges = _bins(bins)
-        return _device.histogram(
+        result = _device.histogram(
             a, kind, nbins, edges, range, weights, density, out_of_range, strategy,
             bool(deterministic), bins if edges is not None else None,
         )
+        if kind == "torch" or kind == "cupy":
+            _fast.learn_histogram(kind, a, bins, range, weights, density, backend, strategy,
+                                  out_of_range, deterministic, result)
+        return result
     _host_deterministic(deterministic, weights)
+    given = a
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
     nbins, edges = _bins(bins)
@@ -185,6 +191,9 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     if density:
         db = np.array(np.diff(bin_edges), float)
         return n / db / n.sum(), bin_edges
+    if w is None:
+        _fast.learn_host_histogram(given, bins, range, weights, density, backend, strategy,
+                                   out_of_range, deterministic, bin_edges)
     return n, bin_edges
 
 
@@ -209,11 +218,16 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
     _check_keywords(backend, strategy, out_of_range, optional_policy=True)
     kind = _device_kind(x, backend)
     if kind is not None:
+        given_minlength = minlength
         minlength = _minlength(minlength)
-        return _device.bincount(x, kind, weights, minlength, out_of_range, strategy,
-                                bool(deterministic))
+        result = _device.bincount(x, kind, weights, minlength, out_of_range, strategy,
+                                  bool(deterministic))
+        if kind == "torch" or kind == "cupy":
+            _fast.learn_bincount(kind, x, weights, given_minlength, backend, strategy,
+                                 out_of_range, deterministic)
+        return result
     _host_deterministic(deterministic, weights)
-    given = x
+    given, given_minlength = x, minlength
     x = as_array(x, "x")
     if x.ndim == 0:
         raise ValueError("object of too small depth for desired array")
@@ -252,6 +266,9 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
         w = np.ascontiguousarray(native_order(w))
     x = np.ascontiguousarray(native_order(x))
     counts = _native.bincount(x, w, minlength, backend, strategy, out_of_range)
+    if w is None:
+        _fast.learn_host_bincount(given, weights, given_minlength, backend, strategy,
+                                  out_of_range, deterministic)
     return counts if w is not None else counts.view(np.int64)
 
 

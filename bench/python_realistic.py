@@ -1,0 +1,318 @@
+"""The realistic float workloads of issue 23 from Python, smemkit beside its peers in one process:
+`hist` rows of shared/BENCH.md with `dist` = normal | edges | weighted | bf16 | f16.
+
+- normal: float32 and float64 normal samples, bins over [-4, 4] (numpy's correction matters) at
+  1000, 32768 and 1048576 bins: smemkit.histogram, torch.histc, cupy.histogram.
+- edges: |normal| float32 samples, 1000 log-spaced edges (numpy.geomspace(1e-3, 4, 1000), 999
+  bins): smemkit.histogram, cupy.histogram, cupy.digitize + cupy.bincount, torch.bucketize +
+  torch.bincount.
+- weighted: float32 normal samples, float32 weights in [0, 1), 1000 and 32768 bins over [-4, 4]:
+  smemkit.histogram, torch.bincount with weights (bin numbers computed first, in the timing),
+  cupy.histogram with weights.
+- bf16, f16: normal samples rounded to bfloat16 / float16, 256, 1000 and 4096 bins over [-4, 4]:
+  smemkit.histogram, torch.histc, cupy.histogram (f16), and `copy_d2d` (a device copy of the same
+  bytes: the bar of issue 23's target).
+A call that fails (a peer without the dtype, smemkit's NotImplementedError) gives a row with
+`error` instead of `ms`.
+
+Timing: CUDA events around each call as a user makes it (allocation, memsets, any
+synchronisation it does), 2 warm-up calls, the median of --runs. `correct` is true only when the
+counts equal numpy's on the same data bit for bit (float counts compared as integers; weighted
+sums compared exactly, with `max_rel_err` beside). bf16 has no numpy dtype: its reference is
+numpy on the float32 values (exact), noted as `reference`.
+
+Data: one set of 2^26 samples per workload (--base-log2) drawn on the device; a size up to it is a
+prefix, a larger one the set repeated (noted as `repeats`), so that numpy's reference is the sum
+of the counts of fixed chunks, computed once per bins (numpy on the host is the slow part).
+
+Usage: python3 bench/python_realistic.py [--sizes 22,24,26,28] [--dists normal,edges,weighted,bf16,f16]
+       [--runs 7] [--skip-cupy] [--budget-s 420]
+Expected on an H100 with the defaults: about 3 to 5 minutes, most of it numpy's references; past
+--budget-s it stops starting new workloads and says so in a final `note` row.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+import smemkit
+
+RANGE = (-4.0, 4.0)
+
+
+def commit():
+    if os.environ.get("SMEMKIT_COMMIT"):
+        return os.environ["SMEMKIT_COMMIT"]
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except Exception:
+        return "unknown"
+
+
+def timed(call, runs):
+    """Median ms of `runs` event-timed calls after 2 warm-up calls, and the last result."""
+    out = None
+    for _ in range(2):
+        out = call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times), out
+
+
+def to_host(result):
+    if isinstance(result, tuple):
+        result = result[0]
+    if isinstance(result, torch.Tensor):
+        return result.cpu().numpy()
+    if hasattr(result, "get"):
+        return result.get()
+    return np.asarray(result)
+
+
+def compare(result, want, weighted):
+    """(correct, extra fields)."""
+    got = to_host(result)
+    if got.shape != want.shape:
+        return False, {"got_shape": list(got.shape)}
+    if weighted:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        err = float(np.max(np.abs(g - w) / np.maximum(np.abs(w), 1e-300))) if w.size else 0.0
+        return bool(np.array_equal(got.astype(want.dtype), want)), {"max_rel_err": err}
+    if got.dtype.kind == "f":
+        if not np.all(got == np.round(got)):
+            return False, {}
+        got = got.astype(np.int64)
+    return bool(np.array_equal(got, want)), {}
+
+
+class Reference:
+    """numpy's counts of prefixes and repeats of one host array, from counts of fixed chunks."""
+
+    def __init__(self, host, chunk, hist):
+        self.host, self.chunk, self.hist = host, chunk, hist
+        self.parts = {}
+
+    def counts(self, key, n):
+        if key not in self.parts:
+            chunks = [self.host[i:i + self.chunk] for i in range(0, len(self.host), self.chunk)]
+            with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1)) as pool:
+                self.parts[key] = list(pool.map(lambda c: self.hist(c, key), chunks))
+        parts = self.parts[key]
+        total = len(self.host)
+        if n <= total:
+            return sum(parts[: n // self.chunk])
+        return sum(parts) * (n // total)
+
+
+def device_data(base, n):
+    """`n` samples: a prefix of `base`, or `base` repeated."""
+    if n <= base.numel():
+        return base[:n], 1
+    return base.repeat(n // base.numel()), n // base.numel()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="22,24,26,28", help="log2 of the sample counts")
+    p.add_argument("--dists", default="normal,edges,weighted,bf16,f16")
+    p.add_argument("--runs", type=int, default=7)
+    p.add_argument("--base-log2", type=int, default=26)
+    p.add_argument("--skip-cupy", action="store_true")
+    p.add_argument("--budget-s", type=float, default=420)
+    args = p.parse_args()
+    began = time.monotonic()
+    cupy = None
+    if not args.skip_cupy:
+        try:
+            import cupy
+        except ImportError:
+            cupy = None
+    gpu = torch.cuda.get_device_name()
+    rev = commit()
+    sizes = sorted(1 << int(s) for s in args.sizes.split(","))
+    base_n = 1 << args.base_log2
+    chunk = min(sizes[0], base_n)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(20261124)
+    normal32 = torch.randn(base_n, device="cuda", generator=gen)
+
+    def emit(row):
+        row.update({"gpu": gpu, "commit": rev})
+        print(json.dumps(row), flush=True)
+
+    def run_cases(dist, dtype, base, ref, ref_key, nbins, cases, extra, weighted=False):
+        for n in sizes:
+            x_n, repeats = device_data(base, n)
+            want = None
+            for name, make in cases:
+                row = {"op": "hist", "impl": name, "dist": dist, "dtype": dtype, "n": n,
+                       "nbins": nbins, **extra}
+                if repeats > 1:
+                    row["repeats"] = repeats
+                try:
+                    call = make(x_n, n)
+                    ms, out = timed(call, args.runs)
+                    row["ms"] = round(ms, 5)
+                    if name == "copy_d2d":
+                        row["gbps"] = round(2 * n * base.element_size() / (ms * 1e-3) / 1e9, 2)
+                        row["correct"] = bool(torch.equal(out, x_n))
+                    else:
+                        row["gbps"] = round(n * base.element_size() / (ms * 1e-3) / 1e9, 2)
+                        if want is None:
+                            want = ref.counts(ref_key, n)
+                        ok, more = compare(out, want, weighted)
+                        row["correct"] = ok
+                        row.update(more)
+                    del out
+                except Exception as e:  # a call that cannot run says why
+                    row["error"] = f"{type(e).__name__}: {e}"[:300]
+                emit(row)
+            del x_n
+            torch.cuda.empty_cache()
+
+    def over_budget(what):
+        if time.monotonic() - began > args.budget_s:
+            emit({"op": "note", "skipped": what,
+                  "reason": f"past --budget-s {args.budget_s} s"})
+            return True
+        return False
+
+    dists = args.dists.split(",")
+    if "normal" in dists:
+        for dtype in ("float32", "float64"):
+            base = normal32 if dtype == "float32" else normal32.double()
+            host = base.cpu().numpy()
+            ref = Reference(host, chunk, lambda c, nb: np.histogram(c, nb, range=RANGE)[0])
+            cx = cupy.from_dlpack(base) if cupy is not None else None
+            for nbins in (1000, 32768, 1 << 20):
+                if over_budget(f"normal {dtype} {nbins}"):
+                    continue
+                cases = [
+                    ("smemkit.histogram", lambda x, n, nb=nbins: (
+                        lambda: smemkit.histogram(x, nb, range=RANGE))),
+                    ("torch.histc", lambda x, n, nb=nbins: (
+                        lambda: torch.histc(x, nb, RANGE[0], RANGE[1]))),
+                ]
+                if cx is not None:
+                    cases.append(("cupy.histogram", lambda x, n, nb=nbins: (
+                        lambda c=cupy.from_dlpack(x): cupy.histogram(c, nb, range=RANGE))))
+                run_cases("normal", dtype, base, ref, nbins, nbins, cases,
+                          {"range": list(RANGE)})
+            del base, cx
+    if "edges" in dists and not over_budget("edges"):
+        edges = np.geomspace(1e-3, 4, 1000)
+        base = normal32.abs()
+        host = base.cpu().numpy()
+        ref = Reference(host, chunk, lambda c, e: np.histogram(c, edges)[0])
+        t_edges = torch.from_numpy(edges).cuda()
+        t_edges32 = t_edges.float()
+
+        def bucketize(x, n):
+            return lambda: torch.bincount(torch.bucketize(x, t_edges32, right=True),
+                                          minlength=1001)[1:1000]
+
+        cases = [
+            ("smemkit.histogram", lambda x, n: (lambda: smemkit.histogram(x, edges))),
+            ("torch.bucketize+bincount", bucketize),
+        ]
+        if cupy is not None:
+            c_edges = cupy.asarray(edges)
+            c_edges32 = c_edges.astype(cupy.float32)
+            cases += [
+                ("cupy.histogram", lambda x, n: (
+                    lambda c=cupy.from_dlpack(x): cupy.histogram(c, c_edges))),
+                ("cupy.digitize+bincount", lambda x, n: (
+                    lambda c=cupy.from_dlpack(x): cupy.bincount(
+                        cupy.digitize(c, c_edges32), minlength=1001)[1:1000])),
+            ]
+        run_cases("edges", "float32", base, ref, "edges", 999, cases,
+                  {"edges": "geomspace(1e-3, 4, 1000)"})
+        del base
+    if "weighted" in dists:
+        w_base = torch.rand(base_n, device="cuda", generator=gen)
+        host_x = normal32.cpu().numpy()
+        host_w = w_base.cpu().numpy()
+        # Samples and weights as one array, so that prefixes and repeats pair them as on the GPU.
+        pairs = np.stack([host_x, host_w], axis=1)
+        ref = Reference(pairs, chunk, lambda c, nb: np.histogram(
+            c[:, 0], nb, range=RANGE, weights=c[:, 1])[0])
+        for nbins in (1000, 32768):
+            if over_budget(f"weighted {nbins}"):
+                continue
+
+            def peer_bincount(x, n, nb=nbins):
+                w, _ = device_data(w_base, n)
+                scale = nb / (RANGE[1] - RANGE[0])
+
+                def call():
+                    i = ((x - RANGE[0]) * scale).long()
+                    inside = (x >= RANGE[0]) & (x <= RANGE[1])
+                    return torch.bincount(i.clamp_(0, nb - 1), weights=torch.where(inside, w, 0),
+                                          minlength=nb)
+                return call
+
+            def ours(x, n, nb=nbins):
+                w, _ = device_data(w_base, n)
+                return lambda: smemkit.histogram(x, nb, range=RANGE, weights=w)
+
+            cases = [("smemkit.histogram", ours), ("torch.bincount", peer_bincount)]
+            if cupy is not None:
+                def cupy_w(x, n, nb=nbins):
+                    w, _ = device_data(w_base, n)
+                    cxx, cw = cupy.from_dlpack(x), cupy.from_dlpack(w)
+                    return lambda: cupy.histogram(cxx, nb, range=RANGE, weights=cw)
+                cases.append(("cupy.histogram", cupy_w))
+            run_cases("weighted", "float32", normal32, ref, nbins, nbins, cases,
+                      {"range": list(RANGE), "weights": "float32"}, weighted=True)
+        del w_base
+    for dist, tdtype in (("bf16", torch.bfloat16), ("f16", torch.float16)):
+        if dist not in dists:
+            continue
+        base = normal32.to(tdtype)
+        if dist == "f16":
+            host = base.cpu().numpy()
+            ref = Reference(host, chunk, lambda c, nb: np.histogram(c, nb, range=RANGE)[0])
+            extra = {"range": list(RANGE)}
+        else:
+            host = base.float().cpu().numpy()
+            ref = Reference(host, chunk, lambda c, nb: np.histogram(c, nb, range=RANGE)[0])
+            extra = {"range": list(RANGE), "reference": "numpy on the float32 values"}
+        for nbins in (256, 1000, 4096):
+            if over_budget(f"{dist} {nbins}"):
+                continue
+            cases = [
+                ("smemkit.histogram", lambda x, n, nb=nbins: (
+                    lambda: smemkit.histogram(x, nb, range=RANGE))),
+                ("torch.histc", lambda x, n, nb=nbins: (
+                    lambda: torch.histc(x, nb, RANGE[0], RANGE[1]))),
+                ("copy_d2d", lambda x, n: (lambda: x.clone())),
+            ]
+            if cupy is not None:
+                cases.append(("cupy.histogram", lambda x, n, nb=nbins: (
+                    lambda c=cupy.from_dlpack(x): cupy.histogram(c, nb, range=RANGE))))
+            run_cases(dist, str(tdtype).removeprefix("torch."), base, ref, nbins, nbins, cases,
+                      extra)
+        del base
+    emit({"op": "note", "elapsed_s": round(time.monotonic() - began, 1)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""numpy's ``histogramdd``, ``histogram2d`` and ``digitize`` over the library's CPU engine.
+
+numpy's argument rules and result types are applied here (``histogram2d`` is ``histogramdd`` of
+``[x, y]``, as in numpy; joint counts are float64, as numpy's are); the binning and counting run
+in the library. GPU arrays are refused with a clear error: the library has no device-resident
+entry point for these yet, and copying to the host behind the caller's back would hide the cost.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from . import _device, _native
+from ._inputs import as_array, native_order
+
+_EXACT_F64 = 2**53
+
+
+def _no_gpu(obj, what: str):
+    if _device.device_kind(obj) is not None:
+        raise NotImplementedError(
+            f"{what} of GPU arrays is not supported yet (the library has no device-resident "
+            "entry point for it): copy the data to the host first, e.g. x.cpu().numpy() or x.get()"
+        )
+
+
+def _readable(a: np.ndarray, what: str) -> np.ndarray:
+    """``a`` as the library reads it: bool as uint8, float16 refused, native byte order."""
+    if a.dtype == np.bool_:
+        a = a.view(np.uint8)
+    kind, size = a.dtype.kind, a.dtype.itemsize
+    if kind == "c":
+        raise TypeError(f"{what} may not be complex")
+    if kind == "f" and size == 2:
+        raise NotImplementedError(
+            f"float16 {what} in joint histograms are not supported yet (convert them to float32)")
+    if kind == "f" and size not in (4, 8):
+        raise NotImplementedError(f"{a.dtype} {what} are not supported")
+    if kind not in "iuf":
+        raise TypeError(f"cannot histogram {what} of dtype {a.dtype}")
+    return native_order(a)
+
+
+def _exact_edges(edges: np.ndarray, what: str) -> np.ndarray:
+    """Edges as float64, refusing integers that float64 would change."""
+    if edges.dtype.kind not in "biuf":
+        raise TypeError(f"{what} of dtype {edges.dtype} are not supported")
+    as_f64 = edges.astype(np.float64)
+    if edges.dtype.kind in "iu" and np.any(as_f64.astype(edges.dtype) != edges):
+        raise NotImplementedError(
+            f"integer {what} not exactly representable in float64 (beyond 2**53) are not supported yet")
+    return as_f64
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, backend="auto"):
+    _no_gpu(sample, "histogramdd")
+    if isinstance(sample, (list, tuple)):
+        for s in sample:
+            _no_gpu(s, "histogramdd")
+    if weights is not None:
+        _no_gpu(weights, "histogramdd")
+    # numpy: anything with a 2-D shape as it is; the rest through atleast_2d(...).T
+    try:
+        _, _ = sample.shape
+        data = as_array(sample, "sample")
+    except (AttributeError, ValueError):
+        data = np.atleast_2d(sample).T
+    n, d = data.shape
+    data = _readable(data, "samples")
+    if weights is not None:
+        weights = np.asarray(weights)
+        if weights.shape != (n,):
+            raise ValueError(
+                f"weights must be 1-D with one weight per sample ({n}), not shape {weights.shape}")
+        if weights.dtype.kind not in "biuf":
+            raise TypeError(f"weights of dtype {weights.dtype} are not supported")
+        if weights.dtype not in (np.float32, np.float64) or not weights.dtype.isnative:
+            weights = weights.astype(np.float64)
+        weights = np.ascontiguousarray(weights)
+    try:
+        m = len(bins)
+        if m != d:
+            raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
+    except TypeError:
+        bins = d * [bins]
+    if range is None:
+        range = (None,) * d
+    elif len(range) != d:
+        raise ValueError("range argument must have one entry per dimension")
+    axes, given = [], []
+    for i in builtins_range(d):
+        b = bins[i]
+        if np.ndim(b) == 0:
+            if b < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            try:
+                nb = operator.index(b)
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            r = range[i]
+            if r is not None:
+                lo, hi = r
+                for v in (lo, hi):
+                    if isinstance(v, np.generic) and not isinstance(v, (np.float64, np.integer)):
+                        raise NotImplementedError(
+                            f"range[{i}] of {type(v).__name__} scalars (numpy would bin in that "
+                            "type): pass Python numbers")
+                if lo > hi:
+                    raise ValueError(f"max must be larger than min in range parameter.")
+                if not (np.isfinite(lo) and np.isfinite(hi)):
+                    raise ValueError(f"supplied range of [{lo}, {hi}] is not finite")
+                r = (float(lo), float(hi))
+            axes.append((nb, r, None))
+            given.append(None)
+        elif np.ndim(b) == 1:
+            e = np.asarray(b)
+            if np.any(e[:-1] > e[1:]):
+                raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+            axes.append((None, None, _exact_edges(e, f"bins[{i}] edges")))
+            given.append(e)
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+    if data.flags.c_contiguous:
+        arrays, layout = [data.reshape(-1)], "rows"
+    elif data.flags.f_contiguous:
+        arrays, layout = [data.reshape(-1, order="F")], "columns"
+    else:
+        arrays, layout = [np.ascontiguousarray(data).reshape(-1)], "rows"
+    counts, dens, edges, shape = _native.histogramdd(arrays, layout, weights, axes, bool(density),
+                                                     backend)
+    f32_edges = data.dtype == np.float32 and n > 0
+    out_edges = []
+    for i, e in enumerate(edges):
+        if given[i] is not None:
+            out_edges.append(given[i])
+        elif f32_edges and range[i] is None:
+            out_edges.append(e.astype(np.float32))  # numpy's linspace of float32 extremes
+        else:
+            out_edges.append(e)
+    if density:
+        return dens.reshape(shape), out_edges
+    hist = counts.view(np.int64) if weights is None else counts
+    return hist.astype(np.float64).reshape(shape), out_edges
+
+
+builtins_range = range
+
+
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backend="auto"):
+    _no_gpu(x, "histogram2d")
+    _no_gpu(y, "histogram2d")
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb != 1 and nb != 2:
+        xedges = yedges = np.asarray(bins)
+        bins = [xedges, yedges]
+    hist, edges = histogramdd([x, y], bins, range, density, weights, backend=backend)
+    return hist, edges[0], edges[1]
+
+
+def digitize(x, bins, right=False):
+    _no_gpu(x, "digitize")
+    _no_gpu(bins, "digitize")
+    x = as_array(x, "x")
+    b = np.asarray(bins)
+    if b.ndim == 0:
+        raise ValueError("object of too small depth for desired array")
+    if b.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    if x.dtype.kind == "c" or b.dtype.kind == "c":
+        raise TypeError("x may not be complex")
+    flat = np.ascontiguousarray(x).reshape(-1)
+    if flat.dtype == np.bool_:
+        flat = flat.view(np.uint8)
+    elif flat.dtype == np.float16:
+        flat = flat.astype(np.float32)  # exact; numpy compares in the common type
+    if flat.dtype.kind not in "iuf":
+        raise TypeError(f"cannot digitize x of dtype {x.dtype}")
+    edges = _exact_edges(b, "bins")
+    if (flat.dtype.kind in "iu" and b.dtype.kind in "biu" and flat.size
+            and max(abs(int(flat.min())), abs(int(flat.max()))) > _EXACT_F64):
+        raise NotImplementedError(
+            "digitize of integers beyond 2**53 against integer bins is not supported yet "
+            "(compared in float64)")
+    out = _native.digitize(native_order(flat), np.ascontiguousarray(edges), bool(right))
+    return out.reshape(x.shape)
