@@ -1,139 +1,438 @@
 // Joint histograms (numpy.histogramdd): each sample's bin on every axis is found in registers and
-// flattened in C order into one joint bin index, which is then counted like a 1-D bin: in a private
-// histogram per block in shared memory when the joint bins fit (histdd_shared), else straight into
-// global memory (histdd_global).
+// flattened in C order into one joint bin, which is counted like a 1-D bin through the 1-D
+// strategies' counting code (hist_shared/packed/cluster/global.cuh's sinks): a private histogram
+// per block in shared memory (u32 or packed narrow counters), the bins split over a cluster's
+// shared memories, or counters in global memory, as the planner chose for the joint bin count.
 //
-// numpy.histogramdd's rule on each axis is defined by its edges alone (searchsorted(edges, x,
-// 'right') - 1, the last edge counted in the last bin), so the arithmetic estimate here is only a
-// hint: it is checked against the edges (one bin either way), and anything else is found by binary
-// search. Comparisons are in float64, which is exact for every sample type's conversion that numpy
-// itself makes (integers round to float64 as numpy casts them; float32 widens exactly), so the bins
-// are the CPU engine's bit for bit whatever the GPU's rounding of the estimate.
+// numpy.histogramdd's rule on an axis is defined by its edges alone: the bin of x is the number of
+// interior edges e[1] .. e[n-1] at or below x, for e[0] <= x <= e[n] (searchsorted(edges, x,
+// 'right') - 1, the last edge counted in the last bin). The comparisons are exact in the common
+// type of sample and edges, float64, for every sample type: `axis_bin` compares there. Float32
+// samples compare against float32 edges rounded up (down for the top edge), which gives the same
+// answer for every float32 x with float32 instructions; 8-bit samples look their bin up in a table
+// of 256 entries per axis that the host filled with the CPU engine's rule. The arithmetic estimate
+// is only a hint, always checked against the edges, with a binary search behind it.
 //
-// Compiled by NVRTC once per sample type: the host passes -DSAMPLE_T=<C type>, -DSAMPLE_IS_FLOAT=0|1.
-// Each axis is read through a base pointer and a stride (in elements), so an (N, D) array in C order
-// (and interleaved RGB pixels), in Fortran order, or D separate arrays all take the same kernels.
+// Compiled by NVRTC once per sample type and entry point (one_kernel.cuh). Entry points are
+// histdd_<strategy>_<layout>_<weights>. Layouts: `strided` (any axis base and stride, 1 to 8 axes:
+// Fortran order, separate arrays, permuted channels), `rows<D>` (an (N, D) array in C order whose
+// sample 0 is 16-byte aligned: interleaved RGB pixels, float32 (N, 2) / (N, 3) rows; loaded as
+// 16-byte vectors holding whole samples), `cols<D>` (D separate 16-byte aligned arrays of stride 1,
+// one 16-byte vector of each per step).
+
+#include "one_kernel.cuh"
+
+template <class T>
+struct IsVoid {
+    static constexpr bool value = false;
+};
+template <>
+struct IsVoid<void> {
+    static constexpr bool value = true;
+};
+template <class A, class B>
+struct IsSame {
+    static constexpr bool value = false;
+};
+template <class A>
+struct IsSame<A, A> {
+    static constexpr bool value = true;
+};
 
 #ifndef SAMPLE_T
 #error "SAMPLE_T must be defined by the host"
 #endif
 typedef SAMPLE_T sample_t;
 
-// Axes one launch takes; mirrors HISTDD_MAX_DIMS in crates/smemkit/src/histogramdd/cuda.rs.
+// The strategies' sinks and tallies (their kernels are templates, not instantiated here).
+#include "hist_bins.cuh"
+#include "hist_walk.cuh"
+#include "hist_shared.cuh"
+#include "hist_packed.cuh"
+#include "hist_cluster.cuh"
+#include "hist_global.cuh"
+
+// Axes one launch takes; mirrors HISTDD_MAX_DIMS in crates/smemkit/src/histogramdd/cuda/params.rs.
 #define HISTDD_MAX_DIMS 8
 
-// Mirrors `KernelAxis` in crates/smemkit/src/histogramdd/cuda.rs field for field.
-struct Axis {
+// 8-bit samples take the table (their 256 values), float32 the float32 edges, the rest float64.
+#define HISTDD_LUT (sizeof(sample_t) == 1)
+
+// Mirrors `KernelAxis` in crates/smemkit/src/histogramdd/cuda/params.rs field for field.
+struct JointAxis {
     const sample_t* base;      // this axis's coordinate of sample 0
     unsigned long long stride;  // elements from one sample's coordinate to the next's
     const double* edges;        // nbins + 1 edges, increasing (equal neighbours allowed)
+    const float* edges32;       // the same rounded up to float32 (float32 samples), or null
+    const unsigned* lut;        // 8-bit samples: 256 entries, bin * (C-order stride) or JOINT_LUT_OUT
     unsigned int nbins;
     int has_estimate;           // 1: first and scale give an index estimate (finite, spread edges)
-    double first, scale;
+    double first, scale, lo, hi;  // lo = edges[0], hi = edges[nbins]
+    float first32, scale32, lo32, hi32;  // lo rounded up, hi rounded down to float32
 };
 
-// Mirrors `KernelJoint` in crates/smemkit/src/histogramdd/cuda.rs.
+// Mirrors `KernelJoint` in crates/smemkit/src/histogramdd/cuda/params.rs.
 struct Joint {
-    Axis axis[HISTDD_MAX_DIMS];
+    JointAxis axis[HISTDD_MAX_DIMS];
     unsigned long long n;      // samples
     unsigned long long nbins;  // joint bins (the product of every axis's)
     int dims;
+    int aggregate;               // combine a warp's equal bins into one update (skewed data)
+    unsigned int bins_per_block; // cluster: bins owned by each block
 };
 
-#define JOINT_OUTSIDE (-1LL)
-#define JOINT_NAN (-2LL)
+#define JOINT_OUTSIDE 0xffffffffu
+#define JOINT_NAN 0xfffffffeu
+#define JOINT_LUT_OUT 0x80000000u
 
-// The bin of coordinate x on axis a, or -1 outside it. x is not NaN.
-__device__ __forceinline__ long long axis_bin(double x, const Axis& a) {
-    const double* e = a.edges;
-    const unsigned n = a.nbins;
-    if (x < __ldg(e)) return -1;
-    const double top = __ldg(e + n);
-    if (x > top) return -1;
-    if (x == top) return (long long)n - 1;
-    // Here e[0] <= x < e[n]: the bin is the one i with e[i] <= x < e[i + 1].
-    if (a.has_estimate) {
-        double f = __dmul_rn(__dsub_rn(x, a.first), a.scale);
-        unsigned i = f < (double)(n - 1) ? (unsigned)f : n - 1;
-        if (__ldg(e + i) <= x) {
-            if (x < __ldg(e + i + 1)) return i;
-            if (i + 2 <= n && x < __ldg(e + i + 2)) return i + 1;
-        } else if (i > 0 && __ldg(e + i - 1) <= x) {
-            return i - 1;
-        }
-    }
-    unsigned lo = 0, hi = n + 1;  // the first edge above x, searched in [lo, hi)
+// The interior edge count at or below x over e[lo_i .. hi_i], given that the bin is in [0, n).
+template <class E>
+__device__ __forceinline__ unsigned search_bin(E x, const E* e, unsigned n) {
+    unsigned lo = 1, hi = n;  // the first interior edge above x, searched in [lo, hi)
     while (lo < hi) {
-        unsigned mid = (lo + hi) / 2;
+        const unsigned mid = (lo + hi) / 2;
         if (__ldg(e + mid) <= x) lo = mid + 1; else hi = mid;
     }
-    return (long long)lo - 1;
+    return lo - 1;
 }
 
-// The joint bin of sample i (C order, the last axis fastest), JOINT_NAN when any coordinate is
-// NaN, else JOINT_OUTSIDE when any is outside its axis.
-__device__ __forceinline__ long long joint_bin(const Joint& p, unsigned long long i) {
-    long long flat = 0;
+// Bin i is right for x (inside the axis) when e[i] <= x (or i = 0) and x < e[i + 1] (or i = n - 1).
+template <class E>
+__device__ __forceinline__ unsigned finish_bin(E x, const E* e, unsigned n, unsigned i) {
+    const bool above_lo = i == 0 || __ldg(e + i) <= x;
+    if (above_lo) {
+        if (i + 1 == n || x < __ldg(e + i + 1)) return i;
+        if (i + 2 == n || x < __ldg(e + i + 2)) return i + 1;
+    } else if (i == 1 || __ldg(e + i - 1) <= x) {
+        return i - 1;
+    }
+    return search_bin(x, e, n);
+}
+
+// The bin of coordinate v on axis a, JOINT_OUTSIDE outside it, JOINT_NAN for NaN.
+__device__ __forceinline__ unsigned axis_bin(sample_t v, const JointAxis& a) {
+#if SAMPLE_IS_F32
+    const float x = (float)v;
+    if (x != x) return JOINT_NAN;
+    if (!(x >= a.lo32 && x <= a.hi32)) return JOINT_OUTSIDE;
+    unsigned i = 0;
+    if (a.has_estimate) {
+        const float f = __fmul_rn(__fsub_rn(x, a.first32), a.scale32);
+        i = f < (float)(a.nbins - 1) ? (unsigned)fmaxf(f, 0.0f) : a.nbins - 1;
+        return finish_bin(x, a.edges32, a.nbins, i);
+    }
+    return search_bin(x, a.edges32, a.nbins);
+#else
+    const double x = (double)v;
+#if SAMPLE_IS_FLOAT
+    if (x != x) return JOINT_NAN;
+#endif
+    if (!(x >= a.lo && x <= a.hi)) return JOINT_OUTSIDE;
+    if (a.has_estimate) {
+        const double f = __dmul_rn(__dsub_rn(x, a.first), a.scale);
+        const unsigned i = f < (double)(a.nbins - 1) ? (unsigned)fmax(f, 0.0) : a.nbins - 1;
+        return finish_bin(x, a.edges, a.nbins, i);
+    }
+    return search_bin(x, a.edges, a.nbins);
+#endif
+}
+
+// The joint bin of one sample's coordinates (C order, the last axis fastest), JOINT_NAN when any
+// coordinate is NaN, else JOINT_OUTSIDE when any is outside its axis. DIMS 0: p.dims at run time.
+template <int DIMS>
+__device__ __forceinline__ unsigned joint_bin(const sample_t* x, const Joint& p) {
+    constexpr int D = DIMS == 0 ? HISTDD_MAX_DIMS : DIMS;
+    if (HISTDD_LUT) {
+        unsigned acc = 0, flags = 0;
+#pragma unroll
+        for (int d = 0; d < D; d++) {
+            if (DIMS == 0 && d >= p.dims) break;
+            const unsigned e = __ldg(p.axis[d].lut + (unsigned)(unsigned char)x[d]);
+            acc += e;
+            flags |= e;
+        }
+        return (flags & JOINT_LUT_OUT) ? JOINT_OUTSIDE : acc;
+    }
+    unsigned flat = 0;
     bool outside = false;
-    for (int d = 0; d < HISTDD_MAX_DIMS; d++) {
-        if (d >= p.dims) break;
-        const Axis& a = p.axis[d];
-        const double x = (double)a.base[i * a.stride];
-        if (x != x) return JOINT_NAN;
-        const long long b = axis_bin(x, a);
-        if (b < 0) outside = true;
-        flat = flat * (long long)a.nbins + b;
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+        if (DIMS == 0 && d >= p.dims) break;
+        const unsigned b = axis_bin(x[d], p.axis[d]);
+        if (b == JOINT_NAN) return JOINT_NAN;
+        outside |= b == JOINT_OUTSIDE;
+        flat = flat * p.axis[d].nbins + b;
     }
     return outside ? JOINT_OUTSIDE : flat;
 }
 
-// Sums each thread's tallies over its warp; lane 0 adds them to tallies[0] (outside), tallies[1] (NaN).
-__device__ __forceinline__ void flush_tallies(unsigned long long outside, unsigned long long nan,
-                                              unsigned long long* tallies) {
-    for (int off = 16; off > 0; off >>= 1) {
-        outside += __shfl_down_sync(0xffffffffu, outside, off);
-        nan += __shfl_down_sync(0xffffffffu, nan, off);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        if (outside) atomicAdd(tallies + 0, outside);
-        if (nan) atomicAdd(tallies + 1, nan);
+struct JointTally {
+    unsigned long long outside, nan;
+};
+
+// Counts one joint bin (with sample j's weight) into the sink, or tallies it.
+template <class W, class Sink>
+__device__ __forceinline__ void joint_count(unsigned b, const W* w, unsigned long long j, const Joint& p,
+                                            Sink& sink, JointTally& t) {
+    if (b == JOINT_NAN) t.nan++;
+    else if (b == JOINT_OUTSIDE) t.outside++;
+    if constexpr (!IsVoid<W>::value) {
+        if (b < JOINT_NAN) sink.add((unsigned long long)b, (double)__ldg(w + j));
+    } else if (!p.aggregate) {
+        if (b < JOINT_NAN) sink.add((unsigned long long)b, 1u);
+    } else {
+        const unsigned mask = __activemask();
+        const unsigned peers = __match_any_sync(mask, b);
+        if (b < JOINT_NAN && (int)(threadIdx.x & 31) == __ffs(peers) - 1) sink.add((unsigned long long)b, (unsigned)__popc(peers));
     }
 }
 
-// One private u32 histogram per block in dynamic shared memory (joint bins * 4 bytes), added to
-// the u64 counts in global memory at the end. Every thread reaches the warp reduction (no early
-// exit), as __shfl_down_sync needs.
-extern "C" __global__ void __launch_bounds__(512) histdd_shared(const Joint p, unsigned long long* __restrict__ out,
-                                                                unsigned long long* tallies) {
-    extern __shared__ __align__(16) unsigned int h[];
-    for (unsigned long long b = threadIdx.x; b < p.nbins; b += blockDim.x) h[b] = 0u;
-    __syncthreads();
-    unsigned long long outside = 0, nan = 0;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += stride) {
-        const long long b = joint_bin(p, i);
-        if (b >= 0) atomicAdd(h + b, 1u);
-        else if (b == JOINT_NAN) nan++;
-        else outside++;
+#define LAYOUT_STRIDED 0
+#define LAYOUT_ROWS 1
+#define LAYOUT_COLS 2
+
+__host__ __device__ constexpr int gcd_c(int a, int b) { return b == 0 ? a : gcd_c(b, a % b); }
+
+// Samples one thread takes per step (G) and the 16-byte vectors that hold them (V).
+template <int LAYOUT, int DIMS>
+struct Group {
+    static constexpr int BYTES = DIMS * (int)sizeof(sample_t);
+    static constexpr int G = LAYOUT == LAYOUT_ROWS ? 16 / gcd_c(16, BYTES)
+                           : LAYOUT == LAYOUT_COLS ? 16 / (int)sizeof(sample_t) : 1;
+    static constexpr int V = LAYOUT == LAYOUT_ROWS ? G * BYTES / 16 : LAYOUT == LAYOUT_COLS ? DIMS : 0;
+};
+
+template <int LAYOUT, int DIMS>
+struct Loaded {
+    static constexpr int V = Group<LAYOUT, DIMS>::V > 0 ? Group<LAYOUT, DIMS>::V : 1;
+    union {
+        uint4 raw[V];
+        sample_t s[V * 16 / sizeof(sample_t)];
+    };
+};
+
+// Vectors of group g (rows: consecutive vectors from axis 0's base; cols: one from each axis).
+template <int LAYOUT, int DIMS>
+__device__ __forceinline__ void load_group(const Joint& p, unsigned long long g, Loaded<LAYOUT, DIMS>& v) {
+    constexpr int V = Group<LAYOUT, DIMS>::V;
+    if (LAYOUT == LAYOUT_ROWS) {
+        const uint4* in = reinterpret_cast<const uint4*>(p.axis[0].base) + g * V;
+#pragma unroll
+        for (int k = 0; k < V; k++) v.raw[k] = __ldg(in + k);
+    } else {
+#pragma unroll
+        for (int d = 0; d < DIMS; d++) v.raw[d] = __ldg(reinterpret_cast<const uint4*>(p.axis[d].base) + g);
     }
-    __syncthreads();
-    for (unsigned long long b = threadIdx.x; b < p.nbins; b += blockDim.x) {
-        const unsigned v = h[b];
-        if (v) atomicAdd(out + b, (unsigned long long)v);
-    }
-    flush_tallies(outside, nan, tallies);
 }
 
-// Counters in global memory, for joint bins beyond a block's shared memory.
-extern "C" __global__ void __launch_bounds__(512) histdd_global(const Joint p, unsigned long long* __restrict__ out,
-                                                                unsigned long long* tallies) {
-    unsigned long long outside = 0, nan = 0;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += stride) {
-        const long long b = joint_bin(p, i);
-        if (b >= 0) atomicAdd(out + b, 1ull);
-        else if (b == JOINT_NAN) nan++;
-        else outside++;
-    }
-    flush_tallies(outside, nan, tallies);
+// The coordinates of sample k of a loaded group.
+template <int LAYOUT, int DIMS>
+__device__ __forceinline__ void coords(const Loaded<LAYOUT, DIMS>& v, int k, sample_t* x) {
+    constexpr int PER = 16 / (int)sizeof(sample_t);
+#pragma unroll
+    for (int d = 0; d < DIMS; d++) x[d] = LAYOUT == LAYOUT_ROWS ? v.s[k * DIMS + d] : v.s[d * PER + k];
 }
+
+// The coordinates of sample j read one by one through each axis's base and stride.
+template <int DIMS>
+__device__ __forceinline__ void coords_strided(const Joint& p, unsigned long long j, sample_t* x) {
+    constexpr int D = DIMS == 0 ? HISTDD_MAX_DIMS : DIMS;
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+        if (DIMS == 0 && d >= p.dims) break;
+        x[d] = p.axis[d].base[j * p.axis[d].stride];
+    }
+}
+
+// The grid-stride walk over the samples (block `block` of `blocks`): whole groups as 16-byte
+// vectors, two groups in flight per thread, then the samples past the last whole group one by one.
+template <int LAYOUT, int DIMS, class Step>
+__device__ __forceinline__ void joint_walk(const Joint& p, Step step, unsigned block, unsigned blocks) {
+    constexpr int D = DIMS == 0 ? HISTDD_MAX_DIMS : DIMS;
+    constexpr int G = Group<LAYOUT, DIMS>::G;
+    const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
+    const unsigned long long first = (unsigned long long)block * blockDim.x + threadIdx.x;
+    sample_t x[D];
+    unsigned long long done = 0;
+    if (LAYOUT != LAYOUT_STRIDED) {
+        const unsigned long long groups = p.n / G;
+        unsigned long long g = first;
+        for (; g + stride < groups; g += 2 * stride) {
+            Loaded<LAYOUT, DIMS> a, b;
+            load_group<LAYOUT, DIMS>(p, g, a);
+            load_group<LAYOUT, DIMS>(p, g + stride, b);
+#pragma unroll
+            for (int k = 0; k < G; k++) {
+                coords<LAYOUT, DIMS>(a, k, x);
+                step(x, g * G + k);
+            }
+#pragma unroll
+            for (int k = 0; k < G; k++) {
+                coords<LAYOUT, DIMS>(b, k, x);
+                step(x, (g + stride) * G + k);
+            }
+        }
+        for (; g < groups; g += stride) {
+            Loaded<LAYOUT, DIMS> a;
+            load_group<LAYOUT, DIMS>(p, g, a);
+#pragma unroll
+            for (int k = 0; k < G; k++) {
+                coords<LAYOUT, DIMS>(a, k, x);
+                step(x, g * G + k);
+            }
+        }
+        done = groups * G;
+    }
+    for (unsigned long long j = done + first; j < p.n; j += stride) {
+        coords_strided<LAYOUT == LAYOUT_STRIDED ? DIMS : D>(p, j, x);
+        step(x, j);
+    }
+}
+
+template <int LAYOUT, int DIMS, class W, class Sink>
+__device__ __forceinline__ void joint_process(const Joint& p, const W* w, Sink& sink, JointTally& t) {
+    joint_walk<LAYOUT, DIMS>(p, [&](const sample_t* x, unsigned long long j) {
+        joint_count<W>(joint_bin<DIMS>(x, p), w, j, p, sink, t);
+    }, blockIdx.x, gridDim.x);
+}
+
+__device__ __forceinline__ void flush_joint_tally(JointTally t, unsigned long long* tallies) {
+    Tally u{t.outside, 0, t.nan};
+    flush_tally(u, tallies);  // tallies[0]: outside, tallies[2]: NaN
+}
+
+// ---- one kernel body per strategy ------------------------------------------------------------
+
+template <int LAYOUT, int DIMS, class W, class C, class Out>
+__device__ void joint_shared(const Joint& p, const W* w, Out* out, unsigned long long* tallies) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    C* h = reinterpret_cast<C*>(smem_raw);
+    for (unsigned long long b = threadIdx.x; b < p.nbins; b += blockDim.x) h[b] = (C)0;
+    __syncthreads();
+    SharedSink<C> sink{h};
+    JointTally t{0, 0};
+    joint_process<LAYOUT, DIMS, W>(p, w, sink, t);
+    __syncthreads();
+    flush_counters(h, p.nbins, out);
+    flush_joint_tally(t, tallies);
+}
+
+template <int LAYOUT, int DIMS, int BITS>
+__device__ void joint_packed(const Joint& p, unsigned long long* out, unsigned long long* tallies) {
+    constexpr unsigned PER = 32 / BITS;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned hot_key;
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned long long words = (p.nbins + PER - 1) / PER;
+    unsigned* hot_counts = h + words;
+    for (unsigned long long b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
+    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
+    __syncthreads();
+    PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
+    JointTally t{0, 0};
+    joint_walk<LAYOUT, DIMS>(p, [&](const sample_t* x, unsigned long long j) {
+        sink.step();
+        joint_count<void>(joint_bin<DIMS>(x, p), (const void*)0, j, p, sink, t);
+    }, blockIdx.x, gridDim.x);
+    __syncthreads();
+    flush_packed<BITS>(h, p.nbins, hot_counts, hot_key, out);
+    flush_joint_tally(t, tallies);
+}
+
+template <int LAYOUT, int DIMS, class W, class C, class Out>
+__device__ void joint_cluster(const Joint& p, const W* w, Out* out, unsigned long long* tallies) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned hot_key;
+    __shared__ C hot_count;
+    C* h = reinterpret_cast<C*>(smem_raw);
+    Cluster cluster;
+    const unsigned per_block = p.bins_per_block;
+    for (unsigned b = threadIdx.x; b < per_block; b += blockDim.x) h[b] = (C)0;
+    if (threadIdx.x == 0) {
+        hot_key = NO_HOT_KEY;
+        hot_count = (C)0;
+    }
+    // No block may update a remote histogram before its owner has zeroed it.
+    cluster.sync();
+    ClusterSink<C> sink{h, cluster, per_block, &hot_key, &hot_count};
+    JointTally t{0, 0};
+    joint_process<LAYOUT, DIMS, W>(p, w, sink, t);
+    __syncthreads();
+    if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != (C)0) atomicAdd(sink.owner(hot_key), hot_count);
+    // Every remote update must land before the owners read their slices (and before any block exits).
+    cluster.sync();
+    const unsigned long long first = (unsigned long long)cluster.block_rank() * per_block;
+    if (first < p.nbins) {
+        const unsigned long long count = p.nbins - first < per_block ? p.nbins - first : per_block;
+        flush_counters(h, count, out + first);
+    }
+    flush_joint_tally(t, tallies);
+}
+
+// Global counters: u64 counts or f64 sums straight into the result (no per-block hot bin, which
+// the global sink keeps for u32 counters only).
+template <int LAYOUT, int DIMS, class W, class Out>
+__device__ void joint_global(const Joint& p, const W* w, Out* out, unsigned long long* tallies) {
+    GlobalSink<Out> sink{out, nullptr, nullptr};
+    JointTally t{0, 0};
+    joint_process<LAYOUT, DIMS, W>(p, w, sink, t);
+    flush_joint_tally(t, tallies);
+}
+
+// ---- extern "C" entry points -----------------------------------------------------------------
+// Each takes (Joint p, const W* weights, Out* out, u64* tallies): out holds nbins u64 counts (f64
+// sums when weighted), tallies [outside, unused, NaN]. 1024-thread bounds: every plan's block fits.
+
+#define JOINT_SUMS(LAYOUT, DIMS, LNAME, WTYPE, WNAME)                                                          \
+    SMEMKIT_ENTRY(histdd_shared_##LNAME##_##WNAME,                                                            \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_shared_##LNAME##_##WNAME(                   \
+            const Joint p, const WTYPE* w, double* out, unsigned long long* t) {                               \
+            joint_shared<LAYOUT, DIMS, WTYPE, double>(p, w, out, t);                                          \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_cluster_##LNAME##_##WNAME,                                                           \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_cluster_##LNAME##_##WNAME(                  \
+            const Joint p, const WTYPE* w, double* out, unsigned long long* t) {                               \
+            joint_cluster<LAYOUT, DIMS, WTYPE, double>(p, w, out, t);                                         \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_global_##LNAME##_##WNAME,                                                            \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_global_##LNAME##_##WNAME(                   \
+            const Joint p, const WTYPE* w, double* out, unsigned long long* t) {                               \
+            joint_global<LAYOUT, DIMS, WTYPE>(p, w, out, t);                                                  \
+        })
+
+#define JOINT_LAYOUT(LAYOUT, DIMS, LNAME)                                                                      \
+    SMEMKIT_ENTRY(histdd_shared_##LNAME##_none,                                                               \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_shared_##LNAME##_none(                      \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_shared<LAYOUT, DIMS, void, unsigned int>(p, w, out, t);                                     \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_shared16_##LNAME##_none,                                                             \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_shared16_##LNAME##_none(                    \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_packed<LAYOUT, DIMS, 16>(p, out, t);                                                        \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_shared8_##LNAME##_none,                                                              \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_shared8_##LNAME##_none(                     \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_packed<LAYOUT, DIMS, 8>(p, out, t);                                                         \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_cluster_##LNAME##_none,                                                              \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_cluster_##LNAME##_none(                     \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_cluster<LAYOUT, DIMS, void, unsigned int>(p, w, out, t);                                    \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_global_##LNAME##_none,                                                               \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_global_##LNAME##_none(                      \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_global<LAYOUT, DIMS, void>(p, w, out, t);                                                   \
+        })                                                                                                    \
+    JOINT_SUMS(LAYOUT, DIMS, LNAME, float, f32)                                                               \
+    JOINT_SUMS(LAYOUT, DIMS, LNAME, double, f64)
+
+JOINT_LAYOUT(LAYOUT_STRIDED, 0, strided)
+JOINT_LAYOUT(LAYOUT_ROWS, 2, rows2)
+JOINT_LAYOUT(LAYOUT_ROWS, 3, rows3)
+JOINT_LAYOUT(LAYOUT_ROWS, 4, rows4)
+JOINT_LAYOUT(LAYOUT_COLS, 2, cols2)
+JOINT_LAYOUT(LAYOUT_COLS, 3, cols3)
+JOINT_LAYOUT(LAYOUT_COLS, 4, cols4)

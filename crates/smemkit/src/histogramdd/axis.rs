@@ -38,6 +38,15 @@ impl Axis {
     /// Resolves `spec` for the coordinates of this axis, as numpy.histogramdd does.
     pub fn resolve<T: Sample>(spec: &BinSpec, view: &AxisView<'_, T>, axis: usize) -> Result<Axis> {
         match spec {
+            BinSpec::Uniform { nbins, range: None } if *nbins > 0 => Axis::from_data(*nbins, view),
+            other => Axis::resolve_without_data(other, axis),
+        }
+    }
+
+    /// Resolves `spec` without the data (the device engine's samples stay on the device): a bin
+    /// count needs a range, edges are taken as they are.
+    pub fn resolve_without_data(spec: &BinSpec, axis: usize) -> Result<Axis> {
+        match spec {
             BinSpec::Integer { .. } => Err(Error::InvalidArgument(format!(
                 "axis {axis}: a joint histogram has no integer bins (numpy.histogramdd takes a bin count or edges per axis); give a bin count with a range, or edges"
             ))),
@@ -48,13 +57,32 @@ impl Axis {
             BinSpec::Estimated { .. } => Err(Error::InvalidArgument(format!(
                 "axis {axis}: bin estimators ('auto', 'fd', ...) apply to 1-D histograms (numpy.histogramdd takes a bin count or edges per axis)"
             ))),
-            BinSpec::Uniform { nbins, range } => {
-                if *nbins == 0 {
-                    return Err(Error::ZeroBins);
-                }
-                Axis::uniform(*nbins, *range, view)
-            }
+            BinSpec::Uniform { nbins: 0, .. } => Err(Error::ZeroBins),
+            BinSpec::Uniform {
+                nbins,
+                range: Some((lo, hi)),
+            } => Axis::with_range(*nbins, *lo, *hi),
+            BinSpec::Uniform { range: None, .. } => Err(Error::InvalidArgument(format!(
+                "axis {axis}: give a range or edges: the device engine does not read the data's minimum and maximum"
+            ))),
         }
+    }
+
+    /// numpy's float64 edges of `nbins` bins over a caller's range (a range of one value widened
+    /// by half on each side).
+    fn with_range(nbins: usize, lo: f64, hi: f64) -> Result<Axis> {
+        if lo > hi {
+            return Err(Error::InvertedRange { lo, hi });
+        }
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(Error::NonFiniteRange { lo, hi });
+        }
+        let (lo, hi) = if lo == hi {
+            (lo - 0.5, hi + 0.5)
+        } else {
+            (lo, hi)
+        };
+        Ok(Axis::linspace64(lo, hi, nbins))
     }
 
     fn from_edges(edges: &[f64], axis: usize) -> Result<Axis> {
@@ -78,25 +106,8 @@ impl Axis {
         Ok(Axis::with_estimate(edges.to_vec(), widths))
     }
 
-    fn uniform<T: Sample>(
-        nbins: usize,
-        range: Option<(f64, f64)>,
-        view: &AxisView<'_, T>,
-    ) -> Result<Axis> {
-        if let Some((lo, hi)) = range {
-            if lo > hi {
-                return Err(Error::InvertedRange { lo, hi });
-            }
-            if !(lo.is_finite() && hi.is_finite()) {
-                return Err(Error::NonFiniteRange { lo, hi });
-            }
-            let (lo, hi) = if lo == hi {
-                (lo - 0.5, hi + 0.5)
-            } else {
-                (lo, hi)
-            };
-            return Ok(Axis::linspace64(lo, hi, nbins));
-        }
+    /// numpy's edges of `nbins` bins over the data's own range.
+    fn from_data<T: Sample>(nbins: usize, view: &AxisView<'_, T>) -> Result<Axis> {
         let Some((min, max)) = view.min_max() else {
             // numpy takes the range (0, 1), Python integers, so float64 edges for every type.
             return Ok(Axis::linspace64(0.0, 1.0, nbins));

@@ -6,7 +6,8 @@
 //! any axis is not counted but tallied, and so is a sample with NaN on any axis. Samples come as an
 //! (N, D) array in either memory order, as D separate arrays, or as interleaved channels
 //! ([`JointSamples`]). The CPU engine ([`cpu`]) does everything; the CUDA backend runs the GPU engine
-//! ([`cuda`]: counts only, shared or global counters), which the auto backend does not choose yet.
+//! ([`cuda`]: the planner's tiers for the joint bin count, counts and f64 weight sums; its
+//! device-resident entry point is [`cuda::DeviceJoint`]), which the auto backend does not choose yet.
 
 mod axis;
 mod cpu;
@@ -21,6 +22,7 @@ pub use layout::{JointSamples, MAX_DIMS};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::histogram::bins::BinSpec;
+use crate::histogram::plan::StrategyChoice;
 use crate::histogram::{Counts, EngineReport};
 use crate::sample::{Samples, Weights};
 
@@ -40,6 +42,8 @@ pub struct JointOptions {
     /// numpy's `density=True`: each bin divided by its volume and by the total.
     pub density: bool,
     pub backend: Backend,
+    /// The GPU engine's strategy (auto: the planner's tier for the joint bin count).
+    pub strategy: StrategyChoice,
 }
 
 impl JointOptions {
@@ -48,7 +52,12 @@ impl JointOptions {
             bins,
             density: false,
             backend: Backend::Auto,
+            strategy: StrategyChoice::Auto,
         }
+    }
+    pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
+        self.strategy = strategy;
+        self
     }
     pub fn density(mut self, density: bool) -> Self {
         self.density = density;
@@ -73,7 +82,8 @@ pub struct JointTallies {
 pub struct JointHistogram {
     /// Bins per axis: the counts are an array of this shape in C order.
     pub shape: Vec<usize>,
-    /// Counts, or sums of weights (f64, added in sample order as numpy's bincount does).
+    /// Counts, or sums of weights (f64; the CPU engine adds them in sample order as numpy's
+    /// bincount does, the GPU engine in any order).
     pub counts: Counts,
     /// numpy's density, when asked for.
     pub density: Option<Vec<f64>>,
@@ -126,11 +136,11 @@ pub fn histogramdd(
     };
     let on_gpu = options.backend == Backend::Cuda;
     if on_gpu {
-        cuda::check(dims, weights.is_some())?;
+        cuda::check(dims)?;
     }
     macro_rules! typed {
         ($t:ty) => {
-            run::<$t>(samples, weights, &specs, on_gpu)
+            run::<$t>(samples, weights, &specs, on_gpu.then_some(options.strategy))
         };
     }
     use crate::sample::SampleType as S;
@@ -198,7 +208,7 @@ fn run<T: Pick + cudarc::driver::DeviceRepr>(
     samples: &JointSamples<'_>,
     weights: Option<Weights<'_>>,
     specs: &[&BinSpec],
-    on_gpu: bool,
+    on_gpu: Option<StrategyChoice>,
 ) -> Result<Run> {
     let views = samples
         .views::<T>()
@@ -210,8 +220,8 @@ fn run<T: Pick + cudarc::driver::DeviceRepr>(
         .map(|(j, (view, spec))| Axis::resolve(spec, view, j))
         .collect::<Result<Vec<Axis>>>()?;
     let nbins = joint_bins(&axes)?;
-    if on_gpu {
-        let g = cuda::run(&views, &axes, nbins, samples.len(), T::TYPE)?;
+    if let Some(strategy) = on_gpu {
+        let g = cuda::run(&views, &axes, nbins, samples.len(), weights, strategy)?;
         return Ok((axes, g.counts, g.tallies, g.elapsed, Some(g.detail)));
     }
     let start = Instant::now();

@@ -238,12 +238,17 @@ fn bad_requests_are_clear_errors() {
         err(JointOptions::new(vec![BinSpec::Integer { nbins: 4 }]), None)
             .contains("no integer bins")
     );
-    // The GPU engine counts only; its refusal comes before any device work (no GPU needed).
-    assert!(err(
-        JointOptions::new(vec![uniform.clone()]).backend(Backend::Cuda),
-        Some(Weights::F64(&[1.0, 1.0]))
+    // The GPU engine's limit on axes is refused before any device work (no GPU needed).
+    let nine: Vec<Samples<'_>> = (0..9).map(|_| Samples::F64(&x)).collect();
+    let nine = JointSamples::separate(nine).unwrap();
+    let e = histogramdd(
+        &nine,
+        None,
+        &JointOptions::new(vec![uniform.clone()]).backend(Backend::Cuda),
     )
-    .contains("CPU engine only"));
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("up to 8 axes"), "{e}");
     assert!(err(
         JointOptions::new(vec![uniform.clone()]),
         Some(Weights::F64(&[1.0]))

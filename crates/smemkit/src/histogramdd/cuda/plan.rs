@@ -1,0 +1,132 @@
+//! The tier of a joint histogram: the 1-D planner's choice for the joint bin count, among the
+//! strategies the joint kernels have (per-block shared memory, u32 or packed narrow counters; a
+//! cluster's distributed shared memory; global memory). The 1-D planner's other families (sliced,
+//! partition, exchange) re-read or re-bin samples, which the one-pass joint kernels do not do; where
+//! `auto` picks one of them, a cluster of at most [`AUTO_CLUSTER_MAX`] blocks that holds the
+//! counters takes its place, else global memory.
+
+use crate::error::{Error, Result};
+use crate::histogram::plan::{
+    self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload, AUTO_CLUSTER_MAX,
+};
+use crate::sample::SampleType;
+
+/// The plan of a joint histogram of `nbins` joint bins over `samples` samples.
+pub fn joint_plan(
+    nbins: usize,
+    sample_type: SampleType,
+    weighted: bool,
+    samples: usize,
+    limits: &DeviceLimits,
+    choice: StrategyChoice,
+) -> Result<Plan> {
+    let w = Workload::new(nbins, sample_type, weighted).with_samples(Some(samples));
+    let forced = choice != StrategyChoice::Auto;
+    let p = plan::plan(&w, limits, choice)?;
+    match p.strategy {
+        Strategy::Shared | Strategy::Global => Ok(p),
+        Strategy::Packed { bits: 16 | 8 } => Ok(p),
+        Strategy::Cluster { .. } => Ok(p),
+        s if forced => Err(Error::StrategyUnsupported {
+            strategy: s.name(),
+            reason: "joint histograms count in one pass with shared, shared16, shared8, cluster \
+                     or global counters"
+                .into(),
+        }),
+        s => {
+            let cluster = plan::plan(&w, limits, StrategyChoice::Cluster(None))
+                .ok()
+                .filter(|c| c.strategy.cluster_size() <= AUTO_CLUSTER_MAX);
+            let fallback = match cluster {
+                Some(c) => c,
+                None => plan::plan(&w, limits, StrategyChoice::Global)?,
+            };
+            Ok(Plan {
+                reason: format!(
+                    "{} (1-D would take {s}, which joint histograms do not have): {}",
+                    fallback.strategy, p.reason
+                ),
+                ..fallback
+            })
+        }
+    }
+}
+
+/// The kernel entry point of a plan: `histdd_<strategy>_<layout>_<weights>`.
+pub fn kernel_name(strategy: Strategy, layout: &str, weights: &str) -> String {
+    let s = match strategy {
+        Strategy::Cluster { .. } => "cluster".to_string(),
+        s => s.name(),
+    };
+    format!("histdd_{s}_{layout}_{weights}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> DeviceLimits {
+        DeviceLimits::H100
+    }
+
+    #[test]
+    fn the_joint_bin_count_chooses_the_tier() {
+        let l = h100();
+        let n = 1 << 27;
+        // 32^3 RGB bins: u32 counters in one block.
+        let p = joint_plan(32768, SampleType::U8, false, n, &l, StrategyChoice::Auto).unwrap();
+        assert_eq!(p.strategy, Strategy::Shared);
+        // 256 x 256: beyond u32 counters in one block, 16-bit counters hold them.
+        let p = joint_plan(65536, SampleType::F32, false, n, &l, StrategyChoice::Auto).unwrap();
+        assert_eq!(p.strategy, Strategy::Packed { bits: 16 });
+        // Weighted 256 x 256 (f64 sums, 512 KiB): a cluster.
+        let p = joint_plan(65536, SampleType::F32, true, n, &l, StrategyChoice::Auto).unwrap();
+        assert!(matches!(p.strategy, Strategy::Cluster { .. }), "{p}");
+        // 64^3 float: global, as in 1-D.
+        let p = joint_plan(262144, SampleType::F32, false, n, &l, StrategyChoice::Auto).unwrap();
+        assert_eq!(p.strategy, Strategy::Global, "{p}");
+        // Integer samples over 262144 bins: 1-D would slice; joint takes global (a cluster of 4
+        // blocks does not hold 1 MiB of counters).
+        let p = joint_plan(262144, SampleType::I32, false, n, &l, StrategyChoice::Auto).unwrap();
+        assert!(
+            !matches!(p.strategy, Strategy::Sliced { .. } | Strategy::Partition),
+            "{p}"
+        );
+        // Forced strategies the joint kernels lack are refused by name.
+        let e = joint_plan(
+            262144,
+            SampleType::I32,
+            false,
+            n,
+            &l,
+            StrategyChoice::Partition,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("one pass"), "{e}");
+        // A forced cluster of 8 over 64^3 bins.
+        let p = joint_plan(
+            262144,
+            SampleType::F32,
+            false,
+            n,
+            &l,
+            StrategyChoice::Cluster(Some(8)),
+        )
+        .unwrap();
+        assert_eq!(p.strategy, Strategy::Cluster { size: 8 });
+        assert_eq!(p.bins_per_block, 32768);
+    }
+
+    #[test]
+    fn kernel_names() {
+        assert_eq!(
+            kernel_name(Strategy::Cluster { size: 4 }, "rows2", "none"),
+            "histdd_cluster_rows2_none"
+        );
+        assert_eq!(
+            kernel_name(Strategy::Packed { bits: 16 }, "strided", "none"),
+            "histdd_shared16_strided_none"
+        );
+    }
+}
