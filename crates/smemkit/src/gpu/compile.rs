@@ -19,6 +19,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 pub use super::kernel_sources::*;
+pub use super::load_stats::ptx_load_reasons;
 pub use super::nvrtc::Output;
 use crate::error::{Error, Result};
 
@@ -149,42 +150,6 @@ static BUILDING: AtomicUsize = AtomicUsize::new(0);
 static BUILT: AtomicU64 = AtomicU64::new(0);
 static BUILD_NANOS: AtomicU64 = AtomicU64::new(0);
 static FROM_DISK: AtomicU64 = AtomicU64::new(0);
-static CUBIN_LOADS: AtomicU64 = AtomicU64::new(0);
-static PTX_LOADS: AtomicU64 = AtomicU64::new(0);
-
-/// Why the last module loaded as PTX was not a CUBIN, for the trace and the GPU test that
-/// expects none on Hopper.
-fn ptx_reasons() -> &'static Mutex<Vec<String>> {
-    static R: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    R.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-/// Counts a module loaded into a context: a CUBIN, or PTX for `reason` (which the driver compiles
-/// and keeps in its own cache, `CUDA_CACHE_PATH`).
-pub(crate) fn count_load(image: &Image, what: &str, reason: Option<&str>) {
-    match image {
-        Image::Cubin(_) => {
-            CUBIN_LOADS.fetch_add(1, Ordering::Relaxed);
-        }
-        Image::Ptx(_) => {
-            PTX_LOADS.fetch_add(1, Ordering::Relaxed);
-            let why = format!("{what}: {}", reason.unwrap_or("no CUBIN was built"));
-            if super::trace::enabled() {
-                eprintln!("smemkit trace: module loaded from PTX (the driver compiles it): {why}");
-            }
-            let mut r = ptx_reasons().lock().expect("reasons lock");
-            if r.len() < 64 {
-                r.push(why);
-            }
-        }
-    }
-}
-
-/// The modules this process loaded from PTX so far, each with why its CUBIN was not used.
-pub fn ptx_load_reasons() -> Vec<String> {
-    ptx_reasons().lock().expect("reasons lock").clone()
-}
-
 /// Whether the on-disk kernel cache holds any built kernel (a CUBIN): the automatic backend's
 /// sign that a call's kernels will be loaded rather than compiled. It does not check the very
 /// kernels a call needs (that takes the GPU's architecture and the plan, which the choice is
@@ -219,7 +184,8 @@ pub struct BuildStats {
     pub compile_seconds: f64,
     /// Modules read from the disk cache.
     pub from_disk: u64,
-    /// Modules loaded into a context as CUBIN, and as PTX ([`ptx_load_reasons`] says why).
+    /// Modules loaded into a context as CUBIN, and as PTX ([`ptx_load_reasons`] says why;
+    /// [`super::load_stats`]).
     pub cubin_loads: u64,
     pub ptx_loads: u64,
 }
@@ -230,8 +196,8 @@ pub fn build_stats() -> BuildStats {
         compiled: BUILT.load(Ordering::Relaxed),
         compile_seconds: BUILD_NANOS.load(Ordering::Relaxed) as f64 * 1e-9,
         from_disk: FROM_DISK.load(Ordering::Relaxed),
-        cubin_loads: CUBIN_LOADS.load(Ordering::Relaxed),
-        ptx_loads: PTX_LOADS.load(Ordering::Relaxed),
+        cubin_loads: super::load_stats::cubin_loads(),
+        ptx_loads: super::load_stats::ptx_loads(),
     }
 }
 

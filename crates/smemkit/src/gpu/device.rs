@@ -307,14 +307,14 @@ impl Gpu {
         drop(span);
         let module = match loaded {
             Ok(m) => {
-                compile::count_load(&image, build.kernel, why_ptx);
+                super::load_stats::count_load(&image, build.kernel, why_ptx);
                 m
             }
             Err(e) if matches!(*image, Image::Cubin(_)) => {
                 compile::evict(build, &self.cubin_arch(), Output::Cubin, &self.salt());
                 let ptx = compile::build(build, &self.arch, Output::Ptx, &self.salt())?;
                 let why = format!("the driver refused its CUBIN: {e:?}");
-                compile::count_load(&ptx, build.kernel, Some(&why));
+                super::load_stats::count_load(&ptx, build.kernel, Some(&why));
                 self.ctx
                     .load_module(ptx.to_loadable())
                     .map_err(|p| Error::Cuda {

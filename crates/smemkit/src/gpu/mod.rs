@@ -11,6 +11,7 @@ mod kernel_sources;
 pub mod launch;
 pub mod libs;
 pub mod limits;
+mod load_stats;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod nvrtc;

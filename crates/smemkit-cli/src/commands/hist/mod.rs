@@ -137,6 +137,16 @@ fn present(
     for note in notes {
         writeln!(out, "note        {note}")?;
     }
+    // A module that went to the driver as PTX costs a JIT and fills the driver's cache: said,
+    // since on the architectures NVRTC targets every module should be a CUBIN.
+    let ptx = smemkit::gpu::compile::ptx_load_reasons();
+    if let Some(first) = ptx.first() {
+        writeln!(
+            out,
+            "note        {} GPU module(s) loaded as PTX, which the driver compiles and caches (first: {first})",
+            ptx.len()
+        )?;
+    }
     if config.chart && h.nbins() > 0 {
         writeln!(out)?;
         output::chart::write(out, h)?;
