@@ -218,6 +218,8 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
     if range.__class__ is not tuple or len(range) != 2 or _capturing(kind):
         return
     lo, hi = range
+    if not isinstance(lo, (int, float, _np.generic)) or not isinstance(hi, (int, float, _np.generic)):
+        return  # e.g. 0-d tensors: hashed by identity, a new key every call
     try:
         nbins = operator.index(bins)
     except TypeError:
