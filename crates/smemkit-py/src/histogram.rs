@@ -96,6 +96,23 @@ pub fn histogram_bin_edges<'py>(
     Ok(PyArray1::from_vec(py, edges))
 }
 
+/// numpy's number of equal bins for the estimator `rule` (`'auto'`, `'fd'`, ...) on `a`, over
+/// `range` or the data's extremes.
+#[pyfunction]
+#[pyo3(signature = (a, rule, range))]
+pub fn estimate_bins(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    rule: &str,
+    range: Option<(f64, f64)>,
+) -> PyResult<usize> {
+    let held = Held::of(a, "a")?;
+    let samples = held.samples()?;
+    let rule = smemkit::BinRule::parse(rule).py_err()?;
+    py.detach(|| smemkit::estimate_bin_count(samples, rule, range))
+        .py_err()
+}
+
 /// Smallest and largest value of integer samples (`None` when empty); floats are a TypeError.
 fn integer_extent(samples: Samples<'_>) -> PyResult<Option<(i128, i128)>> {
     fn extent<T: Copy + Into<i128>>(s: &[T]) -> Option<(i128, i128)> {

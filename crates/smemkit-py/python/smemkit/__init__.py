@@ -69,10 +69,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
 
     a: array_like, flattened. Integer types, float32 and float64 (bool is converted to uint8 with
         numpy's RuntimeWarning); float16 and longdouble raise NotImplementedError.
-    bins: int (equal bins over ``range``, or over the data's minimum and maximum) or a 1-D array
-        of increasing edges (every bin ``[a, b)``, the last ``[a, b]``). Estimator names
-        (``'auto'``, ``'fd'`` ...), infinite edges and equal adjacent edges raise
-        NotImplementedError for now.
+    bins: int (equal bins over ``range``, or over the data's minimum and maximum), a 1-D array
+        of increasing edges (every bin ``[a, b)``, the last ``[a, b]``), or numpy's estimator
+        names (``'auto'``, ``'fd'`` ..., host arrays only). Infinite edges and equal adjacent
+        edges raise NotImplementedError for now.
     range: ``(lower, upper)``; ignored with explicit edges. Without it, NaN or infinity in the
         data is a ValueError, as in numpy.
     weights: same shape as ``a``; the result takes the weights' dtype, as numpy's does (sums are

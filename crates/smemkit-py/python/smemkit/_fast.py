@@ -218,6 +218,10 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
     if range.__class__ is not tuple or len(range) != 2 or _capturing(kind):
         return
     lo, hi = range
+    if not isinstance(lo, (int, float, _np.generic)) or not isinstance(hi, (int, float, _np.generic)):
+        return  # e.g. 0-d tensors: hashed by identity, a new key every call
+    if not isinstance(bins, (int, _np.integer)):
+        return
     try:
         nbins = operator.index(bins)
     except TypeError:
@@ -257,6 +261,8 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
 def learn_bincount(kind, x, weights, minlength, backend, strategy, out_of_range, deterministic):
     """As :func:`learn_histogram`, for bincount with ``out_of_range``."""
     dtype = _dtype_name(kind, x)
+    if not isinstance(minlength, (int, _np.integer)):
+        return
     if (weights is not None or out_of_range not in ("ignore", "clamp") or dtype not in _NUMERIC
             or _capturing(kind)):
         return

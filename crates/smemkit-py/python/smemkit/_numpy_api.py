@@ -108,7 +108,9 @@ def _bins(bins):
     """``(nbins, None)`` for a count, ``(None, edges)`` for an array of edges (numpy's checks)."""
     if isinstance(bins, str):
         if bins in _ESTIMATORS:
-            raise _missing(f"the bin estimator {bins!r}")
+            raise NotImplementedError(
+                f"the bin estimator {bins!r} on GPU arrays is not supported yet (host arrays take "
+                "it): give a number of bins")
         raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
     if np.ndim(bins) == 0:
         try:
@@ -133,6 +135,21 @@ def _bins(bins):
     if edges.size > 1 and np.any(as_f64[:-1] == as_f64[1:]):
         raise _missing("zero-width bins (equal adjacent edges)")
     return None, as_f64
+
+
+def _estimate(a, name, range_, weights):
+    """numpy's number of equal bins for the estimator ``name`` (host samples)."""
+    if name not in _ESTIMATORS:
+        raise ValueError(f"{name!r} is not a valid estimator for `bins`")
+    if weights is not None:
+        raise TypeError(
+            "Automated estimation of the number of bins is not supported for weighted data")
+    rng = None
+    if range_ is not None:
+        first, last = range_
+        rng = (float(first), float(last))
+    flat, _ = flat_pair(a, None)
+    return _native.estimate_bins(flat, name, rng)
 
 
 def _range(range_, a):
@@ -169,7 +186,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     given = a
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
-    nbins, edges = _bins(bins)
+    nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)
     if edges is not None:
         user_edges = np.asarray(bins)
         if edges.size < 2:
@@ -204,7 +221,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
         return _device.bin_edges(a, kind, nbins, edges, range, bins if edges is not None else None)
     a = _samples(a)
     _weights(weights, a.shape)
-    nbins, edges = _bins(bins)
+    nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)
     if edges is not None:
         return np.asarray(bins)
     rng, a = _range(range, a)
