@@ -255,17 +255,6 @@ fn mistakes_are_one_clear_error() {
     );
     fails(&dir, &["hist2d", c, "--bins", "0"], "at least 1");
     fails(&dir, &["hist2d", c, "--range", "1:0"], "inverted");
-    let w = write(&dir, "w.txt", b"1\n2\n3\n4\n5\n");
-    fails(
-        &dir,
-        &["hist2d", c, "--backend", "cuda", "--weights", p(&w)],
-        "CPU engine only",
-    );
-    fails(
-        &dir,
-        &["histdd", c, "--columns", "x,y,w", "--plot", "h.png"],
-        "not supported yet",
-    );
     fails(
         &dir,
         &["hist2d", c, "--bins", "2", "--edges", p(&x)],

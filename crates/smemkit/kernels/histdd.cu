@@ -79,6 +79,8 @@ struct Joint {
     int dims;
     int aggregate;               // combine a warp's equal bins into one update (skewed data)
     unsigned int bins_per_block; // cluster: bins owned by each block
+    int lut_shared;              // 8-bit samples: the tables are copied into shared memory, after
+                                 // the counters (the host made room); 0: read from global memory
 };
 
 #define JOINT_OUTSIDE 0xffffffffu
@@ -137,17 +139,36 @@ __device__ __forceinline__ unsigned axis_bin(sample_t v, const JointAxis& a) {
 #endif
 }
 
+// The 8-bit samples' tables (every axis's 256 entries one after another, as the host lays them
+// out): copied to `dst` in shared memory where the host made room for them, else left in global
+// memory. The caller's barrier after its counters are zeroed also covers this copy.
+__device__ __forceinline__ const unsigned* joint_tables(const Joint& p, unsigned char* dst) {
+    if (!HISTDD_LUT) return nullptr;
+    const unsigned* lut = p.axis[0].lut;
+    if (!p.lut_shared) return lut;
+    unsigned* t = reinterpret_cast<unsigned*>(dst);
+    for (unsigned i = threadIdx.x; i < (unsigned)p.dims * 256u; i += blockDim.x) t[i] = __ldg(lut + i);
+    return t;
+}
+
+// Where the tables go in dynamic shared memory: after `counter_bytes` of counters, 16-byte aligned
+// (mirrors `DeviceJoint::tables_in_shared` in crates/smemkit/src/histogramdd/cuda/device.rs).
+__device__ __forceinline__ unsigned char* tables_at(unsigned char* smem, unsigned long long counter_bytes) {
+    return smem + ((counter_bytes + 15) & ~15ull);
+}
+
 // The joint bin of one sample's coordinates (C order, the last axis fastest), JOINT_NAN when any
 // coordinate is NaN, else JOINT_OUTSIDE when any is outside its axis. DIMS 0: p.dims at run time.
+// `lut`: joint_tables' answer (8-bit samples only).
 template <int DIMS>
-__device__ __forceinline__ unsigned joint_bin(const sample_t* x, const Joint& p) {
+__device__ __forceinline__ unsigned joint_bin(const sample_t* x, const Joint& p, const unsigned* lut) {
     constexpr int D = DIMS == 0 ? HISTDD_MAX_DIMS : DIMS;
     if (HISTDD_LUT) {
         unsigned acc = 0, flags = 0;
 #pragma unroll
         for (int d = 0; d < D; d++) {
             if (DIMS == 0 && d >= p.dims) break;
-            const unsigned e = __ldg(p.axis[d].lut + (unsigned)(unsigned char)x[d]);
+            const unsigned e = lut[d * 256 + (unsigned)(unsigned char)x[d]];
             acc += e;
             flags |= e;
         }
@@ -290,9 +311,10 @@ __device__ __forceinline__ void joint_walk(const Joint& p, Step step, unsigned b
 }
 
 template <int LAYOUT, int DIMS, class W, class Sink>
-__device__ __forceinline__ void joint_process(const Joint& p, const W* w, Sink& sink, JointTally& t) {
+__device__ __forceinline__ void joint_process(const Joint& p, const unsigned* lut, const W* w, Sink& sink,
+                                              JointTally& t) {
     joint_walk<LAYOUT, DIMS>(p, [&](const sample_t* x, unsigned long long j) {
-        joint_count<W>(joint_bin<DIMS>(x, p), w, j, p, sink, t);
+        joint_count<W>(joint_bin<DIMS>(x, p, lut), w, j, p, sink, t);
     }, blockIdx.x, gridDim.x);
 }
 
@@ -308,10 +330,11 @@ __device__ void joint_shared(const Joint& p, const W* w, Out* out, unsigned long
     extern __shared__ __align__(16) unsigned char smem_raw[];
     C* h = reinterpret_cast<C*>(smem_raw);
     for (unsigned long long b = threadIdx.x; b < p.nbins; b += blockDim.x) h[b] = (C)0;
+    const unsigned* lut = joint_tables(p, tables_at(smem_raw, p.nbins * sizeof(C)));
     __syncthreads();
     SharedSink<C> sink{h};
     JointTally t{0, 0};
-    joint_process<LAYOUT, DIMS, W>(p, w, sink, t);
+    joint_process<LAYOUT, DIMS, W>(p, lut, w, sink, t);
     __syncthreads();
     flush_counters(h, p.nbins, out);
     flush_joint_tally(t, tallies);
@@ -327,12 +350,13 @@ __device__ void joint_packed(const Joint& p, unsigned long long* out, unsigned l
     unsigned* hot_counts = h + words;
     for (unsigned long long b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
     if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
+    const unsigned* lut = joint_tables(p, tables_at(smem_raw, (words + PACKED_HOT_LANES) * 4));
     __syncthreads();
     PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     JointTally t{0, 0};
     joint_walk<LAYOUT, DIMS>(p, [&](const sample_t* x, unsigned long long j) {
         sink.step();
-        joint_count<void>(joint_bin<DIMS>(x, p), (const void*)0, j, p, sink, t);
+        joint_count<void>(joint_bin<DIMS>(x, p, lut), (const void*)0, j, p, sink, t);
     }, blockIdx.x, gridDim.x);
     __syncthreads();
     flush_packed<BITS>(h, p.nbins, hot_counts, hot_key, out);
@@ -352,11 +376,12 @@ __device__ void joint_cluster(const Joint& p, const W* w, Out* out, unsigned lon
         hot_key = NO_HOT_KEY;
         hot_count = (C)0;
     }
+    const unsigned* lut = joint_tables(p, tables_at(smem_raw, (unsigned long long)per_block * sizeof(C)));
     // No block may update a remote histogram before its owner has zeroed it.
     cluster.sync();
     ClusterSink<C> sink{h, cluster, per_block, &hot_key, &hot_count};
     JointTally t{0, 0};
-    joint_process<LAYOUT, DIMS, W>(p, w, sink, t);
+    joint_process<LAYOUT, DIMS, W>(p, lut, w, sink, t);
     __syncthreads();
     if (threadIdx.x == 0 && hot_key != NO_HOT_KEY && hot_count != (C)0) atomicAdd(sink.owner(hot_key), hot_count);
     // Every remote update must land before the owners read their slices (and before any block exits).
@@ -373,9 +398,12 @@ __device__ void joint_cluster(const Joint& p, const W* w, Out* out, unsigned lon
 // the global sink keeps for u32 counters only).
 template <int LAYOUT, int DIMS, class W, class Out>
 __device__ void joint_global(const Joint& p, const W* w, Out* out, unsigned long long* tallies) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned* lut = joint_tables(p, smem_raw);
+    __syncthreads();
     GlobalSink<Out> sink{out, nullptr, nullptr};
     JointTally t{0, 0};
-    joint_process<LAYOUT, DIMS, W>(p, w, sink, t);
+    joint_process<LAYOUT, DIMS, W>(p, lut, w, sink, t);
     flush_joint_tally(t, tallies);
 }
 

@@ -5,6 +5,7 @@
 pub mod cuda;
 pub mod device;
 pub mod first_call;
+pub mod histdd;
 pub mod multi;
 pub mod ops;
 pub mod plot;

@@ -23,7 +23,7 @@ const STOPS: [(f64, (u8, u8, u8)); 5] = [
     (1.0, (253, 231, 37)),
 ];
 
-fn colour(t: f64) -> RGBColor {
+pub(super) fn colour(t: f64) -> RGBColor {
     let t = if t.is_finite() {
         t.clamp(0.0, 1.0)
     } else {
@@ -36,7 +36,28 @@ fn colour(t: f64) -> RGBColor {
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
-/// Draws `h` (two axes) to `path`.
+/// Refuses a histogram `--plot` cannot draw (before any output is written): 2-D histograms of at
+/// most [`MAX_BINS_PER_AXIS`] bins per axis, 3-D ones within [`super::slices`]' limits.
+pub fn check(shape: &[usize]) -> Result<()> {
+    match shape.len() {
+        2 => {
+            if shape.iter().any(|&n| n > MAX_BINS_PER_AXIS) {
+                bail!(
+                    "--plot draws at most {MAX_BINS_PER_AXIS} bins per axis (this histogram has {} x {})",
+                    shape[0],
+                    shape[1]
+                );
+            }
+            Ok(())
+        }
+        3 => super::slices::check(shape),
+        d => bail!(
+            "--plot draws 2-D histograms as a heat map and 3-D ones as a grid of slices (this one has {d} axes)"
+        ),
+    }
+}
+
+/// Draws `h` to `path`: two axes as a heat map, three as a grid of slices.
 pub fn draw(
     path: &Path,
     format: PlotFormat,
@@ -44,18 +65,9 @@ pub fn draw(
     names: &[String],
     title: &str,
 ) -> Result<()> {
-    if h.shape.len() != 2 {
-        bail!(
-            "--plot draws 2-D histograms only (this one has {} axes)",
-            h.shape.len()
-        );
-    }
-    if h.shape.iter().any(|&n| n > MAX_BINS_PER_AXIS) {
-        bail!(
-            "--plot draws at most {MAX_BINS_PER_AXIS} bins per axis (this histogram has {} x {})",
-            h.shape[0],
-            h.shape[1]
-        );
+    check(&h.shape)?;
+    if h.shape.len() == 3 {
+        return super::slices::draw(path, format, h, names, title);
     }
     super::plot::register_font();
     match format {
@@ -74,8 +86,81 @@ pub fn draw(
     }
 }
 
+/// The values a plot colours (the density, the sums or the counts), what they are, and the
+/// range of the colour scale (from 0 or the lowest value to the highest).
+pub(super) struct Scale {
+    pub values: Vec<f64>,
+    pub what: &'static str,
+    pub lo: f64,
+    pub span: f64,
+}
+
+impl Scale {
+    pub fn of(h: &JointHistogram) -> Scale {
+        let values: Vec<f64> = match &h.density {
+            Some(d) => d.clone(),
+            None => (0..h.counts.len()).map(|i| h.counts.get_f64(i)).collect(),
+        };
+        let what = match (&h.density, &h.counts) {
+            (Some(_), _) => "density",
+            (None, smemkit::Counts::Weighted(_)) => "sum of weights",
+            (None, _) => "count",
+        };
+        let finite = || values.iter().copied().filter(|v| v.is_finite());
+        let lo = finite().fold(0.0, f64::min);
+        let hi = finite().fold(0.0, f64::max);
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        Scale {
+            values,
+            what,
+            lo,
+            span,
+        }
+    }
+}
+
+/// The colour bar: the map from `lo` to `lo + span`, labelled `what`.
+pub(super) fn colour_bar<DB: DrawingBackend>(
+    bar: &DrawingArea<DB, plotters::coord::Shift>,
+    lo: f64,
+    span: f64,
+    what: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("cannot draw the colour bar: {e}");
+    let steps = 256;
+    let mut scale = ChartBuilder::on(bar)
+        .margin_top(20)
+        .margin_bottom(70)
+        .margin_right(20)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0.0..1.0, lo..lo + span)
+        .map_err(err)?;
+    scale
+        .configure_mesh()
+        .disable_mesh()
+        .disable_x_axis()
+        .y_desc(what)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(err)?;
+    scale
+        .draw_series((0..steps).map(|k| {
+            let (a, b) = (k as f64 / steps as f64, (k + 1) as f64 / steps as f64);
+            Rectangle::new(
+                [(0.0, lo + a * span), (1.0, lo + b * span)],
+                colour((a + b) / 2.0).filled(),
+            )
+        }))
+        .map_err(err)?;
+    Ok(())
+}
+
 /// Where each bin boundary is drawn: the edges, or the bin indices when an edge is infinite.
-fn coordinates(edges: &[f64]) -> (Vec<f64>, bool) {
+pub(super) fn coordinates(edges: &[f64]) -> (Vec<f64>, bool) {
     if edges.iter().all(|e| e.is_finite()) {
         (edges.to_vec(), false)
     } else {
@@ -94,26 +179,12 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("cannot draw the plot: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let values: Vec<f64> = match &h.density {
-        Some(d) => d.clone(),
-        None => (0..h.counts.len()).map(|i| h.counts.get_f64(i)).collect(),
-    };
-    let what = match (&h.density, &h.counts) {
-        (Some(_), _) => "density",
-        (None, smemkit::Counts::Weighted(_)) => "sum of weights",
-        (None, _) => "count",
-    };
-    let lo = values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::min);
-    let hi = values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max);
-    let span = if hi > lo { hi - lo } else { 1.0 };
+    let Scale {
+        values,
+        what,
+        lo,
+        span,
+    } = Scale::of(h);
     let (x, x_index) = coordinates(&h.edges[0]);
     let (y, y_index) = coordinates(&h.edges[1]);
     let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
@@ -151,32 +222,7 @@ where
             )
         }))
         .map_err(err)?;
-    let steps = 256;
-    let mut scale = ChartBuilder::on(&bar)
-        .margin_top(20)
-        .margin_bottom(70)
-        .margin_right(20)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0.0..1.0, lo..lo + span)
-        .map_err(err)?;
-    scale
-        .configure_mesh()
-        .disable_mesh()
-        .disable_x_axis()
-        .y_desc(what)
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(err)?;
-    scale
-        .draw_series((0..steps).map(|k| {
-            let (a, b) = (k as f64 / steps as f64, (k + 1) as f64 / steps as f64);
-            Rectangle::new(
-                [(0.0, lo + a * span), (1.0, lo + b * span)],
-                colour((a + b) / 2.0).filled(),
-            )
-        }))
-        .map_err(err)?;
+    colour_bar(&bar, lo, span, what)?;
     root.present().map_err(err)?;
     Ok(())
 }

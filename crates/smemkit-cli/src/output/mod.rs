@@ -12,6 +12,7 @@ pub mod json;
 pub mod npy;
 pub mod partial;
 pub mod plot;
+pub mod slices;
 pub mod summary;
 
 use std::io::{BufWriter, Write};

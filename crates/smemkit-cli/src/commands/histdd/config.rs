@@ -72,7 +72,7 @@ fn list(text: &str) -> Vec<&str> {
 }
 
 impl JointConfig {
-    pub fn from_args(a: &JointArgs, command: &str) -> Result<JointConfig> {
+    pub fn from_args(a: &JointArgs) -> Result<JointConfig> {
         let dtype = a
             .dtype
             .as_deref()
@@ -155,9 +155,6 @@ impl JointConfig {
             .chain(plot.iter().map(|p| (&p.0, "--plot")))
         {
             check_folder(path).with_context(|| what.to_string())?;
-        }
-        if plot.is_some() && command != "hist2d" {
-            bail!("--plot draws 2-D histograms (hist2d) only; a grid of slices for histdd is not supported yet");
         }
         if let Some(w) = &a.weights {
             if !crate::input::stream::is_stream(w) && !w.is_file() {

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use smemkit::{histogramdd, JointOptions};
 
@@ -64,29 +64,31 @@ pub struct JointArgs {
     /// numpy's density=True: each bin divided by its volume and by the total.
     #[arg(long)]
     pub density: bool,
-    /// Engine: auto, cpu or cuda (auto picks the CPU engine; the GPU engine counts, without weights).
+    /// Engine: auto, cpu or cuda (auto picks the CPU engine; the GPU engine's weight sums add in
+    /// any order, so their last bits can differ from numpy's).
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Write the histogram to FILE: .npy, .csv or .json.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Draw a 2-D histogram as a heat map with a colour bar: FILE.png or FILE.svg (hist2d only).
+    /// Draw a 2-D histogram as a heat map with a colour bar, a 3-D one as a grid of 2-D slices
+    /// along its last axis on one colour bar: FILE.png or FILE.svg.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 }
 
 /// `hist2d`: exactly two axes.
 pub fn run_2d(args: &JointArgs, out: &mut dyn Write) -> Result<()> {
-    run(args, "hist2d", Some(2), out)
+    run(args, Some(2), out)
 }
 
 /// `histdd`: any number of axes.
 pub fn run_dd(args: &JointArgs, out: &mut dyn Write) -> Result<()> {
-    run(args, "histdd", None, out)
+    run(args, None, out)
 }
 
-fn run(args: &JointArgs, command: &str, dims: Option<usize>, out: &mut dyn Write) -> Result<()> {
-    let config = JointConfig::from_args(args, command)?;
+fn run(args: &JointArgs, dims: Option<usize>, out: &mut dyn Write) -> Result<()> {
+    let config = JointConfig::from_args(args)?;
     protect_inputs(&config)?;
     let start = Instant::now();
     let loaded = load::load(
@@ -97,6 +99,9 @@ fn run(args: &JointArgs, command: &str, dims: Option<usize>, out: &mut dyn Write
     )?;
     let samples = loaded.samples()?;
     let d = samples.dims();
+    if config.plot.is_some() && !(d == 2 || d == 3) {
+        bail!("--plot draws 2-D histograms as a heat map and 3-D ones as a grid of slices (this one has {d} axes)");
+    }
     let weights = match &config.weights {
         Some(p) => {
             let read = WeightData::read(p, config.weights_dtype)
@@ -146,6 +151,10 @@ fn run(args: &JointArgs, command: &str, dims: Option<usize>, out: &mut dyn Write
     output::joint::summary(out, &h, &facts)?;
     for note in config.notes.iter().chain(&loaded.notes) {
         writeln!(out, "note        {note}")?;
+    }
+    if config.plot.is_some() {
+        // Refused before anything is written.
+        output::heatmap::check(&h.shape)?;
     }
     if let Some((path, format)) = &config.out {
         output::joint::write(path, *format, &h, &loaded.names)?;

@@ -16,7 +16,7 @@ use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::BinSpec;
 use crate::histogram::cuda::prepared::{sample_defines, WeightKind};
-use crate::histogram::plan::{Plan, Strategy, StrategyChoice};
+use crate::histogram::plan::{counter_capacity, Plan, Strategy, StrategyChoice};
 use crate::sample::SampleType;
 
 use super::super::axis::Axis;
@@ -317,10 +317,11 @@ impl DeviceJoint {
         }
         let f = self.function(&kernel)?;
         let cluster = plan.strategy.cluster_size();
+        let (shared_bytes, lut_shared) = self.tables_in_shared(&plan);
         let mut shape = LaunchShape {
             grid: plan.grid,
             block: plan.block,
-            shared_bytes: plan.shared_bytes,
+            shared_bytes,
             cluster,
         };
         launch::prepare_function(&f, &shape, self.gpu.limits.smem_per_block_optin)?;
@@ -330,7 +331,7 @@ impl DeviceJoint {
         } else {
             f.occupancy_max_active_blocks_per_multiprocessor(
                 plan.block,
-                plan.shared_bytes as usize,
+                shared_bytes as usize,
                 None,
             )
             .map_err(cuda_err("querying occupancy"))?
@@ -343,7 +344,7 @@ impl DeviceJoint {
                     "{kernel} cannot run one {} of {} threads with {} bytes of shared memory on this device",
                     if cluster > 1 { "cluster" } else { "block" },
                     plan.block,
-                    plan.shared_bytes
+                    shared_bytes
                 ),
             });
         }
@@ -351,6 +352,7 @@ impl DeviceJoint {
         let mut p = self.params;
         p.n = n as u64;
         p.bins_per_block = plan.bins_per_block as u32;
+        p.lut_shared = lut_shared as i32;
         for (j, a) in axes.iter().enumerate() {
             p.axis[j].base = a.ptr;
             p.axis[j].stride = a.stride;
@@ -373,6 +375,23 @@ impl DeviceJoint {
             kernel,
             grid: shape.grid,
         })
+    }
+
+    /// The dynamic shared memory of a plan's launch, and whether the 8-bit samples' tables go
+    /// there (after the counters, 16-byte aligned: `tables_at` in the kernels) rather than stay in
+    /// global memory: where they fit beside the counters.
+    fn tables_in_shared(&self, plan: &Plan) -> (u32, bool) {
+        let lut_bytes = if self.spec.sample_type.size() == 1 {
+            self.axes.len() * 256 * 4
+        } else {
+            0
+        };
+        let at = (plan.shared_bytes as usize).next_multiple_of(16);
+        if lut_bytes > 0 && at + lut_bytes <= counter_capacity(&self.gpu.limits) {
+            ((at + lut_bytes) as u32, true)
+        } else {
+            (plan.shared_bytes, false)
+        }
     }
 
     fn function(&self, kernel: &str) -> Result<CudaFunction> {

@@ -46,7 +46,7 @@ pub(crate) struct KernelJoint {
     pub dims: i32,
     pub aggregate: i32,
     pub bins_per_block: u32,
-    pub _pad: u32,
+    pub lut_shared: i32,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `Joint`; passed by value.
@@ -250,7 +250,8 @@ mod tests {
 
     #[test]
     fn the_parameter_structs_have_the_kernels_layout() {
-        // JointAxis: 5 pointers/u64, u32, int, 4 doubles, 4 floats; Joint: 8 axes, 2 u64, 4 ints.
+        // JointAxis: 5 pointers/u64, u32, int, 4 doubles, 4 floats; Joint: 8 axes, 2 u64, 4 ints
+        // (dims, aggregate, bins_per_block, lut_shared).
         assert_eq!(std::mem::size_of::<KernelAxis>(), 96);
         assert_eq!(std::mem::size_of::<KernelJoint>(), 8 * 96 + 32);
     }
