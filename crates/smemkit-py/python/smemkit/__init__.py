@@ -1,9 +1,10 @@
 """smemkit: numpy's histogram functions over smemkit's GPU and CPU histogram engines.
 
 ``histogram``, ``histogram_bin_edges`` and ``bincount`` take numpy's arguments and return what
-numpy returns (the same counts, bit for bit, the same dtypes), computed by smemkit's engines: the
-GPU when a CUDA driver and device are present (``backend='auto'``), its rayon CPU engine
-otherwise. Beyond numpy's arguments they take ``backend`` (``'auto'``, ``'cpu'``, ``'cuda'``),
+numpy returns (the same counts, bit for bit, the same dtypes), computed by smemkit's engines. GPU
+arrays run on the GPU; for host arrays ``backend='auto'`` picks the engine estimated to finish
+first counting the copy to the GPU and its setup (small arrays stay on the rayon CPU engine, large
+ones go to the GPU when a CUDA driver and device are present). Beyond numpy's arguments they take ``backend`` (``'auto'``, ``'cpu'``, ``'cuda'``),
 ``strategy`` (force a GPU strategy; see :func:`plan`) and, for ``histogram``, ``out_of_range``
 (``'ignore'`` as numpy, ``'clamp'`` into the end bins, ``'error'`` to fail on any sample outside
 the bins or NaN).
