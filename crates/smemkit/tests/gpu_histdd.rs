@@ -305,9 +305,13 @@ fn device_resident_runs_on_raw_pointers() {
         );
         assert_eq!(stream.clone_dtoh(&tallies).unwrap(), vec![0, 0, 0]);
     }
-    // Accumulating a second run doubles the counts.
+    // Accumulating a second run doubles the counts (the loop's last run was the permuted view:
+    // count the plain one afresh first).
     // SAFETY: as above.
     unsafe {
+        joint
+            .run_raw(&run(&rgb, n, 0, o, t, false), stream.cu_stream())
+            .unwrap();
         joint
             .run_raw(&run(&rgb, n, 0, o, t, true), stream.cu_stream())
             .unwrap();

@@ -108,17 +108,32 @@ impl Axis {
 
     /// numpy's edges of `nbins` bins over the data's own range.
     fn from_data<T: Sample>(nbins: usize, view: &AxisView<'_, T>) -> Result<Axis> {
-        let Some((min, max)) = view.min_max() else {
+        let extremes = view.min_max().map(|(min, max)| {
+            // Integers and float64: numpy compares the extremes in their own type.
+            let equal = min.partial_cmp(&max) == Some(std::cmp::Ordering::Equal);
+            (min.to_f64(), max.to_f64(), equal)
+        });
+        Axis::from_extremes(nbins, T::TYPE, extremes)
+    }
+
+    /// numpy's edges of `nbins` bins over data of `sample_type` whose extremes are `(min, max,
+    /// min == max in the data's own type)` (`None`: no data).
+    pub fn from_extremes(
+        nbins: usize,
+        sample_type: SampleType,
+        extremes: Option<(f64, f64, bool)>,
+    ) -> Result<Axis> {
+        let Some((lo, hi, equal)) = extremes else {
             // numpy takes the range (0, 1), Python integers, so float64 edges for every type.
             return Ok(Axis::linspace64(0.0, 1.0, nbins));
         };
-        let (lo, hi) = (min.to_f64(), max.to_f64());
         if !(lo.is_finite() && hi.is_finite()) {
             return Err(Error::NonFiniteData { lo, hi });
         }
-        if T::TYPE == SampleType::F32 {
-            // numpy 2 keeps float32 scalars in float32: widening, linspace and np.diff.
-            let (mut lo, mut hi) = (min.to_f32(), max.to_f32());
+        if sample_type == SampleType::F32 {
+            // numpy 2 keeps float32 scalars in float32: widening, linspace and np.diff. The
+            // extremes are float32 values, exact in f64.
+            let (mut lo, mut hi) = (lo as f32, hi as f32);
             if lo == hi {
                 lo -= 0.5;
                 hi += 0.5;
@@ -130,9 +145,8 @@ impl Axis {
                 widths,
             ));
         }
-        // Integers and float64: numpy compares the extremes in their own type, then widens an
-        // empty range and builds the edges in float64.
-        if min.partial_cmp(&max) == Some(std::cmp::Ordering::Equal) {
+        // Integers and float64: an empty range widens, then the edges are built in float64.
+        if equal {
             return Ok(Axis::linspace64(lo - 0.5, hi + 0.5, nbins));
         }
         Ok(Axis::linspace64(lo, hi, nbins))

@@ -16,7 +16,7 @@ use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::BinSpec;
 use crate::histogram::cuda::prepared::{sample_defines, WeightKind};
-use crate::histogram::plan::{counter_capacity, Plan, Strategy, StrategyChoice};
+use crate::histogram::plan::{counter_capacity, Plan, StrategyChoice};
 use crate::sample::SampleType;
 
 use super::super::axis::Axis;
@@ -407,13 +407,81 @@ impl DeviceJoint {
     }
 }
 
-/// The strategy names the joint kernels have (for error messages and benchmarks).
-pub fn joint_strategies() -> [Strategy; 5] {
-    [
-        Strategy::Shared,
-        Strategy::Packed { bits: 16 },
-        Strategy::Packed { bits: 8 },
-        Strategy::Cluster { size: 2 },
-        Strategy::Global,
-    ]
+/// numpy.histogramdd's edges of one axis of `nbins` bins with no range given, from the extremes of
+/// that axis's data (`None`: no samples), for callers whose data stays on the device (they find
+/// the extremes there): `BinSpec::Edges` of what the CPU engine would build from the data. `equal`
+/// is whether min == max in the data's own type (for 64-bit integers beyond 2^53 it can differ
+/// from `min == max` in f64). NaN or infinite extremes are refused as numpy refuses them.
+pub fn data_range_bins(
+    sample_type: SampleType,
+    nbins: usize,
+    extremes: Option<(f64, f64, bool)>,
+) -> Result<BinSpec> {
+    if nbins == 0 {
+        return Err(Error::ZeroBins);
+    }
+    Ok(BinSpec::Edges(
+        Axis::from_extremes(nbins, sample_type, extremes)?.edges,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Backend;
+    use crate::histogramdd::{histogramdd, JointOptions, JointSamples};
+    use crate::sample::Samples;
+
+    /// The edges from the extremes are the CPU engine's edges from the data, for float32 (built in
+    /// float32), float64 and integers, one-valued axes and no data.
+    #[test]
+    fn data_range_bins_are_the_edges_of_the_data() {
+        let uniform = BinSpec::Uniform {
+            nbins: 7,
+            range: None,
+        };
+        let cpu = |s: JointSamples<'_>| {
+            histogramdd(
+                &s,
+                None,
+                &JointOptions::new(vec![uniform.clone()]).backend(Backend::Cpu),
+            )
+            .unwrap()
+            .edges
+        };
+        let f = [0.1f32, -2.7, 3.3];
+        let want =
+            cpu(JointSamples::separate(vec![Samples::F32(&f), Samples::F32(&[1.0; 3])]).unwrap());
+        let got = [
+            data_range_bins(
+                SampleType::F32,
+                7,
+                Some((-2.7f32 as f64, 3.3f32 as f64, false)),
+            )
+            .unwrap(),
+            data_range_bins(SampleType::F32, 7, Some((1.0, 1.0, true))).unwrap(),
+        ];
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, &BinSpec::Edges(w.clone()));
+        }
+        let d = [0.1f64, -2.7, 3.3];
+        let i = [5i32, 5, 5];
+        let want = cpu(JointSamples::separate(vec![Samples::F64(&d), Samples::F64(&d)]).unwrap());
+        assert_eq!(
+            data_range_bins(SampleType::F64, 7, Some((-2.7, 3.3, false))).unwrap(),
+            BinSpec::Edges(want[0].clone())
+        );
+        let want = cpu(JointSamples::separate(vec![Samples::I32(&i)]).unwrap());
+        assert_eq!(
+            data_range_bins(SampleType::I32, 7, Some((5.0, 5.0, true))).unwrap(),
+            BinSpec::Edges(want[0].clone())
+        );
+        let want = cpu(JointSamples::separate(vec![Samples::F32(&[])]).unwrap());
+        assert_eq!(
+            data_range_bins(SampleType::F32, 7, None).unwrap(),
+            BinSpec::Edges(want[0].clone())
+        );
+        assert!(data_range_bins(SampleType::F64, 7, Some((f64::NAN, 1.0, false))).is_err());
+        assert!(data_range_bins(SampleType::F64, 0, None).is_err());
+    }
 }

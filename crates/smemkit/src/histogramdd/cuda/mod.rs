@@ -27,7 +27,9 @@ use crate::sample::Weights;
 use super::axis::Axis;
 use super::layout::{AxisView, Pick};
 use super::JointTallies;
-pub use device::{DeviceJoint, JointLaunch, JointRun, JointSpec, HISTDD, JOINT_TALLY_WORDS};
+pub use device::{
+    data_range_bins, DeviceJoint, JointLaunch, JointRun, JointSpec, HISTDD, JOINT_TALLY_WORDS,
+};
 pub use params::{DeviceAxis, JointLayout, HISTDD_MAX_DIMS};
 
 /// What the GPU engine did, for the engine report.
