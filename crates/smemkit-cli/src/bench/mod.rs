@@ -4,7 +4,9 @@
 
 pub mod cuda;
 pub mod device;
+pub mod digitize;
 pub mod first_call;
+pub mod half;
 pub mod multi;
 pub mod ops;
 pub mod plot;
