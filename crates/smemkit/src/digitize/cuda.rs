@@ -290,6 +290,60 @@ mod tests {
         assert_eq!(top_step((1 << 31) - 1), 1 << 30);
     }
 
+    /// The kernel's search (`digitize_one` in digitize.cu), step for step.
+    fn kernel_search(bins: &[f64], x: f64, mode: i32) -> usize {
+        let holds = |b: f64| match mode {
+            0 => b <= x,
+            1 => b < x,
+            2 => b > x,
+            _ => b >= x,
+        };
+        if x.is_nan() {
+            return if mode < 2 { bins.len() } else { 0 };
+        }
+        let (n, mut pos, mut step) = (bins.len() as u32, 0u32, top_step(bins.len() as u32));
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && holds(bins[next as usize - 1]) {
+                pos = next;
+            }
+            step >>= 1;
+        }
+        pos as usize
+    }
+
+    #[test]
+    fn the_branch_free_search_gives_the_cpu_engines_index() {
+        use rand::{Rng, SeedableRng};
+        let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(23);
+        for nbins in [0usize, 1, 2, 3, 7, 8, 9, 100, 1000, 1025] {
+            for decreasing in [false, true] {
+                let mut bins: Vec<f64> = (0..nbins)
+                    .map(|_| r.gen_range(-20i32..20) as f64 / 2.0)
+                    .collect();
+                bins.sort_by(f64::total_cmp);
+                if decreasing {
+                    bins.reverse();
+                }
+                let dir = direction(&bins).unwrap();
+                for right in [false, true] {
+                    let m = mode(dir, right);
+                    let mut xs: Vec<f64> = bins.clone();
+                    xs.extend((0..200).map(|_| r.gen_range(-12.0..12.0)));
+                    xs.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0]);
+                    let want = super::super::digitize(Samples::F64(&xs), &bins, right).unwrap();
+                    for (&x, &w) in xs.iter().zip(&want) {
+                        assert_eq!(
+                            kernel_search(&bins, x, m) as i64,
+                            w,
+                            "{bins:?} {x} right {right}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn half_samples_are_refused_with_a_clear_error() {
         let e = defines(SampleType::BF16).unwrap_err();
