@@ -194,10 +194,12 @@ pub struct PlanArgs {
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Operation: hist, or (GPU only) hist-device (the device-resident API at 2^10 to 2^28
-    /// samples, 256, 4096 and 1M bins), hist-stream, h2d, stencil1d, transpose, reverse, sgemm,
-    /// first-call (the CLI in fresh processes with empty and warm kernel caches), histdd (issue
-    /// 24's joint histograms of 2^log2-n device-resident samples: 2-D 256 x 256, 3-D 64^3, RGB
-    /// 32^3, each strategy of --strategies or every joint one).
+    /// samples, 256, 4096 and 1M bins), hist-half (f16/bf16 normal samples on the device against
+    /// a device copy of the same bytes), digitize (float32 on the device, --bins bins each),
+    /// hist-stream, h2d, stencil1d, transpose, reverse, sgemm, first-call (the CLI in fresh
+    /// processes with empty and warm kernel caches), histdd (issue 24's joint histograms of
+    /// 2^log2-n device-resident samples: 2-D 256 x 256, 3-D 64^3, RGB 32^3, each strategy of
+    /// --strategies or every joint one).
     #[arg(long, default_value = "hist")]
     pub op: String,
     /// Engine to measure: cpu or cuda.

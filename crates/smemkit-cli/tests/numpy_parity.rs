@@ -363,9 +363,9 @@ fn flags_are_checked() {
                 "--out",
                 "x.npy",
                 "--backend",
-                "cuda",
+                "gpu",
             ],
-            "not supported on the CUDA engine",
+            "unknown backend `gpu`",
         ),
     ];
     for (args, needle) in cases {

@@ -26,6 +26,7 @@ struct BinParams {
     const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
     const unsigned* gate;  // the skew verdict (see `hist_verdict`), or null: the kernel always runs
     unsigned gate_want;    // with `gate`: the verdict for which this kernel runs
+    const unsigned* lut;   // mode LUT: the slot of each of the 65536 codes of a 16-bit float
 };
 
 // `auto`'s choice between its planned strategy and global is made on the device (no host round
@@ -160,11 +161,23 @@ __device__ __forceinline__ long long locate_edges(sample_t v, const BinParams& p
     return (long long)lo - 1;
 }
 
+// float16 / bfloat16 samples (read as their 16-bit codes): the host resolved every code's slot with
+// the CPU engine's rule (histogram/cuda/half_table.rs), any binning, so the kernels only look it up.
+// The table's three largest values are the slots outside the bins, which as int are SLOT_*.
+#define LUT_NAN 0xfffffffdu
+__device__ __forceinline__ long long locate_lut(sample_t v, const BinParams& p) {
+    const unsigned s = __ldg(p.lut + (unsigned)(unsigned short)v);
+    return s >= LUT_NAN ? (long long)(int)s : (long long)s;
+}
+
 #define MODE_INTEGER 0
 #define MODE_UNIFORM32 1
 #define MODE_UNIFORM64 2
 #define MODE_EDGES 3
 #define MODE_UNIFORM32_EXACT 4
+#define MODE_LUT 5
+// Modes whose bin costs about an integer's: the lean loops and the builds for more blocks per SM.
+#define CHEAP_MODE(MODE) ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT || (MODE) == MODE_LUT)
 
 template <int MODE>
 __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
@@ -172,5 +185,6 @@ __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
     if (MODE == MODE_UNIFORM32) return locate_uniform32(v, p);
     if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
     if (MODE == MODE_UNIFORM32_EXACT) return locate_uniform32_exact(v, p);
+    if (MODE == MODE_LUT) return locate_lut(v, p);
     return locate_edges(v, p);
 }

@@ -165,6 +165,9 @@ extern "C" __global__ void hist_exact_scale_f64(const double* w, unsigned long l
             exact_kernel<MODE, double>(in, n, w, p, scratch, t, in_shared);                                    \
         })
 
+#if SAMPLE_IS_HALF
+EXACT_KERNELS(MODE_LUT, lut)
+#else
 #if SAMPLE_IS_FLOAT
 #if SAMPLE_IS_F32
 EXACT_KERNELS(MODE_UNIFORM32, uniform32)
@@ -177,3 +180,4 @@ EXACT_KERNELS(MODE_INTEGER, integer)
 EXACT_KERNELS(MODE_UNIFORM64, uniform64)
 #endif
 EXACT_KERNELS(MODE_EDGES, edges)
+#endif

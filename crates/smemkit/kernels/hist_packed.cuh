@@ -104,7 +104,7 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     Tally t{0, 0, 0};
     // The prefetching builds of the cheap binning modes count unaggregated samples with the sliced
     // kernels' lean step (a whole slice: the bins from 0); the rest with `process`.
-    constexpr bool LEAN = PREFETCH && (MODE == MODE_INTEGER || MODE == MODE_UNIFORM32_EXACT);
+    constexpr bool LEAN = PREFETCH && CHEAP_MODE(MODE);
     if (LEAN && !p.aggregate)
         lean_loop<MODE, true, true>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
     else

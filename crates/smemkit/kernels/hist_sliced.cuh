@@ -37,7 +37,7 @@ __device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParam
     Tally t{0, 0, 0};
     // A second copy of the loop without tallies where binning is cheap (the modes `auto` slices);
     // the others keep one copy, which fits their registers without spilling.
-    constexpr bool LEAN = MODE == MODE_INTEGER || MODE == MODE_UNIFORM32_EXACT;
+    constexpr bool LEAN = CHEAP_MODE(MODE);
     if (!LEAN || slice == 0)
         lean_loop<MODE, true, true>(in, n, p, sink, t, lo, len, member, members);
     else

@@ -183,6 +183,21 @@ __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally&
         return min((unsigned)__fmul_rn(x, p.scale32), n - 1);
     }
 #endif
+    // locate_lut with 32-bit results.
+    if (MODE == MODE_LUT) {
+        const unsigned s = __ldg(p.lut + (unsigned)(unsigned short)v);
+        if (s < LUT_NAN) return s;
+        if (s == LUT_NAN) {
+            if (TALLY) t.nan++;
+            return NO_BIN;
+        }
+        if ((int)s == (int)SLOT_BELOW) {
+            if (TALLY) t.below++;
+            return p.clamp ? 0u : NO_BIN;
+        }
+        if (TALLY) t.above++;
+        return p.clamp ? (unsigned)p.nbins - 1 : NO_BIN;
+    }
     const long long b = resolve(locate<MODE>(v, p), p, t);
     return b >= 0 ? (unsigned)b : NO_BIN;
 }

@@ -8,7 +8,7 @@
 // strategy shares).
 //
 // Compiled by NVRTC once per sample type and kernel: the host passes -DSAMPLE_T=<C type>,
-// -DSAMPLE_IS_FLOAT=0|1, -DSAMPLE_IS_F32=0|1 and -DSAMPLE_IS_SIGNED=0|1, and names the one kernel it
+// -DSAMPLE_IS_FLOAT=0|1, -DSAMPLE_IS_F32=0|1, -DSAMPLE_IS_SIGNED=0|1 and -DSAMPLE_IS_HALF=0|1, and names the one kernel it
 // wants (one_kernel.cuh). Each strategy comes in four binning modes (integer bins, uniform bins in
 // float32 or float64 arithmetic, explicit edges) and three weight kinds (none, float, double), as
 // extern "C" kernels named hist_<strategy>_<mode>_<weights>.
@@ -38,6 +38,9 @@ struct IsSame<A, A> {
 #error "SAMPLE_T must be defined by the host"
 #endif
 typedef SAMPLE_T sample_t;
+#ifndef SAMPLE_IS_HALF
+#define SAMPLE_IS_HALF 0
+#endif
 
 #include "hist_bins.cuh"
 #include "hist_walk.cuh"
@@ -55,7 +58,7 @@ typedef SAMPLE_T sample_t;
 // Counts of integer bins in shared memory run four 512-thread blocks per SM while the counters are
 // small (256 bins: u8 samples at 90 % of a copy is a target), which leaves 32 registers a thread:
 // the lean step took byte samples to 39 unbounded.
-#define SHARED_MIN_BLOCKS(MODE, WTYPE) ((MODE) == MODE_INTEGER && IsVoid<WTYPE>::value ? 4 : 1)
+#define SHARED_MIN_BLOCKS(MODE, WTYPE) (((MODE) == MODE_INTEGER || (MODE) == MODE_LUT) && IsVoid<WTYPE>::value ? 4 : 1)
 #define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT, GOUT)                                                  \
     SMEMKIT_ENTRY(hist_shared_##MNAME##_##WNAME,                                                              \
         extern "C" __global__ void __launch_bounds__(512, SHARED_MIN_BLOCKS(MODE, WTYPE))                     \
@@ -103,7 +106,7 @@ typedef SAMPLE_T sample_t;
 // ask for that (41 registers, allocated as 48, cost 32768 bins a block per SM and was slower),
 // and so do float32 bins without correction (42 unbounded; 16-bit 40 without spills, 8-bit 8 bytes);
 // the other float modes need ~56-64 and keep two blocks rather than spill.
-#define PACKED_MIN_BLOCKS(MODE) ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT ? 3 : 2)
+#define PACKED_MIN_BLOCKS(MODE) (CHEAP_MODE(MODE) ? 3 : 2)
 #define PACKED_KERNEL(MODE, MNAME, BITS, SUFFIX, PREFETCH, BOUNDS)                                              \
     SMEMKIT_ENTRY(hist_shared##BITS##SUFFIX##_##MNAME##_none,                                                  \
         extern "C" __global__ void BOUNDS hist_shared##BITS##SUFFIX##_##MNAME##_none(                          \
@@ -159,6 +162,12 @@ typedef SAMPLE_T sample_t;
     HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
     HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)
 
+#if SAMPLE_IS_HALF
+// float16 / bfloat16 (SAMPLE_T is their 16-bit code): every binning counts from the host's table of
+// slots (MODE_LUT).
+HIST_MODE(MODE_LUT, lut)
+#include "hist_lut.cuh"
+#else
 #if SAMPLE_IS_FLOAT
 #if SAMPLE_IS_F32
 HIST_MODE(MODE_UNIFORM32, uniform32)
@@ -171,6 +180,7 @@ HIST_MODE(MODE_INTEGER, integer)
 HIST_MODE(MODE_UNIFORM64, uniform64)
 #endif
 HIST_MODE(MODE_EDGES, edges)
+#endif
 
 // The deterministic weighted sums: their own entry points over the binning above.
 #include "hist_exact.cuh"

@@ -130,6 +130,12 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
     if args.op == "histdd" {
         return crate::bench::histdd::run(args, &commit());
     }
+    if args.op == "hist-half" {
+        return crate::bench::half::run(args, &commit());
+    }
+    if args.op == "digitize" {
+        return crate::bench::digitize::run(args, &commit());
+    }
     if matches!(args.op.as_str(), "h2d" | "hist-stream") {
         return crate::bench::stream::run(args, &commit());
     }

@@ -4,8 +4,10 @@
 
 pub mod cuda;
 pub mod device;
+pub mod digitize;
 pub mod first_call;
 pub mod histdd;
+pub mod half;
 pub mod multi;
 pub mod ops;
 pub mod plot;

@@ -1,6 +1,6 @@
 //! `smemkit digitize`: numpy's `digitize(x, bins, right)` over a file of samples, written as a
 //! `.npy` of int64 bin indices (flat, in the order the samples are stored). The library computes
-//! it on the CPU (rayon); there is no GPU kernel yet, so `--backend cuda` says so.
+//! it on the CPU (rayon), or with `--backend cuda` on the GPU (the same indices).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -34,15 +34,13 @@ pub struct DigitizeArgs {
     /// Column of a CSV/text file: an index counted from 0, or a header name.
     #[arg(long, value_name = "N|NAME")]
     pub column: Option<String>,
-    /// Engine: auto or cpu (the CUDA engine has no digitize kernel yet).
+    /// Engine: auto (the CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     pub backend: String,
 }
 
 pub fn run(a: &DigitizeArgs, out: &mut dyn Write) -> Result<()> {
-    if Backend::parse(&a.backend).context("--backend")? == Backend::Cuda {
-        bail!("digitize is not supported on the CUDA engine yet: use --backend cpu (or auto)");
-    }
+    let backend = Backend::parse(&a.backend).context("--backend")?;
     if a.out.extension().and_then(|e| e.to_str()) != Some("npy") {
         bail!("--out {}: digitize writes a .npy file", a.out.display());
     }
@@ -66,7 +64,7 @@ pub fn run(a: &DigitizeArgs, out: &mut dyn Write) -> Result<()> {
         .values
         .to_f64();
     let data = read_file(&a.input, dtype, a.column.as_deref())?;
-    let indices = smemkit::digitize(data.values.samples(), &bins, a.right)
+    let indices = smemkit::digitize::digitize_on(data.values.samples(), &bins, a.right, backend)
         .with_context(|| format!("--bins {}", a.bins.display()))?;
     write_atomic(&a.out, |w: &mut dyn Write| {
         let mut npy = npyz::WriteOptions::<i64>::new()

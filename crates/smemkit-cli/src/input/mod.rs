@@ -190,8 +190,8 @@ pub fn direct_file(path: &Path, dtype: Option<SampleType>) -> Option<DirectFile>
         return None;
     }
     let direct = direct_file_of_any_type(path, dtype)?;
-    // The CUDA engine does not take 16-bit floats yet: they stay on the mapped path, where the
-    // automatic backend runs them on the CPU.
+    // 16-bit floats stay on the mapped path (the file streaming path has not run with them on
+    // a GPU yet); the CUDA engine takes them from there.
     (!matches!(direct.ty, SampleType::F16 | SampleType::BF16)).then_some(direct)
 }
 

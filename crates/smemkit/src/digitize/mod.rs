@@ -2,7 +2,10 @@
 //! decreasing, equal neighbours allowed). numpy answers with `searchsorted` (`side='right'`, or
 //! `'left'` with `right=True`; decreasing bins through the reversed array), comparing in float64
 //! for float64 bins, and places NaN after every bin (`len(bins)` for increasing bins, 0 for
-//! decreasing ones). The CPU engine runs it with rayon; there is no GPU kernel yet.
+//! decreasing ones). The CPU engine runs it with rayon ([`digitize`]); the GPU with a kernel of
+//! the same rule ([`cuda`], [`digitize_on`] to choose).
+
+pub mod cuda;
 
 use rayon::prelude::*;
 
@@ -46,6 +49,21 @@ fn direction(bins: &[f64]) -> Result<Direction> {
 pub fn digitize(x: Samples<'_>, bins: &[f64], right: bool) -> Result<Vec<i64>> {
     let dir = direction(bins)?;
     Ok(crate::with_samples!(x, s => run(s, bins, right, dir)))
+}
+
+/// [`digitize`] on the engine `backend` names: the CPU under [`Backend::Auto`] (the GPU's host
+/// entry copies every sample in and an int64 per sample back, which the CPU's rayon loop has not
+/// been measured against yet), the GPU's kernel ([`cuda::digitize`]) under [`Backend::Cuda`].
+pub fn digitize_on(
+    x: Samples<'_>,
+    bins: &[f64],
+    right: bool,
+    backend: crate::backend::Backend,
+) -> Result<Vec<i64>> {
+    match backend {
+        crate::backend::Backend::Cuda => cuda::digitize(x, bins, right),
+        _ => digitize(x, bins, right),
+    }
 }
 
 fn run<T: Sample>(x: &[T], bins: &[f64], right: bool, dir: Direction) -> Vec<i64> {

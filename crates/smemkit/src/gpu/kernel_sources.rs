@@ -48,8 +48,16 @@ pub const HISTOGRAM: KernelSource = KernelSource {
         header!("hist_partition.cuh"),
         header!("hist_probe.cuh"),
         header!("hist_exact.cuh"),
+        header!("hist_lut.cuh"),
     ],
     one_kernel: true,
+};
+/// numpy.digitize: a branch-free binary search over bins in shared memory.
+pub const DIGITIZE: KernelSource = KernelSource {
+    name: "digitize.cu",
+    text: include_str!("../../kernels/digitize.cu"),
+    headers: &[],
+    one_kernel: false,
 };
 /// The 1D stencil with halo.
 pub const STENCIL: KernelSource = KernelSource {

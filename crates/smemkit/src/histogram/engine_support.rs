@@ -8,10 +8,7 @@ use crate::histogram::Backend;
 use crate::sample::SampleType;
 
 /// Why the CUDA engine cannot run this binning of samples of type `ty`, if it cannot.
-pub(crate) fn cuda_gap(binning: &Binning, ty: SampleType) -> Option<&'static str> {
-    if matches!(ty, SampleType::F16 | SampleType::BF16) {
-        return Some("float16 and bfloat16 samples");
-    }
+pub(crate) fn cuda_gap(binning: &Binning, _ty: SampleType) -> Option<&'static str> {
     match binning {
         Binning::IntEdges(_) => {
             Some("integer edges beyond 2^53 compared exactly with integer samples")

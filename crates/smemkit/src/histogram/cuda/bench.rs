@@ -165,3 +165,39 @@ pub fn time(
     }
     Ok(times)
 }
+
+/// Times `runs` device-to-device copies of `bytes` bytes (after `warmup` untimed ones) with CUDA
+/// events around each: the reference a histogram reading the same bytes is measured against.
+pub fn time_device_copy(gpu: &Gpu, bytes: usize, warmup: usize, runs: usize) -> Result<Vec<f32>> {
+    gpu.bind()?;
+    let s = &gpu.stream;
+    let src = s
+        .alloc_zeros::<u8>(bytes.max(1))
+        .map_err(cuda_err("allocating the copy's source"))?;
+    let mut dst = s
+        .alloc_zeros::<u8>(bytes.max(1))
+        .map_err(cuda_err("allocating the copy's destination"))?;
+    let event = || {
+        gpu.ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("creating an event"))
+    };
+    let (start, end) = (event()?, event()?);
+    let mut times = Vec::with_capacity(runs);
+    for i in 0..warmup + runs {
+        start.record(s).map_err(cuda_err("recording an event"))?;
+        s.memcpy_dtod(&src, &mut dst)
+            .map_err(cuda_err("copying on the device"))?;
+        end.record(s).map_err(cuda_err("recording an event"))?;
+        end.synchronize()
+            .map_err(cuda_err("waiting for a timed copy"))?;
+        if i >= warmup {
+            times.push(
+                start
+                    .elapsed_ms(&end)
+                    .map_err(cuda_err("reading an event"))?,
+            );
+        }
+    }
+    Ok(times)
+}

@@ -296,7 +296,27 @@ impl DeviceHistogram {
         out: &mut DeviceOutput,
         stream: &Arc<CudaStream>,
     ) -> Result<()> {
-        self.run_impl(input, weights, out, stream, false)
+        self.run_impl(input, T::TYPE, weights, out, stream, false)
+    }
+
+    /// [`DeviceHistogram::run`] for a float16 or bfloat16 histogram, its samples viewed as their
+    /// 16-bit codes (cudarc's views of the `half` types need its `f16` feature, which pulls in
+    /// dependencies this crate does not otherwise need; raw pointers go to
+    /// [`DeviceHistogram::run_raw`]).
+    pub fn run_bits(
+        &self,
+        input: &CudaView<'_, u16>,
+        weights: Option<DeviceWeights<'_>>,
+        out: &mut DeviceOutput,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        let t = self.spec.sample_type;
+        if !crate::histogram::cuda::half_table::is_half(t) {
+            return Err(Error::InvalidArgument(format!(
+                "run_bits takes the 16-bit codes of float16 or bfloat16 samples; this histogram is of {t} (use run)"
+            )));
+        }
+        self.run_impl(input, t, weights, out, stream, false)
     }
 
     /// [`DeviceHistogram::run`] adding into `out` instead of overwriting it (chunks of one
@@ -308,12 +328,13 @@ impl DeviceHistogram {
         out: &mut DeviceOutput,
         stream: &Arc<CudaStream>,
     ) -> Result<()> {
-        self.run_impl(input, weights, out, stream, true)
+        self.run_impl(input, T::TYPE, weights, out, stream, true)
     }
 
-    fn run_impl<T: Sample + DeviceRepr>(
+    fn run_impl<T: DeviceRepr>(
         &self,
         input: &CudaView<'_, T>,
+        sample_type: SampleType,
         weights: Option<DeviceWeights<'_>>,
         out: &mut DeviceOutput,
         stream: &Arc<CudaStream>,
@@ -359,7 +380,7 @@ impl DeviceHistogram {
                 stream,
                 in_ptr,
                 input.len(),
-                T::TYPE,
+                sample_type,
                 w,
                 base + 24,
                 base,
@@ -580,9 +601,10 @@ mod tests {
             nbins: 4,
             range: Some((0.0, 1.0)),
         };
-        assert!(matches!(
-            resolve_bins(&half, SampleType::F16),
-            Err(Error::NotImplemented(_))
-        ));
+        // 16-bit floats resolve as the host engines resolve them (numpy's float16 linspace).
+        assert_eq!(
+            resolve_bins(&half, SampleType::F16).unwrap(),
+            Binning::resolve(&half, Samples::F16(&[])).unwrap()
+        );
     }
 }

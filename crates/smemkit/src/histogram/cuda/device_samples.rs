@@ -32,6 +32,21 @@ impl HostSamples {
 }
 
 impl DeviceSamples {
+    /// Copies host samples to the device (for workloads the device generator does not draw:
+    /// float16 / bfloat16 activations).
+    pub fn upload(gpu: &Gpu, samples: crate::sample::Samples<'_>) -> Result<DeviceSamples> {
+        let bytes = crate::gpu::host_memory::sample_bytes(samples);
+        let buf = gpu
+            .stream
+            .clone_htod(bytes)
+            .map_err(cuda_err("copying benchmark samples to the device"))?;
+        Ok(DeviceSamples {
+            sample_type: samples.sample_type(),
+            n: samples.len(),
+            buf,
+        })
+    }
+
     pub fn ptr(&self, gpu: &Gpu) -> u64 {
         self.buf.device_ptr(&gpu.stream).0
     }

@@ -89,7 +89,7 @@ impl ExactSums {
         };
         let defines = sample_defines(sample_type);
         let names = [
-            format!("hist_exact_{}_{wname}", mode_name(binning)),
+            format!("hist_exact_{}_{wname}", mode_name(binning, sample_type)),
             format!("hist_exact_scale_{wname}"),
             "hist_exact_finish".to_string(),
         ];

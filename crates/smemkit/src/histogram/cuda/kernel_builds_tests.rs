@@ -5,12 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use super::prepared::{companions, kernel_name, sample_defines, WeightKind};
+use super::prepared::{companions, kernel_name, sample_defines, Counting, WeightKind};
 use crate::gpu::compile::tests::toolchain;
 use crate::gpu::compile::{
     compile_image, compile_uncached, options, Build, Image, Output, HISTOGRAM,
 };
-use crate::histogram::bins::{BinSpec, Binning};
+use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
 use crate::histogram::plan::{self, DeviceLimits, StrategyChoice, Workload};
 use crate::sample::{SampleType, Samples};
 
@@ -43,8 +43,8 @@ fn one_sample(t: SampleType) -> Samples<'static> {
         SampleType::I64 => Samples::I64(&[0]),
         SampleType::F32 => Samples::F32(&[0.0]),
         SampleType::F64 => Samples::F64(&[0.0]),
-        // Not in SampleType::ALL: the CUDA engine does not take them yet.
-        SampleType::F16 | SampleType::BF16 => unreachable!("{t} has no CUDA kernels"),
+        SampleType::F16 => Samples::F16(&[half::f16::ZERO]),
+        SampleType::BF16 => Samples::BF16(&[half::bf16::ZERO]),
     }
 }
 
@@ -111,7 +111,9 @@ pub(crate) fn planned_kernels(t: SampleType, choices: &[StrategyChoice]) -> BTre
     let mut names = BTreeSet::new();
     for nbins in BIN_COUNTS {
         for binning in binnings(t, nbins) {
-            let exact = matches!(&binning, Binning::UniformF32(u) if u.exact_power_of_two_width().is_some());
+            // As Prepared::sized plans them: 16-bit floats' table lookups are cheap binning.
+            let exact = super::half_table::is_half(t)
+                || matches!(&binning, Binning::UniformF32(u) if u.exact_power_of_two_width().is_some());
             for weights in [WeightKind::None, WeightKind::F32, WeightKind::F64] {
                 for samples in [Some(1000), None] {
                     let w = Workload::new(nbins, t, weights != WeightKind::None)
@@ -122,8 +124,14 @@ pub(crate) fn planned_kernels(t: SampleType, choices: &[StrategyChoice]) -> BTre
                             continue;
                         };
                         let probed = plan::skew_probe_threshold(&p, &w, choice).is_some();
-                        names.insert(kernel_name(&p, &limits, &binning, weights));
-                        names.extend(companions(&p, &binning, weights, probed));
+                        let what = Counting {
+                            sample_type: t,
+                            weights,
+                            binning: &binning,
+                            policy: OutOfRange::Ignore,
+                        };
+                        names.insert(kernel_name(&p, &limits, &what));
+                        names.extend(companions(&p, &what, probed));
                     }
                 }
             }
@@ -142,7 +150,7 @@ fn cubin_kernels(cubin: &[u8]) -> BTreeSet<String> {
 }
 
 /// Builds `kernel` alone as a CUBIN for sm_90a and checks that it holds that kernel only.
-fn check_one_kernel_cubin(t: SampleType, kernel: &str) -> usize {
+pub(crate) fn check_one_kernel_cubin(t: SampleType, kernel: &str) -> usize {
     let defines = sample_defines(t);
     let build = Build {
         src: &HISTOGRAM,

@@ -10,6 +10,9 @@ pub mod device_histogram;
 pub mod device_samples;
 pub mod exact_sums;
 #[cfg(test)]
+mod half_kernel_tests;
+pub mod half_table;
+#[cfg(test)]
 mod kernel_builds_tests;
 pub mod multi;
 pub mod params;

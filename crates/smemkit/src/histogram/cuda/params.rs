@@ -3,6 +3,7 @@
 //! makes the GPU repeat exactly the arithmetic of `bins.rs`.
 
 use crate::histogram::bins::{Binning, OutOfRange};
+use crate::sample::SampleType;
 
 /// Field for field the `BinParams` struct of `kernels/histogram.cu` (same order, same types).
 #[repr(C)]
@@ -44,13 +45,19 @@ pub struct KernelBinParams {
     /// runs only where the verdict equals `gate_want`, so that `auto` chooses on the device.
     pub gate: u64,
     pub gate_want: u32,
+    /// Device address of the slot of each 16-bit float code (`half_table`), or 0.
+    pub lut: u64,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
 unsafe impl cudarc::driver::DeviceRepr for KernelBinParams {}
 
-/// The kernel mode name for a binning (part of the kernel's name).
-pub fn mode_name(binning: &Binning) -> &'static str {
+/// The kernel mode name for a binning of samples of type `t` (part of the kernel's name): 16-bit
+/// floats look every binning up in a table (`half_table`), the other types compute it.
+pub fn mode_name(binning: &Binning, t: SampleType) -> &'static str {
+    if crate::histogram::cuda::half_table::is_half(t) {
+        return "lut";
+    }
     match binning {
         Binning::Integer { .. } => "integer",
         Binning::UniformF32(u) if u.exact_power_of_two_width().is_some() => "uniform32x",
@@ -167,7 +174,7 @@ mod tests {
             } else {
                 "uniform32"
             };
-            assert_eq!(mode_name(&b), mode);
+            assert_eq!(mode_name(&b, SampleType::F32), mode);
         }
         // A lower edge other than 0 keeps numpy's estimate and correction.
         let p = kernel_params(&uniform32(256, -256.0, 0.0), OutOfRange::Ignore, false, 0);
@@ -178,10 +185,11 @@ mod tests {
     fn layout_matches_the_kernel_struct() {
         // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
         // and its float32 factor, its float64 factor, the float32 edge table's address, the
-        // verdict's address and the wanted verdict (padded to 8 bytes, as the C struct is).
+        // verdict's address, the wanted verdict (padded to 8 bytes, as the C struct is) and the
+        // 16-bit float table's address.
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }

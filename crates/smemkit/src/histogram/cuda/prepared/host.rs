@@ -1,5 +1,7 @@
 //! Histograms of samples in host memory through one GPU: copy in batches, launch, read back.
 
+use half::slice::HalfFloatSliceExt;
+
 use super::*;
 
 /// Histogram of host-resident samples on the GPU.
@@ -26,10 +28,9 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
     )?;
     drop(prepare_span);
     match samples {
-        Samples::F16(_) | Samples::BF16(_) => Err(crate::error::Error::NotImplemented(format!(
-            "{} samples on the CUDA engine (not supported there yet; use the CPU backend)",
-            samples.sample_type()
-        ))),
+        // The kernels read 16-bit floats as their codes (half_table.rs).
+        Samples::F16(s) => run_host(&prepared, s.reinterpret_cast(), weights),
+        Samples::BF16(s) => run_host(&prepared, s.reinterpret_cast(), weights),
         Samples::U8(s) => run_host(&prepared, s, weights),
         Samples::U16(s) => run_host(&prepared, s, weights),
         Samples::U32(s) => run_host(&prepared, s, weights),

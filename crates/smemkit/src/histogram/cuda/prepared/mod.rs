@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 
+use super::half_table;
 use super::params::{kernel_params, mode_name, KernelBinParams};
 use crate::error::{Error, Result};
 use crate::gpu::compile::HISTOGRAM;
@@ -92,6 +93,10 @@ pub struct Prepared {
     /// numpy's float32 edges of uniform float32 bins, read by the correction step instead of
     /// recomputing two edges per sample (see `edge_table`).
     _edges32: Option<CudaSlice<f32>>,
+    /// 16-bit float samples: the slot of each code (`half_table`), u16 for the shared-memory
+    /// table kernel, u32 for the others.
+    _lut16: Option<CudaSlice<u16>>,
+    _lut32: Option<CudaSlice<u32>>,
 }
 
 impl Prepared {
@@ -141,11 +146,35 @@ impl Prepared {
         }
         let workload = Workload::new(nbins, sample_type, weights != WeightKind::None)
             .with_samples(samples)
-            .with_exact_float_bins(matches!(
-                binning,
-                Binning::UniformF32(u) if u.exact_power_of_two_width().is_some()
-            ));
+            // A table lookup (16-bit floats) costs about what integer bins cost.
+            .with_exact_float_bins(
+                half_table::is_half(sample_type)
+                    || matches!(
+                        binning,
+                        Binning::UniformF32(u) if u.exact_power_of_two_width().is_some()
+                    ),
+            );
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
+        // 16-bit float counts under `auto`: the table in shared memory beside the counters where
+        // both fit one block (hist_lut_shared_none), the generic kernels reading it through L1
+        // otherwise and for every forced strategy.
+        let table16 = (half_table::is_half(sample_type)
+            && weights == WeightKind::None
+            && choice == StrategyChoice::Auto)
+            .then(|| half_table::table16_shared_bytes(nbins, &gpu.limits))
+            .flatten();
+        if let Some(shared_bytes) = table16 {
+            plan = Plan {
+                strategy: Strategy::Shared,
+                grid: gpu.limits.sm_count,
+                block: half_table::TABLE16_BLOCK,
+                shared_bytes,
+                bins_per_block: nbins,
+                reason: format!(
+                    "{nbins} bins of {sample_type}: the slot table of every code and the counters in shared memory"
+                ),
+            };
+        }
         // Only where one block fills an SM: the other plans' kernels are built for 512 threads.
         if let (Strategy::Packed { .. }, Some(threads)) = (plan.strategy, packed_block_override()) {
             if plan.block == plan::ONE_BLOCK_THREADS {
@@ -153,9 +182,12 @@ impl Prepared {
             }
         }
         // Every kernel this histogram may launch, compiled in parallel where not cached.
-        let main = kernel_name(&plan, &gpu.limits, binning, weights);
+        let main = match table16 {
+            Some(_) => "hist_lut_shared_none".to_string(),
+            None => kernel_name(&plan, &gpu.limits, &what),
+        };
         let probed = plan::skew_probe_threshold(&plan, &workload, choice).is_some();
-        let mut kernels = companions(&plan, binning, weights, probed);
+        let mut kernels = companions(&plan, &what, probed);
         kernels.push(main.clone());
         let names: Vec<&str> = kernels.iter().map(String::as_str).collect();
         gpu.prepare(&HISTOGRAM, &sample_defines(sample_type), &names)?;
@@ -236,6 +268,26 @@ impl Prepared {
             edges_ptr,
         );
         params.bins_per_block = plan.bins_per_block as u32;
+        let (lut16, lut32) = if !half_table::is_half(sample_type) {
+            (None, None)
+        } else if table16.is_some() {
+            let table = half_table::slot_table16(binning, sample_type)
+                .expect("table16_shared_bytes checked that the counters fit a u16");
+            let t = gpu
+                .stream
+                .clone_htod(&table)
+                .map_err(cuda_err("copying the 16-bit float slot table"))?;
+            params.lut = t.device_ptr(&gpu.stream).0;
+            (Some(t), None)
+        } else {
+            let table = half_table::slot_table32(binning, sample_type);
+            let t = gpu
+                .stream
+                .clone_htod(&table)
+                .map_err(cuda_err("copying the 16-bit float slot table"))?;
+            params.lut = t.device_ptr(&gpu.stream).0;
+            (None, Some(t))
+        };
         let edges32 = match edge_table(binning, &params) {
             Some(table) => {
                 let t = gpu
@@ -283,6 +335,8 @@ impl Prepared {
             func,
             _edges: edges,
             _edges32: edges32,
+            _lut16: lut16,
+            _lut32: lut32,
         })
     }
 
@@ -293,9 +347,16 @@ impl Prepared {
             None => String::new(),
         };
         format!(
-            "{}, {}, {} blocks x {} threads, {} B shared{}{}{probe}",
+            "{}, {}{}, {} blocks x {} threads, {} B shared{}{}{probe}",
             self.gpu.name,
             self.plan.strategy,
+            if self._lut16.is_some() {
+                " (16-bit float slot table in shared memory)"
+            } else if self._lut32.is_some() {
+                " (16-bit float slot table through L1)"
+            } else {
+                ""
+            },
             self.shape.grid,
             self.shape.block,
             self.shape.shared_bytes,

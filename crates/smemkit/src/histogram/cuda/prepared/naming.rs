@@ -4,9 +4,11 @@ use super::*;
 
 /// The NVRTC defines that specialise `histogram.cu` for a sample type.
 pub fn sample_defines(t: SampleType) -> Vec<(&'static str, String)> {
+    let half = matches!(t, SampleType::F16 | SampleType::BF16);
     let c_type = match t {
         SampleType::U8 => "unsigned char",
-        SampleType::U16 => "unsigned short",
+        // 16-bit codes: the kernels look their slots up (MODE_LUT), they never compute with them.
+        SampleType::U16 | SampleType::F16 | SampleType::BF16 => "unsigned short",
         SampleType::U32 => "unsigned int",
         SampleType::U64 => "unsigned long long",
         SampleType::I8 => "signed char",
@@ -15,34 +17,34 @@ pub fn sample_defines(t: SampleType) -> Vec<(&'static str, String)> {
         SampleType::I64 => "long long",
         SampleType::F32 => "float",
         SampleType::F64 => "double",
-        // The CUDA engine refuses 16-bit floats before it compiles anything
-        // (histogram/engine_support.rs); these are CUDA's names for them.
-        SampleType::F16 => "__half",
-        SampleType::BF16 => "__nv_bfloat16",
     };
     let signed = matches!(
         t,
         SampleType::I8 | SampleType::I16 | SampleType::I32 | SampleType::I64
     );
-    vec![
+    let mut defines = vec![
         ("SAMPLE_T", c_type.to_string()),
-        ("SAMPLE_IS_FLOAT", (t.is_float() as u8).to_string()),
+        (
+            "SAMPLE_IS_FLOAT",
+            ((t.is_float() && !half) as u8).to_string(),
+        ),
         ("SAMPLE_IS_F32", ((t == SampleType::F32) as u8).to_string()),
         ("SAMPLE_IS_SIGNED", (signed as u8).to_string()),
-    ]
+    ];
+    // Only where set, so that the other types' builds (and their cache keys) stay as they were.
+    if half {
+        defines.push(("SAMPLE_IS_HALF", "1".to_string()));
+    }
+    defines
 }
 
 /// The kernel for a strategy, binning and weight kind.
-pub fn kernel_name(
-    plan: &Plan,
-    limits: &DeviceLimits,
-    binning: &Binning,
-    weights: WeightKind,
-) -> String {
+pub fn kernel_name(plan: &Plan, limits: &DeviceLimits, what: &Counting<'_>) -> String {
+    let (weights, mode) = (what.weights, mode_name(what.binning, what.sample_type));
     let s = match plan.strategy {
         // u32 counts with at most 1024 threads per SM: the prefetching build.
         Strategy::Shared if plan::prefetch_build(plan, limits, weights != WeightKind::None) => {
-            return format!("hist_sharedp_{}_none", mode_name(binning));
+            return format!("hist_sharedp_{}_none", mode);
         }
         Strategy::Shared => "shared",
         // Counts only (the planner refuses weights): one kernel per width, in two builds (4-bit
@@ -53,34 +55,25 @@ pub fn kernel_name(
             } else {
                 ""
             };
-            return format!("hist_shared{bits}{build}_{}_none", mode_name(binning));
+            return format!("hist_shared{bits}{build}_{}_none", mode);
         }
         Strategy::Cluster { .. } => "cluster",
         // Counts only, one kernel per counter width.
-        Strategy::Exchange { bits, .. } => {
-            return format!("hist_exchange{bits}_{}_none", mode_name(binning))
-        }
+        Strategy::Exchange { bits, .. } => return format!("hist_exchange{bits}_{}_none", mode),
         // Counts only, one kernel per counter width: 1024-thread blocks, prefetching.
-        Strategy::Sliced { bits, .. } => {
-            return format!("hist_sliced{bits}_{}_none", mode_name(binning))
-        }
+        Strategy::Sliced { bits, .. } => return format!("hist_sliced{bits}_{}_none", mode),
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
-        Strategy::Partition => return format!("hist_part_count_{}", mode_name(binning)),
+        Strategy::Partition => return format!("hist_part_count_{}", mode),
     };
-    format!("hist_{s}_{}_{}", mode_name(binning), weights.suffix())
+    format!("hist_{s}_{}_{}", mode, weights.suffix())
 }
 
 /// The kernels a prepared histogram launches besides its plan's own: the fold of global u32
 /// counters, the later partition passes, and where `auto` probes for skew, the verdict and the
 /// global plan it may switch to.
-pub fn companions(
-    plan: &Plan,
-    binning: &Binning,
-    weights: WeightKind,
-    probed: bool,
-) -> Vec<String> {
-    let mode = mode_name(binning);
+pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String> {
+    let (weights, mode) = (what.weights, mode_name(what.binning, what.sample_type));
     let mut names = Vec::new();
     let global_counts = weights == WeightKind::None;
     if plan.strategy == Strategy::Global && global_counts {

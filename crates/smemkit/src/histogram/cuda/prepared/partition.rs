@@ -59,7 +59,7 @@ impl Partition {
         let scatter = gpu.function(
             &HISTOGRAM,
             &defines,
-            &format!("hist_part_scatter_{}", mode_name(binning)),
+            &format!("hist_part_scatter_{}", mode_name(binning, sample_type)),
         )?;
         let bins = gpu.function(&HISTOGRAM, &defines, "hist_part_bins")?;
         let scan = gpu.function(&HISTOGRAM, &defines, "hist_part_scan")?;

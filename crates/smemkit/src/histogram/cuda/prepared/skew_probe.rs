@@ -33,7 +33,7 @@ impl SkewProbe {
         let func = gpu.function(
             &HISTOGRAM,
             &sample_defines(sample_type),
-            &format!("hist_verdict_{}", mode_name(binning)),
+            &format!("hist_verdict_{}", mode_name(binning, sample_type)),
         )?;
         let verdict = gpu
             .stream
