@@ -19,8 +19,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
 use smemkit::{
-    BinSpec, DeviceHistogram, DeviceHistogramSpec, OutOfRange, SampleType, StrategyChoice,
-    WeightKind,
+    BinSpec, DeviceHistogram, DeviceHistogramSpec, OutOfRange, RawBuffers, SampleType,
+    StrategyChoice, WeightKind,
 };
 
 use crate::errors::IntoPy;
@@ -104,34 +104,45 @@ fn weight_kind(dtype: Option<&str>) -> PyResult<WeightKind> {
     }
 }
 
-/// Histograms `n` samples of `dtype` at device address `input` (with `weights` at their address,
-/// 0 without) into `out`, a device buffer of nbins + 3 64-bit words (the u64 counts or f64 sums,
-/// then the tallies below, above and NaN: the counts start where the buffer does, aligned as
-/// frameworks that import it require), on `stream` (a `cudaStream_t`; 0 the legacy default
-/// stream) of device `device`. Enqueues and returns; the caller keeps every buffer alive until the
-/// stream has run it.
+/// The samples of a call, the tuple `(input, n, dtype, weights, weights_dtype)`: `n` samples of
+/// `dtype` at device address `input`, with `weights` at their address (0 without).
+#[derive(FromPyObject)]
+pub struct DeviceSamplesArg(u64, usize, String, u64, Option<String>);
+
+/// The bins of a call, the tuple `(nbins, range, edges, integer_bins)`.
+#[derive(FromPyObject)]
+pub struct DeviceBinsArg<'py>(
+    Option<usize>,
+    Option<(f64, f64)>,
+    Option<PyReadonlyArray1<'py, f64>>,
+    bool,
+);
+
+/// The run's choices, the tuple `(out_of_range, strategy, deterministic)`.
+#[derive(FromPyObject)]
+pub struct DeviceRunArg(String, Option<String>, bool);
+
+/// Histograms the samples into `out`, a device buffer of nbins + 3 64-bit words (the u64 counts or
+/// f64 sums, then the tallies below, above and NaN: the counts start where the buffer does,
+/// aligned as frameworks that import it require), on `stream` (a `cudaStream_t`; 0 the legacy
+/// default stream) of device `device`. Enqueues and returns; the caller keeps every buffer alive
+/// until the stream has run it.
 #[pyfunction]
-#[pyo3(signature = (device, stream, input, n, dtype, weights, weights_dtype, out, nbins, range,
-                    edges, integer_bins, out_of_range, strategy, deterministic))]
-#[allow(clippy::too_many_arguments)]
-pub fn device_histogram(
-    py: Python<'_>,
+#[pyo3(signature = (device, stream, samples, out, bins, run))]
+pub fn device_histogram<'py>(
+    py: Python<'py>,
     device: usize,
     stream: usize,
-    input: u64,
-    n: usize,
-    dtype: &str,
-    weights: u64,
-    weights_dtype: Option<&str>,
+    samples: DeviceSamplesArg,
     out: u64,
-    nbins: Option<usize>,
-    range: Option<(f64, f64)>,
-    edges: Option<PyReadonlyArray1<'_, f64>>,
-    integer_bins: bool,
-    out_of_range: &str,
-    strategy: Option<&str>,
-    deterministic: bool,
+    bins: DeviceBinsArg<'py>,
+    run: DeviceRunArg,
 ) -> PyResult<()> {
+    let DeviceSamplesArg(input, n, dtype, weights, weights_dtype) = samples;
+    let DeviceBinsArg(nbins, range, edges, integer_bins) = bins;
+    let DeviceRunArg(out_of_range, strategy, deterministic) = run;
+    let (dtype, weights_dtype) = (dtype.as_str(), weights_dtype.as_deref());
+    let (out_of_range, strategy) = (out_of_range.as_str(), strategy.as_deref());
     let sample_type = SampleType::parse(dtype).py_err()?;
     let weight = weight_kind(weights_dtype)?;
     if (weights != 0) != (weight != WeightKind::None) {
@@ -240,12 +251,14 @@ pub fn device_histogram(
     // stream has run the histogram (stream-ordered allocators), and a live stream of the device.
     unsafe {
         entry.hist.run_raw(
-            input,
-            n,
-            sample_type,
-            weights,
-            out,
-            out + 8 * entry.hist.nbins() as u64,
+            &RawBuffers {
+                input,
+                n,
+                sample_type,
+                weights,
+                bins: out,
+                tallies: out + 8 * entry.hist.nbins() as u64,
+            },
             cu_stream,
             false,
         )

@@ -67,7 +67,7 @@ pub use histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges, B
 pub use histogram::bins::int_edges::IntEdges;
 pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use histogram::cuda::device_histogram::{
-    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,
+    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, RawBuffers,
 };
 pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::prepared::WeightKind;

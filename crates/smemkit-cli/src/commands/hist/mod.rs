@@ -59,16 +59,13 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         };
         let h = bincount::run(&config, &ranks, data, &loaded.shape, weights.as_ref())?;
         let spec = BinSpec::Integer { nbins: h.nbins() };
-        return present(
-            out,
-            &config,
-            writer,
-            &h,
-            &spec,
-            &input,
-            (what, &notes),
-            (read_time, std::time::Duration::ZERO),
-        );
+        let about = About {
+            what,
+            notes: &notes,
+            read_time,
+            setup: std::time::Duration::ZERO,
+        };
+        return present(out, &config, writer, &h, &spec, &input, about);
     };
     let options = options(&config, spec.clone(), &ranks);
     // Shown (on a terminal, for large inputs) only once the input streams: the library reports
@@ -94,20 +91,25 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         b.finish_and_clear();
     }
     let h = h.map_err(|e| collapsed_range_hint(e, &config))?;
-    present(
-        out,
-        &config,
-        writer,
-        &h,
-        &spec,
-        &input,
-        (what, &notes),
-        (read_time, setup),
-    )
+    let about = About {
+        what,
+        notes: &notes,
+        read_time,
+        setup,
+    };
+    present(out, &config, writer, &h, &spec, &input, about)
+}
+
+/// What the summary says of a run besides the histogram: the input's description, the notes,
+/// the time reading the input and the GPU setup within the histogram's time.
+struct About<'a> {
+    what: String,
+    notes: &'a [String],
+    read_time: std::time::Duration,
+    setup: std::time::Duration,
 }
 
 /// Prints the summary, the notes and the chart and writes the files (rank 0 only).
-#[allow(clippy::too_many_arguments)]
 fn present(
     out: &mut dyn Write,
     config: &HistConfig,
@@ -115,16 +117,16 @@ fn present(
     h: &Histogram,
     spec: &BinSpec,
     input: &Input,
-    (what, notes): (String, &[String]),
-    (read_time, setup): (std::time::Duration, std::time::Duration),
+    about: About<'_>,
 ) -> Result<()> {
     let ty = input.sample_type();
+    let notes = about.notes;
     let facts = InputFacts {
-        what,
+        what: about.what,
         dtype: ty.name(),
         bytes: input.byte_len(),
-        read_time,
-        setup,
+        read_time: about.read_time,
+        setup: about.setup,
         bins: describe_bins(spec, h),
     };
     output::summary::write(out, h, &facts)?;

@@ -430,7 +430,7 @@ impl Prepared {
         params.gate_want = gate_want;
         if let Some(part) = &self.partition {
             // SAFETY: forwarded from the caller.
-            return unsafe { part.launch(self, stream, params, input, n, out, tallies) };
+            return unsafe { part.launch(self, run, params) };
         }
         let elem = self.sample_type.size() as u64;
         let welem = match self.weights {
@@ -487,15 +487,16 @@ impl Prepared {
     }
 }
 
-/// One run's stream and device addresses, as [`Prepared::enqueue`] received them.
+/// One run's stream and device addresses, as [`Prepared::enqueue`] received them: `n` samples at
+/// `input`, their weights at `weights` (0 without), the bins at `out` and 3 tallies at `tallies`.
 #[derive(Clone, Copy)]
-struct Run<'a> {
-    stream: &'a Arc<CudaStream>,
-    input: u64,
-    n: usize,
-    weights: u64,
-    out: u64,
-    tallies: u64,
+pub(crate) struct Run<'a> {
+    pub(crate) stream: &'a Arc<CudaStream>,
+    pub(crate) input: u64,
+    pub(crate) n: usize,
+    pub(crate) weights: u64,
+    pub(crate) out: u64,
+    pub(crate) tallies: u64,
 }
 
 /// Most uniform float32 bins whose edges the kernels read from a table (64 KiB); beyond it they

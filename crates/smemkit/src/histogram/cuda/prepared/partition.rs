@@ -155,17 +155,20 @@ impl Partition {
 
     /// # Safety
     /// As [`Prepared::enqueue`]; `params` are the prepared ones, gated or not.
-    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn launch(
         &self,
         p: &Prepared,
-        stream: &Arc<CudaStream>,
+        run: &Run<'_>,
         params: KernelBinParams,
-        input: u64,
-        n: usize,
-        out: u64,
-        tallies: u64,
     ) -> Result<()> {
+        let Run {
+            stream,
+            input,
+            n,
+            out,
+            tallies,
+            ..
+        } = *run;
         self.reserve(stream, n)?;
         let mut guard = self.buffers.lock().expect("partition buffers");
         let bufs = &mut *guard;
