@@ -15,6 +15,7 @@
 
 pub mod array_ops;
 pub mod backend;
+pub mod config;
 pub mod digitize;
 pub mod element;
 pub mod error;

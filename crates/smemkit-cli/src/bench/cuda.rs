@@ -114,7 +114,7 @@ fn short_name(t: SampleType) -> &'static str {
 
 /// The commit measured: `SMEMKIT_COMMIT` when set (the device machine has the tree without git).
 fn commit() -> String {
-    std::env::var("SMEMKIT_COMMIT").unwrap_or_else(|_| crate::commit::describe())
+    smemkit::config::commit().unwrap_or_else(crate::commit::describe)
 }
 
 pub fn bench_cuda(args: &BenchArgs) -> Result<()> {

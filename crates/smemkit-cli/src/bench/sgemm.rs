@@ -265,7 +265,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     };
     let g = smemkit::cuda::gpu().context("the sgemm benchmark needs a GPU")?;
     g.bind()?;
-    let commit = std::env::var("SMEMKIT_COMMIT").unwrap_or_else(|_| crate::commit::describe());
+    let commit = smemkit::config::commit().unwrap_or_else(crate::commit::describe);
     let precision = if tf32 { "tf32" } else { "fp32" };
     let tolerance = if tf32 { TOL_TF32 } else { TOL_FP32 };
     let blas = if impls.iter().any(|i| matches!(i, Impl::Cublas(_))) {

@@ -162,9 +162,7 @@ fn hist_stream(
     gpu.bind()?;
     let n = 1usize << args.log2_n;
     let bytes = n * 4;
-    let dir = std::env::var_os("SMEMKIT_BENCH_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let dir = smemkit::config::bench_dir().unwrap_or_else(std::env::temp_dir);
     for &nbins in &args.bins {
         for dist in &args.dist {
             let dist = Dist::parse(dist)?;

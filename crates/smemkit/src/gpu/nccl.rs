@@ -25,7 +25,7 @@ pub use reduce::{start_reduce_to_owners, OwnerBuffer};
 
 /// How long a rendezvous, a communicator's start or a collective may take unless
 /// `SMEMKIT_NCCL_TIMEOUT` (seconds) says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub const DEFAULT_TIMEOUT: Duration = crate::config::DEFAULT_NCCL_TIMEOUT;
 
 /// `NCCL_VERSION(2, 28, 0)`: the layout of `ncclConfig_t` the bindings were generated for.
 const CONFIG_VERSION: u32 = 22800;
@@ -34,20 +34,7 @@ const UNDEF: i32 = i32::MIN;
 
 /// The deadline of every NCCL wait: `SMEMKIT_NCCL_TIMEOUT` seconds, else [`DEFAULT_TIMEOUT`].
 pub fn timeout() -> Result<Duration> {
-    match std::env::var("SMEMKIT_NCCL_TIMEOUT") {
-        Err(_) => Ok(DEFAULT_TIMEOUT),
-        Ok(s) => s
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|t| t.is_finite() && *t > 0.0)
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "SMEMKIT_NCCL_TIMEOUT={s}: expected a positive number of seconds"
-                ))
-            }),
-    }
+    crate::config::nccl_timeout()
 }
 
 /// Loads libnccl (once) and returns its version code (e.g. 22803 for 2.28.3).

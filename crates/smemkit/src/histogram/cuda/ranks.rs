@@ -49,15 +49,6 @@ pub struct RankSpec {
     pub shard_bins: ShardBins,
 }
 
-fn env_usize(name: &str) -> Result<Option<usize>> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(s) => s.trim().parse().map(Some).map_err(|_| {
-            Error::InvalidArgument(format!("{name}={s}: expected a non-negative integer"))
-        }),
-    }
-}
-
 impl RankSpec {
     /// `None` when no launcher's variables (nor `SMEMKIT_RANK`/`SMEMKIT_WORLD_SIZE`) are set; an
     /// error when they are incomplete or inconsistent ([`crate::launch::detect`]).
@@ -65,10 +56,7 @@ impl RankSpec {
         let Some(p) = crate::launch::detect(&crate::launch::env::process_env)? else {
             return Ok(None);
         };
-        Ok(Some(RankSpec::from_placement(
-            p,
-            env_usize("SMEMKIT_DEVICE")?,
-        )))
+        Ok(Some(RankSpec::from_placement(p, crate::config::device()?)))
     }
 
     pub fn from_placement(p: Placement, device: Option<usize>) -> RankSpec {
@@ -300,7 +288,6 @@ fn run(
     use super::multi::MultiPrepared;
     use super::prepared::WeightKind;
     use crate::gpu::nccl::{Communicator, UniqueId};
-    use std::time::Duration;
 
     let (rank, world) = (spec.rank, spec.world);
     // Several GPUs per rank: resolved before the NCCL id is shared, so that a missing GPU fails
@@ -379,11 +366,8 @@ fn run(
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
     // Test aid: a rank that pauses between the agreement and its histogram can be killed there,
     // in the middle of a run, by the killed-rank test (crates/smemkit-cli/tests/gpu_ranks.rs).
-    if let Some(ms) = std::env::var("SMEMKIT_TEST_RANK_PAUSE_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        std::thread::sleep(Duration::from_millis(ms));
+    if let Some(pause) = crate::config::test_rank_pause() {
+        std::thread::sleep(pause);
     }
     let mut r = m.run_host(samples, weights, &ranges, opts, progress)?;
     let (first, last) = (

@@ -518,7 +518,5 @@ fn edge_table<'a>(binning: &'a Binning, params: &KernelBinParams) -> Option<&'a 
 /// Kernel tuning only: SMEMKIT_EDGE_TABLE_MAX_BINS=N reads float32 edges from the table up to N bins
 /// instead of [`EDGE_TABLE_MAX_BINS`] (0: never), so that one device call can time both ways.
 fn edge_table_override() -> Option<usize> {
-    std::env::var("SMEMKIT_EDGE_TABLE_MAX_BINS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
+    crate::config::edge_table_max_bins()
 }
