@@ -191,7 +191,7 @@ pub fn device_histogram<'py>(
     let entry = match cached {
         Some(e) => e,
         None => {
-            let gpu = smemkit::cuda::device::gpu_at(device).py_err()?;
+            let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
             gpu.bind().py_err()?;
             if capturing(cu_stream)? {
                 return Err(PyRuntimeError::new_err(

@@ -9,7 +9,9 @@ pub enum Backend {
     /// The GPU when a CUDA driver and device are present, the CPU otherwise.
     #[default]
     Auto,
+    /// The rayon CPU engine.
     Cpu,
+    /// The CUDA engine.
     Cuda,
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::histogram::cuda::exact_sums;
+use smemkit::internals::histogram::cuda::exact_sums;
 use smemkit::{
     histogram, Backend, BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, DeviceOutput,
     DeviceWeights, HistogramOptions, OutOfRange, RawBuffers, SampleType, Samples, StrategyChoice,
@@ -24,8 +24,8 @@ fn rng() -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(seed)
 }
 
-fn gpu() -> Arc<smemkit::gpu::Gpu> {
-    smemkit::gpu::gpu().expect("a CUDA GPU")
+fn gpu() -> Arc<smemkit::internals::gpu::Gpu> {
+    smemkit::internals::gpu::gpu().expect("a CUDA GPU")
 }
 
 /// Integers: `hot` of them in bin 7, a tenth below 0 or above the bins, the rest uniform.

@@ -239,8 +239,12 @@ fn check_width(
 ) -> Result<(), String> {
     let want = scalar(want);
     let rule = BinRule::parse(rule).unwrap();
-    let ours = smemkit::histogram::bins::estimators::estimator_width(data.samples(), rule, range)
-        .map_err(|e| format!("estimator width: {e}"))?;
+    let ours = smemkit::internals::histogram::bins::estimators::estimator_width(
+        data.samples(),
+        rule,
+        range,
+    )
+    .map_err(|e| format!("estimator width: {e}"))?;
     match ours {
         None if want == 0.0 => Ok(()),
         Some((w, f32)) if w.to_bits() == want.to_bits() && f32 == (want_type == "float32") => {

@@ -52,7 +52,7 @@ fn every_smemkit_variable_is_listed_in_config() {
     let mut unknown = Vec::new();
     for (path, text) in sources() {
         for name in names(&text) {
-            if !smemkit::config::ALL.contains(&name.as_str())
+            if !smemkit::internals::config::ALL.contains(&name.as_str())
                 && !DEFINES.contains(&name.as_str())
                 && name != "SMEMKIT"
             {
@@ -62,7 +62,7 @@ fn every_smemkit_variable_is_listed_in_config() {
     }
     assert!(
         unknown.is_empty(),
-        "names not in smemkit::config::ALL: {unknown:#?}"
+        "names not in smemkit::internals::config::ALL: {unknown:#?}"
     );
 }
 

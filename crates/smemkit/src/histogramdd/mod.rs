@@ -10,6 +10,7 @@
 
 mod axis;
 mod cpu;
+#[doc(hidden)]
 pub mod cuda;
 mod density;
 mod layout;
@@ -39,10 +40,12 @@ pub struct JointOptions {
     pub bins: Vec<BinSpec>,
     /// numpy's `density=True`: each bin divided by its volume and by the total.
     pub density: bool,
+    /// The engine.
     pub backend: Backend,
 }
 
 impl JointOptions {
+    /// Options for one bin specification per dimension.
     pub fn new(bins: Vec<BinSpec>) -> Self {
         JointOptions {
             bins,
@@ -50,10 +53,12 @@ impl JointOptions {
             backend: Backend::Auto,
         }
     }
+    /// Divide by the cell volumes and the total.
     pub fn density(mut self, density: bool) -> Self {
         self.density = density;
         self
     }
+    /// The backend.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
@@ -64,7 +69,9 @@ impl JointOptions {
 /// (a sample both outside one axis and NaN on another is tallied as NaN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct JointTallies {
+    /// Samples outside the bins in some dimension.
     pub outside: u64,
+    /// Samples with a NaN coordinate.
     pub nan: u64,
 }
 
@@ -79,8 +86,11 @@ pub struct JointHistogram {
     pub density: Option<Vec<f64>>,
     /// Each axis's edges as numpy.histogramdd returns them (float32 edges widened exactly).
     pub edges: Vec<Vec<f64>>,
+    /// The samples outside the bins.
     pub tallies: JointTallies,
+    /// How many samples were read.
     pub samples: u64,
+    /// What the engine did.
     pub engine: EngineReport,
     /// Time spent in the engine (edges excluded).
     pub elapsed: Duration,

@@ -11,9 +11,9 @@ use std::time::Instant;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use smemkit::internals::histogram::{histogram_file_with_progress, histogram_with_progress};
 use smemkit::{
-    histogram_file_with_progress, histogram_with_progress, BinSpec, FileInput, Histogram,
-    HistogramOptions, RankSpec, SampleType, StreamOptions,
+    BinSpec, FileInput, Histogram, HistogramOptions, RankSpec, SampleType, StreamOptions,
 };
 
 use crate::cli::HistArgs;
@@ -22,7 +22,7 @@ use crate::input::weights::WeightData;
 use crate::input::{direct_file, progress, read_file, SampleData, Shape};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
-use smemkit::cuda::bin_shards::ShardBins;
+use smemkit::internals::histogram::cuda::bin_shards::ShardBins;
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
@@ -75,7 +75,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let report = |bytes: u64| bar.get_or_init(|| stream_bar(total)).set_position(bytes);
     let weights_view = weights.as_ref().map(WeightData::weights);
     // GPU setup (context, kernels built or loaded) apart from the work, for the summary.
-    let setup_before = smemkit::gpu::setup_time();
+    let setup_before = smemkit::internals::gpu::setup_time();
     let notice = crate::compile_notice::Watch::start();
     let h = match &input {
         Input::Data(data) => {
@@ -86,7 +86,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         }
     };
     drop(notice);
-    let setup = smemkit::gpu::setup_time().saturating_sub(setup_before);
+    let setup = smemkit::internals::gpu::setup_time().saturating_sub(setup_before);
     if let Some(b) = bar.get() {
         b.finish_and_clear();
     }
@@ -168,7 +168,7 @@ fn ranks(shard_bins: ShardBins) -> Result<(Option<RankSpec>, Option<String>)> {
         return Ok((None, None));
     };
     spec.shard_bins = shard_bins;
-    if spec.world == 1 && spec.launcher != smemkit::launch::Launcher::Smemkit {
+    if spec.world == 1 && spec.launcher != smemkit::internals::launch::Launcher::Smemkit {
         let note = format!(
             "launched by {} as a single rank ({}): runs alone",
             spec.launcher.name(),

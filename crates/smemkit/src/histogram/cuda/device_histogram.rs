@@ -44,12 +44,16 @@ pub struct RawBuffers {
 /// What a [`DeviceHistogram`] computes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceHistogramSpec {
+    /// The samples' type.
     pub sample_type: SampleType,
     /// Uniform bins need their range: the data's own minimum and maximum would need a host
     /// round trip.
     pub bins: BinSpec,
+    /// The weights' kind (`None`: counts).
     pub weights: WeightKind,
+    /// What happens to samples outside the bins.
     pub policy: OutOfRange,
+    /// The GPU strategy.
     pub strategy: StrategyChoice,
     /// The most samples one run may take (scratch is sized for it; the plan too).
     pub max_samples: usize,
@@ -70,22 +74,27 @@ impl DeviceHistogramSpec {
             deterministic: false,
         }
     }
+    /// With weights of this kind.
     pub fn weights(mut self, weights: WeightKind) -> Self {
         self.weights = weights;
         self
     }
+    /// With this out-of-range policy.
     pub fn policy(mut self, policy: OutOfRange) -> Self {
         self.policy = policy;
         self
     }
+    /// With this strategy.
     pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
         self.strategy = strategy;
         self
     }
+    /// For runs of at most this many samples.
     pub fn max_samples(mut self, max_samples: usize) -> Self {
         self.max_samples = max_samples;
         self
     }
+    /// With bit-identical weighted sums.
     pub fn deterministic(mut self, deterministic: bool) -> Self {
         self.deterministic = deterministic;
         self
@@ -95,7 +104,9 @@ impl DeviceHistogramSpec {
 /// Weights in device memory, one per sample.
 #[derive(Debug, Clone, Copy)]
 pub enum DeviceWeights<'a> {
+    /// float32 weights.
     F32(&'a CudaView<'a, f32>),
+    /// float64 weights.
     F64(&'a CudaView<'a, f64>),
 }
 
@@ -114,6 +125,7 @@ impl DeviceOutput {
     pub fn words(&self) -> &CudaSlice<u64> {
         &self.words
     }
+    /// How many bins.
     pub fn nbins(&self) -> usize {
         self.nbins
     }
@@ -162,7 +174,7 @@ impl DeviceOutput {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use smemkit::{BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, SampleType};
 ///
-/// let gpu = smemkit::gpu::gpu()?;
+/// let gpu = smemkit::gpu()?;
 /// let stream = gpu.ctx.new_stream()?;
 /// let samples = stream.clone_htod(&[0i32, 1, 1, 3, 7, 255])?;
 /// let spec = DeviceHistogramSpec::new(SampleType::I32, BinSpec::Integer { nbins: 256 })
@@ -260,15 +272,19 @@ impl DeviceHistogram {
         })
     }
 
+    /// How many bins.
     pub fn nbins(&self) -> usize {
         self.binning.nbins()
     }
+    /// The resolved bins.
     pub fn binning(&self) -> &Binning {
         &self.binning
     }
+    /// What it was built for.
     pub fn spec(&self) -> &DeviceHistogramSpec {
         &self.spec
     }
+    /// The GPU it runs on.
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.prepared.gpu
     }

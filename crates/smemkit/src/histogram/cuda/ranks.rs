@@ -1,6 +1,6 @@
 //! Several processes (one GPU each, or with `--devices` the same number of GPUs each, one NCCL rank
 //! per GPU; on one machine or several), started by a launcher (torchrun, srun, mpirun: see
-//! [`crate::launch`]) or by hand with `SMEMKIT_RANK` and `SMEMKIT_WORLD_SIZE`. Every process reads
+//! `crate::launch`) or by hand with `SMEMKIT_RANK` and `SMEMKIT_WORLD_SIZE`. Every process reads
 //! the same input (a memory-mapped file costs nothing until touched), histograms its contiguous
 //! slice of it on its GPU, and one NCCL all-reduce sums the counters of every rank; all ranks then
 //! hold the whole histogram (the CLI writes it from rank 0).
@@ -32,7 +32,9 @@ use crate::sample::Weights;
 /// This process's place among the ranks, from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankSpec {
+    /// This process's rank.
     pub rank: usize,
+    /// How many ranks.
     pub world: usize,
     /// Where the ranks meet to share the NCCL unique id.
     pub rendezvous: Rendezvous,
@@ -41,7 +43,9 @@ pub struct RankSpec {
     pub device: Option<usize>,
     /// Which launcher's variables gave the place, the local rank and the job's name.
     pub launcher: Launcher,
+    /// The rank on this machine.
     pub local_rank: Option<usize>,
+    /// The job's name, when the launcher gives one.
     pub job: Option<String>,
     /// The variables read, `NAME=value, ...`.
     pub source: String,
@@ -59,6 +63,7 @@ impl RankSpec {
         Ok(Some(RankSpec::from_placement(p, crate::config::device()?)))
     }
 
+    /// The rank of a launcher's placement, on `device` when given.
     pub fn from_placement(p: Placement, device: Option<usize>) -> RankSpec {
         RankSpec {
             rank: p.rank,
