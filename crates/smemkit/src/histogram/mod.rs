@@ -16,6 +16,7 @@ pub mod job;
 pub mod plan;
 pub mod request;
 pub mod result;
+pub mod stream_options;
 
 use std::time::{Duration, Instant};
 

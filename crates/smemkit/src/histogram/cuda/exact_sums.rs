@@ -24,7 +24,7 @@ use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::{Binning, OutOfRange, Slot};
 use crate::histogram::plan::StrategyChoice;
-use crate::histogram::Tallies;
+use crate::histogram::result::Tallies;
 use crate::sample::{Sample, SampleType, Weights};
 
 /// Threads per block of the accumulating kernel (its `__launch_bounds__`).

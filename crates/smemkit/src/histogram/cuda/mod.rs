@@ -22,4 +22,3 @@ pub mod params;
 pub mod prepared;
 pub mod ranks;
 pub mod stream;
-pub mod stream_options;

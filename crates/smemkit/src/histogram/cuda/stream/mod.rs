@@ -23,7 +23,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
 
 use super::prepared::{read_result, EngineOutput, Prepared, WeightKind, LAUNCH_BATCH};
-pub use super::stream_options::{StreamOptions, DEFAULT_CHUNK_BYTES, DEFAULT_DEPTH};
+pub use crate::histogram::stream_options::{StreamOptions, DEFAULT_CHUNK_BYTES, DEFAULT_DEPTH};
 
 mod mode;
 pub use mode::*;
