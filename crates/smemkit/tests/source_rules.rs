@@ -152,12 +152,13 @@ mod imports {
         out
     }
 
-    /// The `crate::a::b` paths of `code`, and those of `use crate::{a::b, c}` groups' first level.
-    fn targets(code: &str) -> Vec<Vec<String>> {
+    /// The `crate::a::b` paths of `code` (with `prefix` `crate::`; `super::` for relative ones),
+    /// and those of `use crate::{a::b, c}` groups' first level.
+    fn targets(code: &str, prefix: &str) -> Vec<Vec<String>> {
         let mut out = Vec::new();
         let mut rest = code;
-        while let Some(i) = rest.find("crate::") {
-            let tail = &rest[i + "crate::".len()..];
+        while let Some(i) = rest.find(prefix) {
+            let tail = &rest[i + prefix.len()..];
             let before_ok =
                 i == 0 || !rest[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_');
             if tail.starts_with('{') {
@@ -233,7 +234,17 @@ mod imports {
             }
             let Some(from) = node(&segs) else { continue };
             let text = std::fs::read_to_string(&path).unwrap();
-            for t in targets(&code(&text)) {
+            let code = code(&text);
+            let mut all = targets(&code, "crate::");
+            // `super::x` from module a::b::c names a::b::x (from a::b's mod.rs, a::x).
+            if let Some((_, parent)) = segs.split_last() {
+                for t in targets(&code, "super::") {
+                    let mut abs: Vec<String> = parent.iter().map(|s| s.to_string()).collect();
+                    abs.extend(t);
+                    all.push(abs.into_iter().take(2).collect());
+                }
+            }
+            for t in all {
                 let t: Vec<&str> = t.iter().map(String::as_str).collect();
                 if !src().join(t[0]).is_dir() && !src().join(format!("{}.rs", t[0])).is_file() {
                     continue; // a crate-root item (`crate::Error`), a macro or `crate::internals`

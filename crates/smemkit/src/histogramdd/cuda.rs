@@ -21,7 +21,7 @@ use crate::sample::SampleType;
 
 use super::axis::Axis;
 use super::layout::{AxisView, Pick};
-use super::JointTallies;
+use super::tallies::JointTallies;
 
 /// The joint histogram kernels.
 pub const HISTDD: KernelSource = KernelSource {

@@ -14,10 +14,12 @@ mod cpu;
 pub mod cuda;
 mod density;
 mod layout;
+mod tallies;
 
 use std::time::{Duration, Instant};
 
 pub use layout::{JointSamples, MAX_DIMS};
+pub use tallies::JointTallies;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -63,16 +65,6 @@ impl JointOptions {
         self.backend = backend;
         self
     }
-}
-
-/// Samples a joint histogram did not count: outside the bins of some axis, or NaN on some axis
-/// (a sample both outside one axis and NaN on another is tallied as NaN).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct JointTallies {
-    /// Samples outside the bins in some dimension.
-    pub outside: u64,
-    /// Samples with a NaN coordinate.
-    pub nan: u64,
 }
 
 /// A finished joint histogram.
