@@ -23,9 +23,9 @@ impl Watch {
             let start = Instant::now();
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(POLL) {
                 if start.elapsed() >= Duration::from_secs(1)
-                    && smemkit::gpu::compile::compiling_now()
+                    && smemkit::internals::gpu::compile::compiling_now()
                 {
-                    let place = smemkit::gpu::compile::disk_cache_dir()
+                    let place = smemkit::internals::gpu::compile::disk_cache_dir()
                         .map(|d| format!("cached in {}", d.display()))
                         .unwrap_or_else(|| "not cached: set SMEMKIT_CACHE_DIR".into());
                     eprintln!("compiling the GPU kernels for this machine, once ({place})");

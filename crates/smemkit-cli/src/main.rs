@@ -25,15 +25,15 @@ use commands::{digitize, hist, histdd, lab, matmul, ops, plan, warmup};
 static ALLOCATOR: oom::ExitOnFailure = oom::ExitOnFailure;
 
 fn main() -> ExitCode {
-    // SMEMKIT_TRACE=1: per-phase wall milliseconds on stderr (smemkit::gpu::trace).
-    let epoch = smemkit::gpu::trace::epoch();
-    if let Some(d) = smemkit::gpu::trace::enabled()
-        .then(smemkit::gpu::trace::since_process_start)
+    // SMEMKIT_TRACE=1: per-phase wall milliseconds on stderr (smemkit::internals::gpu::trace).
+    let epoch = smemkit::internals::gpu::trace::epoch();
+    if let Some(d) = smemkit::internals::gpu::trace::enabled()
+        .then(smemkit::internals::gpu::trace::since_process_start)
         .flatten()
     {
-        smemkit::gpu::trace::record("process start to main (10 ms resolution)", d);
+        smemkit::internals::gpu::trace::record("process start to main (10 ms resolution)", d);
     }
-    let parse = smemkit::gpu::trace::span("argument parsing");
+    let parse = smemkit::internals::gpu::trace::span("argument parsing");
     let cli = Cli::parse();
     drop(parse);
     output::partial::install_signal_cleanup();
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         Command::Warmup(a) => warmup::run(a, &mut out),
     }
     .and_then(|()| Ok(out.flush()?));
-    smemkit::gpu::trace::record("main, in all", epoch.elapsed());
+    smemkit::internals::gpu::trace::record("main, in all", epoch.elapsed());
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // A closed pipe (`smemkit hist ... | head`) is the reader's choice, not a failure.

@@ -9,6 +9,9 @@ use std::process::{Command, Stdio};
 
 use tempfile::TempDir;
 
+mod common;
+use common::{npy, p, write};
+
 struct Run {
     ok: bool,
     stdout: String,
@@ -38,38 +41,6 @@ fn smemkit_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("utf-8 temp path")
-}
-
-/// A `.npy` file written from the format's specification (version 1.0), not by the reader under test.
-fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape = if dims.len() == 1 {
-        format!("({},)", dims[0])
-    } else {
-        format!("({})", dims.join(", "))
-    };
-    let order = if fortran { "True" } else { "False" };
-    let mut header =
-        format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(data);
-    out
-}
-
-fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
 }
 
 fn le<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {

@@ -95,7 +95,7 @@ fn bad_inputs_give_one_clear_error_line() {
         "unknown out-of-range policy",
     );
     // Without a GPU, asking for one is an error naming CUDA (on the device machine it just runs).
-    if !smemkit::cuda::is_available() {
+    if !smemkit::internals::gpu::is_available() {
         fails(
             &dir,
             &["hist", g, "--bins", "4", "--backend", "cuda"],

@@ -131,7 +131,7 @@ fn lab_banks_prints_the_bank_rule() {
         "{}",
         r.stdout
     );
-    if !smemkit::cuda::is_available() {
+    if !smemkit::internals::gpu::is_available() {
         assert!(r.stdout.contains("predictions only"), "{}", r.stdout);
     }
     let r = smemkit(&["lab", "tides"]);
@@ -152,7 +152,7 @@ fn lab_cache_checks_its_options_and_asks_for_a_gpu() {
     );
     let r = smemkit(&["lab", "cache", "--plot", "x.gif"]);
     assert!(!r.ok && r.stderr.contains("plot"), "{}", r.stderr);
-    if !smemkit::cuda::is_available() {
+    if !smemkit::internals::gpu::is_available() {
         let r = smemkit(&["lab", "cache", "--log2-n", "12"]);
         assert!(
             !r.ok && r.stderr.contains("needs a CUDA GPU") && !r.stderr.contains("panicked"),
@@ -198,7 +198,7 @@ fn plot_bench_draws_benchmark_lines() {
 fn array_operation_benchmarks_ask_for_the_gpu() {
     let r = smemkit(&["bench", "--op", "transpose"]);
     assert!(!r.ok && r.stderr.contains("on the GPU"), "{}", r.stderr);
-    if !smemkit::cuda::is_available() {
+    if !smemkit::internals::gpu::is_available() {
         let r = smemkit(&["bench", "--backend", "cuda", "--op", "reverse"]);
         assert!(!r.ok && r.stderr.contains("CUDA"), "{}", r.stderr);
     }

@@ -59,7 +59,7 @@ fn a_file_streamed_to_the_gpu_that_is_cut_short_is_a_clear_error() {
     // Empty: numpy's zero counts (tests/numpy_parity.rs); without a GPU the CUDA backend still
     // says it has none.
     let empty = write(&dir, "empty.npy", &npy("<i4", false, &[0], &[]));
-    if !smemkit::cuda::is_available() {
+    if !smemkit::internals::gpu::is_available() {
         fails(&dir, &[&["hist", p(&empty)][..], &gpu[..]].concat(), "CUDA");
     }
     // The CPU engine still reads through the map, with its own message.
@@ -69,7 +69,7 @@ fn a_file_streamed_to_the_gpu_that_is_cut_short_is_a_clear_error() {
         "truncated",
     );
     // A whole file: without a GPU, the error names CUDA (on the device machine it runs).
-    if !smemkit::cuda::is_available() {
+    if !smemkit::internals::gpu::is_available() {
         let data: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
         let whole = write(&dir, "whole.npy", &npy("<i4", false, &[3], &data));
         fails(&dir, &[&["hist", p(&whole)][..], &gpu[..]].concat(), "CUDA");

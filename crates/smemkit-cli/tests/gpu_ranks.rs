@@ -17,7 +17,7 @@ fn ready() -> bool {
         eprintln!("SKIPPED: built without the nccl feature (cargo test --features nccl)");
         return false;
     }
-    match smemkit::cuda::device_count() {
+    match smemkit::internals::gpu::device_count() {
         Ok(n) if n >= 2 => true,
         Ok(n) => {
             eprintln!("SKIPPED: {n} GPU(s); these tests need at least 2");
@@ -166,7 +166,7 @@ fn two_ranks_of_two_gpus_each_give_the_cpu_histogram() {
     if !ready() {
         return;
     }
-    match smemkit::cuda::device_count() {
+    match smemkit::internals::gpu::device_count() {
         Ok(n) if n >= 4 => {}
         Ok(n) => {
             eprintln!("SKIPPED: {n} GPU(s); two ranks of two GPUs need 4");

@@ -30,7 +30,7 @@ fn warmup_wants_a_sample_type() {
 
 #[test]
 fn without_a_gpu_warmup_and_first_call_say_they_need_one() {
-    if smemkit::gpu::is_available() {
+    if smemkit::internals::gpu::is_available() {
         eprintln!(
             "a GPU is present: the GPU runs of these commands are in scripts/gpu-check first-call"
         );

@@ -19,8 +19,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
 use smemkit::{
-    BinSpec, DeviceHistogram, DeviceHistogramSpec, OutOfRange, SampleType, StrategyChoice,
-    WeightKind,
+    BinSpec, DeviceHistogram, DeviceHistogramSpec, OutOfRange, RawBuffers, SampleType,
+    StrategyChoice, WeightKind,
 };
 
 use crate::errors::IntoPy;
@@ -142,16 +142,16 @@ pub(crate) struct Call {
 
 impl Call {
     /// Parses the Python layer's values into a call (no GPU work).
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         device: usize,
         dtype: &str,
         weights_dtype: Option<&str>,
         bins: (BinSpec, BinsKey),
-        out_of_range: &str,
-        strategy: Option<&str>,
-        deterministic: bool,
+        run: &RunArg,
     ) -> PyResult<Call> {
+        let RunArg(out_of_range, strategy, deterministic) = run;
+        let (out_of_range, strategy, deterministic) =
+            (out_of_range.as_str(), strategy.as_deref(), *deterministic);
         let sample_type = SampleType::parse(dtype).py_err()?;
         let weight = weight_kind(weights_dtype)?;
         let policy = OutOfRange::parse(out_of_range).py_err()?;
@@ -187,7 +187,7 @@ impl Call {
         if let Some(e) = cache().lock().expect("histogram cache").get(&key) {
             return Ok(e.clone());
         }
-        let gpu = smemkit::cuda::device::gpu_at(self.key.device).py_err()?;
+        let gpu = smemkit::internals::gpu::device::gpu_at(self.key.device).py_err()?;
         gpu.bind().py_err()?;
         if capturing(stream as sys::CUstream)? {
             return Err(PyRuntimeError::new_err(
@@ -262,12 +262,14 @@ impl Entry {
         // SAFETY: forwarded from the caller.
         unsafe {
             self.hist.run_raw(
-                b.input,
-                b.n,
-                self.hist.spec().sample_type,
-                b.weights,
-                b.bins,
-                b.tallies,
+                &RawBuffers {
+                    input: b.input,
+                    n: b.n,
+                    sample_type: self.hist.spec().sample_type,
+                    weights: b.weights,
+                    bins: b.bins,
+                    tallies: b.tallies,
+                },
                 cu_stream,
                 !clear,
             )
@@ -300,34 +302,42 @@ impl Entry {
     }
 }
 
-/// Histograms `n` samples of `dtype` at device address `input` (with `weights` at their address,
-/// 0 without) into `out`, a device buffer of nbins + 3 64-bit words (the u64 counts or f64 sums,
-/// then the tallies below, above and NaN: the counts start where the buffer does, aligned as
-/// frameworks that import it require), on `stream` (a `cudaStream_t`; 0 the legacy default
-/// stream) of device `device`. Enqueues and returns; the caller keeps every buffer alive until the
-/// stream has run it.
+/// The samples of a call, the tuple `(input, n, dtype, weights, weights_dtype)`: `n` samples of
+/// `dtype` at device address `input`, with `weights` at their address (0 without).
+#[derive(FromPyObject)]
+pub struct SamplesArg(u64, usize, String, u64, Option<String>);
+
+/// The bins of a call, the tuple `(nbins, range, edges, integer_bins)`.
+#[derive(FromPyObject)]
+pub struct BinsArg<'py>(
+    Option<usize>,
+    Option<(f64, f64)>,
+    Option<PyReadonlyArray1<'py, f64>>,
+    bool,
+);
+
+/// The run's choices, the tuple `(out_of_range, strategy, deterministic)`.
+#[derive(FromPyObject)]
+pub struct RunArg(pub String, pub Option<String>, pub bool);
+
+/// Histograms the samples into `out`, a device buffer of nbins + 3 64-bit words (the u64 counts or
+/// f64 sums, then the tallies below, above and NaN: the counts start where the buffer does,
+/// aligned as frameworks that import it require), on `stream` (a `cudaStream_t`; 0 the legacy
+/// default stream) of device `device`. Enqueues and returns; the caller keeps every buffer alive
+/// until the stream has run it.
 #[pyfunction]
-#[pyo3(signature = (device, stream, input, n, dtype, weights, weights_dtype, out, nbins, range,
-                    edges, integer_bins, out_of_range, strategy, deterministic))]
-#[allow(clippy::too_many_arguments)]
-pub fn device_histogram(
-    py: Python<'_>,
+#[pyo3(signature = (device, stream, samples, out, bins, run))]
+pub fn device_histogram<'py>(
+    py: Python<'py>,
     device: usize,
     stream: usize,
-    input: u64,
-    n: usize,
-    dtype: &str,
-    weights: u64,
-    weights_dtype: Option<&str>,
+    samples: SamplesArg,
     out: u64,
-    nbins: Option<usize>,
-    range: Option<(f64, f64)>,
-    edges: Option<PyReadonlyArray1<'_, f64>>,
-    integer_bins: bool,
-    out_of_range: &str,
-    strategy: Option<&str>,
-    deterministic: bool,
+    bins: BinsArg<'py>,
+    run: RunArg,
 ) -> PyResult<()> {
+    let SamplesArg(input, n, dtype, weights, weights_dtype) = samples;
+    let BinsArg(nbins, range, edges, integer_bins) = bins;
     if (weights != 0) != weights_dtype.is_some() {
         return Err(PyValueError::new_err(
             "internal: a weights address needs its dtype",
@@ -335,15 +345,7 @@ pub fn device_histogram(
     }
     let edges = edges.map(|e| e.as_array().to_vec());
     let bins = bins_of(nbins, range, edges, integer_bins)?;
-    let call = Call::new(
-        device,
-        dtype,
-        weights_dtype,
-        bins,
-        out_of_range,
-        strategy,
-        deterministic,
-    )?;
+    let call = Call::new(device, &dtype, weights_dtype.as_deref(), bins, &run)?;
     let entry = call.entry(py, n, stream)?;
     let nb = entry.hist.nbins() as u64;
     let buffers = Buffers {

@@ -21,7 +21,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::{result, sys, CudaSlice, DevicePtr};
 
-use crate::device::{bins_of, Buffers, Call, Entry, Key, SMALLEST_CLASS};
+use crate::device::{bins_of, Buffers, Call, Entry, Key, RunArg, SMALLEST_CLASS};
 use crate::errors::{to_py, IntoPy};
 
 /// Device memory of one fast call's bins: the edges numpy returns (as bytes of their dtype) and
@@ -70,42 +70,30 @@ pub struct FastCall {
 /// returns (empty for bincount), copied to the device once. Builds no histogram yet (the first
 /// run of each size class does).
 #[pyfunction]
-#[pyo3(signature = (device, dtype, weights_dtype, nbins, range, integer_bins, out_of_range,
-                    strategy, deterministic, edges))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (device, dtype, weights_dtype, bins, run, edges))]
 pub fn fast_call(
     device: usize,
     dtype: &str,
     weights_dtype: Option<&str>,
-    nbins: usize,
-    range: Option<(f64, f64)>,
-    integer_bins: bool,
-    out_of_range: &str,
-    strategy: Option<&str>,
-    deterministic: bool,
+    bins: (usize, Option<(f64, f64)>, bool),
+    run: RunArg,
     edges: &[u8],
 ) -> PyResult<FastCall> {
+    let (nbins, range, integer_bins) = bins;
+    let out_of_range = run.0.as_str();
     if out_of_range == "error" {
         return Err(PyValueError::new_err(
             "internal: out_of_range='error' reads the tallies back: the general path runs it",
         ));
     }
     let bins = bins_of(Some(nbins), range, None, integer_bins)?;
-    let call = Call::new(
-        device,
-        dtype,
-        weights_dtype,
-        bins,
-        out_of_range,
-        strategy,
-        deterministic,
-    )?;
+    let call = Call::new(device, dtype, weights_dtype, bins, &run)?;
     let key = (call.key.clone(), edges.to_vec());
     let cached = parts_cache().lock().expect("parts").get(&key).cloned();
     let parts = match cached {
         Some(p) => p,
         None => {
-            let gpu = smemkit::cuda::device::gpu_at(device).py_err()?;
+            let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
             gpu.bind().py_err()?;
             let err = |what: &'static str| move |e| cuda(what, e);
             let tallies = gpu

@@ -52,26 +52,42 @@ fn counts_array(py: Python<'_>, counts: Counts) -> Bound<'_, PyAny> {
     }
 }
 
+/// The bins of a call, the tuple `(nbins, range, edges)`: `nbins` (with an optional range) or
+/// `edges`.
+#[derive(FromPyObject)]
+pub struct BinsArg<'py>(
+    Option<usize>,
+    Option<(f64, f64)>,
+    Option<PyReadonlyArray1<'py, f64>>,
+);
+
+/// The run's choices, the tuple `(out_of_range, backend, strategy)`.
+#[derive(FromPyObject)]
+pub struct RunArg(String, String, Option<String>);
+
 /// `(counts, edges)`: counts as uint64 (float64 sums with weights), edges as float64.
 #[pyfunction]
-#[pyo3(signature = (a, weights, nbins, range, edges, out_of_range, backend, strategy))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[pyo3(signature = (a, weights, bins, run))]
+#[allow(clippy::type_complexity)]
 pub fn histogram<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
     weights: Option<&Bound<'py, PyAny>>,
-    nbins: Option<usize>,
-    range: Option<(f64, f64)>,
-    edges: Option<PyReadonlyArray1<'py, f64>>,
-    out_of_range: &str,
-    backend: &str,
-    strategy: Option<&str>,
+    bins: BinsArg<'py>,
+    run: RunArg,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<f64>>)> {
+    let BinsArg(nbins, range, edges) = bins;
+    let RunArg(out_of_range, backend, strategy) = run;
     let held = Held::of(a, "a")?;
     let held_weights = weights.map(HeldWeights::of).transpose()?;
     let samples = held.samples()?;
     let w = held_weights.as_ref().map(|w| w.weights()).transpose()?;
-    let opts = options(spec(nbins, range, edges)?, out_of_range, backend, strategy)?;
+    let opts = options(
+        spec(nbins, range, edges)?,
+        &out_of_range,
+        &backend,
+        strategy.as_deref(),
+    )?;
     let h = py
         .detach(|| smemkit::histogram(samples, w, &opts))
         .py_err()?;

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use smemkit::plan::{plan as make_plan, DeviceLimits, Workload};
+use smemkit::internals::histogram::plan::{plan as make_plan, DeviceLimits, Workload};
 use smemkit::{SampleType, StrategyChoice};
 
 use crate::errors::IntoPy;
@@ -23,7 +23,7 @@ pub fn plan<'py>(
     }
     let sample_type = SampleType::parse(dtype).py_err()?;
     let choice = StrategyChoice::parse(strategy, None).py_err()?;
-    let (limits, device) = match smemkit::cuda::gpu() {
+    let (limits, device) = match smemkit::internals::gpu::gpu() {
         Ok(gpu) => (gpu.limits, gpu.name.clone()),
         Err(e) => (
             DeviceLimits::H100,

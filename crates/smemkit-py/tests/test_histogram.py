@@ -205,7 +205,7 @@ def test_unaligned_memory(rng):
     h, _ = hist(x, 21, weights=np.abs(w))
     np.testing.assert_allclose(h, np.histogram(x, 21, weights=np.abs(w))[0], rtol=1e-12)
     with pytest.raises(ValueError, match="not aligned"):
-        smemkit._native.histogram(x, None, 21, None, None, "ignore", "cpu", None)
+        smemkit._native.histogram(x, None, (21, None, None), ("ignore", "cpu", None))
 
 
 def test_bool_samples_warn_as_numpy_does():

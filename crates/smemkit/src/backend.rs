@@ -9,7 +9,9 @@ pub enum Backend {
     /// The GPU when a CUDA driver and device are present, the CPU otherwise.
     #[default]
     Auto,
+    /// The rayon CPU engine.
     Cpu,
+    /// The CUDA engine.
     Cuda,
 }
 
@@ -119,6 +121,7 @@ pub mod cost {
     /// The GPU's kernels on device-resident samples (H100 `auto`, 2^28 int32 / float32: 2850-2990
     /// GB/s up to 32768 bins, 1500-2800 at 131072; 600-1500 at 1M bins): the lower figures.
     pub const KERNEL_GBPS: f64 = 1500.0;
+    /// The kernels above 131072 bins (the lower figure of the 1M-bin rows).
     pub const KERNEL_MANY_BINS_GBPS: f64 = 500.0;
 
     /// How the samples reach the GPU.
@@ -137,6 +140,7 @@ pub mod cost {
     pub struct Inputs {
         /// Bytes of samples (and weights).
         pub bytes: u64,
+        /// The bins (many bins slow the kernels).
         pub nbins: usize,
         /// The CPU engine's threads (rayon's pool).
         pub cpu_threads: usize,
@@ -144,18 +148,24 @@ pub mod cost {
         pub context_open: bool,
         /// The kernel cache holds built kernels (loaded, not compiled).
         pub kernels_cached: bool,
+        /// How the samples would reach the GPU.
         pub transfer: Transfer,
     }
 
     /// Milliseconds each engine is estimated to take, and the one picked.
     #[derive(Debug, Clone, Copy, PartialEq)]
     pub struct Estimate {
+        /// The CPU engine.
         pub cpu_ms: f64,
         /// The GPU's total and its parts.
         pub gpu_ms: f64,
+        /// Context and kernel load or build.
         pub setup_ms: f64,
+        /// Copying the samples to the GPU.
         pub transfer_ms: f64,
+        /// The kernels.
         pub kernel_ms: f64,
+        /// The GPU is estimated to finish first.
         pub gpu_first: bool,
     }
 

@@ -1,7 +1,7 @@
 //! smemkit: GPU on-chip memory put to work. Histograms in per-block shared memory, in distributed
 //! shared memory across a Hopper thread block cluster, or in global memory, chosen by a planner;
 //! the shared-memory array operations ([`stencil1d()`], [`transpose()`], [`reverse()`]), matrix
-//! multiply through shared-memory tiles ([`matmul()`]) and the bank-conflict lab ([`lab`]); and a
+//! multiply through shared-memory tiles ([`matmul()`]) and the bank-conflict lab (`smemkit lab`); and a
 //! rayon CPU engine that runs everything on machines without a GPU and serves as the reference for
 //! the GPU engine.
 //!
@@ -13,44 +13,75 @@
 //! assert_eq!(h.tallies.above, 1);
 //! ```
 
-pub mod array_ops;
-pub mod backend;
-pub mod digitize;
-pub mod element;
-pub mod error;
-pub mod gpu;
-pub mod histogram;
-pub mod histogramdd;
-pub(crate) mod huge_pages;
-pub mod lab;
-pub mod launch;
-pub mod matmul;
-pub mod sample;
+#![deny(missing_docs)]
 
-/// Old paths of the operation modules, kept while callers move to the operation-first layout.
+mod array_ops;
+mod backend;
 #[doc(hidden)]
-pub mod cuda {
-    pub use crate::array_ops::cuda as ops;
-    pub use crate::backend::resolve_backend;
-    pub use crate::gpu::*;
-    pub use crate::histogram::cuda::{
-        bench, bin_shards, multi, params, prepared as histogram, ranks, stream,
-    };
-    pub use crate::lab::cache as cache_lab;
-    pub use crate::matmul::cuda as matmul;
-    pub use crate::matmul::cuda::autotune;
-    pub use crate::matmul::cuda::cublas;
+mod config;
+mod digitize;
+mod element;
+mod error;
+#[doc(hidden)]
+mod gpu;
+mod histogram;
+mod histogramdd;
+#[doc(hidden)]
+mod huge_pages;
+#[doc(hidden)]
+mod lab;
+#[doc(hidden)]
+mod launch;
+mod matmul;
+mod sample;
+
+/// Not API: the parts the `smemkit` binary's benchmarks, tools and tests reach into (prepared
+/// kernels, streaming, host memory, the compiler, NCCL, the planner, the labs, the launchers).
+/// Everything here may change or go without notice; it is public only because the binary is
+/// another crate.
+#[doc(hidden)]
+pub mod internals {
+    /// The shared-memory array operations' engines.
+    pub mod array_ops {
+        pub use crate::array_ops::*;
+    }
+    /// Backend resolution.
+    pub mod backend {
+        pub use crate::backend::*;
+    }
+    /// Every `SMEMKIT_*` environment variable.
+    pub mod config {
+        pub use crate::config::*;
+    }
+    /// The CUDA runtime every operation shares.
+    pub mod gpu {
+        pub use crate::gpu::*;
+    }
+    /// numpy.digitize's engines (the CPU one and the GPU kernel).
+    pub mod digitize {
+        pub use crate::digitize::*;
+    }
+    /// The histogram's bins, planner and engines.
+    pub mod histogram {
+        pub use crate::histogram::*;
+    }
+    /// The joint histogram's engines.
+    pub mod histogramdd {
+        pub use crate::histogramdd::*;
+    }
+    /// The bank-conflict and cache labs.
+    pub mod lab {
+        pub use crate::lab::*;
+    }
+    /// Launchers' environments and the rendezvous of several processes.
+    pub mod launch {
+        pub use crate::launch::*;
+    }
+    /// The matrix multiply's engines.
+    pub mod matmul {
+        pub use crate::matmul::*;
+    }
 }
-#[doc(hidden)]
-pub mod cpu {
-    pub use crate::array_ops::cpu::{reverse, stencil, transpose};
-    pub use crate::histogram::cpu as histogram;
-    pub use crate::matmul::cpu as matmul;
-}
-#[doc(hidden)]
-pub use array_ops::{reverse, stencil, transpose};
-#[doc(hidden)]
-pub use histogram::{bins, plan};
 
 pub use array_ops::reverse::{reverse, ReverseKernel};
 pub use array_ops::stencil::{stencil1d, Boundary};
@@ -59,15 +90,16 @@ pub use backend::Backend;
 /// The cudarc this library is built with: device buffers and streams passed to
 /// [`DeviceHistogram`] come from it.
 pub use cudarc;
-pub use digitize::digitize;
+pub use digitize::{digitize, digitize_on};
 pub use element::{Element, StencilElement};
 pub use error::{Error, Result};
-pub use histogram::bincount::{bincount, bincount_length};
+pub use gpu::{gpu, gpu_at, Gpu};
+pub use histogram::bincount::bincount;
 pub use histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges, BinRule};
 pub use histogram::bins::int_edges::IntEdges;
 pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use histogram::cuda::device_histogram::{
-    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights,
+    DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, RawBuffers,
 };
 pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::prepared::WeightKind;
@@ -76,8 +108,7 @@ pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use histogram::plan::{Strategy, StrategyChoice};
 pub use histogram::request::{run, Input, Request};
 pub use histogram::{
-    histogram, histogram_file_with_progress, histogram_with_progress, streams_to_one_gpu, Counts,
-    EngineReport, Histogram, HistogramOptions, Tallies,
+    histogram, streams_to_one_gpu, Counts, EngineReport, Histogram, HistogramOptions, Tallies,
 };
 pub use histogramdd::{
     histogram2d, histogramdd, JointHistogram, JointOptions, JointSamples, JointTallies,

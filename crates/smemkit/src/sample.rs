@@ -7,15 +7,25 @@ use crate::error::Error;
 /// The element type of a sample array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SampleType {
+    /// uint8
     U8,
+    /// uint16
     U16,
+    /// uint32
     U32,
+    /// uint64
     U64,
+    /// int8
     I8,
+    /// int16
     I16,
+    /// int32
     I32,
+    /// int64
     I64,
+    /// float32
     F32,
+    /// float64
     F64,
     /// IEEE half precision (numpy's float16), histogrammed in float16 arithmetic as numpy does.
     F16,
@@ -67,6 +77,7 @@ impl SampleType {
         }
     }
 
+    /// Whether it is a float type.
     pub fn is_float(self) -> bool {
         matches!(
             self,
@@ -114,22 +125,15 @@ impl std::fmt::Display for SampleType {
     }
 }
 
-/// Where an integer sample falls relative to `[0, nbins)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IntegerPosition {
-    Below,
-    Bin(u64),
-    /// At or above `u64::MAX` cannot happen; any non-negative value is a candidate bin.
-    Above,
-}
-
 /// A numeric sample type the engines can histogram.
 pub trait Sample: Copy + Send + Sync + PartialOrd + 'static {
+    /// The type's tag.
     const TYPE: SampleType;
     /// The value as f64 (exact for every type but 64-bit integers beyond 2^53, where numpy rounds too).
     fn to_f64(self) -> f64;
     /// The value rounded to f32 (numpy computes float32 histograms in float32).
     fn to_f32(self) -> f32;
+    /// Whether the value is NaN (never for integers).
     fn is_nan(self) -> bool;
     /// For integer types: the value as a non-negative bin candidate, or `None` when negative.
     /// Float types return `None` (they never take integer bins).
@@ -286,17 +290,29 @@ impl_half_sample!(half::bf16, BF16);
 /// A borrowed sample array whose element type is chosen at run time.
 #[derive(Debug, Clone, Copy)]
 pub enum Samples<'a> {
+    /// uint8 samples.
     U8(&'a [u8]),
+    /// uint16 samples.
     U16(&'a [u16]),
+    /// uint32 samples.
     U32(&'a [u32]),
+    /// uint64 samples.
     U64(&'a [u64]),
+    /// int8 samples.
     I8(&'a [i8]),
+    /// int16 samples.
     I16(&'a [i16]),
+    /// int32 samples.
     I32(&'a [i32]),
+    /// int64 samples.
     I64(&'a [i64]),
+    /// float32 samples.
     F32(&'a [f32]),
+    /// float64 samples.
     F64(&'a [f64]),
+    /// float16 samples.
     F16(&'a [half::f16]),
+    /// bfloat16 samples.
     BF16(&'a [half::bf16]),
 }
 
@@ -322,12 +338,15 @@ macro_rules! with_samples {
 }
 
 impl<'a> Samples<'a> {
+    /// How many samples.
     pub fn len(&self) -> usize {
         with_samples!(*self, s => s.len())
     }
+    /// No samples.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Their type.
     pub fn sample_type(&self) -> SampleType {
         match self {
             Samples::U8(_) => SampleType::U8,
@@ -385,21 +404,26 @@ impl<'a> From<&'a [bool]> for Samples<'a> {
 /// Optional per-sample weights, accumulated in f64 whatever their type.
 #[derive(Debug, Clone, Copy)]
 pub enum Weights<'a> {
+    /// float32 weights.
     F32(&'a [f32]),
+    /// float64 weights.
     F64(&'a [f64]),
 }
 
 impl<'a> Weights<'a> {
+    /// How many weights.
     pub fn len(&self) -> usize {
         match self {
             Weights::F32(w) => w.len(),
             Weights::F64(w) => w.len(),
         }
     }
+    /// No weights.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     #[inline(always)]
+    /// Weight `i` as f64.
     pub fn get(&self, i: usize) -> f64 {
         match self {
             Weights::F32(w) => w[i] as f64,

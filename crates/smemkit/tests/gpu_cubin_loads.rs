@@ -4,7 +4,7 @@
 //! array operations, matmul and the bank lab. On Hopper (compute
 //! capability 9.0) no module may be PTX; elsewhere the test prints what was.
 
-use smemkit::gpu::compile::{build_stats, ptx_load_reasons};
+use smemkit::internals::gpu::compile::{build_stats, ptx_load_reasons};
 use smemkit::{
     histogram, histogram2d, matmul, reverse, stencil1d, transpose, Backend, BinSpec, Boundary,
     HistogramOptions, JointOptions, MatmulKernel, MatrixMut, MatrixRef, ReverseKernel, Samples,
@@ -21,7 +21,7 @@ fn uniform(nbins: usize) -> BinSpec {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_kernel_family_loads_a_cubin_on_hopper() {
-    let gpu = smemkit::gpu::gpu().expect("a GPU");
+    let gpu = smemkit::internals::gpu::gpu().expect("a GPU");
     let n = 1 << 16;
     let u8s: Vec<u8> = (0..n).map(|i| (i % 100) as u8).collect();
     let u16s: Vec<u16> = u8s.iter().map(|&v| v.into()).collect();
@@ -89,7 +89,7 @@ fn every_kernel_family_loads_a_cubin_on_hopper() {
         )
         .unwrap_or_else(|e| panic!("{k:?}: {e}"));
     }
-    smemkit::lab::measure_banks().unwrap();
+    smemkit::internals::lab::measure_banks().unwrap();
     let stats = build_stats();
     let reasons = ptx_load_reasons();
     eprintln!(

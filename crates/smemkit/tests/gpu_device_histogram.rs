@@ -9,11 +9,11 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::histogram::cuda::exact_sums;
+use smemkit::internals::histogram::cuda::exact_sums;
 use smemkit::{
     histogram, Backend, BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, DeviceOutput,
-    DeviceWeights, HistogramOptions, OutOfRange, SampleType, Samples, StrategyChoice, Tallies,
-    WeightKind, Weights,
+    DeviceWeights, HistogramOptions, OutOfRange, RawBuffers, SampleType, Samples, StrategyChoice,
+    Tallies, WeightKind, Weights,
 };
 
 const GPU: &str = "needs a CUDA GPU";
@@ -24,8 +24,8 @@ fn rng() -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(seed)
 }
 
-fn gpu() -> Arc<smemkit::gpu::Gpu> {
-    smemkit::gpu::gpu().expect("a CUDA GPU")
+fn gpu() -> Arc<smemkit::internals::gpu::Gpu> {
+    smemkit::internals::gpu::gpu().expect("a CUDA GPU")
 }
 
 /// Integers: `hot` of them in bin 7, a tenth below 0 or above the bins, the rest uniform.
@@ -294,12 +294,14 @@ fn raw_pointers_and_separate_tallies() {
     // SAFETY: all three are live allocations of this context with the lengths the call names.
     unsafe {
         h.run_raw(
-            in_ptr,
-            n,
-            SampleType::I32,
-            0,
-            counts.device_ptr(&stream).0,
-            tallies.device_ptr(&stream).0,
+            &RawBuffers {
+                input: in_ptr,
+                n,
+                sample_type: SampleType::I32,
+                weights: 0,
+                bins: counts.device_ptr(&stream).0,
+                tallies: tallies.device_ptr(&stream).0,
+            },
             stream.cu_stream(),
             false,
         )

@@ -6,7 +6,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::digitize::cuda::{self as gpu_digitize, DeviceDigitize};
+use smemkit::internals::digitize::cuda::{self as gpu_digitize, DeviceDigitize};
 use smemkit::{SampleType, Samples};
 
 fn rng() -> Xoshiro256PlusPlus {
@@ -119,7 +119,7 @@ fn digitize_matches_the_cpu_engine() {
 #[ignore = "needs a CUDA GPU"]
 fn device_digitize_on_views_and_raw_pointers() {
     use cudarc::driver::{DevicePtr, DevicePtrMut};
-    let gpu = smemkit::gpu::gpu().expect("a CUDA GPU");
+    let gpu = smemkit::internals::gpu::gpu().expect("a CUDA GPU");
     let stream = gpu.ctx.new_stream().unwrap();
     let mut r = rng();
     let b = bins(1000, false, &mut r);

@@ -124,14 +124,14 @@ fn check(
 
 /// The strategies a caller can force at `nbins` counted bins (those that fit the H100).
 fn strategies(nbins: usize) -> Vec<StrategyChoice> {
-    let smem = 232_448 - smemkit::plan::STATIC_SHARED_RESERVE;
+    let smem = 232_448 - smemkit::internals::histogram::plan::STATIC_SHARED_RESERVE;
     let mut v = vec![StrategyChoice::Auto, StrategyChoice::Global];
     if nbins * 4 <= smem {
         v.push(StrategyChoice::Shared);
         v.push(StrategyChoice::Cluster(Some(2)));
     }
     for bits in [16u32, 8, 4] {
-        if smemkit::plan::packed_bytes(nbins, bits) <= smem {
+        if smemkit::internals::histogram::plan::packed_bytes(nbins, bits) <= smem {
             v.push(StrategyChoice::Packed(bits));
         }
     }
@@ -335,8 +335,8 @@ fn half_samples_weighted_and_large() {
     }
 }
 
-fn gpu() -> Arc<smemkit::gpu::Gpu> {
-    smemkit::gpu::gpu().expect("a CUDA GPU")
+fn gpu() -> Arc<smemkit::internals::gpu::Gpu> {
+    smemkit::internals::gpu::gpu().expect("a CUDA GPU")
 }
 
 fn upload<T: cudarc::driver::DeviceRepr>(stream: &Arc<CudaStream>, v: &[T]) -> CudaSlice<T> {
@@ -391,12 +391,14 @@ fn device_resident_half_samples_by_view_and_raw_pointer() {
             // SAFETY: live allocations of this context with the lengths the call names.
             unsafe {
                 h.run_raw(
-                    dev.device_ptr(&stream).0,
-                    n,
-                    t,
-                    0,
-                    counts.device_ptr(&stream).0,
-                    tallies.device_ptr(&stream).0,
+                    &smemkit::RawBuffers {
+                        input: dev.device_ptr(&stream).0,
+                        n,
+                        sample_type: t,
+                        weights: 0,
+                        bins: counts.device_ptr(&stream).0,
+                        tallies: tallies.device_ptr(&stream).0,
+                    },
                     stream.cu_stream(),
                     false,
                 )

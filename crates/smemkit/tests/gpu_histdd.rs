@@ -9,7 +9,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtr};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::histogramdd::cuda::{DeviceAxis, DeviceJoint, JointLayout, JointRun, JointSpec};
+use smemkit::internals::histogramdd::cuda::{
+    DeviceAxis, DeviceJoint, JointLayout, JointRun, JointSpec,
+};
 use smemkit::{
     histogramdd, Backend, BinSpec, Counts, JointHistogram, JointOptions, JointSamples, SampleType,
     Samples, StrategyChoice, WeightKind, Weights,
@@ -243,7 +245,7 @@ fn weighted_sums_match_the_cpu_engine() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_resident_runs_on_raw_pointers() {
-    let gpu = smemkit::gpu::gpu().expect("a CUDA GPU");
+    let gpu = smemkit::internals::gpu::gpu().expect("a CUDA GPU");
     let mut r = rng();
     let n = (1 << 21) + 7;
     let pixels: Vec<u8> = (0..3 * n).map(|_| r.gen()).collect();

@@ -78,13 +78,13 @@ fn check(
 
 fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
     let bytes = nbins * if weighted { 8 } else { 4 };
-    let smem = 232_448 - smemkit::plan::STATIC_SHARED_RESERVE;
+    let smem = 232_448 - smemkit::internals::histogram::plan::STATIC_SHARED_RESERVE;
     let mut v = vec![StrategyChoice::Auto, StrategyChoice::Global];
     if bytes <= smem {
         v.push(StrategyChoice::Shared);
     }
     for bits in [16u32, 8, 4] {
-        if !weighted && smemkit::plan::packed_bytes(nbins, bits) <= smem {
+        if !weighted && smemkit::internals::histogram::plan::packed_bytes(nbins, bits) <= smem {
             v.push(StrategyChoice::Packed(bits));
         }
     }
@@ -93,7 +93,11 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
             v.push(StrategyChoice::Cluster(Some(k)));
         }
     }
-    if !weighted && nbins <= smemkit::plan::PARTITION_MAX_BUCKETS << smemkit::plan::PARTITION_BITS {
+    if !weighted
+        && nbins
+            <= smemkit::internals::histogram::plan::PARTITION_MAX_BUCKETS
+                << smemkit::internals::histogram::plan::PARTITION_BITS
+    {
         v.push(StrategyChoice::Partition);
     }
     // The smallest cluster that holds the bins (up to 2^21 bins as 8-bit counters over 16 blocks).
@@ -113,8 +117,11 @@ fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
                 slices: None,
             });
         }
-        let limits = smemkit::plan::DeviceLimits::H100;
-        if nbins >= 3 && nbins <= 3 * smemkit::plan::packed_max_bins_per_block(&limits, 4) {
+        let limits = smemkit::internals::histogram::plan::DeviceLimits::H100;
+        if nbins >= 3
+            && nbins
+                <= 3 * smemkit::internals::histogram::plan::packed_max_bins_per_block(&limits, 4)
+        {
             v.push(StrategyChoice::Sliced {
                 bits: Some(4),
                 slices: Some(3),
@@ -512,7 +519,7 @@ fn large_inputs_2_to_the_28_and_beyond_2_to_the_31() {
 #[ignore = "needs a CUDA GPU"]
 fn auto_probes_skew_beyond_one_block() {
     let mut r = rng();
-    let n = smemkit::plan::SKEW_PROBE_MIN_SAMPLES + 12_345;
+    let n = smemkit::internals::histogram::plan::SKEW_PROBE_MIN_SAMPLES + 12_345;
     for (nbins, dist, want) in [
         // One block of 8-bit counters per SM beats global at every skew: no probe.
         (131_072, Dist::Hot, "shared8"),
@@ -789,12 +796,12 @@ fn exchange_counts_exactly() {
                 bits: Some(bits),
                 size: Some(size),
             };
-            let fits = smemkit::plan::exchange_inbox(
+            let fits = smemkit::internals::histogram::plan::exchange_inbox(
                 nbins,
                 smemkit::SampleType::I32,
                 size,
                 bits,
-                &smemkit::plan::DeviceLimits::H100,
+                &smemkit::internals::histogram::plan::DeviceLimits::H100,
             )
             .is_some();
             if fits {
@@ -832,8 +839,8 @@ fn narrow_counters_wrap_exactly() {
     ] {
         let data = ints(n, nbins, dist, &mut r);
         for bits in [16u32, 8, 4] {
-            if smemkit::plan::packed_bytes(nbins, bits)
-                > 232_448 - smemkit::plan::STATIC_SHARED_RESERVE
+            if smemkit::internals::histogram::plan::packed_bytes(nbins, bits)
+                > 232_448 - smemkit::internals::histogram::plan::STATIC_SHARED_RESERVE
             {
                 continue;
             }

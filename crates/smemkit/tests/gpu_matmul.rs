@@ -15,9 +15,9 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::cuda::autotune;
-use smemkit::cuda::cublas::CublasMath;
-use smemkit::cuda::matmul::{compile_variant, matmul_with, Engine, Variant, WarpConfig};
+use smemkit::internals::matmul::cuda::autotune;
+use smemkit::internals::matmul::cuda::cublas::CublasMath;
+use smemkit::internals::matmul::cuda::{compile_variant, matmul_with, Engine, Variant, WarpConfig};
 use smemkit::{matmul, Backend, MatmulKernel, MatrixMut, MatrixRef};
 
 /// How one case multiplies: through the public API with a kernel choice, or with an explicit
@@ -326,7 +326,7 @@ fn column_major_inputs_and_the_auto_backend() {
 /// Compiles every variant of `runs` for every transpose pair on all cores (NVRTC is
 /// single-threaded; one by one, the dozens of modules would take most of a minute).
 fn precompile(runs: &[Run]) {
-    let g = smemkit::cuda::gpu().unwrap();
+    let g = smemkit::internals::gpu::gpu().unwrap();
     let mut jobs: Vec<(Variant, (bool, bool))> = Vec::new();
     for run in runs {
         if let Run::With(Engine::Variant(v), _) = run {
@@ -454,8 +454,8 @@ fn tf32_kernel_and_cublas_tf32_stay_within_tf32_rounding() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuner_times_every_candidate_and_remembers_its_choice() {
-    use smemkit::cuda::matmul::DenseProduct;
-    let g = smemkit::cuda::gpu().unwrap();
+    use smemkit::internals::matmul::cuda::DenseProduct;
+    let g = smemkit::internals::gpu::gpu().unwrap();
     g.bind().unwrap();
     let (m, n, k) = (1000, 1000, 1000);
     let a = vec![0.5f32; m * k];

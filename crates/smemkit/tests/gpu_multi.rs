@@ -7,10 +7,10 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::cuda::histogram::{EngineOutput, WeightKind};
-use smemkit::cuda::multi::{self, open, MultiPrepared};
-use smemkit::cuda::stream::StreamOptions;
-use smemkit::histogram::job::Job;
+use smemkit::internals::histogram::cuda::multi::{self, open, MultiPrepared};
+use smemkit::internals::histogram::cuda::prepared::{EngineOutput, WeightKind};
+use smemkit::internals::histogram::cuda::stream::StreamOptions;
+use smemkit::internals::histogram::job::Job;
 use smemkit::{
     histogram, Backend, BinSpec, Binning, Counts, DeviceSet, HistogramOptions, OutOfRange,
     SampleType, Samples, StrategyChoice, Weights,
@@ -27,7 +27,7 @@ fn gpus() -> Option<(Vec<usize>, std::sync::MutexGuard<'static, ()>)> {
         eprintln!("SKIPPED: built without the nccl feature (cargo test --features nccl)");
         return None;
     }
-    match smemkit::cuda::device_count() {
+    match smemkit::internals::gpu::device_count() {
         Ok(n) if n >= 2 => Some(((0..n).collect(), guard)),
         Ok(n) => {
             eprintln!("SKIPPED: {n} GPU(s); these tests need at least 2");
@@ -270,13 +270,13 @@ fn device_resident_shards() {
         .zip(&lens)
         .enumerate()
         .map(|(i, (g, &n))| {
-            smemkit::cuda::bench::generate(
+            smemkit::internals::histogram::cuda::bench::generate(
                 g,
                 SampleType::I32,
                 n,
                 nbins,
                 if i % 2 == 1 {
-                    smemkit::cuda::bench::BENCH_HOT_SHARE
+                    smemkit::internals::histogram::cuda::bench::BENCH_HOT_SHARE
                 } else {
                     0.0
                 },
@@ -288,7 +288,7 @@ fn device_resident_shards() {
     let mut all = Vec::new();
     for (g, s) in gpus.iter().zip(&shards) {
         match s.to_host(g).unwrap() {
-            smemkit::cuda::bench::HostSamples::I32(v) => all.extend(v),
+            smemkit::internals::histogram::cuda::bench::HostSamples::I32(v) => all.extend(v),
             _ => unreachable!(),
         }
     }

@@ -7,7 +7,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::cuda::ops::{self, StencilKernel, TransposeKernel};
+use smemkit::internals::array_ops::cuda::{self as ops, StencilKernel, TransposeKernel};
 use smemkit::{reverse, stencil1d, transpose, Backend, Boundary, Element, ReverseKernel};
 
 fn rng() -> Xoshiro256PlusPlus {

@@ -6,10 +6,12 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::cuda::histogram::{EngineOutput, Prepared, WeightKind};
-use smemkit::cuda::host_memory::{MappedBuffer, PinnedBuffer, Registered};
-use smemkit::cuda::stream::{self, FileInput, StreamInput, StreamMode, StreamOptions, Streamer};
-use smemkit::histogram::job::Job;
+use smemkit::internals::gpu::host_memory::{MappedBuffer, PinnedBuffer, Registered};
+use smemkit::internals::histogram::cuda::prepared::{EngineOutput, Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::stream::{
+    self, FileInput, StreamInput, StreamMode, StreamOptions, Streamer,
+};
+use smemkit::internals::histogram::job::Job;
 use smemkit::{
     histogram, Backend, BinSpec, Binning, Counts, HistogramOptions, OutOfRange, SampleType,
     Samples, StrategyChoice, Weights,
@@ -79,7 +81,7 @@ fn same(got: &EngineOutput, want: &smemkit::Histogram, what: &str) {
 
 fn prepared(ty: SampleType, w: WeightKind, binning: &Binning, choice: StrategyChoice) -> Prepared {
     Prepared::new(
-        smemkit::cuda::gpu().expect("a GPU"),
+        smemkit::internals::gpu::gpu().expect("a GPU"),
         ty,
         w,
         binning,
@@ -114,7 +116,7 @@ fn check_stream(
 /// Each memory type, with chunks of a prime number of samples (no chunk boundary falls on a
 /// vector, block or page boundary), then zero-copy from mapped and registered memory.
 fn every_memory_type(n: usize, chunk: usize) {
-    let gpu = smemkit::cuda::gpu().expect("a GPU");
+    let gpu = smemkit::internals::gpu::gpu().expect("a GPU");
     let mut r = rng();
     let nbins = 1000;
     let spec = BinSpec::Integer { nbins };
@@ -311,7 +313,7 @@ fn every_strategy_streams() {
         let want = cpu(host, None, &spec);
         for choice in choices {
             let p = match Prepared::new(
-                smemkit::cuda::gpu().unwrap(),
+                smemkit::internals::gpu::gpu().unwrap(),
                 SampleType::I32,
                 WeightKind::None,
                 &binning,
@@ -382,8 +384,13 @@ fn an_input_larger_than_the_device_budget_streams() {
         });
     let seen = std::sync::atomic::AtomicU64::new(0);
     let report = |b: u64| seen.store(b, std::sync::atomic::Ordering::Relaxed);
-    let got = smemkit::histogram_with_progress(Samples::I32(&data), None, &options, Some(&report))
-        .unwrap();
+    let got = smemkit::internals::histogram::histogram_with_progress(
+        Samples::I32(&data),
+        None,
+        &options,
+        Some(&report),
+    )
+    .unwrap();
     assert!(
         got.engine.detail.contains("streamed"),
         "{}",
@@ -402,7 +409,7 @@ fn an_input_larger_than_the_device_budget_streams() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bad_requests_are_errors() {
-    let gpu = smemkit::cuda::gpu().unwrap();
+    let gpu = smemkit::internals::gpu::gpu().unwrap();
     let data = vec![1i32; 1000];
     let spec = BinSpec::Integer { nbins: 10 };
     let binning = Binning::resolve(&spec, Samples::I32(&data)).unwrap();
@@ -472,8 +479,10 @@ fn a_file_streams_like_the_cpu() {
                 &options.clone().stream(StreamMode::Always)
             )
             .unwrap());
-            let got = smemkit::histogram_file_with_progress(&file, w, &options, None)
-                .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+            let got = smemkit::internals::histogram::histogram_file_with_progress(
+                &file, w, &options, None,
+            )
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
             let want = histogram(
                 Samples::F32(&data),
                 w,
@@ -542,7 +551,9 @@ fn a_file_that_shrinks_while_it_streams_is_an_error() {
     write();
     let file = FileInput::open(&path, 0, SampleType::I32, None).unwrap();
     cut(1_000_002);
-    let e = smemkit::histogram_file_with_progress(&file, None, &options, None).unwrap_err();
+    let e =
+        smemkit::internals::histogram::histogram_file_with_progress(&file, None, &options, None)
+            .unwrap_err();
     expect_shrink(e, "cut before streaming");
 
     // Cut after the first chunk has gone to the GPU: the next chunk's read finds the end.
@@ -555,8 +566,13 @@ fn a_file_that_shrinks_while_it_streams_is_an_error() {
             cut(500_000);
         }
     };
-    let e =
-        smemkit::histogram_file_with_progress(&file, None, &options, Some(&report)).unwrap_err();
+    let e = smemkit::internals::histogram::histogram_file_with_progress(
+        &file,
+        None,
+        &options,
+        Some(&report),
+    )
+    .unwrap_err();
     expect_shrink(e, "cut while streaming");
     assert_eq!(calls.into_inner(), 1, "streaming stopped at the cut");
 
@@ -569,13 +585,17 @@ fn a_file_that_shrinks_while_it_streams_is_an_error() {
         range: None,
     })
     .backend(Backend::Cuda);
-    let e = smemkit::histogram_file_with_progress(&file, None, &uniform, None).unwrap_err();
+    let e =
+        smemkit::internals::histogram::histogram_file_with_progress(&file, None, &uniform, None)
+            .unwrap_err();
     expect_shrink(e, "cut before the bins' pass");
 
     // Nothing is left broken: the whole file streams again.
     write();
     let file = FileInput::open(&path, 0, SampleType::I32, None).unwrap();
-    let got = smemkit::histogram_file_with_progress(&file, None, &options, None).unwrap();
+    let got =
+        smemkit::internals::histogram::histogram_file_with_progress(&file, None, &options, None)
+            .unwrap();
     let want = cpu(Samples::I32(&data), None, &spec);
     assert_eq!((got.counts, got.tallies), (want.counts, want.tallies));
     std::fs::remove_dir_all(&dir).unwrap();

@@ -9,90 +9,23 @@ use std::collections::HashMap;
 use serde_json::Value;
 use smemkit::{
     bincount, digitize, histogram, histogram_bin_edges, Backend, BinRule, BinSpec, Counts,
-    HistogramOptions, IntEdges, Samples, Weights,
+    HistogramOptions, IntEdges, Samples,
 };
 
-enum Owned {
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    U64(Vec<u64>),
-    I8(Vec<i8>),
-    I16(Vec<i16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+mod common;
+use common::{decode, unhex, Owned};
+
+/// The parity fixtures' arrays: a dtype and hex in one JSON object.
+fn decode_value(v: &Value) -> Owned {
+    decode(v["dtype"].as_str().unwrap(), v["hex"].as_str().unwrap())
 }
 
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-macro_rules! le {
-    ($bytes:expr, $t:ty) => {
-        $bytes
-            .chunks_exact(std::mem::size_of::<$t>())
-            .map(|c| <$t>::from_le_bytes(c.try_into().unwrap()))
-            .collect::<Vec<$t>>()
-    };
-}
-
-impl Owned {
-    fn decode(v: &Value) -> Owned {
-        let b = unhex(v["hex"].as_str().unwrap());
-        match v["dtype"].as_str().unwrap() {
-            "uint8" => Owned::U8(b),
-            "uint16" => Owned::U16(le!(b, u16)),
-            "uint32" => Owned::U32(le!(b, u32)),
-            "uint64" => Owned::U64(le!(b, u64)),
-            "int8" => Owned::I8(le!(b, i8)),
-            "int16" => Owned::I16(le!(b, i16)),
-            "int32" => Owned::I32(le!(b, i32)),
-            "int64" => Owned::I64(le!(b, i64)),
-            "float32" => Owned::F32(le!(b, f32)),
-            "float64" => Owned::F64(le!(b, f64)),
-            other => panic!("unknown dtype {other}"),
-        }
-    }
-    fn samples(&self) -> Samples<'_> {
-        match self {
-            Owned::U8(v) => Samples::U8(v),
-            Owned::U16(v) => Samples::U16(v),
-            Owned::U32(v) => Samples::U32(v),
-            Owned::U64(v) => Samples::U64(v),
-            Owned::I8(v) => Samples::I8(v),
-            Owned::I16(v) => Samples::I16(v),
-            Owned::I32(v) => Samples::I32(v),
-            Owned::I64(v) => Samples::I64(v),
-            Owned::F32(v) => Samples::F32(v),
-            Owned::F64(v) => Samples::F64(v),
-        }
-    }
-    fn weights(&self) -> Weights<'_> {
-        match self {
-            Owned::F32(v) => Weights::F32(v),
-            Owned::F64(v) => Weights::F64(v),
-            _ => panic!("weights must be float32 or float64"),
-        }
-    }
-    fn f64s(&self) -> Vec<f64> {
-        match self {
-            Owned::F32(v) => v.iter().map(|&x| x as f64).collect(),
-            Owned::F64(v) => v.clone(),
-            _ => panic!("expected a float array"),
-        }
-    }
-    /// Edges as the bins numpy was given: integer arrays stay exact.
-    fn bins(&self) -> BinSpec {
-        match self {
-            Owned::I64(v) => BinSpec::IntEdges(IntEdges::I64(v.clone())),
-            Owned::U64(v) => BinSpec::IntEdges(IntEdges::U64(v.clone())),
-            _ => BinSpec::Edges(self.f64s()),
-        }
+/// Edges as the bins numpy was given: integer arrays stay exact.
+fn edge_bins(a: &Owned) -> BinSpec {
+    match a {
+        Owned::I64(v) => BinSpec::IntEdges(IntEdges::I64(v.clone())),
+        Owned::U64(v) => BinSpec::IntEdges(IntEdges::U64(v.clone())),
+        _ => BinSpec::Edges(a.to_f64()),
     }
 }
 
@@ -102,7 +35,7 @@ struct Doc {
 
 impl Doc {
     fn array(&self, key: &Value) -> Owned {
-        Owned::decode(&self.arrays[key.as_str().expect("array key")])
+        decode_value(&self.arrays[key.as_str().expect("array key")])
     }
 }
 
@@ -146,7 +79,7 @@ fn check_counts(ours: &Counts, expect: &Value, doc: &Doc) -> Result<(), String> 
                 Owned::F32(_) => c.iter().map(|&x| x as f32 as f64).collect(),
                 _ => c.clone(),
             };
-            let theirs = theirs.f64s();
+            let theirs = theirs.to_f64();
             same_bits(&ours, &theirs)
                 .then_some(())
                 .ok_or_else(|| format!("weighted sums: {}", first_difference(&ours, &theirs)))
@@ -177,7 +110,7 @@ fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), Stri
             rule: BinRule::parse(rule).unwrap(),
             range,
         },
-        (_, key) => doc.array(key).bins(),
+        (_, key) => edge_bins(&doc.array(key)),
     };
     let weights = (!case["weights"].is_null()).then(|| doc.array(&case["weights"]));
     let density = case["density"].as_bool().unwrap();
@@ -208,7 +141,7 @@ fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), Stri
         check_width(&data, rule, range, want, &expect["width_type"])?;
     }
     check_counts(&h.counts, &expect["counts"], doc)?;
-    let edges = doc.array(&expect["edges"]).f64s();
+    let edges = doc.array(&expect["edges"]).to_f64();
     if !same_bits(&h.edges, &edges) {
         return Err(format!("edges: {}", first_difference(&h.edges, &edges)));
     }
@@ -220,7 +153,7 @@ fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), Stri
     }
     if density {
         let ours = h.density.as_deref().ok_or("no density")?;
-        let theirs = doc.array(&expect["density"]).f64s();
+        let theirs = doc.array(&expect["density"]).to_f64();
         if !same_bits(ours, &theirs) {
             return Err(format!("density: {}", first_difference(ours, &theirs)));
         }
@@ -239,8 +172,12 @@ fn check_width(
 ) -> Result<(), String> {
     let want = scalar(want);
     let rule = BinRule::parse(rule).unwrap();
-    let ours = smemkit::histogram::bins::estimators::estimator_width(data.samples(), rule, range)
-        .map_err(|e| format!("estimator width: {e}"))?;
+    let ours = smemkit::internals::histogram::bins::estimators::estimator_width(
+        data.samples(),
+        rule,
+        range,
+    )
+    .map_err(|e| format!("estimator width: {e}"))?;
     match ours {
         None if want == 0.0 => Ok(()),
         Some((w, f32)) if w.to_bits() == want.to_bits() && f32 == (want_type == "float32") => {
@@ -269,7 +206,7 @@ fn check_bincount(case: &Value, doc: &Doc) -> Result<(), String> {
     match (&h.counts, &expect["counts"]) {
         // numpy's bincount of float32 weights sums in float64
         (Counts::Weighted(c), key) if !key.is_array() => {
-            let theirs = doc.array(key).f64s();
+            let theirs = doc.array(key).to_f64();
             same_bits(c, &theirs)
                 .then_some(())
                 .ok_or_else(|| format!("weighted bincount: {}", first_difference(c, &theirs)))
@@ -280,7 +217,7 @@ fn check_bincount(case: &Value, doc: &Doc) -> Result<(), String> {
 
 fn check_digitize(case: &Value, doc: &Doc) -> Result<(), String> {
     let data = doc.array(&case["data"]);
-    let bins = doc.array(&case["edges"]).f64s();
+    let bins = doc.array(&case["edges"]).to_f64();
     let right = case["right"].as_bool().unwrap();
     let expect = &case["expect"];
     let Some(ours) = outcome(digitize(data.samples(), &bins, right), expect)? else {

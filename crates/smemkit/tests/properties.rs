@@ -6,7 +6,7 @@
 //! the partitioned (`PARTITION_MIN_BINS` and more) paths.
 
 use proptest::prelude::*;
-use smemkit::cpu::histogram::PARTITION_MIN_BINS;
+use smemkit::internals::histogram::cpu::PARTITION_MIN_BINS;
 use smemkit::{
     histogram, Backend, BinSpec, Binning, Counts, Error, HistogramOptions, OutOfRange, Sample,
     Samples, Slot, Tallies, Weights,

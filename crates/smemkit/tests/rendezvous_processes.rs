@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use smemkit::launch::tcp::{Peer, Session};
+use smemkit::internals::launch::tcp::{Peer, Session};
 
 const CHILD: &str = "SMEMKIT_RDV_CHILD";
 

@@ -7,8 +7,8 @@ use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
-use smemkit::cuda::bench::{self as dev, median};
-use smemkit::cuda::histogram::{Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::bench::{self as dev, median};
+use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
 use smemkit::{Binning, Counts, Error, OutOfRange, SampleType, StrategyChoice};
 
 use crate::bench::{workload_spec, MIN_RUNS};
@@ -47,8 +47,9 @@ fn all_choices() -> Vec<StrategyChoice> {
 /// `sliced` (the fewest slices) only beyond what one block of its counters holds (below that it is
 /// `shared8` / `shared4` with a slice test per sample) and up to 2^22 bins (every slice reads the
 /// whole input, so beyond that it only slows down).
-fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::cuda::Gpu) -> bool {
-    let one_block = |bits| smemkit::plan::packed_max_bins_per_block(&gpu.limits, bits);
+fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::internals::gpu::Gpu) -> bool {
+    let one_block =
+        |bits| smemkit::internals::histogram::plan::packed_max_bins_per_block(&gpu.limits, bits);
     match choice {
         StrategyChoice::Packed(4) => nbins > one_block(8),
         StrategyChoice::Sliced {
@@ -114,7 +115,7 @@ fn short_name(t: SampleType) -> &'static str {
 
 /// The commit measured: `SMEMKIT_COMMIT` when set (the device machine has the tree without git).
 fn commit() -> String {
-    std::env::var("SMEMKIT_COMMIT").unwrap_or_else(|_| crate::commit::describe())
+    smemkit::internals::config::commit().unwrap_or_else(crate::commit::describe)
 }
 
 pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
@@ -148,7 +149,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
             args.runs
         );
     }
-    let gpu = smemkit::cuda::gpu().context("the CUDA benchmark needs a GPU")?;
+    let gpu = smemkit::internals::gpu::gpu().context("the CUDA benchmark needs a GPU")?;
     let n = 1usize
         .checked_shl(args.log2_n)
         .filter(|_| args.log2_n <= 34)
@@ -171,7 +172,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                 let host = data.to_host(&gpu)?;
                 let binning = Binning::resolve(&workload_spec(ty, nbins), host.as_samples())?;
                 let reference = smemkit::with_samples!(host.as_samples(), s =>
-                    smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
+                    smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                 drop(host);
                 for &choice in &strategies {
                     if args.strategies.is_empty() && !worth_timing(choice, nbins, &gpu) {

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
-use smemkit::cuda::bench::{self as dev, median};
 use smemkit::cudarc::driver::{CudaStream, CudaView, DeviceRepr};
-use smemkit::histogram::cuda::exact_sums;
+use smemkit::internals::histogram::cuda::bench::{self as dev, median};
+use smemkit::internals::histogram::cuda::exact_sums;
 use smemkit::{
     Binning, Counts, DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, OutOfRange,
     Sample, SampleType, Samples, WeightKind, Weights,
@@ -37,7 +37,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
             args.runs
         );
     }
-    let gpu = smemkit::cuda::gpu().context("the device benchmark needs a GPU")?;
+    let gpu = smemkit::internals::gpu::gpu().context("the device benchmark needs a GPU")?;
     let stream = gpu.ctx.new_stream().context("creating a stream")?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -136,12 +136,12 @@ fn workload<T: Sample + DeviceRepr>(
     stream: &Arc<CudaStream>,
     runs: usize,
 ) -> Result<Vec<Value>> {
-    let gpu = smemkit::cuda::gpu()?;
+    let gpu = smemkit::internals::gpu::gpu()?;
     let bins = workload_spec(w.ty, w.nbins);
     let host = data.to_host(&gpu)?;
     let binning = Binning::resolve(&bins, host.as_samples())?;
     let reference = smemkit::with_samples!(host.as_samples(), s =>
-        smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
+        smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
     let input: CudaView<'_, T> = data.view::<T>()?;
     let spec = DeviceHistogramSpec::new(w.ty, bins.clone()).max_samples(w.n);
     let h = DeviceHistogram::new(&gpu, &spec)?;
@@ -208,14 +208,14 @@ fn weighted<T: Sample + DeviceRepr>(
     stream: &Arc<CudaStream>,
     runs: usize,
 ) -> Result<Vec<Value>> {
-    let gpu = smemkit::cuda::gpu()?;
+    let gpu = smemkit::internals::gpu::gpu()?;
     let weights: Vec<f32> = (0..w.n)
         .map(|i| ((i as u64).wrapping_mul(2654435761) % 1000) as f32 / 1000.0)
         .collect();
     let dw = stream.clone_htod(&weights)?;
     let dwv = dw.as_view();
     let plain = smemkit::with_samples!(*samples, s =>
-        smemkit::cpu::histogram::histogram(s, Some(Weights::F32(&weights)), binning, OutOfRange::Ignore));
+        smemkit::internals::histogram::cpu::histogram(s, Some(Weights::F32(&weights)), binning, OutOfRange::Ignore));
     let mut rows = Vec::new();
     for deterministic in [false, true] {
         let spec = DeviceHistogramSpec::new(w.ty, bins.clone())

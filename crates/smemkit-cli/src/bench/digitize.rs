@@ -10,8 +10,8 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use smemkit::cuda::bench::{self as dev, median};
-use smemkit::digitize::cuda::DeviceDigitize;
+use smemkit::internals::digitize::cuda::DeviceDigitize;
+use smemkit::internals::histogram::cuda::bench::{self as dev, median};
 use smemkit::SampleType;
 
 use crate::bench::MIN_RUNS;
@@ -35,7 +35,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
             args.log2_n
         );
     }
-    let gpu = smemkit::cuda::gpu().context("the digitize benchmark needs a GPU")?;
+    let gpu = smemkit::internals::gpu::gpu().context("the digitize benchmark needs a GPU")?;
     let stream = gpu.stream.clone();
     let n = 1usize << args.log2_n;
     let data = dev::generate(&gpu, SampleType::F32, n, SPAN, 0.0, args.seed)?;

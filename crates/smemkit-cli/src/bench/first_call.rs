@@ -91,7 +91,7 @@ fn run_child(input: &Path, dtype: &str, kernels: &Path, driver: &Path) -> Result
             "cuda",
             "--no-chart",
         ])
-        .env("SMEMKIT_CACHE_DIR", kernels)
+        .env(smemkit::internals::config::CACHE_DIR, kernels)
         .env("CUDA_CACHE_PATH", driver);
     if dtype.starts_with('f') {
         cmd.args(["--range", "0:1"]);
@@ -110,8 +110,8 @@ fn run_child(input: &Path, dtype: &str, kernels: &Path, driver: &Path) -> Result
 }
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
-    let gpu = smemkit::gpu::gpu().context("the first-call benchmark needs a GPU")?;
-    let commit = std::env::var("SMEMKIT_COMMIT").unwrap_or_else(|_| crate::commit::describe());
+    let gpu = smemkit::internals::gpu::gpu().context("the first-call benchmark needs a GPU")?;
+    let commit = smemkit::internals::config::commit().unwrap_or_else(crate::commit::describe);
     let dtypes: Vec<String> = if args.dtype == ["i32", "f32"] {
         // The default of --dtype: take the four instead.
         ["u8", "i32", "f32", "f64"].map(String::from).to_vec()

@@ -12,8 +12,8 @@ use rand::SeedableRng;
 use rand_distr::Distribution;
 use rayon::prelude::*;
 use serde_json::json;
-use smemkit::cuda::bench::{self as dev, median, DeviceSamples};
-use smemkit::cuda::histogram::{Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::bench::{self as dev, median, DeviceSamples};
+use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
 use smemkit::{BinSpec, Binning, Counts, Error, OutOfRange, SampleType, Samples, StrategyChoice};
 
 use crate::bench::MIN_RUNS;
@@ -96,7 +96,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     {
         bail!("--op hist-half histograms f16 and bf16 samples (--dtype f16,bf16), not {t}");
     }
-    let gpu = smemkit::cuda::gpu().context("the float16 benchmark needs a GPU")?;
+    let gpu = smemkit::internals::gpu::gpu().context("the float16 benchmark needs a GPU")?;
     let n = 1usize << args.log2_n;
     let bytes = n * 2;
     let copy_ms = median(&dev::time_device_copy(&gpu, bytes, WARMUP, args.runs)?) as f64;

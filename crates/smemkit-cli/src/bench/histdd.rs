@@ -18,9 +18,9 @@ use rand_distr::{Distribution, StandardNormal};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use smemkit::cuda::bench::median;
 use smemkit::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use smemkit::histogramdd::cuda::{DeviceAxis, DeviceJoint, JointRun, JointSpec};
+use smemkit::internals::histogram::cuda::bench::median;
+use smemkit::internals::histogramdd::cuda::{DeviceAxis, DeviceJoint, JointRun, JointSpec};
 use smemkit::{
     histogramdd, Backend, BinSpec, Counts, Error, JointOptions, JointSamples, SampleType, Samples,
     StrategyChoice, WeightKind,
@@ -143,7 +143,7 @@ struct Workload<'a> {
 }
 
 struct Bench<'a> {
-    gpu: &'a Arc<smemkit::cuda::Gpu>,
+    gpu: &'a Arc<smemkit::internals::gpu::Gpu>,
     stream: &'a Arc<CudaStream>,
     commit: &'a str,
     runs: usize,
@@ -260,7 +260,8 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
         );
     }
     let n = 1usize << args.log2_n;
-    let gpu = smemkit::cuda::gpu().context("the joint histogram benchmark needs a GPU")?;
+    let gpu =
+        smemkit::internals::gpu::gpu().context("the joint histogram benchmark needs a GPU")?;
     let stream = gpu.ctx.new_stream().context("creating a stream")?;
     let choices = choices(&args.strategies)?;
     let c = Bench {

@@ -16,12 +16,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
-use smemkit::cuda::bench::{self as dev, median, DeviceSamples, HostSamples};
-use smemkit::cuda::histogram::{EngineOutput, WeightKind};
-use smemkit::cuda::host_memory::PinnedBuffer;
-use smemkit::cuda::multi::{open, MultiPrepared};
-use smemkit::cuda::stream::{StreamInput, StreamOptions};
-use smemkit::cuda::Gpu;
+use smemkit::internals::gpu::host_memory::PinnedBuffer;
+use smemkit::internals::gpu::Gpu;
+use smemkit::internals::histogram::cuda::bench::{self as dev, median, DeviceSamples, HostSamples};
+use smemkit::internals::histogram::cuda::multi::{open, MultiPrepared};
+use smemkit::internals::histogram::cuda::prepared::{EngineOutput, WeightKind};
+use smemkit::internals::histogram::cuda::stream::{StreamInput, StreamOptions};
 use smemkit::{
     Binning, Counts, DeviceSet, OutOfRange, SampleType, StrategyChoice, Tallies, Weights,
 };
@@ -117,7 +117,7 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                     .iter()
                     .map(|h| {
                         let r = smemkit::with_samples!(h.as_samples(), s =>
-                            smemkit::cpu::histogram::histogram(s, None, &binning, OutOfRange::Ignore));
+                            smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                         match r.counts {
                             Counts::Unweighted(c) => (c, r.tallies),
                             Counts::Weighted(_) => unreachable!("no weights"),

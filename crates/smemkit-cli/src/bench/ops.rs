@@ -11,8 +11,8 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde_json::json;
-use smemkit::cuda::bench::median;
-use smemkit::cuda::ops::{self, TransposeKernel};
+use smemkit::internals::array_ops::cuda::{self as ops, TransposeKernel};
+use smemkit::internals::histogram::cuda::bench::median;
 use smemkit::{Boundary, Element, ReverseKernel, StencilElement};
 
 use crate::bench::MIN_RUNS;
@@ -174,7 +174,7 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
             args.runs
         );
     }
-    let gpu = smemkit::cuda::gpu()?;
+    let gpu = smemkit::internals::gpu::gpu()?;
     let n = 1usize << args.log2_n.min(30);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -17,9 +17,9 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde_json::json;
-use smemkit::cuda::bench::median;
-use smemkit::cuda::cublas::{Cublas, CublasMath};
-use smemkit::cuda::matmul::{self as gm, DenseProduct};
+use smemkit::internals::histogram::cuda::bench::median;
+use smemkit::internals::matmul::cuda::cublas::{Cublas, CublasMath};
+use smemkit::internals::matmul::cuda::{self as gm, DenseProduct};
 use smemkit::MatmulKernel;
 
 use crate::bench::MIN_RUNS;
@@ -107,7 +107,7 @@ fn impls(names: &[String], tf32: bool) -> Result<Vec<Impl>> {
                 "cublas" if tf32 => Impl::Cublas(CublasMath::Tf32),
                 "cublas" => Impl::Cublas(CublasMath::Fp32),
                 other if other.contains(':') && !tf32 => {
-                    match smemkit::cuda::autotune::parse_choice(other) {
+                    match smemkit::internals::matmul::cuda::autotune::parse_choice(other) {
                         Some(v) => Impl::Candidate(v),
                         None => bail!(
                             "--kernel {other}: not one of the autotuner's candidates ({})",
@@ -129,7 +129,7 @@ fn impls(names: &[String], tf32: bool) -> Result<Vec<Impl>> {
 }
 
 fn candidate_names() -> String {
-    smemkit::cuda::autotune::candidates()
+    smemkit::internals::matmul::cuda::autotune::candidates()
         .iter()
         .map(|v| v.name())
         .collect::<Vec<_>>()
@@ -263,9 +263,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
             .map(|s| parse_shape(s))
             .collect::<Result<_>>()?
     };
-    let g = smemkit::cuda::gpu().context("the sgemm benchmark needs a GPU")?;
+    let g = smemkit::internals::gpu::gpu().context("the sgemm benchmark needs a GPU")?;
     g.bind()?;
-    let commit = std::env::var("SMEMKIT_COMMIT").unwrap_or_else(|_| crate::commit::describe());
+    let commit = smemkit::internals::config::commit().unwrap_or_else(crate::commit::describe);
     let precision = if tf32 { "tf32" } else { "fp32" };
     let tolerance = if tf32 { TOL_TF32 } else { TOL_FP32 };
     let blas = if impls.iter().any(|i| matches!(i, Impl::Cublas(_))) {

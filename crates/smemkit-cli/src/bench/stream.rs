@@ -19,11 +19,15 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
-use smemkit::cuda::bench::median;
-use smemkit::cuda::histogram::{EngineOutput, Prepared, WeightKind};
-use smemkit::cuda::host_memory::{time_copy, CopySource, MappedBuffer, PinnedBuffer, Registered};
-use smemkit::cuda::stream::{self, FileInput, StreamInput, StreamOptions, Streamer};
-use smemkit::cuda::Gpu;
+use smemkit::internals::gpu::host_memory::{
+    time_copy, CopySource, MappedBuffer, PinnedBuffer, Registered,
+};
+use smemkit::internals::gpu::Gpu;
+use smemkit::internals::histogram::cuda::bench::median;
+use smemkit::internals::histogram::cuda::prepared::{EngineOutput, Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::stream::{
+    self, FileInput, StreamInput, StreamOptions, Streamer,
+};
 use smemkit::{Binning, Counts, OutOfRange, SampleType, Samples, StrategyChoice};
 
 use crate::bench::{workload_spec, MIN_RUNS};
@@ -46,7 +50,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
             args.log2_n
         );
     }
-    let gpu = smemkit::cuda::gpu().context("the host-memory benchmark needs a GPU")?;
+    let gpu = smemkit::internals::gpu::gpu().context("the host-memory benchmark needs a GPU")?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.op.as_str() {
@@ -144,7 +148,7 @@ fn h2d(gpu: &Gpu, args: &BenchArgs, commit: &str, out: &mut dyn Write) -> Result
 
 /// Pinned copy bandwidth in GB/s of the samples (the anchor of the hist-stream rows).
 fn pinned_copy_gbps(gpu: &Gpu, data: &[i32], runs: usize) -> Result<f64> {
-    let bytes = smemkit::cuda::host_memory::sample_bytes(Samples::I32(data));
+    let bytes = smemkit::internals::gpu::host_memory::sample_bytes(Samples::I32(data));
     let pinned = PinnedBuffer::from_slice(gpu, bytes)?;
     let (t, ok) = time_copy(gpu, &CopySource::Pinned(&pinned), WARMUP, runs)?;
     if !ok {
@@ -162,9 +166,7 @@ fn hist_stream(
     gpu.bind()?;
     let n = 1usize << args.log2_n;
     let bytes = n * 4;
-    let dir = std::env::var_os("SMEMKIT_BENCH_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let dir = smemkit::internals::config::bench_dir().unwrap_or_else(std::env::temp_dir);
     for &nbins in &args.bins {
         for dist in &args.dist {
             let dist = Dist::parse(dist)?;
@@ -182,8 +184,12 @@ fn hist_stream(
             };
             let host = Samples::I32(&data);
             let binning = Binning::resolve(&workload_spec(SampleType::I32, nbins), host)?;
-            let want =
-                smemkit::cpu::histogram::histogram(&data[..], None, &binning, OutOfRange::Ignore);
+            let want = smemkit::internals::histogram::cpu::histogram(
+                &data[..],
+                None,
+                &binning,
+                OutOfRange::Ignore,
+            );
             let check = |r: &EngineOutput| {
                 r.tallies == want.tallies
                     && matches!((&r.counts, &want.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b)
@@ -200,7 +206,7 @@ fn hist_stream(
             let anchor = pinned_copy_gbps(gpu, &data, args.runs)?;
             // A file in the page cache: written here, so its pages are cached.
             let path = dir.join(format!("smemkit-bench-{}.i32", std::process::id()));
-            let file_bytes = smemkit::cuda::host_memory::sample_bytes(host);
+            let file_bytes = smemkit::internals::gpu::host_memory::sample_bytes(host);
             std::fs::write(&path, file_bytes)
                 .with_context(|| format!("writing {}", path.display()))?;
             let file = FileInput::open(&path, 0, SampleType::I32, None);

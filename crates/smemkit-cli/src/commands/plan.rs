@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
-use smemkit::plan::{
+use smemkit::internals::histogram::plan::{
     plan, skew_probe_threshold, Workload, SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
 };
 use smemkit::{SampleType, StrategyChoice};

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use smemkit::histogram::cuda::prepared::{Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
 use smemkit::{BinSpec, Binning, OutOfRange, SampleType, Samples, StrategyChoice};
 
 #[derive(Debug, Args)]
@@ -92,17 +92,20 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
         .iter()
         .map(|d| SampleType::parse(d).with_context(|| format!("--dtype {d}")))
         .collect::<Result<Vec<_>>>()?;
-    let gpu = smemkit::gpu::gpu().context("warmup builds kernels for a GPU")?;
+    let gpu = smemkit::internals::gpu::gpu().context("warmup builds kernels for a GPU")?;
     let weights: &[WeightKind] = if args.weighted {
         &[WeightKind::None, WeightKind::F32, WeightKind::F64]
     } else {
         &[WeightKind::None]
     };
     let start = Instant::now();
-    let before = smemkit::gpu::compile::build_stats();
+    let before = smemkit::internals::gpu::compile::build_stats();
     for &t in &types {
         // One line per sample type: what a process needing a new type waits for.
-        let (t_start, t_before) = (Instant::now(), smemkit::gpu::compile::build_stats());
+        let (t_start, t_before) = (
+            Instant::now(),
+            smemkit::internals::gpu::compile::build_stats(),
+        );
         for &nbins in &args.bins {
             for binning in binnings(t, nbins)? {
                 for &w in weights {
@@ -118,7 +121,7 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
                 }
             }
         }
-        let t_after = smemkit::gpu::compile::build_stats();
+        let t_after = smemkit::internals::gpu::compile::build_stats();
         writeln!(
             out,
             "{t}: {} kernels compiled, {} read from the cache, in {:.2} s",
@@ -127,8 +130,8 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
             t_start.elapsed().as_secs_f64()
         )?;
     }
-    let after = smemkit::gpu::compile::build_stats();
-    let place = match smemkit::gpu::compile::disk_cache_dir() {
+    let after = smemkit::internals::gpu::compile::build_stats();
+    let place = match smemkit::internals::gpu::compile::disk_cache_dir() {
         Some(d) => format!(
             "cached in {} ({:.1} MB)",
             d.display(),

@@ -146,7 +146,7 @@ pub fn write(w: &mut dyn Write, h: &Histogram, input: &InputFacts<'_>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smemkit::histogram::{EngineReport, Phases};
+    use smemkit::internals::histogram::{EngineReport, Phases};
     use smemkit::{Backend, OutOfRange, Tallies};
 
     fn histogram(elapsed_ms: u64, phases: Phases) -> Histogram {

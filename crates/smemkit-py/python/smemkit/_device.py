@@ -392,10 +392,11 @@ def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer,
     else:
         out = frame.empty(nbins + 3, words)
     _native.device_histogram(
-        a.device, stream, a.ptr, a.size, dtype,
-        0 if w is None else w.ptr, None if w is None else w.dtype,
-        frame.ptr(out), None if edges is not None else nbins, rng, edges, integer, policy,
-        strategy, deterministic,
+        a.device, stream,
+        (a.ptr, a.size, dtype, 0 if w is None else w.ptr, None if w is None else w.dtype),
+        frame.ptr(out),
+        (None if edges is not None else nbins, rng, edges, integer),
+        (policy, strategy, deterministic),
     )
     keep = a.keep + (w.keep if w is not None else [])
     if keep:

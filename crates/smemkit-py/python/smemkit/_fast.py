@@ -180,8 +180,8 @@ def _build(dev, dtype, nbins, rng, integer, out_of_range, strategy, deterministi
     """A FastCall, or None where one cannot be made: the general path, which just computed the
     same call, then keeps serving it (the result never depends on which path runs)."""
     try:
-        return _native.fast_call(dev, dtype, None, nbins, rng, integer, out_of_range, strategy,
-                                 bool(deterministic), edges)
+        return _native.fast_call(dev, dtype, None, (nbins, rng, integer),
+                                 (out_of_range, strategy, bool(deterministic)), edges)
     except Exception:  # noqa: BLE001 (an optimisation only; see the docstring)
         return None
 

@@ -8,12 +8,8 @@ __version__: str
 def histogram(
     a: np.ndarray,
     weights: Optional[np.ndarray],
-    nbins: Optional[int],
-    range: Optional[Tuple[float, float]],
-    edges: Optional[np.ndarray],
-    out_of_range: str,
-    backend: str,
-    strategy: Optional[str],
+    bins: Tuple[Optional[int], Optional[Tuple[float, float]], Optional[np.ndarray]],
+    run: Tuple[str, str, Optional[str]],
 ) -> Tuple[np.ndarray, np.ndarray]: ...
 def histogram_bin_edges(
     a: np.ndarray, nbins: int, range: Optional[Tuple[float, float]]
@@ -29,19 +25,10 @@ def bincount(
 def device_histogram(
     device: int,
     stream: int,
-    input: int,
-    n: int,
-    dtype: str,
-    weights: int,
-    weights_dtype: Optional[str],
+    samples: Tuple[int, int, str, int, Optional[str]],
     out: int,
-    nbins: Optional[int],
-    range: Optional[Tuple[float, float]],
-    edges: Optional[np.ndarray],
-    integer_bins: bool,
-    out_of_range: str,
-    strategy: Optional[str],
-    deterministic: bool,
+    bins: Tuple[Optional[int], Optional[Tuple[float, float]], Optional[np.ndarray], bool],
+    run: Tuple[str, Optional[str], bool],
 ) -> None: ...
 def device_cache_size() -> int: ...
 def dlpack_capsule_info(capsule: Any) -> dict[str, Any]: ...
@@ -73,12 +60,8 @@ def fast_call(
     device: int,
     dtype: str,
     weights_dtype: Optional[str],
-    nbins: int,
-    range: Optional[Tuple[float, float]],
-    integer_bins: bool,
-    out_of_range: str,
-    strategy: Optional[str],
-    deterministic: bool,
+    bins: Tuple[int, Optional[Tuple[float, float]], bool],
+    run: Tuple[str, Optional[str], bool],
     edges: bytes,
 ) -> FastCall: ...
 def trace_native() -> list[Tuple[int, int, int, int]]: ...

@@ -198,7 +198,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         rng, a = _range(range, a)
     flat, flat_w = flat_pair(a, w)
     counts, lib_edges = _native.histogram(
-        flat, flat_w, nbins, rng, edges, out_of_range, backend, strategy
+        flat, flat_w, (nbins, rng, edges), (out_of_range, backend, strategy)
     )
     if w is None:
         n = counts.view(np.int64)

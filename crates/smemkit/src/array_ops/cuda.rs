@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::gpu::compile::{KernelSource, REVERSE, STENCIL, TRANSPOSE};
 use crate::gpu::device::{cuda_err, gpu, Gpu};
 use crate::gpu::launch::{self, check, LaunchShape};
+use crate::gpu::timing::time_launches;
 
 /// Threads per block of the stencil kernels.
 pub const STENCIL_BLOCK: u32 = 256;
@@ -568,38 +569,9 @@ pub fn reverse_timed<T: Element>(
     Ok((out, times))
 }
 
-/// Runs `launch` once, then `reps` more times between timing events; milliseconds per run.
-pub(crate) fn run(
-    g: &Gpu,
-    reps: usize,
-    mut launch: impl FnMut() -> Result<()>,
-) -> Result<Vec<f32>> {
-    launch()?;
-    if reps == 0 {
-        return Ok(Vec::new());
-    }
-    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let start = g
-        .ctx
-        .new_event(timing)
-        .map_err(cuda_err("creating an event"))?;
-    let end = g
-        .ctx
-        .new_event(timing)
-        .map_err(cuda_err("creating an event"))?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        start
-            .record(&g.stream)
-            .map_err(cuda_err("recording an event"))?;
-        launch()?;
-        end.record(&g.stream)
-            .map_err(cuda_err("recording an event"))?;
-        times.push(
-            start
-                .elapsed_ms(&end)
-                .map_err(cuda_err("timing a kernel (it may have failed)"))?,
-        );
-    }
-    Ok(times)
+/// Runs `launch` once, then `reps` more times between timing events; milliseconds per run
+/// ([`time_launches`] with one untimed run).
+pub(crate) fn run(g: &Gpu, reps: usize, launch: impl FnMut() -> Result<()>) -> Result<Vec<f32>> {
+    let launch = std::cell::RefCell::new(launch);
+    time_launches(g, 1, reps, &|| (launch.borrow_mut())())
 }

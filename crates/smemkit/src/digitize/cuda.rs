@@ -142,6 +142,7 @@ impl DeviceDigitize {
         })
     }
 
+    /// The sample type the kernel was built for.
     pub fn sample_type(&self) -> SampleType {
         self.sample_type
     }

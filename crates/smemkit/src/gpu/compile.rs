@@ -45,8 +45,7 @@ pub fn nvrtc_version() -> String {
 /// Whether builds keep line information (`-lineinfo`, for profilers' source views):
 /// `SMEMKIT_LINEINFO=1`. Off by default: it embeds the PTX in every CUBIN, 2.5 times its size.
 fn lineinfo() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SMEMKIT_LINEINFO").is_ok_and(|v| v == "1"))
+    crate::config::lineinfo()
 }
 
 /// NVRTC options for `arch` (`compute_90a` for PTX, `sm_90a` for a CUBIN) and `-D` defines. No
@@ -136,8 +135,8 @@ fn memory_cache() -> &'static Mutex<HashMap<String, Arc<Image>>> {
 /// The folder of the on-disk caches: `SMEMKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/smemkit/ptx` or
 /// `~/.cache/smemkit/ptx`. The compiled kernels and the matmul autotuner's choices live there.
 pub fn disk_cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("SMEMKIT_CACHE_DIR") {
-        return Some(PathBuf::from(d));
+    if let Some(d) = crate::config::cache_dir() {
+        return Some(d);
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -601,13 +600,14 @@ pub(crate) mod tests {
         if !toolchain() {
             return;
         }
-        let var = |v: &str| std::env::var(v).ok().filter(|s| !s.is_empty());
-        let dir = PathBuf::from(var("SMEMKIT_PTX_DUMP").expect("SMEMKIT_PTX_DUMP"));
-        let only: Vec<String> = var("SMEMKIT_PTX_DUMP_ONLY")
+        use crate::config::PTX_DUMP_SOURCES;
+        use crate::config::{ptx_dump as var, PTX_DUMP, PTX_DUMP_LINEINFO, PTX_DUMP_ONLY};
+        let dir = PathBuf::from(var(PTX_DUMP).expect("SMEMKIT_PTX_DUMP"));
+        let only: Vec<String> = var(PTX_DUMP_ONLY)
             .map(|s| s.split(',').map(str::to_string).collect())
             .unwrap_or_default();
-        let lineinfo = var("SMEMKIT_PTX_DUMP_LINEINFO").as_deref() == Some("1");
-        let from = var("SMEMKIT_PTX_DUMP_SOURCES").map(PathBuf::from);
+        let lineinfo = var(PTX_DUMP_LINEINFO).as_deref() == Some("1");
+        let from = var(PTX_DUMP_SOURCES).map(PathBuf::from);
         let leak = |path: PathBuf| -> &'static str {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             Box::leak(text.into_boxed_str())

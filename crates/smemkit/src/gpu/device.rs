@@ -17,10 +17,15 @@ use crate::error::{Error, Result};
 pub struct Gpu {
     /// The device's ordinal, as the driver counts them.
     pub ordinal: usize,
+    /// Its primary context.
     pub ctx: Arc<CudaContext>,
+    /// The library's stream on it.
     pub stream: Arc<CudaStream>,
+    /// What the planner needs to know of it (SMs, shared memory, clusters).
     pub limits: DeviceLimits,
+    /// The device's name.
     pub name: String,
+    /// The driver's version (`cuDriverGetVersion`).
     pub driver_version: i32,
     /// NVRTC target, e.g. `compute_90a`.
     pub arch: String,
@@ -39,7 +44,7 @@ pub(crate) fn cuda_err(context: &str) -> impl Fn(cudarc::driver::DriverError) ->
 /// the cache) and loading kernels. Summed over threads and devices.
 static SETUP_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// GPU setup time so far in this process (see [`SETUP_NANOS`]): what a caller subtracts from a
+/// GPU setup time so far in this process (see `SETUP_NANOS`): what a caller subtracts from a
 /// first call's time to tell setup from work.
 pub fn setup_time() -> std::time::Duration {
     std::time::Duration::from_nanos(SETUP_NANOS.load(std::sync::atomic::Ordering::Relaxed))

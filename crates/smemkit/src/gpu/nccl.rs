@@ -25,7 +25,7 @@ pub use reduce::{start_reduce_to_owners, OwnerBuffer};
 
 /// How long a rendezvous, a communicator's start or a collective may take unless
 /// `SMEMKIT_NCCL_TIMEOUT` (seconds) says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub const DEFAULT_TIMEOUT: Duration = crate::config::DEFAULT_NCCL_TIMEOUT;
 
 /// `NCCL_VERSION(2, 28, 0)`: the layout of `ncclConfig_t` the bindings were generated for.
 const CONFIG_VERSION: u32 = 22800;
@@ -34,20 +34,7 @@ const UNDEF: i32 = i32::MIN;
 
 /// The deadline of every NCCL wait: `SMEMKIT_NCCL_TIMEOUT` seconds, else [`DEFAULT_TIMEOUT`].
 pub fn timeout() -> Result<Duration> {
-    match std::env::var("SMEMKIT_NCCL_TIMEOUT") {
-        Err(_) => Ok(DEFAULT_TIMEOUT),
-        Ok(s) => s
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|t| t.is_finite() && *t > 0.0)
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "SMEMKIT_NCCL_TIMEOUT={s}: expected a positive number of seconds"
-                ))
-            }),
-    }
+    crate::config::nccl_timeout()
 }
 
 /// Loads libnccl (once) and returns its version code (e.g. 22803 for 2.28.3).
@@ -177,56 +164,9 @@ impl Communicator {
     pub fn init_all(gpus: &[Arc<Gpu>], timeout: Duration) -> Result<Vec<Communicator>> {
         load()?;
         let id = UniqueId::new()?;
-        let world = gpus.len();
-        let mut comms: Vec<Communicator> = Vec::with_capacity(world);
-        // One config per rank, alive until the group has started them all.
-        let mut configs: Vec<sys::ncclConfig_t> =
-            (0..world).map(|_| nonblocking_config()).collect();
-        // SAFETY: group calls are plain calls; each started communicator is recorded in `comms`
-        // (aborted on error by its Drop).
-        check(unsafe { sys::ncclGroupStart() }, "starting a group")?;
-        let mut failed = None;
-        for (rank, gpu) in gpus.iter().enumerate() {
-            if let Err(e) = gpu.bind() {
-                failed = Some(e);
-                break;
-            }
-            let mut comm: sys::ncclComm_t = std::ptr::null_mut();
-            // SAFETY: valid out pointer and config (alive until this function returns); the id is
-            // the same for every rank.
-            let r = unsafe {
-                sys::ncclCommInitRankConfig(
-                    &mut comm,
-                    world as i32,
-                    id.raw(),
-                    rank as i32,
-                    &mut configs[rank],
-                )
-            };
-            if !comm.is_null() {
-                comms.push(Communicator {
-                    comm,
-                    gpu: gpu.clone(),
-                    rank,
-                    world,
-                    aborted: false,
-                    finalized: false,
-                });
-            }
-            if let Err(e) = check(
-                r,
-                &format!("starting the communicator of GPU {}", gpu.ordinal),
-            ) {
-                failed = Some(e);
-                break;
-            }
-        }
-        // SAFETY: closes the group opened above.
-        let end = check(unsafe { sys::ncclGroupEnd() }, "starting the communicators");
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        end?;
+        let describe =
+            |_rank: usize, gpu: &Gpu| format!("starting the communicator of GPU {}", gpu.ordinal);
+        let mut comms = Self::start_group(gpus, 0, gpus.len(), &id, &describe)?;
         wait_ready(
             &mut comms,
             Instant::now() + timeout,
@@ -256,6 +196,38 @@ impl Communicator {
             )));
         }
         let last = first_rank + gpus.len() - 1;
+        let describe = |rank: usize, gpu: &Gpu| {
+            format!("starting rank {rank} of {world} (GPU {})", gpu.ordinal)
+        };
+        let mut comms = Self::start_group(gpus, first_rank, world, id, &describe)?;
+        if comms.len() != gpus.len() {
+            return Err(Error::Nccl {
+                context: format!("starting ranks {first_rank}..={last} of {world}"),
+                message: "NCCL returned no communicator".into(),
+            });
+        }
+        wait_ready(
+            &mut comms,
+            Instant::now() + timeout,
+            &format!(
+                "starting ranks {first_rank}..={last} of {world} (is every rank running, with the \
+                 same id file and the same number of GPUs?)"
+            ),
+            watchdog,
+        )?;
+        Ok(comms)
+    }
+
+    /// Starts ranks `first_rank..` of a world of `world` named by `id`, one per GPU, in one NCCL
+    /// group (non-blocking: [`wait_ready`] then polls them). `describe(rank, gpu)` names a rank
+    /// in its error. The communicators started before a failure are aborted by their Drop.
+    fn start_group(
+        gpus: &[Arc<Gpu>],
+        first_rank: usize,
+        world: usize,
+        id: &UniqueId,
+        describe: &dyn Fn(usize, &Gpu) -> String,
+    ) -> Result<Vec<Communicator>> {
         let mut comms: Vec<Communicator> = Vec::with_capacity(gpus.len());
         // One config per rank, alive until the group has started them all.
         let mut configs: Vec<sys::ncclConfig_t> =
@@ -292,10 +264,7 @@ impl Communicator {
                     finalized: false,
                 });
             }
-            if let Err(e) = check(
-                r,
-                &format!("starting rank {rank} of {world} (GPU {})", gpu.ordinal),
-            ) {
+            if let Err(e) = check(r, &describe(rank, gpu)) {
                 failed = Some(e);
                 break;
             }
@@ -306,21 +275,6 @@ impl Communicator {
             return Err(e);
         }
         end?;
-        if comms.len() != gpus.len() {
-            return Err(Error::Nccl {
-                context: format!("starting ranks {first_rank}..={last} of {world}"),
-                message: "NCCL returned no communicator".into(),
-            });
-        }
-        wait_ready(
-            &mut comms,
-            Instant::now() + timeout,
-            &format!(
-                "starting ranks {first_rank}..={last} of {world} (is every rank running, with the \
-                 same id file and the same number of GPUs?)"
-            ),
-            watchdog,
-        )?;
         Ok(comms)
     }
 

@@ -5,7 +5,7 @@
 //! keeps float32 sums in float32). Empty bins of zero width give NaN, as in numpy.
 
 use crate::histogram::bins::Binning;
-use crate::histogram::Counts;
+use crate::histogram::result::Counts;
 
 /// The widths numpy divides by (`np.diff(bin_edges)` as float64).
 pub fn bin_widths(binning: &Binning) -> Vec<f64> {

@@ -2,9 +2,9 @@
 //! backend (the report says why) and are one clear error under the CUDA backend, instead of a
 //! kernel that would give other bits than numpy.
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::histogram::bins::{BinSpec, Binning};
-use crate::histogram::Backend;
 use crate::sample::SampleType;
 
 /// Why the CUDA engine cannot run this binning of samples of type `ty`, if it cannot.

@@ -3,8 +3,8 @@
 //! every layer.
 
 use crate::histogram::bins::{Binning, OutOfRange};
-use crate::histogram::cuda::stream_options::StreamOptions;
 use crate::histogram::plan::StrategyChoice;
+use crate::histogram::stream_options::StreamOptions;
 use crate::sample::Weights;
 
 /// Told the bytes of samples handed to the GPU so far while an input streams.

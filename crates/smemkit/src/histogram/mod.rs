@@ -5,14 +5,18 @@
 
 pub mod bincount;
 pub mod bins;
+#[doc(hidden)]
 pub mod cpu;
 pub mod cuda;
+#[doc(hidden)]
 pub mod density;
 mod engine_support;
+#[doc(hidden)]
 pub mod job;
 pub mod plan;
 pub mod request;
 pub mod result;
+pub mod stream_options;
 
 use std::time::{Duration, Instant};
 
@@ -31,8 +35,11 @@ use crate::sample::{Samples, Weights};
 /// Everything a histogram call needs besides the data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistogramOptions {
+    /// The bins.
     pub bins: BinSpec,
+    /// What happens to samples outside the bins.
     pub policy: OutOfRange,
+    /// The engine (`Auto`: CUDA when a GPU is there).
     pub backend: Backend,
     /// GPU strategy: the planner's choice unless forced (ignored by the CPU engine).
     pub strategy: StrategyChoice,
@@ -52,6 +59,7 @@ pub struct HistogramOptions {
 }
 
 impl HistogramOptions {
+    /// Options for `bins`: out-of-range samples ignored, the backend and strategy chosen for you.
     pub fn new(bins: BinSpec) -> Self {
         HistogramOptions {
             bins,
@@ -65,34 +73,42 @@ impl HistogramOptions {
             density: false,
         }
     }
+    /// Divide the counts by the bin widths and the total (numpy's `density=True`).
     pub fn density(mut self, density: bool) -> Self {
         self.density = density;
         self
     }
+    /// The out-of-range policy.
     pub fn policy(mut self, policy: OutOfRange) -> Self {
         self.policy = policy;
         self
     }
+    /// The backend.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
     }
+    /// The GPU strategy (the planner's by default).
     pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
         self.strategy = strategy;
         self
     }
+    /// Whether the samples stream from host memory to one GPU.
     pub fn stream(mut self, mode: StreamMode) -> Self {
         self.stream = mode;
         self
     }
+    /// The streaming pipeline's chunk sizes.
     pub fn stream_options(mut self, options: StreamOptions) -> Self {
         self.stream_options = options;
         self
     }
+    /// Which GPUs run the histogram.
     pub fn devices(mut self, devices: DeviceSet) -> Self {
         self.devices = devices;
         self
     }
+    /// This process's place among several (NCCL ranks).
     pub fn ranks(mut self, ranks: Option<RankSpec>) -> Self {
         self.ranks = ranks;
         self
@@ -102,6 +118,7 @@ impl HistogramOptions {
 /// Which engine produced a result, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineReport {
+    /// The engine that ran.
     pub backend: Backend,
     /// Human-readable details: threads for the CPU; device, strategy and launch shape for CUDA.
     pub detail: String,
@@ -122,12 +139,17 @@ pub struct Phases {
 /// A finished histogram.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Histogram {
+    /// The counts (or weighted sums) per bin.
     pub counts: Counts,
     /// `nbins + 1` edges (integer bins: `0, 1, ..., nbins`).
     pub edges: Vec<f64>,
+    /// The samples outside the bins and the NaN ones.
     pub tallies: Tallies,
+    /// How many samples were read.
     pub samples: u64,
+    /// The out-of-range policy applied.
     pub policy: OutOfRange,
+    /// What the engine did.
     pub engine: EngineReport,
     /// Time spent in the engine (binning resolution excluded).
     pub elapsed: Duration,
@@ -149,6 +171,7 @@ impl Histogram {
         };
         self.samples - self.tallies.nan - outside
     }
+    /// How many bins.
     pub fn nbins(&self) -> usize {
         self.counts.len()
     }

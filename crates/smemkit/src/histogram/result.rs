@@ -4,17 +4,21 @@
 /// Per-bin results: counts, or sums of weights.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Counts {
+    /// Counts.
     Unweighted(Vec<u64>),
+    /// Weighted sums.
     Weighted(Vec<f64>),
 }
 
 impl Counts {
+    /// How many bins.
     pub fn len(&self) -> usize {
         match self {
             Counts::Unweighted(c) => c.len(),
             Counts::Weighted(c) => c.len(),
         }
     }
+    /// No bins.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -30,12 +34,16 @@ impl Counts {
 /// Samples that fell outside the bins (counted anyway under `clamp`) and NaN samples (never counted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Tallies {
+    /// Samples below the first edge.
     pub below: u64,
+    /// Samples above the last edge.
     pub above: u64,
+    /// NaN samples.
     pub nan: u64,
 }
 
 impl Tallies {
+    /// Adds `other` to these.
     pub fn add(&mut self, other: &Tallies) {
         self.below += other.below;
         self.above += other.above;
@@ -46,7 +54,9 @@ impl Tallies {
 /// What every engine returns: the counts, the tallies, and a line saying how it ran.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineOutput {
+    /// The counts or sums per bin.
     pub counts: Counts,
+    /// The samples outside the bins.
     pub tallies: Tallies,
     /// How the engine ran (threads, strategy, devices), for reports.
     pub detail: String,

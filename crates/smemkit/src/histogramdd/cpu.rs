@@ -16,7 +16,7 @@ use crate::sample::{Sample, Weights};
 
 use super::axis::Axis;
 use super::layout::AxisView;
-use super::JointTallies;
+use super::tallies::JointTallies;
 
 /// Up to this many joint bins each thread counts into its own copy (8 MiB of u64 each).
 pub(crate) const PRIVATE_COUNTERS_MAX_BINS: usize = 1 << 20;

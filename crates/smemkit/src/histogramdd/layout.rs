@@ -98,10 +98,12 @@ impl<'a> JointSamples<'a> {
         }
     }
 
+    /// No samples.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The samples' type.
     pub fn sample_type(&self) -> SampleType {
         match &self.kind {
             Kind::Matrix { data, .. } => data.sample_type(),

@@ -11,13 +11,16 @@
 
 mod axis;
 mod cpu;
+#[doc(hidden)]
 pub mod cuda;
 mod density;
 mod layout;
+mod tallies;
 
 use std::time::{Duration, Instant};
 
 pub use layout::{JointSamples, MAX_DIMS};
+pub use tallies::JointTallies;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -41,12 +44,14 @@ pub struct JointOptions {
     pub bins: Vec<BinSpec>,
     /// numpy's `density=True`: each bin divided by its volume and by the total.
     pub density: bool,
+    /// The engine.
     pub backend: Backend,
     /// The GPU engine's strategy (auto: the planner's tier for the joint bin count).
     pub strategy: StrategyChoice,
 }
 
 impl JointOptions {
+    /// Options for one bin specification per dimension.
     pub fn new(bins: Vec<BinSpec>) -> Self {
         JointOptions {
             bins,
@@ -55,26 +60,21 @@ impl JointOptions {
             strategy: StrategyChoice::Auto,
         }
     }
+    /// The GPU strategy (`Auto`: the planner's choice for the joint bin count).
     pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
         self.strategy = strategy;
         self
     }
+    /// Divide by the cell volumes and the total.
     pub fn density(mut self, density: bool) -> Self {
         self.density = density;
         self
     }
+    /// The backend.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
     }
-}
-
-/// Samples a joint histogram did not count: outside the bins of some axis, or NaN on some axis
-/// (a sample both outside one axis and NaN on another is tallied as NaN).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct JointTallies {
-    pub outside: u64,
-    pub nan: u64,
 }
 
 /// A finished joint histogram.
@@ -89,8 +89,11 @@ pub struct JointHistogram {
     pub density: Option<Vec<f64>>,
     /// Each axis's edges as numpy.histogramdd returns them (float32 edges widened exactly).
     pub edges: Vec<Vec<f64>>,
+    /// The samples outside the bins.
     pub tallies: JointTallies,
+    /// How many samples were read.
     pub samples: u64,
+    /// What the engine did.
     pub engine: EngineReport,
     /// Time spent in the engine (edges excluded).
     pub elapsed: Duration,

@@ -1,4 +1,4 @@
-//! The cache lab on the GPU (see [`crate::lab`]): the shared-memory stencil and transpose against
+//! The cache lab on the GPU (see `crate::lab`): the shared-memory stencil and transpose against
 //! their variants without shared memory, each timed under the driver's default carveout and under
 //! every requested preferred carveout; then shared-memory atomics against global atomics. One input
 //! on the device serves every kernel of an experiment; each kernel's output is poisoned, produced

@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use super::nodelist;
+use crate::config;
 use crate::error::{Error, Result};
 
 /// The launcher whose variables gave this process its place.
@@ -38,7 +39,7 @@ impl Launcher {
     /// The variables that name the rank and the number of ranks.
     fn variables(self) -> (&'static str, &'static [&'static str]) {
         match self {
-            Launcher::Smemkit => ("SMEMKIT_RANK", &["SMEMKIT_WORLD_SIZE"]),
+            Launcher::Smemkit => (config::RANK, &[config::WORLD_SIZE]),
             Launcher::Torchrun => ("RANK", &["WORLD_SIZE"]),
             Launcher::Slurm => ("SLURM_PROCID", &["SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"]),
             Launcher::OpenMpi => ("OMPI_COMM_WORLD_RANK", &["OMPI_COMM_WORLD_SIZE"]),
@@ -187,11 +188,11 @@ const AUTO_ORDER: [Launcher; 4] = [
 /// `slurm`, `openmpi`, `pmi`) picks one launcher's variables when several are set. Variables set
 /// only in part, or that disagree, are an error naming them.
 pub fn detect(env: &dyn Env) -> Result<Option<Placement>> {
-    let explicit = ["SMEMKIT_RANK", "SMEMKIT_WORLD_SIZE"]
+    let explicit = [config::RANK, config::WORLD_SIZE]
         .iter()
         .any(|v| env.get(v).is_some());
     let chosen = match env
-        .get("SMEMKIT_LAUNCHER")
+        .get(config::LAUNCHER)
         .map(|s| s.trim().to_ascii_lowercase())
     {
         None => None,
@@ -381,10 +382,7 @@ fn rendezvous(
     world: usize,
     job: Option<&str>,
 ) -> Result<Rendezvous> {
-    match (
-        env.get("SMEMKIT_RENDEZVOUS"),
-        env.get("SMEMKIT_NCCL_ID_FILE"),
-    ) {
+    match (env.get(config::RENDEZVOUS), env.get(config::NCCL_ID_FILE)) {
         (Some(_), Some(_)) => {
             return Err(invalid(
                 "SMEMKIT_RENDEZVOUS and SMEMKIT_NCCL_ID_FILE both name the rendezvous: set one"

@@ -333,7 +333,7 @@ fn partial_environments_name_their_variables() {
         }
         let launcher_hint = !pairs
             .iter()
-            .any(|(k, _)| k.starts_with("SMEMKIT_RANK") || k.starts_with("SMEMKIT_WORLD"));
+            .any(|(k, _)| k.starts_with("SMEMKIT_RANK") || k.starts_with("SMEMKIT_WORLD_SIZE"));
         assert_eq!(e.contains("SMEMKIT_LAUNCHER=none"), launcher_hint, "{e}");
     }
 }

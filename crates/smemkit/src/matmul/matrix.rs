@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 /// A read-only matrix view: `rows x cols` stored row-major, row `r` starting at `r * ld`.
 #[derive(Debug, Clone, Copy)]
 pub struct MatrixRef<'a, T> {
+    /// The elements, row-major.
     pub data: &'a [T],
     /// Rows of the stored matrix (before any transpose).
     pub rows: usize,
@@ -68,9 +69,13 @@ impl<'a, T> MatrixRef<'a, T> {
 /// (from `cols` to `ld`) are never read or written.
 #[derive(Debug)]
 pub struct MatrixMut<'a, T> {
+    /// The elements, row-major.
     pub data: &'a mut [T],
+    /// Rows.
     pub rows: usize,
+    /// Columns.
     pub cols: usize,
+    /// Elements from one row to the next.
     pub ld: usize,
 }
 

@@ -18,7 +18,9 @@
 //! assert_eq!(c, [1.0, 3.0, 2.0, 4.0]);
 //! ```
 
+#[doc(hidden)]
 pub mod cpu;
+#[doc(hidden)]
 pub mod cuda;
 pub mod matrix;
 

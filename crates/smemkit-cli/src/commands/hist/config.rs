@@ -124,7 +124,7 @@ pub struct HistConfig {
     /// GPU: the GPUs of this process (`--devices`).
     pub devices: DeviceSet,
     /// Several processes: whether the bins are sharded over the ranks (`--shard-bins`).
-    pub shard_bins: smemkit::cuda::bin_shards::ShardBins,
+    pub shard_bins: smemkit::internals::histogram::cuda::bin_shards::ShardBins,
     /// Lines for the summary about how the inputs read so far were read (a skipped header).
     pub notes: Vec<String>,
     /// numpy's density=True.
@@ -247,7 +247,7 @@ pub fn widened_range(lo: f64, hi: f64, nbins: usize) -> Option<(f64, f64)> {
 fn cuttable(a: f64, b: f64, nbins: usize, f32_edges: bool) -> bool {
     let nbins = nbins.max(1);
     if nbins <= 1 << 16 {
-        let edges = smemkit::bins::linspace_f64(a, b, nbins + 1);
+        let edges = smemkit::internals::histogram::bins::linspace_f64(a, b, nbins + 1);
         return if f32_edges {
             edges.windows(2).all(|w| (w[0] as f32) < (w[1] as f32))
         } else {

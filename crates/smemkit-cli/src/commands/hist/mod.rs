@@ -11,9 +11,9 @@ use std::time::Instant;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use smemkit::internals::histogram::{histogram_file_with_progress, histogram_with_progress};
 use smemkit::{
-    histogram_file_with_progress, histogram_with_progress, BinSpec, FileInput, Histogram,
-    HistogramOptions, RankSpec, SampleType, StreamOptions,
+    BinSpec, FileInput, Histogram, HistogramOptions, RankSpec, SampleType, StreamOptions,
 };
 
 use crate::cli::HistArgs;
@@ -22,7 +22,7 @@ use crate::input::weights::WeightData;
 use crate::input::{direct_file, progress, read_file, SampleData, Shape};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
-use smemkit::cuda::bin_shards::ShardBins;
+use smemkit::internals::histogram::cuda::bin_shards::ShardBins;
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
@@ -37,8 +37,8 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
     // GPU setup paid before the histogram call (the context opened to decide whether the input
     // streams from its file): the summary counts it into the call.
-    let setup_at_start = smemkit::gpu::setup_time();
-    let read_span = smemkit::gpu::trace::span("read the input (map or parse, weights)");
+    let setup_at_start = smemkit::internals::gpu::setup_time();
+    let read_span = smemkit::internals::gpu::trace::span("read the input (map or parse, weights)");
     let loaded = load(&config, &ranks)?;
     let (input, what) = (loaded.input, loaded.what);
     let mut notes = config.notes.clone();
@@ -56,7 +56,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     };
     drop(read_span);
     let read_time = start.elapsed();
-    let setup_before = smemkit::gpu::setup_time().saturating_sub(setup_at_start);
+    let setup_before = smemkit::internals::gpu::setup_time().saturating_sub(setup_at_start);
     let ty = input.sample_type();
     let Some(spec) = config.bins.spec(ty)? else {
         // Integer bins sized by the data (numpy's bincount).
@@ -72,8 +72,12 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
             &h,
             &spec,
             &input,
-            (what, &notes),
-            (read_time, std::time::Duration::ZERO),
+            About {
+                what,
+                notes: &notes,
+                read_time,
+                setup_before: std::time::Duration::ZERO,
+            },
         );
     };
     let options = options(&config, spec.clone(), &ranks);
@@ -84,7 +88,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let report = |bytes: u64| bar.get_or_init(|| stream_bar(total)).set_position(bytes);
     let weights_view = weights.as_ref().map(WeightData::weights);
     let notice = crate::compile_notice::Watch::start();
-    let call_span = smemkit::gpu::trace::span("histogram call (library)");
+    let call_span = smemkit::internals::gpu::trace::span("histogram call (library)");
     let h = match &input {
         Input::Data(data) => {
             histogram_with_progress(data.samples(), weights_view, &options, Some(&report))
@@ -106,13 +110,25 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
         &h,
         &spec,
         &input,
-        (what, &notes),
-        (read_time, setup_before),
+        About {
+            what,
+            notes: &notes,
+            read_time,
+            setup_before,
+        },
     )
 }
 
 /// Prints the summary, the notes and the chart and writes the files (rank 0 only).
-#[allow(clippy::too_many_arguments)]
+/// What the summary says of a run besides the histogram: the input's description, the notes,
+/// the time reading the input and the GPU setup spent before the histogram call.
+struct About<'a> {
+    what: String,
+    notes: &'a [String],
+    read_time: std::time::Duration,
+    setup_before: std::time::Duration,
+}
+
 fn present(
     out: &mut dyn Write,
     config: &HistConfig,
@@ -120,10 +136,15 @@ fn present(
     h: &Histogram,
     spec: &BinSpec,
     input: &Input,
-    (what, notes): (String, &[String]),
-    (read_time, setup_before): (std::time::Duration, std::time::Duration),
+    about: About<'_>,
 ) -> Result<()> {
-    let _span = smemkit::gpu::trace::span("summary and output files");
+    let About {
+        what,
+        notes,
+        read_time,
+        setup_before,
+    } = about;
+    let _span = smemkit::internals::gpu::trace::span("summary and output files");
     let ty = input.sample_type();
     let facts = InputFacts {
         what,
@@ -139,7 +160,7 @@ fn present(
     }
     // A module that went to the driver as PTX costs a JIT and fills the driver's cache: said,
     // since on the architectures NVRTC targets every module should be a CUBIN.
-    let ptx = smemkit::gpu::compile::ptx_load_reasons();
+    let ptx = smemkit::internals::gpu::compile::ptx_load_reasons();
     if let Some(first) = ptx.first() {
         writeln!(
             out,
@@ -183,7 +204,7 @@ fn ranks(shard_bins: ShardBins) -> Result<(Option<RankSpec>, Option<String>)> {
         return Ok((None, None));
     };
     spec.shard_bins = shard_bins;
-    if spec.world == 1 && spec.launcher != smemkit::launch::Launcher::Smemkit {
+    if spec.world == 1 && spec.launcher != smemkit::internals::launch::Launcher::Smemkit {
         let note = format!(
             "launched by {} as a single rank ({}): runs alone",
             spec.launcher.name(),

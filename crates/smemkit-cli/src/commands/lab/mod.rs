@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::json;
-use smemkit::lab::{
+use smemkit::internals::lab::{
     measure_banks, measure_cache, predicted_degree, CacheExperiment, CacheMeasurement,
     CacheOptions, STRIDES,
 };
@@ -32,7 +32,7 @@ pub struct LabArgs {
     pub radii: Vec<usize>,
     /// cache: preferred carveouts (percent of L1 / shared memory as shared memory) tried besides
     /// the driver's default, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = smemkit::lab::CARVEOUTS)]
+    #[arg(long, value_delimiter = ',', default_values_t = smemkit::internals::lab::CARVEOUTS)]
     pub carveouts: Vec<u32>,
     /// cache: counters of the atomics comparison, comma-separated (each up to 16384).
     #[arg(long, value_delimiter = ',', default_values_t = [256u32, 4096])]
@@ -102,7 +102,7 @@ fn cache(a: &LabArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(p) = &a.plot {
         crate::output::PlotFormat::of(p)?;
     }
-    let gpu = smemkit::cuda::gpu().map_err(|e| {
+    let gpu = smemkit::internals::gpu::gpu().map_err(|e| {
         anyhow::anyhow!(
             "lab cache measures kernels and needs a CUDA GPU, and none can be used: {e}"
         )

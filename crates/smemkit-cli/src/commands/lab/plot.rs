@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
-use smemkit::lab::{CacheExperiment, CacheMeasurement};
+use smemkit::internals::lab::{CacheExperiment, CacheMeasurement};
 
 use crate::commands::lab::carveout_label;
 use crate::output::{write_atomic, write_atomic_at_path, PlotFormat};

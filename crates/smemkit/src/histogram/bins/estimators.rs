@@ -14,13 +14,21 @@ use crate::sample::{Sample, Samples};
 /// A numpy bin estimator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BinRule {
+    /// The larger of `sturges` and `fd`.
     Auto,
+    /// Freedman-Diaconis: twice the interquartile range over the cube root of the size.
     Fd,
+    /// Doane: Sturges corrected for skew.
     Doane,
+    /// Scott: from the standard deviation.
     Scott,
+    /// Stone: minimises an estimate of the integrated squared error.
     Stone,
+    /// Rice: twice the cube root of the size.
     Rice,
+    /// Sturges: log2 of the size, plus one.
     Sturges,
+    /// The square root of the size.
     Sqrt,
 }
 

@@ -12,7 +12,9 @@ use crate::sample::SampleType;
 /// An integer `bins` array as numpy would hold it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IntEdges {
+    /// Signed edges.
     I64(Vec<i64>),
+    /// Unsigned edges.
     U64(Vec<u64>),
 }
 
@@ -20,12 +22,14 @@ pub enum IntEdges {
 const F64_EXACT: i128 = 1 << 53;
 
 impl IntEdges {
+    /// How many edges.
     pub fn len(&self) -> usize {
         match self {
             IntEdges::I64(e) => e.len(),
             IntEdges::U64(e) => e.len(),
         }
     }
+    /// No edges.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

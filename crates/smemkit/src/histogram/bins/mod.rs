@@ -9,6 +9,7 @@
 
 pub(crate) mod estimate;
 pub mod estimators;
+#[doc(hidden)]
 pub mod half;
 pub mod int_edges;
 pub(crate) mod stats;
@@ -21,11 +22,16 @@ use int_edges::IntEdges;
 #[derive(Debug, Clone, PartialEq)]
 pub enum BinSpec {
     /// `bincount`: integer samples, bin `v` counts the value `v`, for `v` in `[0, nbins)`.
-    Integer { nbins: usize },
+    Integer {
+        /// How many bins.
+        nbins: usize,
+    },
     /// `nbins` equal bins over `range` (`[lo, hi]`, last bin closed), or over the data's own
     /// minimum and maximum when `range` is `None`.
     Uniform {
+        /// How many bins.
         nbins: usize,
+        /// `[lo, hi]`, or `None` for the data's minimum and maximum.
         range: Option<(f64, f64)>,
     },
     /// Explicit, non-decreasing edges (infinite ones and equal neighbours allowed, as in numpy);
@@ -36,7 +42,9 @@ pub enum BinSpec {
     /// numpy's `bins='auto'`, `'fd'`, ...: as many equal bins over `range` (the data's minimum and
     /// maximum when `None`) as the estimator asks for ([`crate::histogram::bins::estimators`]). Not with weights.
     Estimated {
+        /// The estimator.
         rule: crate::histogram::bins::estimators::BinRule,
+        /// `[lo, hi]`, or `None` for the data's minimum and maximum.
         range: Option<(f64, f64)>,
     },
 }
@@ -59,6 +67,7 @@ impl OutOfRange {
     pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
         text.parse()
     }
+    /// The policy's name, as the CLI spells it.
     pub fn name(self) -> &'static str {
         match self {
             OutOfRange::Ignore => "ignore",
@@ -86,9 +95,13 @@ impl std::str::FromStr for OutOfRange {
 /// Where one sample lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
+    /// Inside the bins: this one.
     Bin(usize),
+    /// Below the first edge.
     Below,
+    /// Above the last edge.
     Above,
+    /// A NaN sample.
     Nan,
 }
 
@@ -141,11 +154,16 @@ pub struct UniformF64 {
 /// A resolved binning rule: what every engine applies to every sample.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Binning {
+    /// Bin `v` counts the value `v`.
     Integer {
+        /// How many bins.
         nbins: usize,
     },
+    /// Uniform bins of float32 samples, cut in float32 as numpy does.
     UniformF32(UniformF32),
+    /// Uniform bins cut in float64.
     UniformF64(UniformF64),
+    /// Explicit edges.
     Edges(Vec<f64>),
     /// Integer edges beyond 2^53 compared with integer samples exactly (CPU engine only).
     IntEdges(Vec<i128>),
@@ -188,6 +206,7 @@ impl UniformF32 {
     }
 
     #[inline(always)]
+    /// The slot of `x`.
     pub fn locate(&self, x: f32) -> Slot {
         if x.is_nan() {
             return Slot::Nan;
@@ -216,6 +235,7 @@ impl UniformF32 {
 
 impl UniformF64 {
     #[inline(always)]
+    /// The slot of `x`.
     pub fn locate(&self, x: f64) -> Slot {
         if x.is_nan() {
             return Slot::Nan;
@@ -358,6 +378,7 @@ impl Binning {
         }
     }
 
+    /// How many bins.
     pub fn nbins(&self) -> usize {
         match self {
             Binning::Integer { nbins } => *nbins,

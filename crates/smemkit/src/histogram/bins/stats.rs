@@ -6,7 +6,9 @@
 use std::any::Any;
 
 use crate::error::{Error, Result};
-use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
+use rayon::prelude::*;
+
+use crate::histogram::bins::{BinSpec, Binning, Slot};
 use crate::sample::{Sample, SampleType, Samples};
 
 /// How numpy computes with a sample type.
@@ -203,11 +205,24 @@ where
     pub fn uniform_counts(&self, nbins: usize, range: Option<(f64, f64)>) -> Result<Vec<u64>> {
         let samples: Samples<'_> = self.v.as_slice().into();
         let binning = Binning::resolve(&BinSpec::Uniform { nbins, range }, samples)?;
-        let r = crate::histogram::cpu::histogram(&self.v, None, &binning, OutOfRange::Ignore);
-        match r.counts {
-            crate::histogram::Counts::Unweighted(c) => Ok(c),
-            _ => unreachable!("no weights given"),
-        }
+        // Binning::locate is the rule every engine agrees with; counting here keeps the bins
+        // independent of the engines that use them.
+        let count = |chunk: &[T]| {
+            let mut c = vec![0u64; nbins];
+            for &x in chunk {
+                if let Slot::Bin(i) = binning.locate(x) {
+                    c[i] += 1;
+                }
+            }
+            c
+        };
+        Ok(self.v.par_chunks(1 << 16).map(count).reduce(
+            || vec![0u64; nbins],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        ))
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
 use super::exact_sums::ExactSums;
-use super::prepared::{Counting, Prepared, WeightKind};
+use super::prepared::{Counting, Prepared, Run, WeightKind};
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
@@ -23,15 +23,37 @@ use crate::histogram::plan::StrategyChoice;
 use crate::histogram::result::{Counts, Tallies};
 use crate::sample::{Sample, SampleType, Samples};
 
+/// Where the memory of one [`DeviceHistogram::run_raw`] lies: device addresses of another
+/// framework's buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawBuffers {
+    /// The first of `n` samples (16-byte aligned).
+    pub input: u64,
+    /// How many samples.
+    pub n: usize,
+    /// The samples' type: the one the histogram was built for.
+    pub sample_type: SampleType,
+    /// `n` weights of the histogram's weight kind, or 0 without weights.
+    pub weights: u64,
+    /// nbins u64 counts or f64 sums.
+    pub bins: u64,
+    /// 3 u64: below, above and NaN.
+    pub tallies: u64,
+}
+
 /// What a [`DeviceHistogram`] computes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceHistogramSpec {
+    /// The samples' type.
     pub sample_type: SampleType,
     /// Uniform bins need their range: the data's own minimum and maximum would need a host
     /// round trip.
     pub bins: BinSpec,
+    /// The weights' kind (`None`: counts).
     pub weights: WeightKind,
+    /// What happens to samples outside the bins.
     pub policy: OutOfRange,
+    /// The GPU strategy.
     pub strategy: StrategyChoice,
     /// The most samples one run may take (scratch is sized for it; the plan too).
     pub max_samples: usize,
@@ -52,22 +74,27 @@ impl DeviceHistogramSpec {
             deterministic: false,
         }
     }
+    /// With weights of this kind.
     pub fn weights(mut self, weights: WeightKind) -> Self {
         self.weights = weights;
         self
     }
+    /// With this out-of-range policy.
     pub fn policy(mut self, policy: OutOfRange) -> Self {
         self.policy = policy;
         self
     }
+    /// With this strategy.
     pub fn strategy(mut self, strategy: StrategyChoice) -> Self {
         self.strategy = strategy;
         self
     }
+    /// For runs of at most this many samples.
     pub fn max_samples(mut self, max_samples: usize) -> Self {
         self.max_samples = max_samples;
         self
     }
+    /// With bit-identical weighted sums.
     pub fn deterministic(mut self, deterministic: bool) -> Self {
         self.deterministic = deterministic;
         self
@@ -77,7 +104,9 @@ impl DeviceHistogramSpec {
 /// Weights in device memory, one per sample.
 #[derive(Debug, Clone, Copy)]
 pub enum DeviceWeights<'a> {
+    /// float32 weights.
     F32(&'a CudaView<'a, f32>),
+    /// float64 weights.
     F64(&'a CudaView<'a, f64>),
 }
 
@@ -96,6 +125,7 @@ impl DeviceOutput {
     pub fn words(&self) -> &CudaSlice<u64> {
         &self.words
     }
+    /// How many bins.
     pub fn nbins(&self) -> usize {
         self.nbins
     }
@@ -144,7 +174,7 @@ impl DeviceOutput {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use smemkit::{BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, SampleType};
 ///
-/// let gpu = smemkit::gpu::gpu()?;
+/// let gpu = smemkit::gpu()?;
 /// let stream = gpu.ctx.new_stream()?;
 /// let samples = stream.clone_htod(&[0i32, 1, 1, 3, 7, 255])?;
 /// let spec = DeviceHistogramSpec::new(SampleType::I32, BinSpec::Integer { nbins: 256 })
@@ -242,15 +272,19 @@ impl DeviceHistogram {
         })
     }
 
+    /// How many bins.
     pub fn nbins(&self) -> usize {
         self.binning.nbins()
     }
+    /// The resolved bins.
     pub fn binning(&self) -> &Binning {
         &self.binning
     }
+    /// What it was built for.
     pub fn spec(&self) -> &DeviceHistogramSpec {
         &self.spec
     }
+    /// The GPU it runs on.
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.prepared.gpu
     }
@@ -378,36 +412,32 @@ impl DeviceHistogram {
         unsafe {
             self.enqueue(
                 stream,
-                in_ptr,
-                input.len(),
-                sample_type,
-                w,
-                base + 24,
-                base,
+                &RawBuffers {
+                    input: in_ptr,
+                    n: input.len(),
+                    sample_type,
+                    weights: w.map_or(0, |w| w.0),
+                    bins: base + 24,
+                    tallies: base,
+                },
+                w.map(|w| (w.1, w.2)),
                 accumulate,
             )
         }
     }
 
     /// [`DeviceHistogram::run`] on memory and a stream that another framework owns (torch, CuPy,
-    /// JAX): `input` holds `n` samples of `sample_type`, `weights` (0 without) `n` weights of the
-    /// histogram's weight kind, `bins` nbins u64 counts or f64 sums, `tallies` 3 u64. With
-    /// `accumulate` the result is added to what `bins` and `tallies` hold.
+    /// JAX): `buffers` says where the samples, weights, bins and tallies lie. With `accumulate`
+    /// the result is added to what the bins and tallies hold.
     ///
     /// # Safety
-    /// Every pointer must be device memory of this GPU's context (the primary context, which
-    /// torch and CuPy use) holding what is said above, and stay valid and unwritten by others
-    /// until `stream` has run the histogram; `stream` must be a live stream of that context (or
-    /// the legacy or per-thread default stream).
-    #[allow(clippy::too_many_arguments)]
+    /// Every address must be device memory of this GPU's context (the primary context, which
+    /// torch and CuPy use) holding what [`RawBuffers`] says, and stay valid and unwritten by
+    /// others until `stream` has run the histogram; `stream` must be a live stream of that
+    /// context (or the legacy or per-thread default stream).
     pub unsafe fn run_raw(
         &self,
-        input: u64,
-        n: usize,
-        sample_type: SampleType,
-        weights: u64,
-        bins: u64,
-        tallies: u64,
+        buffers: &RawBuffers,
         stream: sys::CUstream,
         accumulate: bool,
     ) -> Result<()> {
@@ -429,27 +459,32 @@ impl DeviceHistogram {
         }
         // SAFETY: the stream is the caller's and of this context; the wrapper does not own it.
         let stream = unsafe { gpu.ctx.wrap_borrowed_stream(stream) };
-        let w = (weights != 0).then_some((weights, n, self.spec.weights));
+        let w = (buffers.weights != 0).then_some((buffers.n, self.spec.weights));
         // SAFETY: forwarded from the caller.
-        unsafe { self.enqueue(&stream, input, n, sample_type, w, bins, tallies, accumulate) }
+        unsafe { self.enqueue(&stream, buffers, w, accumulate) }
     }
 
-    /// The checks (all on the host) and the launches of one run.
+    /// The checks (all on the host) and the launches of one run. `weights` is the length and kind
+    /// of the weights at `buffers.weights`, `None` without weights.
     ///
     /// # Safety
     /// As [`DeviceHistogram::run_raw`], with `stream` of this context.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn enqueue(
         &self,
         stream: &Arc<CudaStream>,
-        input: u64,
-        n: usize,
-        sample_type: SampleType,
-        weights: Option<(u64, usize, WeightKind)>,
-        bins: u64,
-        tallies: u64,
+        buffers: &RawBuffers,
+        weights: Option<(usize, WeightKind)>,
         accumulate: bool,
     ) -> Result<()> {
+        let RawBuffers {
+            input,
+            n,
+            sample_type,
+            bins,
+            tallies,
+            ..
+        } = *buffers;
+        let weights = weights.map(|(len, kind)| (buffers.weights, len, kind));
         let p = &self.prepared;
         if stream.context().cu_ctx() != p.gpu.ctx.cu_ctx() {
             return Err(Error::InvalidArgument(format!(
@@ -539,7 +574,16 @@ impl DeviceHistogram {
             // SAFETY: forwarded from the caller; the sums are written (or added), not cleared.
             return unsafe {
                 exact.enqueue(
-                    stream, &p.params, input, n, w_ptr, bins, tallies, accumulate,
+                    &Run {
+                        stream,
+                        input,
+                        n,
+                        weights: w_ptr,
+                        out: bins,
+                        tallies,
+                    },
+                    &p.params,
+                    accumulate,
                 )
             };
         }

@@ -14,17 +14,17 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::params::{mode_name, KernelBinParams};
-use super::prepared::{sample_defines, WeightKind};
+use super::prepared::{sample_defines, Run, WeightKind};
 use crate::error::{Error, Result};
 use crate::gpu::compile::HISTOGRAM;
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::{Binning, OutOfRange, Slot};
 use crate::histogram::plan::StrategyChoice;
-use crate::histogram::Tallies;
+use crate::histogram::result::Tallies;
 use crate::sample::{Sample, SampleType, Weights};
 
 /// Threads per block of the accumulating kernel (its `__launch_bounds__`).
@@ -138,7 +138,7 @@ impl ExactSums {
         self.in_shared
     }
 
-    /// Enqueues one run on `stream`: clears the scratch, finds the scale, sums, and writes (or,
+    /// Enqueues `run` on its stream: clears the scratch, finds the scale, sums, and writes (or,
     /// with `accumulate`, adds) the rounded sums to `out` (nbins f64) and the tallies to
     /// `tallies` (3 u64, which the caller zeroed or wants added to).
     ///
@@ -146,18 +146,20 @@ impl ExactSums {
     /// `input` holds `n` samples of the compiled type and `weights` `n` weights of the compiled
     /// kind, `out` and `tallies` as above, all device memory of this context valid until
     /// `stream` has finished the run; runs sharing this scratch must not overlap.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn enqueue(
         &self,
-        stream: &Arc<CudaStream>,
+        run: &Run<'_>,
         params: &KernelBinParams,
-        input: u64,
-        n: usize,
-        weights: u64,
-        out: u64,
-        tallies: u64,
         accumulate: bool,
     ) -> Result<()> {
+        let Run {
+            stream,
+            input,
+            n,
+            weights,
+            out,
+            tallies,
+        } = *run;
         let scratch = self.scratch.device_ptr(stream).0;
         // SAFETY: the scratch holds scratch_words(nbins) words.
         unsafe {

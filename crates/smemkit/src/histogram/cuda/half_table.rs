@@ -15,7 +15,9 @@ pub const CODES: usize = 1 << 16;
 /// The u32 table's values for the slots outside the bins: as `int` in the kernels they are
 /// `SLOT_BELOW`, `SLOT_ABOVE` and `SLOT_NAN` (-1, -2, -3).
 pub const LUT_BELOW: u32 = u32::MAX;
+/// The table's value for a code above the last bin.
 pub const LUT_ABOVE: u32 = u32::MAX - 1;
+/// The table's value for a NaN code.
 pub const LUT_NAN: u32 = u32::MAX - 2;
 
 /// Bytes of the u16 table the shared-memory kernel keeps beside its counters.

@@ -4,10 +4,14 @@
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
 //! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]).
 
+#[doc(hidden)]
 pub mod bench;
+#[doc(hidden)]
 pub mod bin_shards;
 pub mod device_histogram;
+#[doc(hidden)]
 pub mod device_samples;
+#[doc(hidden)]
 pub mod exact_sums;
 #[cfg(test)]
 mod half_kernel_tests;
@@ -15,8 +19,9 @@ pub mod half_table;
 #[cfg(test)]
 mod kernel_builds_tests;
 pub mod multi;
+#[doc(hidden)]
 pub mod params;
+#[doc(hidden)]
 pub mod prepared;
 pub mod ranks;
 pub mod stream;
-pub mod stream_options;

@@ -1,6 +1,6 @@
 //! Several processes (one GPU each, or with `--devices` the same number of GPUs each, one NCCL rank
 //! per GPU; on one machine or several), started by a launcher (torchrun, srun, mpirun: see
-//! [`crate::launch`]) or by hand with `SMEMKIT_RANK` and `SMEMKIT_WORLD_SIZE`. Every process reads
+//! `crate::launch`) or by hand with `SMEMKIT_RANK` and `SMEMKIT_WORLD_SIZE`. Every process reads
 //! the same input (a memory-mapped file costs nothing until touched), histograms its contiguous
 //! slice of it on its GPU, and one NCCL all-reduce sums the counters of every rank; all ranks then
 //! hold the whole histogram (the CLI writes it from rank 0).
@@ -32,7 +32,9 @@ use crate::sample::Weights;
 /// This process's place among the ranks, from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankSpec {
+    /// This process's rank.
     pub rank: usize,
+    /// How many ranks.
     pub world: usize,
     /// Where the ranks meet to share the NCCL unique id.
     pub rendezvous: Rendezvous,
@@ -41,21 +43,14 @@ pub struct RankSpec {
     pub device: Option<usize>,
     /// Which launcher's variables gave the place, the local rank and the job's name.
     pub launcher: Launcher,
+    /// The rank on this machine.
     pub local_rank: Option<usize>,
+    /// The job's name, when the launcher gives one.
     pub job: Option<String>,
     /// The variables read, `NAME=value, ...`.
     pub source: String,
     /// Whether the bins are sharded over the ranks ([`super::bin_shards`]).
     pub shard_bins: ShardBins,
-}
-
-fn env_usize(name: &str) -> Result<Option<usize>> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(s) => s.trim().parse().map(Some).map_err(|_| {
-            Error::InvalidArgument(format!("{name}={s}: expected a non-negative integer"))
-        }),
-    }
 }
 
 impl RankSpec {
@@ -65,12 +60,10 @@ impl RankSpec {
         let Some(p) = crate::launch::detect(&crate::launch::env::process_env)? else {
             return Ok(None);
         };
-        Ok(Some(RankSpec::from_placement(
-            p,
-            env_usize("SMEMKIT_DEVICE")?,
-        )))
+        Ok(Some(RankSpec::from_placement(p, crate::config::device()?)))
     }
 
+    /// The rank of a launcher's placement, on `device` when given.
     pub fn from_placement(p: Placement, device: Option<usize>) -> RankSpec {
         RankSpec {
             rank: p.rank,
@@ -300,7 +293,6 @@ fn run(
     use super::multi::MultiPrepared;
     use super::prepared::WeightKind;
     use crate::gpu::nccl::{Communicator, UniqueId};
-    use std::time::Duration;
 
     let (rank, world) = (spec.rank, spec.world);
     // Several GPUs per rank: resolved before the NCCL id is shared, so that a missing GPU fails
@@ -379,11 +371,8 @@ fn run(
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
     // Test aid: a rank that pauses between the agreement and its histogram can be killed there,
     // in the middle of a run, by the killed-rank test (crates/smemkit-cli/tests/gpu_ranks.rs).
-    if let Some(ms) = std::env::var("SMEMKIT_TEST_RANK_PAUSE_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        std::thread::sleep(Duration::from_millis(ms));
+    if let Some(pause) = crate::config::test_rank_pause() {
+        std::thread::sleep(pause);
     }
     let mut r = m.run_host(samples, weights, &ranges, opts, progress)?;
     let (first, last) = (

@@ -54,14 +54,17 @@ pub const ONE_BLOCK_THREADS: u32 = 1024;
 /// A histogram launch, fully decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
+    /// The strategy.
     pub strategy: Strategy,
     /// Blocks in the grid (a multiple of the cluster size).
     pub grid: u32,
+    /// Threads per block.
     pub block: u32,
     /// Dynamic shared memory per block in bytes.
     pub shared_bytes: u32,
     /// Bins each block owns (shared: all; cluster: its slice; global: none).
     pub bins_per_block: usize,
+    /// Why the planner chose it.
     pub reason: String,
 }
 
@@ -84,8 +87,11 @@ impl fmt::Display for Plan {
 /// What is being histogrammed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Workload {
+    /// How many bins.
     pub nbins: usize,
+    /// The samples' type.
     pub sample_type: SampleType,
+    /// Whether there are weights.
     pub weighted: bool,
     /// Samples this GPU will count (its shard), when known; `None` plans as for a large input
     /// (the persistent, occupancy-sized grid), which is what every caller did before.

@@ -9,9 +9,15 @@ pub enum Strategy {
     Shared,
     /// `Shared` with narrow counters (16 or 8 bits, packed into 32-bit words) whose wraps are
     /// corrected in global memory: more blocks per SM, or more bins in one block. Counts only.
-    Packed { bits: u32 },
+    Packed {
+        /// Counter width: 16 or 8.
+        bits: u32,
+    },
     /// The bins split across the shared memories of the blocks of a thread block cluster.
-    Cluster { size: u32 },
+    Cluster {
+        /// Blocks per cluster.
+        size: u32,
+    },
     /// Counters in global memory (they live in L2 while they fit).
     Global,
     /// Samples first partitioned into bucket ranges of `2^PARTITION_BITS` bins, then each range
@@ -20,12 +26,22 @@ pub enum Strategy {
     /// The bins split across a cluster's blocks as packed narrow counters (`bits` wide); each block
     /// sends the samples of other blocks' bins to their owners in batches through distributed
     /// shared memory, and the owners count them. Counts only.
-    Exchange { size: u32, bits: u32 },
+    Exchange {
+        /// Blocks per cluster.
+        size: u32,
+        /// Counter width.
+        bits: u32,
+    },
     /// The bins cut into `slices` slices of `bits`-wide packed counters (8 or 4), one slice per
     /// block; every block reads the whole input and counts its slice's samples, the blocks of the
     /// different slices reading each tile at about the same time (once from DRAM, `slices` times
     /// from L2). Counts only.
-    Sliced { slices: u32, bits: u32 },
+    Sliced {
+        /// How many slices.
+        slices: u32,
+        /// Counter width.
+        bits: u32,
+    },
 }
 
 impl Strategy {
@@ -72,28 +88,37 @@ impl fmt::Display for Strategy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StrategyChoice {
     #[default]
+    /// The planner chooses.
     Auto,
+    /// One private histogram per block in shared memory.
     Shared,
     /// Packed narrow counters of 16 or 8 bits.
     Packed(u32),
     /// A cluster; `None` lets the planner pick the size.
     Cluster(Option<u32>),
+    /// Counters in global memory.
     Global,
+    /// Partition the samples into bucket ranges first.
     Partition,
     /// The exchange strategy; `None` lets the planner pick the counter width or the cluster size.
     Exchange {
+        /// Counter width.
         bits: Option<u32>,
+        /// Blocks per cluster.
         size: Option<u32>,
     },
     /// The sliced strategy; `None` lets the planner pick the counter width (8 bits) or the
     /// fewest slices that hold the bins.
     Sliced {
+        /// Counter width.
         bits: Option<u32>,
+        /// How many slices.
         slices: Option<u32>,
     },
 }
 
 impl StrategyChoice {
+    /// Parses a strategy name (`auto`, `shared`, `packed16`, `cluster`, ...); `cluster_size` for `cluster`.
     pub fn parse(text: &str, cluster_size: Option<u32>) -> Result<Self, crate::Error> {
         if let Some(rest) = text.strip_prefix("exchange") {
             return parse_exchange(text, rest, cluster_size);

@@ -26,7 +26,7 @@ use crate::sample::Weights;
 
 use super::axis::Axis;
 use super::layout::{AxisView, Pick};
-use super::JointTallies;
+use super::tallies::JointTallies;
 pub use device::{
     data_range_bins, DeviceJoint, JointLaunch, JointRun, JointSpec, HISTDD, JOINT_TALLY_WORDS,
 };

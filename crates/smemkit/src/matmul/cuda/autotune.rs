@@ -86,7 +86,7 @@ fn file_path() -> Option<PathBuf> {
 }
 
 fn retune() -> bool {
-    std::env::var_os("SMEMKIT_MATMUL_RETUNE").is_some_and(|v| v == "1")
+    crate::config::matmul_retune()
 }
 
 /// `key=choice` lines; lines that do not parse (an older kernel set) are skipped.

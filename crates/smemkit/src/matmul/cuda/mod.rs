@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::gpu::compile::{MATMUL, MATMUL_WARP};
 use crate::gpu::device::{cuda_err, gpu, Gpu};
 use crate::gpu::launch::{check, prepare_function, LaunchShape};
+pub use crate::gpu::timing::time_launches;
 use crate::matmul::matrix::{span, MatmulKernel, MatrixMut, MatrixRef};
 
 mod warp_config;
@@ -140,43 +141,6 @@ impl DenseProduct {
             .clone_dtoh(&self.c)
             .map_err(cuda_err("reading C back (a kernel may have failed)"))
     }
-}
-
-/// Milliseconds of each of `runs` calls of `launch` after `warmup` untimed ones, every call
-/// between its own pair of CUDA events, all enqueued before one wait at the end (so that no host
-/// work sits between a start event and its launch while the device idles).
-pub fn time_launches(
-    g: &Gpu,
-    warmup: usize,
-    runs: usize,
-    launch: &dyn Fn() -> Result<()>,
-) -> Result<Vec<f32>> {
-    for _ in 0..warmup {
-        launch()?;
-    }
-    let ev = || {
-        g.ctx
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(cuda_err("creating an event"))
-    };
-    let mut pairs = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let (start, end) = (ev()?, ev()?);
-        start
-            .record(&g.stream)
-            .map_err(cuda_err("recording an event"))?;
-        launch()?;
-        end.record(&g.stream)
-            .map_err(cuda_err("recording an event"))?;
-        pairs.push((start, end));
-    }
-    g.stream.synchronize().map_err(cuda_err(
-        "waiting for timed runs (a kernel may have failed)",
-    ))?;
-    pairs
-        .iter()
-        .map(|(s, e)| s.elapsed_ms(e).map_err(cuda_err("reading an event")))
-        .collect()
 }
 
 /// The variant a kernel choice runs for `p` (the autotuner's for `Auto`).

@@ -52,6 +52,7 @@ pub type Watchdog = Box<dyn Fn() -> Option<String> + Send + Sync>;
 /// A histogram ready to run on several GPUs: one [`Prepared`] plan, counters and (lazily) one
 /// streaming pipeline per GPU, and the NCCL communicators that sum the counters.
 pub struct MultiPrepared {
+    /// One prepared histogram per GPU.
     pub parts: Vec<Prepared>,
     accums: Vec<Accum>,
     streamers: Vec<Option<Streamer>>,

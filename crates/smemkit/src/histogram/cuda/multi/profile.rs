@@ -34,7 +34,7 @@ pub(super) struct Profile {
 
 impl Profile {
     pub(super) fn wanted() -> bool {
-        std::env::var("SMEMKIT_PROFILE_MULTI").is_ok_and(|v| !v.is_empty() && v != "0")
+        crate::config::profile_multi()
     }
 
     pub(super) fn new(gpus: &[Arc<Gpu>]) -> Result<Profile> {

@@ -491,7 +491,7 @@ impl Prepared {
         params.gate_want = gate_want;
         if let Some(part) = &self.partition {
             // SAFETY: forwarded from the caller.
-            return unsafe { part.launch(self, stream, params, input, n, out, tallies) };
+            return unsafe { part.launch(self, run, params) };
         }
         let elem = self.sample_type.size() as u64;
         let welem = match self.weights {
@@ -548,15 +548,16 @@ impl Prepared {
     }
 }
 
-/// One run's stream and device addresses, as [`Prepared::enqueue`] received them.
+/// One run's stream and device addresses, as [`Prepared::enqueue`] received them: `n` samples at
+/// `input`, their weights at `weights` (0 without), the bins at `out` and 3 tallies at `tallies`.
 #[derive(Clone, Copy)]
-struct Run<'a> {
-    stream: &'a Arc<CudaStream>,
-    input: u64,
-    n: usize,
-    weights: u64,
-    out: u64,
-    tallies: u64,
+pub(crate) struct Run<'a> {
+    pub(crate) stream: &'a Arc<CudaStream>,
+    pub(crate) input: u64,
+    pub(crate) n: usize,
+    pub(crate) weights: u64,
+    pub(crate) out: u64,
+    pub(crate) tallies: u64,
 }
 
 /// Most uniform float32 bins whose edges the kernels read from a table (64 KiB); beyond it they
@@ -578,7 +579,5 @@ fn edge_table<'a>(binning: &'a Binning, params: &KernelBinParams) -> Option<&'a 
 /// Kernel tuning only: SMEMKIT_EDGE_TABLE_MAX_BINS=N reads float32 edges from the table up to N bins
 /// instead of [`EDGE_TABLE_MAX_BINS`] (0: never), so that one device call can time both ways.
 fn edge_table_override() -> Option<usize> {
-    std::env::var("SMEMKIT_EDGE_TABLE_MAX_BINS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
+    crate::config::edge_table_max_bins()
 }

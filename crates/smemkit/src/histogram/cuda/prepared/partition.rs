@@ -13,10 +13,7 @@ pub(super) const PARTITION_TILE_PER_THREAD: usize = 16;
 /// kernels of one-block-per-SM plans with blocks of that many threads instead of 1024, so that one
 /// device call can time both block sizes (bench/NOTES.md, run 9). Other values are ignored.
 pub(super) fn packed_block_override() -> Option<u32> {
-    std::env::var("SMEMKIT_PACKED_BLOCK_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|t| [256, 512, 1024].contains(t))
+    crate::config::packed_block_threads()
 }
 
 /// Bucket counts up to which the scatter ranks samples by warp votes (see `Partition::split_bits`).
@@ -128,10 +125,8 @@ impl Partition {
     /// few buckets; SMEMKIT_PARTITION_SPLIT_MAX_BUCKETS overrides the bucket count up to which they
     /// are used (kernel tuning only).
     fn split_bits(nbuckets: usize) -> u32 {
-        let max = std::env::var("SMEMKIT_PARTITION_SPLIT_MAX_BUCKETS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(PARTITION_SPLIT_MAX_BUCKETS);
+        let max =
+            crate::config::partition_split_max_buckets().unwrap_or(PARTITION_SPLIT_MAX_BUCKETS);
         if nbuckets > max || nbuckets < 2 {
             0
         } else {
@@ -155,17 +150,20 @@ impl Partition {
 
     /// # Safety
     /// As [`Prepared::enqueue`]; `params` are the prepared ones, gated or not.
-    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn launch(
         &self,
         p: &Prepared,
-        stream: &Arc<CudaStream>,
+        run: &Run<'_>,
         params: KernelBinParams,
-        input: u64,
-        n: usize,
-        out: u64,
-        tallies: u64,
     ) -> Result<()> {
+        let Run {
+            stream,
+            input,
+            n,
+            out,
+            tallies,
+            ..
+        } = *run;
         self.reserve(stream, n)?;
         let mut guard = self.buffers.lock().expect("partition buffers");
         let bufs = &mut *guard;

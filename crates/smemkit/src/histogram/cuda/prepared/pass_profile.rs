@@ -11,7 +11,7 @@ impl PassProfile {
     const PASSES: [&'static str; 4] = ["count", "scan", "scatter", "bins"];
 
     pub(super) fn from_env(gpu: &Gpu) -> Result<Option<PassProfile>> {
-        if std::env::var_os("SMEMKIT_PROFILE_PARTITION").is_none() {
+        if !crate::config::profile_partition() {
             return Ok(None);
         }
         let events = (0..=Self::PASSES.len())

@@ -62,12 +62,15 @@ impl FileInput {
         })
     }
 
+    /// How many samples.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// No samples.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The samples' type.
     pub fn sample_type(&self) -> SampleType {
         self.sample_type
     }

@@ -23,7 +23,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
 
 use super::prepared::{read_result, EngineOutput, Prepared, WeightKind, LAUNCH_BATCH};
-pub use super::stream_options::{StreamOptions, DEFAULT_CHUNK_BYTES, DEFAULT_DEPTH};
+pub use crate::histogram::stream_options::{StreamOptions, DEFAULT_CHUNK_BYTES, DEFAULT_DEPTH};
 
 mod mode;
 pub use mode::*;
@@ -59,6 +59,7 @@ pub enum StreamInput<'a> {
 }
 
 impl StreamInput<'_> {
+    /// How many samples.
     pub fn len(&self) -> usize {
         match self {
             StreamInput::Host(s) => s.len(),
@@ -66,9 +67,11 @@ impl StreamInput<'_> {
             StreamInput::File(f) => f.len(),
         }
     }
+    /// No samples.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The samples' type.
     pub fn sample_type(&self) -> SampleType {
         match self {
             StreamInput::Host(s) => s.sample_type(),

@@ -8,7 +8,9 @@ pub enum StreamMode {
     /// Stream large inputs (see [`should_stream`]).
     #[default]
     Auto,
+    /// Always stream.
     Always,
+    /// Never stream: copy the whole input first.
     Never,
 }
 
@@ -26,8 +28,11 @@ pub fn should_stream(mode: StreamMode, bytes: usize, device_room: usize) -> bool
 /// `depth` slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkPlan {
+    /// Samples per chunk.
     pub chunk_samples: usize,
+    /// Slots: chunks in flight at once.
     pub depth: usize,
+    /// How many chunks the input is cut into.
     pub chunks: usize,
 }
 

@@ -153,7 +153,7 @@ fn file_bins_match_the_bins_in_memory() {
     let options =
         crate::HistogramOptions::new(BinSpec::Integer { nbins: 4 }).backend(crate::Backend::Cpu);
     assert!(!crate::streams_to_one_gpu(f.byte_len(), &options).unwrap());
-    let e = crate::histogram_file_with_progress(&f, None, &options, None).unwrap_err();
+    let e = crate::histogram::histogram_file_with_progress(&f, None, &options, None).unwrap_err();
     assert!(e.to_string().contains("CUDA backend"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,4 +1,4 @@
-//! The sizes of the streaming pipeline ([`super::stream`]): plain data that the request carries
+//! The sizes of the streaming pipeline ([`super::cuda::stream`]): plain data that the request carries
 //! to the engines.
 
 /// Bytes of samples per chunk unless told otherwise: pinned inputs stream at the pinned copy's rate
