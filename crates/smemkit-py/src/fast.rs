@@ -43,8 +43,7 @@ fn parts_cache() -> &'static PartsCache {
 }
 
 fn trace_on() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SMEMKIT_PY_TRACE").is_ok_and(|v| v == "1"))
+    smemkit::internals::config::py_trace()
 }
 
 /// Nanoseconds of each traced run's phases: histogram lookup, clearing the counts, copying the

@@ -91,7 +91,27 @@ pub const ALL: &[&str] = &[
     PTX_DUMP_SOURCES,
     COMMIT,
     BENCH_DIR,
+    TRACE,
+    PY_TRACE,
 ];
+
+/// Any value but empty or `0`: one stderr line per phase of a call with its wall time
+/// ([`crate::gpu::trace`]).
+pub const TRACE: &str = "SMEMKIT_TRACE";
+/// `1`: the Python package times each fast-path run's phases on the host.
+pub const PY_TRACE: &str = "SMEMKIT_PY_TRACE";
+
+/// [`TRACE`] asks for the phase trace (read once).
+pub fn trace() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| var(TRACE).is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// [`PY_TRACE`] is `1` (read once).
+pub fn py_trace() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| var(PY_TRACE).is_some_and(|v| v == "1"))
+}
 
 /// The default of [`NCCL_TIMEOUT`].
 pub const DEFAULT_NCCL_TIMEOUT: Duration = Duration::from_secs(120);

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 /// Whether `SMEMKIT_TRACE` asks for the trace (any value but empty or `0`), read once.
 pub fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SMEMKIT_TRACE").is_ok_and(|v| !v.is_empty() && v != "0"))
+    crate::config::trace()
 }
 
 /// The instant the trace counts from: the first call of [`epoch`] (a program calls it first
