@@ -19,8 +19,9 @@ fast_runs = []
 class FakeFastCall:
     """The native FastCall's contract, on host memory: overwrite the counts, write the edges."""
 
-    def __init__(self, device, dtype, weights_dtype, nbins, rng, integer, policy, strategy,
-                 deterministic, edges):
+    def __init__(self, device, dtype, weights_dtype, bins, run, edges):
+        nbins, rng, integer = bins
+        policy, strategy, deterministic = run
         assert weights_dtype is None and policy != "error"
         self.args = (dtype, nbins, rng, integer, policy)
         self.nbins = nbins

@@ -322,7 +322,7 @@ def numpy_histogram(a, bins, range, weights, density, backend, strategy, out_of_
     else:
         flat = a.ravel()
     edges, rng = plan
-    counts, _ = _native.histogram(flat, None, bins, rng, None, out_of_range, backend, strategy)
+    counts, _ = _native.histogram(flat, None, (bins, rng, None), (out_of_range, backend, strategy))
     return counts.view(_np.int64), edges.copy()
 
 
