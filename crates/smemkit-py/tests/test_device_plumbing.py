@@ -64,6 +64,7 @@ def _fake_cupy():
     cuda.ExternalStream = _Ctx
     cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=0, is_capturing=lambda: False)
     cuda.Event = lambda: types.SimpleNamespace(record=lambda: None, query=lambda: True)
+    cuda.runtime = types.SimpleNamespace(getDevice=lambda: 0)
     m.cuda = cuda
     return m
 
