@@ -536,19 +536,32 @@ impl DeviceHistogram {
         };
         p.gpu.bind()?;
         if !accumulate {
-            // The output's tallies and bins are one allocation where they lie back to back (in
-            // either order): one memset (a launch less for small inputs).
+            // Where the output's tallies and bins lie back to back (in either order) in ONE
+            // allocation: one memset (a launch less for small inputs). Two allocations may also
+            // lie back to back (a stream-ordered pool hands out neighbours), and a memset may not
+            // cross from one into the other: the driver says whether both are one allocation.
             let bins_bytes = self.nbins() * 8;
+            let (lo, hi) = if bins < tallies {
+                (bins, tallies + 24)
+            } else {
+                (tallies, bins + bins_bytes as u64)
+            };
+            let (mut base, mut size) = (0, 0usize);
+            // SAFETY: plain out-parameters; an address the driver does not know is an error code.
+            let one_allocation =
+                unsafe { cudarc::driver::sys::cuMemGetAddressRange_v2(&mut base, &mut size, lo) }
+                    == cudarc::driver::sys::CUresult::CUDA_SUCCESS
+                    && hi <= base + size as u64;
             // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
             let cleared = unsafe {
-                if bins == tallies + 24 {
+                if one_allocation && bins == tallies + 24 {
                     cudarc::driver::result::memset_d8_async(
                         tallies,
                         0,
                         24 + bins_bytes,
                         stream.cu_stream(),
                     )
-                } else if tallies == bins + bins_bytes as u64 {
+                } else if one_allocation && tallies == bins + bins_bytes as u64 {
                     // Tallies after the bins (the Python binding's layout: counts at the start).
                     cudarc::driver::result::memset_d8_async(
                         bins,
