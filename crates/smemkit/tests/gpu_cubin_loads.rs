@@ -58,7 +58,8 @@ fn every_kernel_family_loads_a_cubin_on_hopper() {
     }
     let joint = JointOptions::new(vec![uniform(64), uniform(32)]).backend(Backend::Cuda);
     histogram2d(Samples::F32(&f32s), Samples::F32(&f32s), None, &joint).unwrap();
-    histogram2d(Samples::I32(&i32s), Samples::F64(&f64s), None, &joint).unwrap();
+    histogram2d(Samples::I32(&i32s), Samples::I32(&i32s), None, &joint).unwrap();
+    histogram2d(Samples::F64(&f64s), Samples::F64(&f64s), None, &joint).unwrap();
     stencil1d(&f32s, 3, Some(&[1.0f32; 7]), Boundary::Zero, Backend::Cuda).unwrap();
     transpose(&f32s, 256, 256, Backend::Cuda).unwrap();
     transpose(&u8s, 256, 256, Backend::Cuda).unwrap();
