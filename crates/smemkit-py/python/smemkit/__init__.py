@@ -21,7 +21,9 @@ kind on the same device: torch in, torch out (int64 counts; sums of the weights'
 float32 for float32 samples, else float64, as numpy's), CuPy in, CuPy out, JAX in, JAX out
 (allocated by torch or CuPy, whichever is installed, and handed to JAX through DLPack). Their
 memory must be one block (a strided view is a ValueError naming ``.contiguous()``) starting
-16-byte aligned; float16 and bfloat16 are NotImplementedError. The first call for given bins,
+16-byte aligned. float16 and bfloat16 GPU samples are binned as numpy bins them (bfloat16 through
+ml_dtypes) over ``range=`` of Python numbers or explicit edges (float16 edges float16, bfloat16's
+float64); bins from their data's range are NotImplementedError. The first call for given bins,
 dtype, options and size class compiles and allocates (cached for the process: make it before
 capturing a CUDA graph); later calls only enqueue, and can be captured.
 
