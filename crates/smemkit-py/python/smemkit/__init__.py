@@ -143,8 +143,13 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
         engine (counts only, no weights).
 
     Returns ``hist`` as float64 (numpy's type, counts or sums or density) of shape
-    ``(nbins_0, ..., nbins_{D-1})`` and the D arrays of edges numpy returns. GPU arrays raise
-    NotImplementedError (no device-resident entry point yet).
+    ``(nbins_0, ..., nbins_{D-1})`` and the D arrays of edges numpy returns.
+
+    GPU samples (an (N, D) array of any strides, or a sequence of D 1-D arrays of one dtype, and
+    GPU weights) are read in place on the producer's stream, results of the input's kind on its
+    device (float64 counts, as numpy's). An axis without a range reads its data's minimum and
+    maximum back to the host (a synchronisation): pass ``range=`` for every axis, or edges, to
+    avoid it. float16 and bfloat16 GPU samples raise NotImplementedError.
     """
     return _joint.histogramdd(sample, bins, range, density, weights, backend=backend)
 
