@@ -168,7 +168,9 @@ def digitize(x, bins, right=False):
 
     bins: 1-D, increasing or decreasing (equal neighbours allowed). Increasing bins give ``i``
     with ``bins[i-1] <= x < bins[i]`` (``bins[i-1] < x <= bins[i]`` with ``right``), 0 below,
-    ``len(bins)`` above and for NaN; decreasing bins the mirror image. Runs on the CPU engine;
-    GPU arrays raise NotImplementedError (no device-resident entry point yet).
+    ``len(bins)`` above and for NaN; decreasing bins the mirror image. Host ``x`` runs on the CPU
+    engine; a GPU ``x`` (C-contiguous, 16-byte aligned) is read in place on the producer's
+    stream, the indices of its kind on its device (GPU bins are copied to the host first: a
+    synchronisation; float16/bfloat16 GPU samples raise NotImplementedError).
     """
     return _joint.digitize(x, bins, right)

@@ -3,7 +3,7 @@
 numpy's argument rules and result types are applied here (``histogram2d`` is ``histogramdd`` of
 ``[x, y]``, as in numpy; joint counts are float64, as numpy's are); the binning and counting run
 in the library. GPU samples of ``histogramdd`` / ``histogram2d`` go to ``_device_joint`` (read in
-place on the device); ``digitize`` of GPU arrays is refused with a clear error.
+place on the device), ``digitize`` of GPU arrays to ``_device_digitize``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from . import _device, _device_joint, _native
+from . import _device, _device_digitize, _device_joint, _native
 from ._inputs import as_array, native_order
 
 _EXACT_F64 = 2**53
@@ -20,9 +20,9 @@ _EXACT_F64 = 2**53
 
 def _no_gpu(obj, what: str):
     if _device.device_kind(obj) is not None:
-        raise NotImplementedError(
-            f"{what} of GPU arrays is not supported yet (the library has no device-resident "
-            "entry point for it): copy the data to the host first, e.g. x.cpu().numpy() or x.get()"
+        raise TypeError(
+            f"{what}: the bins are on a GPU but x is not: pass x on the GPU too, or the bins on "
+            "the host (e.g. bins.cpu().numpy() or bins.get())"
         )
 
 
@@ -164,7 +164,9 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backen
 
 
 def digitize(x, bins, right=False):
-    _no_gpu(x, "digitize")
+    kind = _device.device_kind(x)
+    if kind is not None:
+        return _device_digitize.digitize(x, kind, bins, right, _exact_edges)
     _no_gpu(bins, "digitize")
     x = as_array(x, "x")
     b = np.asarray(bins)
