@@ -112,6 +112,9 @@ needs_jax = pytest.mark.skipif(
     jax is None or torch is None or not _cuda(), reason="needs JAX, torch and a CUDA GPU"
 )
 
+# float16 edges must stay increasing once rounded to float16 (more bins than float16 holds in the
+# range is the library's TooManyBins error, where numpy would count into repeated edges).
+CASES16 = [(1000, (-4.0, 4.0)), (2048, (-8, 8)), (100, (-0.3, 1.7)), (5, (2.0, 2.0))]
 CASES = [(1000, (-4.0, 4.0)), (32768, (-4, 4)), (100, (-0.3, 1.7)), (5, (2.0, 2.0))]
 
 
@@ -124,7 +127,7 @@ def _normal16(n, dtype, seed=7):
 
 
 @needs_torch
-@pytest.mark.parametrize("bins,rng_", CASES)
+@pytest.mark.parametrize("bins,rng_", CASES16)
 @pytest.mark.parametrize("n", [1000, 1 << 22])
 def test_torch_float16_is_numpys(bins, rng_, n):
     x = _normal16(n, torch.float16)
@@ -202,7 +205,7 @@ def test_torch_half_on_a_side_stream():
 
 
 @needs_cupy
-@pytest.mark.parametrize("bins,rng_", CASES)
+@pytest.mark.parametrize("bins,rng_", CASES16)
 def test_cupy_float16_is_numpys(bins, rng_):
     g = cupy.random.default_rng(11)
     x = (g.standard_normal(1 << 21, dtype=cupy.float32) * 2).astype(cupy.float16)
