@@ -12,13 +12,13 @@ use crate::arrays::{Held, HeldWeights};
 use crate::errors::IntoPy;
 
 /// One axis's bins as the Python layer passes them: a count with an optional range, or edges.
-type AxisBins<'py> = (
+pub(crate) type AxisBins<'py> = (
     Option<usize>,
     Option<(f64, f64)>,
     Option<PyReadonlyArray1<'py, f64>>,
 );
 
-fn axis_spec(bins: AxisBins<'_>) -> PyResult<BinSpec> {
+pub(crate) fn axis_spec(bins: AxisBins<'_>) -> PyResult<BinSpec> {
     match bins {
         (Some(nbins), range, None) => Ok(BinSpec::Uniform { nbins, range }),
         (None, None, Some(edges)) => Ok(BinSpec::Edges(edges.as_array().to_vec())),

@@ -6,6 +6,8 @@
 mod arrays;
 mod cuda_interface;
 mod device;
+mod device_digitize;
+mod device_joint;
 mod dlpack;
 mod errors;
 mod fast;
@@ -80,6 +82,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(joint::digitize, m)?)?;
     m.add_function(wrap_pyfunction!(device::device_histogram, m)?)?;
     m.add_function(wrap_pyfunction!(device::device_cache_size, m)?)?;
+    m.add_function(wrap_pyfunction!(device_joint::device_joint, m)?)?;
+    m.add_function(wrap_pyfunction!(device_joint::device_joint_data_edges, m)?)?;
+    m.add_class::<device_joint::DeviceJointCall>()?;
+    m.add_function(wrap_pyfunction!(device_digitize::device_digitize, m)?)?;
+    m.add_class::<device_digitize::DeviceDigitizeCall>()?;
     m.add_function(wrap_pyfunction!(fast::fast_call, m)?)?;
     m.add_function(wrap_pyfunction!(fast::trace_native, m)?)?;
     m.add_class::<fast::FastCall>()?;

@@ -21,7 +21,9 @@ kind on the same device: torch in, torch out (int64 counts; sums of the weights'
 float32 for float32 samples, else float64, as numpy's), CuPy in, CuPy out, JAX in, JAX out
 (allocated by torch or CuPy, whichever is installed, and handed to JAX through DLPack). Their
 memory must be one block (a strided view is a ValueError naming ``.contiguous()``) starting
-16-byte aligned; float16 and bfloat16 are NotImplementedError. The first call for given bins,
+16-byte aligned. float16 and bfloat16 GPU samples are binned as numpy bins them (bfloat16 through
+ml_dtypes) over ``range=`` of Python numbers or explicit edges (float16 edges float16, bfloat16's
+float64); bins from their data's range are NotImplementedError. The first call for given bins,
 dtype, options and size class compiles and allocates (cached for the process: make it before
 capturing a CUDA graph); later calls only enqueue, and can be captured.
 
@@ -141,8 +143,13 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
         engine (counts only, no weights).
 
     Returns ``hist`` as float64 (numpy's type, counts or sums or density) of shape
-    ``(nbins_0, ..., nbins_{D-1})`` and the D arrays of edges numpy returns. GPU arrays raise
-    NotImplementedError (no device-resident entry point yet).
+    ``(nbins_0, ..., nbins_{D-1})`` and the D arrays of edges numpy returns.
+
+    GPU samples (an (N, D) array of any strides, or a sequence of D 1-D arrays of one dtype, and
+    GPU weights) are read in place on the producer's stream, results of the input's kind on its
+    device (float64 counts, as numpy's). An axis without a range reads its data's minimum and
+    maximum back to the host (a synchronisation): pass ``range=`` for every axis, or edges, to
+    avoid it. float16 and bfloat16 GPU samples raise NotImplementedError.
     """
     return _joint.histogramdd(sample, bins, range, density, weights, backend=backend)
 
@@ -161,7 +168,9 @@ def digitize(x, bins, right=False):
 
     bins: 1-D, increasing or decreasing (equal neighbours allowed). Increasing bins give ``i``
     with ``bins[i-1] <= x < bins[i]`` (``bins[i-1] < x <= bins[i]`` with ``right``), 0 below,
-    ``len(bins)`` above and for NaN; decreasing bins the mirror image. Runs on the CPU engine;
-    GPU arrays raise NotImplementedError (no device-resident entry point yet).
+    ``len(bins)`` above and for NaN; decreasing bins the mirror image. Host ``x`` runs on the CPU
+    engine; a GPU ``x`` (C-contiguous, 16-byte aligned) is read in place on the producer's
+    stream, the indices of its kind on its device (GPU bins are copied to the host first: a
+    synchronisation; float16/bfloat16 GPU samples raise NotImplementedError).
     """
     return _joint.digitize(x, bins, right)

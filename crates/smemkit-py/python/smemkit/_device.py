@@ -29,7 +29,9 @@ from . import _native
 
 _DL_CUDA = 2
 _SUPPORTED = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-              "float32", "float64")
+              "float16", "bfloat16", "float32", "float64")
+# Samples numpy bins in their own 16-bit arithmetic (edges of their dtype).
+_HALF = ("float16", "bfloat16")
 
 # (events, objects) of DLPack inputs that must outlive the kernels reading them.
 _PENDING: deque = deque()
@@ -346,16 +348,12 @@ def _sample_dtype(inp: Input, for_bincount: bool) -> str:
                 stacklevel=4,
             )
         return "uint8"  # the same bytes, read in place
-    if d in ("float16", "bfloat16"):
-        raise NotImplementedError(
-            f"{d} GPU arrays are not supported yet (the device engine reads integers, float32 "
-            "and float64): convert first, e.g. x.float()"
-        )
     if d not in _SUPPORTED:
         raise TypeError(
-            f"cannot histogram GPU samples of dtype {d}: smemkit reads integers, float32 and float64"
+            f"cannot histogram GPU samples of dtype {d}: smemkit reads integers, float16, "
+            "bfloat16, float32 and float64"
         )
-    if for_bincount and d.startswith("float"):
+    if for_bincount and (d.startswith("float") or d == "bfloat16"):
         raise TypeError(
             f"Cannot cast array data from dtype('{d}') to dtype('int64') according to the rule 'safe'"
         )
@@ -425,6 +423,8 @@ def _given_edges(frame: _Frame, bins_arg):
 def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
     """``(range, edges, nbins, (key, host edges thunk))``: uniform bins over a given range, or the
     edges (given, or numpy's from the data's minimum and maximum: a synchronisation)."""
+    if dtype in _HALF:
+        return _resolve_half(dtype, nbins, edges, range_, bins_arg)
     edges_dtype = "float32" if dtype == "float32" else "float64"
     rng = None
     if edges is None and range_ is not None:
@@ -458,6 +458,35 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
     key = ("uniform", nbins, rng, dtype)
     return rng, None, nbins, (key, lambda: _native.histogram_bin_edges(
         np.empty(0, dtype), nbins, rng).astype(edges_dtype, copy=False))
+
+
+def _resolve_half(dtype, nbins, edges, range_, bins_arg):
+    """``_resolve`` for float16 and bfloat16 samples, as numpy (with ml_dtypes for bfloat16) bins
+    them over a range of Python numbers, which the library's engines follow: float16 edges are the
+    float64 linspace rounded once to float16 (and the estimate partly in float16); bfloat16 does
+    not promote weakly, so its histogram is float64's (float64 edges). Bins from the data's range
+    make the edges in 16-bit arithmetic from the extremes: not wired for GPU arrays."""
+    if edges is not None and bins_arg is not None:
+        given = np.asarray(bins_arg)
+        key = ("given", edges.tobytes(), str(given.dtype))
+        return None, edges, edges.size - 1, (key, lambda: given)
+    if edges is not None or range_ is None:
+        raise NotImplementedError(
+            f"{dtype} GPU samples need range= (Python numbers) or explicit edges: bins from the "
+            "data's range are not implemented for 16-bit floats on the GPU"
+        )
+    first, last = range_
+    if not (type(first) in (int, float) and type(last) in (int, float)):
+        raise NotImplementedError(
+            f"{dtype} GPU samples need the range as Python numbers: numpy bins them in {dtype} "
+            "only then (numpy scalars of a wider type widen the binning)"
+        )
+    rng = (float(first), float(last))
+    wide = _native.histogram_bin_edges(np.empty(0, np.float64), nbins, rng)
+    key = ("uniform", nbins, rng, dtype)
+    if dtype == "float16":
+        return rng, None, nbins, (key, lambda: wide.astype(np.float16))
+    return rng, None, nbins, (key, lambda: wide)
 
 
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):

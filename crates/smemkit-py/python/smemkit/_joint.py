@@ -2,8 +2,8 @@
 
 numpy's argument rules and result types are applied here (``histogram2d`` is ``histogramdd`` of
 ``[x, y]``, as in numpy; joint counts are float64, as numpy's are); the binning and counting run
-in the library. GPU arrays are refused with a clear error: the library has no device-resident
-entry point for these yet, and copying to the host behind the caller's back would hide the cost.
+in the library. GPU samples of ``histogramdd`` / ``histogram2d`` go to ``_device_joint`` (read in
+place on the device), ``digitize`` of GPU arrays to ``_device_digitize``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from . import _device, _native
+from . import _device, _device_digitize, _device_joint, _native
 from ._inputs import as_array, native_order
 
 _EXACT_F64 = 2**53
@@ -20,9 +20,9 @@ _EXACT_F64 = 2**53
 
 def _no_gpu(obj, what: str):
     if _device.device_kind(obj) is not None:
-        raise NotImplementedError(
-            f"{what} of GPU arrays is not supported yet (the library has no device-resident "
-            "entry point for it): copy the data to the host first, e.g. x.cpu().numpy() or x.get()"
+        raise TypeError(
+            f"{what}: the bins are on a GPU but x is not: pass x on the GPU too, or the bins on "
+            "the host (e.g. bins.cpu().numpy() or bins.get())"
         )
 
 
@@ -54,31 +54,9 @@ def _exact_edges(edges: np.ndarray, what: str) -> np.ndarray:
     return as_f64
 
 
-def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, backend="auto"):
-    _no_gpu(sample, "histogramdd")
-    if isinstance(sample, (list, tuple)):
-        for s in sample:
-            _no_gpu(s, "histogramdd")
-    if weights is not None:
-        _no_gpu(weights, "histogramdd")
-    # numpy: anything with a 2-D shape as it is; the rest through atleast_2d(...).T
-    try:
-        _, _ = sample.shape
-        data = as_array(sample, "sample")
-    except (AttributeError, ValueError):
-        data = np.atleast_2d(sample).T
-    n, d = data.shape
-    data = _readable(data, "samples")
-    if weights is not None:
-        weights = np.asarray(weights)
-        if weights.shape != (n,):
-            raise ValueError(
-                f"weights must be 1-D with one weight per sample ({n}), not shape {weights.shape}")
-        if weights.dtype.kind not in "biuf":
-            raise TypeError(f"weights of dtype {weights.dtype} are not supported")
-        if weights.dtype not in (np.float32, np.float64) or not weights.dtype.isnative:
-            weights = weights.astype(np.float64)
-        weights = np.ascontiguousarray(weights)
+def _axes_of(bins, range, d):
+    """numpy's per-axis bins rules: ``(axes, given)``, one ``(nbins, range, edges)`` per axis (the
+    form the native calls take) and the given edges as passed (None for a bin count)."""
     try:
         m = len(bins)
         if m != d:
@@ -122,6 +100,31 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
             given.append(e)
         else:
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+    return axes, given
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, backend="auto"):
+    if _device_joint.is_device(sample, weights):
+        return _device_joint.histogramdd(sample, bins, range, density, weights, backend, _axes_of)
+    # numpy: anything with a 2-D shape as it is; the rest through atleast_2d(...).T
+    try:
+        _, _ = sample.shape
+        data = as_array(sample, "sample")
+    except (AttributeError, ValueError):
+        data = np.atleast_2d(sample).T
+    n, d = data.shape
+    data = _readable(data, "samples")
+    if weights is not None:
+        weights = np.asarray(weights)
+        if weights.shape != (n,):
+            raise ValueError(
+                f"weights must be 1-D with one weight per sample ({n}), not shape {weights.shape}")
+        if weights.dtype.kind not in "biuf":
+            raise TypeError(f"weights of dtype {weights.dtype} are not supported")
+        if weights.dtype not in (np.float32, np.float64) or not weights.dtype.isnative:
+            weights = weights.astype(np.float64)
+        weights = np.ascontiguousarray(weights)
+    axes, given = _axes_of(bins, range, d)
     if data.flags.c_contiguous:
         arrays, layout = [data.reshape(-1)], "rows"
     elif data.flags.f_contiguous:
@@ -135,7 +138,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
     for i, e in enumerate(edges):
         if given[i] is not None:
             out_edges.append(given[i])
-        elif f32_edges and range[i] is None:
+        elif f32_edges and axes[i][1] is None:
             out_edges.append(e.astype(np.float32))  # numpy's linspace of float32 extremes
         else:
             out_edges.append(e)
@@ -149,8 +152,6 @@ builtins_range = range
 
 
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backend="auto"):
-    _no_gpu(x, "histogram2d")
-    _no_gpu(y, "histogram2d")
     try:
         nb = len(bins)
     except TypeError:
@@ -163,7 +164,9 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backen
 
 
 def digitize(x, bins, right=False):
-    _no_gpu(x, "digitize")
+    kind = _device.device_kind(x)
+    if kind is not None:
+        return _device_digitize.digitize(x, kind, bins, right, _exact_edges)
     _no_gpu(bins, "digitize")
     x = as_array(x, "x")
     b = np.asarray(bins)

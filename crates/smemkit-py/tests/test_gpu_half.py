@@ -1,0 +1,233 @@
+"""float16 and bfloat16 GPU arrays (torch, CuPy, JAX) histogrammed in place: numpy's counts and
+edges on the host copy (numpy bins float16 itself; bfloat16 is numpy's through ml_dtypes, whose
+type does not promote weakly, so with a range of Python numbers its histogram is float64's: float64
+edges, and the counts of the values widened exactly to float32). The GPU tests are skipped without
+a GPU or the framework; the first tests run everywhere, with a stand-in CuPy (see
+test_device_plumbing.py) whose native call is numpy's histogram on the host memory, checking what
+the Python layer passes and returns."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import smemkit
+from smemkit import _device, _native
+
+from test_device_plumbing import _fake_cupy, _read, dev
+
+try:
+    import torch
+except ImportError:
+    torch = None
+try:
+    import cupy
+except ImportError:
+    cupy = None
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:
+    jax = None
+
+
+# ---- the Python layer, without a GPU -------------------------------------------------------
+
+seen = []
+
+
+def _numpy_device_histogram(device, stream, samples, out, bins, run):
+    """The native call's stand-in for 16-bit floats: numpy's histogram of the host memory."""
+    input, n, dtype, weights, weights_dtype = samples
+    nbins, range, edges, integer_bins = bins
+    seen.append(dict(dtype=dtype, nbins=nbins, range=range, edges=edges))
+    x = _read(input, n, dtype)
+    counts, _ = np.histogram(x, edges if edges is not None else nbins, range=range)
+    words = np.zeros(counts.size + 3, np.uint64)
+    words[:counts.size] = counts
+    import ctypes
+
+    ctypes.memmove(out, words.ctypes.data, words.nbytes)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setattr(_native, "device_histogram", _numpy_device_histogram)
+    _device._EDGES.clear()
+    seen.clear()
+
+
+@pytest.mark.parametrize("bins,rng_", [(100, (-4, 4)), (7, (-1.5, 2.25)), (3, (1, 1))])
+def test_float16_passes_the_range_and_returns_float16_edges(fake, rng, bins, rng_):
+    x = (rng.standard_normal(5000) * 2).astype(np.float16)
+    h, e = smemkit.histogram(dev(x), bins, range=rng_)
+    H, E = np.histogram(x, bins, range=rng_)
+    assert seen[-1]["dtype"] == "float16" and seen[-1]["range"] == tuple(map(float, rng_))
+    assert h.dtype == np.int64 and e.dtype == np.float16 == E.dtype
+    np.testing.assert_array_equal(h, H)
+    np.testing.assert_array_equal(e.view(np.uint16), E.view(np.uint16))
+    d, _ = smemkit.histogram(dev(x), bins, range=rng_, density=True)
+    np.testing.assert_array_equal(d, np.histogram(x, bins, range=rng_, density=True)[0])
+
+
+def test_float16_with_given_edges(fake, rng):
+    x = rng.standard_normal(3000).astype(np.float16)
+    edges = np.array([-3.0, -0.1, 0.0, 0.1, 2.5])
+    h, e = smemkit.histogram(dev(x), edges)
+    np.testing.assert_array_equal(h, np.histogram(x, edges)[0])
+    assert seen[-1]["edges"] is not None and e.dtype == np.float64
+
+
+def test_float16_errors(fake):
+    x = dev(np.ones(8, np.float16))
+    with pytest.raises(NotImplementedError, match="range="):
+        smemkit.histogram(x, 10)
+    with pytest.raises(NotImplementedError, match="Python numbers"):
+        smemkit.histogram(x, 10, range=(np.float16(0), np.float16(1)))
+    with pytest.raises(TypeError, match="Cannot cast"):
+        smemkit.bincount(x)
+    assert not seen
+
+
+# ---- on a GPU ------------------------------------------------------------------------------
+
+
+def _cuda():
+    if torch is not None:
+        return torch.cuda.is_available()
+    if cupy is not None:
+        try:
+            return cupy.cuda.runtime.getDeviceCount() > 0
+        except Exception:
+            return False
+    return False
+
+
+needs_torch = pytest.mark.skipif(torch is None or not _cuda(), reason="needs torch and a CUDA GPU")
+needs_cupy = pytest.mark.skipif(cupy is None or not _cuda(), reason="needs CuPy and a CUDA GPU")
+needs_jax = pytest.mark.skipif(
+    jax is None or torch is None or not _cuda(), reason="needs JAX, torch and a CUDA GPU"
+)
+
+# float16 edges must stay increasing once rounded to float16 (more bins than float16 holds in the
+# range is the library's TooManyBins error, where numpy would count into repeated edges).
+CASES16 = [(1000, (-4.0, 4.0)), (2048, (-8, 8)), (100, (-0.3, 1.7)), (5, (2.0, 2.0))]
+CASES = [(1000, (-4.0, 4.0)), (32768, (-4, 4)), (100, (-0.3, 1.7)), (5, (2.0, 2.0))]
+
+
+def _normal16(n, dtype, seed=7):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(n, generator=g, device="cuda", dtype=torch.float32) * 2
+    x[:: 997] = float("nan")
+    x[1:: 1009] = float("inf")
+    return x.to(dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("bins,rng_", CASES16)
+@pytest.mark.parametrize("n", [1000, 1 << 22])
+def test_torch_float16_is_numpys(bins, rng_, n):
+    x = _normal16(n, torch.float16)
+    h, e = smemkit.histogram(x, bins, range=rng_)
+    assert h.is_cuda and h.dtype == torch.int64 and e.dtype == torch.float16
+    H, E = np.histogram(x.cpu().numpy(), bins, range=rng_)
+    np.testing.assert_array_equal(h.cpu().numpy(), H)
+    np.testing.assert_array_equal(e.cpu().numpy().view(np.uint16), E.view(np.uint16))
+
+
+@needs_torch
+def test_torch_float16_weights_and_density():
+    x = _normal16(1 << 16, torch.float16)
+    w = torch.rand(1 << 16, device="cuda", dtype=torch.float64)
+    h, _ = smemkit.histogram(x, 300, range=(-3, 3), weights=w)
+    xh = x.cpu().numpy()
+    H, _ = np.histogram(xh, 300, range=(-3, 3), weights=w.cpu().numpy())
+    np.testing.assert_allclose(h.cpu().numpy(), H, rtol=1e-12)
+    d, _ = smemkit.histogram(x, 300, range=(-3, 3), density=True)
+    D, _ = np.histogram(xh, 300, range=(-3, 3), density=True)
+    np.testing.assert_allclose(d.cpu().numpy(), D, rtol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("bins,rng_", CASES)
+@pytest.mark.parametrize("n", [1000, 1 << 22])
+def test_torch_bfloat16_is_float64s_histogram_of_its_values(bins, rng_, n):
+    # numpy with ml_dtypes: a bfloat16 array and a range of Python floats bin in float64; the
+    # values widen exactly to float32, whose histogram over float64 edges is the same.
+    x = _normal16(n, torch.bfloat16)
+    h, e = smemkit.histogram(x, bins, range=rng_)
+    assert h.is_cuda and h.dtype == torch.int64 and e.dtype == torch.float64
+    xf = x.float().cpu().numpy().astype(np.float64)
+    H, E = np.histogram(xf, bins, range=rng_)
+    np.testing.assert_array_equal(h.cpu().numpy(), H)
+    np.testing.assert_array_equal(e.cpu().numpy(), E)
+
+
+@needs_torch
+def test_torch_bfloat16_against_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = _normal16(1 << 20, torch.bfloat16)
+    host = x.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
+    try:
+        H, E = np.histogram(host, 1000, range=(-4.0, 4.0))
+    except TypeError as err:  # an ml_dtypes/numpy pair without bfloat16 histograms
+        pytest.skip(f"numpy cannot histogram ml_dtypes.bfloat16 here: {err}")
+    h, e = smemkit.histogram(x, 1000, range=(-4.0, 4.0))
+    np.testing.assert_array_equal(h.cpu().numpy(), H)
+    np.testing.assert_array_equal(e.cpu().numpy(), np.asarray(E, np.float64))
+
+
+@needs_torch
+def test_torch_half_with_given_edges():
+    edges = np.array([-5.0, -1.0, -0.25, 0.0, 0.001, 0.5, 3.0, 60000.0])
+    for dtype in (torch.float16, torch.bfloat16):
+        x = _normal16(1 << 18, dtype)
+        h, e = smemkit.histogram(x, edges)
+        H, _ = np.histogram(x.float().cpu().numpy().astype(np.float64), edges)
+        np.testing.assert_array_equal(h.cpu().numpy(), H)
+        np.testing.assert_array_equal(e.cpu().numpy(), edges)
+
+
+@needs_torch
+def test_torch_half_on_a_side_stream():
+    x = _normal16(1 << 20, torch.float16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        y = x * 2  # written on the side stream, histogrammed after it there
+        h, _ = smemkit.histogram(y, 512, range=(-8, 8))
+    torch.cuda.current_stream().wait_stream(s)
+    H, _ = np.histogram(y.cpu().numpy(), 512, range=(-8, 8))
+    np.testing.assert_array_equal(h.cpu().numpy(), H)
+
+
+@needs_cupy
+@pytest.mark.parametrize("bins,rng_", CASES16)
+def test_cupy_float16_is_numpys(bins, rng_):
+    g = cupy.random.default_rng(11)
+    x = (g.standard_normal(1 << 21, dtype=cupy.float32) * 2).astype(cupy.float16)
+    x[::991] = cupy.nan
+    h, e = smemkit.histogram(x, bins, range=rng_)
+    assert isinstance(h, cupy.ndarray) and h.dtype == np.int64 and e.dtype == np.float16
+    H, E = np.histogram(cupy.asnumpy(x), bins, range=rng_)
+    np.testing.assert_array_equal(cupy.asnumpy(h), H)
+    np.testing.assert_array_equal(cupy.asnumpy(e).view(np.uint16), E.view(np.uint16))
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_jax_half_through_dlpack(dtype):
+    key = jax.random.PRNGKey(3)
+    x = (jax.random.normal(key, (1 << 20,), dtype=jnp.float32) * 2).astype(dtype)
+    h, e = smemkit.histogram(x, 777, range=(-4.0, 4.0))
+    assert isinstance(h, jax.Array)
+    xh = np.asarray(x.astype(jnp.float32))
+    if dtype == "float16":
+        H, E = np.histogram(xh.astype(np.float16), 777, range=(-4.0, 4.0))
+    else:
+        H, E = np.histogram(xh.astype(np.float64), 777, range=(-4.0, 4.0))
+    np.testing.assert_array_equal(np.asarray(h), H)
+    np.testing.assert_array_equal(np.asarray(e), E)
