@@ -79,11 +79,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Ends a process that opened a GPU without the CUDA driver's exit handlers, which tear the
-/// context down for about a tenth of a second (measured on the H100: a warm call's wall time was
-/// 0.1-0.15 s longer than its `main`); the kernel driver frees the GPU's memory of an ended
-/// process either way. Every output was written whole and renamed into place before this, and
-/// stdout is flushed here.
+/// Ends a process that opened a GPU without the CUDA driver's user-space exit handlers (its
+/// context teardown); the kernel driver frees the GPU's memory of an ended process either way.
+/// Every output was written whole and renamed into place before this, and stdout is flushed here.
+/// Measured on the H100 (bench/NOTES.md, session 11): the wall time after `main` of a warm call
+/// stays 50-180 ms with it (it was 100-150 without), so most of the exit cost is the kernel
+/// driver's, at the device files' close.
 fn skip_driver_teardown(failed: bool) -> ! {
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
