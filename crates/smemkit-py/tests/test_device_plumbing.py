@@ -104,10 +104,17 @@ def _fake_device_histogram(device, stream, samples, out, bins, run):
     ctypes.memmove(out, words.ctypes.data, words.nbytes)
 
 
+def _no_fast_call(*args):
+    raise RuntimeError("no native fast path over stand-in host arrays")
+
+
 @pytest.fixture
 def fake(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     monkeypatch.setattr(_native, "device_histogram", _fake_device_histogram)
+    # The stand-in arrays live in host memory: the native fast path (real device memsets and
+    # launches, where a GPU is present) must not learn them; tests that want it patch it in.
+    monkeypatch.setattr(_native, "fast_call", _no_fast_call)
     _device._EDGES.clear()
     calls.clear()
     return sys.modules["cupy"]
