@@ -27,7 +27,16 @@ struct BinParams {
     const unsigned* gate;  // the skew verdict (see `hist_verdict`), or null: the kernel always runs
     unsigned gate_want;    // with `gate`: the verdict for which this kernel runs
     const unsigned* lut;   // mode LUT: the slot of each of the 65536 codes of a 16-bit float
+    double interior_lo, interior_hi;  // multiply: fractions of an estimate that need no correction
 };
+
+// With the multiply estimate m (float64, m >= 0): whether m's fractional part is far enough from
+// both edges of its bin that floor(m) is numpy's bin with no edge read; the host proved the bound
+// (`interior_fraction` in crates/smemkit/src/histogram/bins/estimate.rs) or set (0, 0).
+__device__ __forceinline__ bool interior(double m, long long est, const BinParams& p) {
+    const double frac = __dsub_rn(m, (double)est);
+    return frac > p.interior_lo && frac < p.interior_hi && est < (long long)p.nbins;
+}
 
 // `auto`'s choice between its planned strategy and global is made on the device (no host round
 // trip, so a run can be captured in a CUDA graph): both are enqueued, each gated on the verdict, and
@@ -103,7 +112,14 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
         // The same estimate and correction in 32-bit arithmetic (the multiply estimate implies
         // nbins <= 2^24; diff >= 0, so est >= 0), against the edge table where the host gave one.
         const int n = (int)p.nbins;
-        int est = p.denom_is_f64 ? (int)__dmul_rn((double)diff, p.scale64) : (int)__fmul_rn(diff, p.scale32);
+        int est;
+        if (p.denom_is_f64) {
+            const double m = __dmul_rn((double)diff, p.scale64);
+            est = (int)m;
+            if (interior(m, est, p)) return est;
+        } else {
+            est = (int)__fmul_rn(diff, p.scale32);
+        }
         est = est < n - 1 ? est : n - 1;
         if (p.edges32) {
             if (est > 0 && x < __ldg(p.edges32 + est)) est -= 1;
@@ -139,8 +155,14 @@ __device__ __forceinline__ long long locate_uniform64(sample_t v, const BinParam
     if (x < p.first64) return SLOT_BELOW;
     if (x > p.last64) return SLOT_ABOVE;
     double diff = __dsub_rn(x, p.first64);
-    long long est = p.multiply ? (long long)__dmul_rn(diff, p.scale64)
-                               : (long long)__dmul_rn(__ddiv_rn(diff, p.denom64), (double)p.nbins);
+    long long est;
+    if (p.multiply) {
+        const double m = __dmul_rn(diff, p.scale64);
+        est = (long long)m;
+        if (interior(m, est, p)) return est;
+    } else {
+        est = (long long)__dmul_rn(__ddiv_rn(diff, p.denom64), (double)p.nbins);
+    }
     return correct(est, p.nbins, x, [&](unsigned long long i) { return edge64(i, p); });
 }
 

@@ -12,6 +12,8 @@ pub mod estimators;
 #[doc(hidden)]
 pub mod half;
 pub mod int_edges;
+#[cfg(test)]
+mod interior_tests;
 pub(crate) mod stats;
 
 use crate::error::{Error, Result};

@@ -47,6 +47,10 @@ pub struct KernelBinParams {
     pub gate_want: u32,
     /// Device address of the slot of each 16-bit float code (`half_table`), or 0.
     pub lut: u64,
+    /// With `multiply == 1`: an estimate whose fractional part lies strictly between these is the
+    /// bin with no edge read (`bins::estimate::interior_fraction`); `(0, 0)` turns it off.
+    pub interior_lo: f64,
+    pub interior_hi: f64,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
@@ -89,6 +93,8 @@ pub fn kernel_params(
         p.multiply = 1;
         p.scale64 = scale64;
         p.scale32 = scale32;
+        (p.interior_lo, p.interior_hi) =
+            crate::histogram::bins::estimate::interior_fraction(binning);
     }
     match binning {
         Binning::Integer { .. }

@@ -1,0 +1,176 @@
+//! Tests of `estimate::interior_fraction`: wherever the GPU kernels skip numpy's correction because
+//! the multiply estimate lies well inside a bin, the bin must be the one numpy's rule gives. The
+//! kernels' arithmetic is repeated here (float32 difference widened and multiplied by the float64
+//! factor; float64 difference times the factor) on every edge, 1 to 3 ulps either side, and random
+//! values.
+
+use super::estimate::{interior_fraction, multiply_estimate_factors};
+use super::{BinSpec, Binning, Slot};
+use crate::sample::Samples;
+
+struct Rng(u64);
+impl Rng {
+    fn unit(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Checks one binning on `xs`; returns how many samples skipped the correction.
+fn check<T: Copy + std::fmt::Debug>(
+    b: &Binning,
+    xs: &[T],
+    estimate: impl Fn(T) -> Option<f64>,
+    locate: impl Fn(T) -> Slot,
+) -> usize {
+    let (lo, hi) = interior_fraction(b);
+    let n = b.nbins() as i64;
+    let mut skipped = 0;
+    for &x in xs {
+        let Some(m) = estimate(x) else { continue };
+        let est = m as i64;
+        let frac = m - est as f64;
+        if frac > lo && frac < hi && est < n {
+            skipped += 1;
+            assert_eq!(
+                locate(x),
+                Slot::Bin(est as usize),
+                "x = {x:?}, m = {m}, margin ({lo}, {hi}), {b:?}"
+            );
+        }
+    }
+    skipped
+}
+
+fn around<F: Copy>(edges: &[F], step: impl Fn(F, i32) -> F, stride: usize) -> Vec<F> {
+    let mut xs = Vec::new();
+    for e in edges.iter().step_by(stride) {
+        for k in -3..=3 {
+            xs.push(step(*e, k));
+        }
+    }
+    xs
+}
+
+fn step32(x: f32, k: i32) -> f32 {
+    (0..k.unsigned_abs()).fold(x, |y, _| if k > 0 { y.next_up() } else { y.next_down() })
+}
+
+fn step64(x: f64, k: i32) -> f64 {
+    (0..k.unsigned_abs()).fold(x, |y, _| if k > 0 { y.next_up() } else { y.next_down() })
+}
+
+const RANGES: &[(f64, f64)] = &[
+    (-4.0, 4.0),
+    (0.1, 0.7),
+    (-1e6, 1e6 + 3.0),
+    (0.0, 256.0),
+    (-5.0, 5.0),
+    (-3.3, 1e-3),
+    (1.0, 1.0 + 1.0 / 32.0),
+    (-1.0, -0.999),
+    (1e-30, 3e-30),
+    (1e30, 3.5e30),
+    (16777000.0, 16777300.0),
+    (-7.25e5, 123.456),
+];
+const NBINS: &[usize] = &[1, 3, 7, 10, 100, 255, 1000, 4096, 10007, 32768, 1 << 20];
+
+#[test]
+fn interior_estimates_are_numpys_bins_f32() {
+    let mut rng = Rng(0x2545f4914f6cdd1d);
+    let mut total = 0;
+    for &(lo, hi) in RANGES {
+        for &n in NBINS {
+            let spec = BinSpec::Uniform {
+                nbins: n,
+                range: Some((lo, hi)),
+            };
+            let Ok(b) = Binning::resolve(&spec, Samples::F32(&[1.0])) else {
+                continue;
+            };
+            let Binning::UniformF32(u) = &b else {
+                unreachable!()
+            };
+            let Some((scale, _)) = multiply_estimate_factors(&b) else {
+                continue;
+            };
+            let mut xs = around(&u.edges, step32, (n / 20_000).max(1));
+            let (l, h) = (u.first as f64, u.last as f64);
+            xs.extend((0..20_000).map(|_| (l + (h - l) * rng.unit()) as f32));
+            let first = u.first;
+            let last = u.last;
+            total += check(
+                &b,
+                &xs,
+                |x| (x >= first && x <= last).then_some(((x - first) as f64) * scale),
+                |x| u.locate(x),
+            );
+        }
+    }
+    // Not vacuous: most random samples of the wide-bin cases take the shortcut.
+    assert!(
+        total > 100_000,
+        "only {total} samples skipped the correction"
+    );
+}
+
+#[test]
+fn interior_estimates_are_numpys_bins_f64() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let mut total = 0;
+    for &(lo, hi) in RANGES {
+        for &n in NBINS {
+            let spec = BinSpec::Uniform {
+                nbins: n,
+                range: Some((lo, hi)),
+            };
+            let Ok(b) = Binning::resolve(&spec, Samples::F64(&[1.0])) else {
+                continue;
+            };
+            let Binning::UniformF64(u) = &b else {
+                unreachable!()
+            };
+            let Some((scale, _)) = multiply_estimate_factors(&b) else {
+                continue;
+            };
+            let mut xs = around(&u.edges, step64, (n / 20_000).max(1));
+            xs.extend((0..20_000).map(|_| u.first + (u.last - u.first) * rng.unit()));
+            let (first, last) = (u.first, u.last);
+            total += check(
+                &b,
+                &xs,
+                |x| (x >= first && x <= last).then_some((x - first) * scale),
+                |x| u.locate(x),
+            );
+        }
+    }
+    assert!(
+        total > 100_000,
+        "only {total} samples skipped the correction"
+    );
+}
+
+#[test]
+fn no_shortcut_without_a_proven_bound() {
+    // The all-float32 rule (range from the data) and explicit edges keep the correction.
+    let data = [-4.0f32, 4.0];
+    let spec = BinSpec::Uniform {
+        nbins: 1000,
+        range: None,
+    };
+    let b = Binning::resolve(&spec, Samples::F32(&data)).unwrap();
+    assert_eq!(interior_fraction(&b), (0.0, 0.0));
+    let b = Binning::resolve(&BinSpec::Edges(vec![0.0, 1.0, 3.0]), Samples::F64(&[1.0])).unwrap();
+    assert_eq!(interior_fraction(&b), (0.0, 0.0));
+    // The usual case has a margin far below a bin.
+    let spec = BinSpec::Uniform {
+        nbins: 1000,
+        range: Some((-4.0, 4.0)),
+    };
+    let b = Binning::resolve(&spec, Samples::F32(&[1.0])).unwrap();
+    let (lo, hi) = interior_fraction(&b);
+    assert!(lo > 0.0 && lo < 1e-3 && hi == 1.0 - lo, "{lo} {hi}");
+}
