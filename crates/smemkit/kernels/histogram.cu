@@ -57,8 +57,11 @@ typedef SAMPLE_T sample_t;
 
 // Counts of integer bins in shared memory run four 512-thread blocks per SM while the counters are
 // small (256 bins: u8 samples at 90 % of a copy is a target), which leaves 32 registers a thread:
-// the lean step took byte samples to 39 unbounded.
-#define SHARED_MIN_BLOCKS(MODE, WTYPE) (((MODE) == MODE_INTEGER || (MODE) == MODE_LUT) && IsVoid<WTYPE>::value ? 4 : 1)
+// the lean step took byte samples to 39 unbounded. Unweighted counts of computed bins (uniform
+// float bins, edges) run two, 64 registers a thread: one 512-thread block per SM leaves too few
+// loads in flight to hide the memory's latency.
+#define SHARED_MIN_BLOCKS(MODE, WTYPE) \
+    (!IsVoid<WTYPE>::value ? 1 : ((MODE) == MODE_INTEGER || (MODE) == MODE_LUT) ? 4 : 2)
 #define HIST_KERNELS(MODE, MNAME, WTYPE, WNAME, C, OUT, GOUT)                                                  \
     SMEMKIT_ENTRY(hist_shared_##MNAME##_##WNAME,                                                              \
         extern "C" __global__ void __launch_bounds__(512, SHARED_MIN_BLOCKS(MODE, WTYPE))                     \

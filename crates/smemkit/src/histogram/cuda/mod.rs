@@ -24,4 +24,6 @@ pub mod params;
 #[doc(hidden)]
 pub mod prepared;
 pub mod ranks;
+#[cfg(test)]
+mod register_tests;
 pub mod stream;
