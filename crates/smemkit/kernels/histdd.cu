@@ -69,6 +69,8 @@ struct JointAxis {
     int has_estimate;           // 1: first and scale give an index estimate (finite, spread edges)
     double first, scale, lo, hi;  // lo = edges[0], hi = edges[nbins]
     float first32, scale32, lo32, hi32;  // lo rounded up, hi rounded down to float32
+    double interior_lo, interior_hi;     // fractional parts of the estimate that need no edge
+    float interior_lo32, interior_hi32;  // read (float64 / float32 arithmetic), or (0, 0)
 };
 
 // Mirrors `KernelJoint` in crates/smemkit/src/histogramdd/cuda/params.rs.
@@ -120,6 +122,10 @@ __device__ __forceinline__ unsigned axis_bin(sample_t v, const JointAxis& a) {
     unsigned i = 0;
     if (a.has_estimate) {
         const float f = __fmul_rn(__fsub_rn(x, a.first32), a.scale32);
+        // Far enough inside its bin, the estimate is the bin (crates/smemkit/src/histogramdd/
+        // cuda/interior.rs proves the margin): no edge read. f >= 0 here (x >= lo32 >= first32).
+        const float frac = __fsub_rn(f, truncf(f));
+        if (frac > a.interior_lo32 && frac < a.interior_hi32 && f < (float)a.nbins) return (unsigned)f;
         i = f < (float)(a.nbins - 1) ? (unsigned)fmaxf(f, 0.0f) : a.nbins - 1;
         return finish_bin(x, a.edges32, a.nbins, i);
     }
@@ -132,6 +138,8 @@ __device__ __forceinline__ unsigned axis_bin(sample_t v, const JointAxis& a) {
     if (!(x >= a.lo && x <= a.hi)) return JOINT_OUTSIDE;
     if (a.has_estimate) {
         const double f = __dmul_rn(__dsub_rn(x, a.first), a.scale);
+        const double frac = __dsub_rn(f, trunc(f));
+        if (frac > a.interior_lo && frac < a.interior_hi && f < (double)a.nbins) return (unsigned)f;
         const unsigned i = f < (double)(a.nbins - 1) ? (unsigned)fmax(f, 0.0) : a.nbins - 1;
         return finish_bin(x, a.edges, a.nbins, i);
     }

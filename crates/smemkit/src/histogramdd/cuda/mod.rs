@@ -9,6 +9,7 @@
 //! exact (weights on a coarse enough binary grid).
 
 pub mod device;
+mod interior;
 pub mod params;
 pub mod plan;
 

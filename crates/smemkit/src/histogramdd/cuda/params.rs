@@ -34,6 +34,12 @@ pub(crate) struct KernelAxis {
     pub scale32: f32,
     pub lo32: f32,
     pub hi32: f32,
+    /// Fractional parts of the estimate that need no edge read (`interior::interior_fractions`):
+    /// float64 arithmetic, then float32; `(0, 0)` turns the shortcut off.
+    pub interior_lo: f64,
+    pub interior_hi: f64,
+    pub interior_lo32: f32,
+    pub interior_hi32: f32,
 }
 
 /// Field for field `struct Joint` of `kernels/histdd.cu`.
@@ -169,6 +175,8 @@ pub(crate) fn kernel_axis(
         None => (0, 0.0, 0.0),
     };
     let off = tables.offsets[j] as u64;
+    let ((interior_lo, interior_hi), (interior_lo32, interior_hi32)) =
+        super::interior::interior_fractions(axis);
     KernelAxis {
         base: 0,
         stride: 0,
@@ -189,6 +197,10 @@ pub(crate) fn kernel_axis(
         scale32: scale as f32,
         lo32: up32(e[0]),
         hi32: down32(e[n]),
+        interior_lo,
+        interior_hi,
+        interior_lo32,
+        interior_hi32,
     }
 }
 
