@@ -333,15 +333,21 @@ __device__ __forceinline__ void coords_strided(const Joint& p, unsigned long lon
 }
 
 // The grid-stride walk over the samples (block `block` of `blocks`): whole groups as 16-byte
-// vectors, HISTDD_UNROLL groups in flight per thread (with HISTDD_PREFETCH, the next step's groups
-// are loaded before the current ones are counted, so that their latency hides behind this warp's
-// counting too), then the samples past the last whole group one by one. `sink.step()` runs once
-// per step (the packed counters' hot-bin refresh), unless HISTDD_HOT_EACH asks for every sample.
+// vectors, up to HISTDD_UNROLL groups in flight per thread (see U; with HISTDD_PREFETCH, the next
+// step's groups are loaded before the current ones are counted, so that their latency hides behind
+// this warp's counting too), then the samples past the last whole group one by one.
+// `sink.step()` runs once per step (the packed counters' hot-bin refresh), unless HISTDD_HOT_EACH
+// asks for every sample.
 template <int LAYOUT, int DIMS, class Sink, class Step>
 __device__ __forceinline__ void joint_walk(const Joint& p, Sink& sink, Step step, unsigned block, unsigned blocks) {
     constexpr int D = DIMS == 0 ? HISTDD_MAX_DIMS : DIMS;
     constexpr int G = Group<LAYOUT, DIMS>::G;
-    constexpr int U = HISTDD_UNROLL;
+    // Vectors in flight per thread capped at 8, or with prefetch at 2 per buffer (two 16-byte
+    // groups of (N, 2) rows, one group of columns or of 3-D rows): 1024-thread blocks have 64
+    // registers per thread, and 4 per buffer spilled under ptxas for 2-D columns.
+    constexpr int V = Group<LAYOUT, DIMS>::V > 0 ? Group<LAYOUT, DIMS>::V : 1;
+    constexpr int CAP = (HISTDD_PREFETCH ? 2 : 8) / V;
+    constexpr int U = HISTDD_UNROLL < CAP ? HISTDD_UNROLL : (CAP > 0 ? CAP : 1);
     const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
     const unsigned long long first = (unsigned long long)block * blockDim.x + threadIdx.x;
     sample_t x[D];
