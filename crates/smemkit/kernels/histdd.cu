@@ -19,6 +19,14 @@
 // sample 0 is 16-byte aligned: interleaved RGB pixels, float32 (N, 2) / (N, 3) rows; loaded as
 // 16-byte vectors holding whole samples), `cols<D>` (D separate 16-byte aligned arrays of stride 1,
 // one 16-byte vector of each per step).
+//
+// Variants (preprocessor defines the host passes, `JointVariant` in
+// crates/smemkit/src/histogramdd/cuda/variant.rs; the defaults below are the first build's):
+// HISTDD_EDGES 1 lets float32 axes whose edges the host proved to follow a float32 formula compare
+// against edges computed in registers instead of loaded from the table (per axis, `edge_mode`);
+// HISTDD_UNROLL groups of vectors per thread per step; HISTDD_PREFETCH 1 loads the next step's
+// groups before counting the current ones; HISTDD_HOT_EACH 1 refreshes the packed counters' hot bin
+// before every sample rather than once per step.
 
 #include "one_kernel.cuh"
 
@@ -52,6 +60,19 @@ typedef SAMPLE_T sample_t;
 #include "hist_cluster.cuh"
 #include "hist_global.cuh"
 
+#ifndef HISTDD_EDGES
+#define HISTDD_EDGES 0
+#endif
+#ifndef HISTDD_UNROLL
+#define HISTDD_UNROLL 2
+#endif
+#ifndef HISTDD_PREFETCH
+#define HISTDD_PREFETCH 0
+#endif
+#ifndef HISTDD_HOT_EACH
+#define HISTDD_HOT_EACH 1
+#endif
+
 // Axes one launch takes; mirrors HISTDD_MAX_DIMS in crates/smemkit/src/histogramdd/cuda/params.rs.
 #define HISTDD_MAX_DIMS 8
 
@@ -69,9 +90,22 @@ struct JointAxis {
     int has_estimate;           // 1: first and scale give an index estimate (finite, spread edges)
     double first, scale, lo, hi;  // lo = edges[0], hi = edges[nbins]
     float first32, scale32, lo32, hi32;  // lo rounded up, hi rounded down to float32
+    int edge_mode;              // float32 samples, HISTDD_EDGES builds: EDGES_* below
+    float start32, step32;      // EDGES_LINEAR / EDGES_POW2: interior edge i is start32 + i * step32
     double interior_lo, interior_hi;     // fractional parts of the estimate that need no edge
     float interior_lo32, interior_hi32;  // read (float64 / float32 arithmetic), or (0, 0)
 };
+
+// How a float32 axis checks its estimate. TABLE: against edges32 loaded from memory. LINEAR: the
+// host checked that every interior edges32[i] is __fadd_rn(__fmul_rn(i, step32), start32), so the
+// same checks run on edges computed in registers (the table still backs the rare search). POW2:
+// moreover step32 is a power of two, first32 = start32 and scale32 = 1 / step32, and start32 + i *
+// step32 is exact for every interior i: the rounded difference x - start32 is then monotone in x
+// and each edge offset i * step32 is a float32, so the estimate is the bin or the one above it,
+// and one comparison decides (see `axis_bin`).
+#define EDGES_TABLE 0
+#define EDGES_LINEAR 1
+#define EDGES_POW2 2
 
 // Mirrors `KernelJoint` in crates/smemkit/src/histogramdd/cuda/params.rs.
 struct Joint {
@@ -83,6 +117,8 @@ struct Joint {
     unsigned int bins_per_block; // cluster: bins owned by each block
     int lut_shared;              // 8-bit samples: the tables are copied into shared memory, after
                                  // the counters (the host made room); 0: read from global memory
+    unsigned long long window_lo; // window kernels: the first joint bin counted in shared memory
+    unsigned long long window_len; // window kernels: the joint bins counted in shared memory
 };
 
 #define JOINT_OUTSIDE 0xffffffffu
@@ -100,23 +136,54 @@ __device__ __forceinline__ unsigned search_bin(E x, const E* e, unsigned n) {
     return lo - 1;
 }
 
-// Bin i is right for x (inside the axis) when e[i] <= x (or i = 0) and x < e[i + 1] (or i = n - 1).
+// Interior edge i read from a table, or computed as the host proved it equal to the table's.
 template <class E>
-__device__ __forceinline__ unsigned finish_bin(E x, const E* e, unsigned n, unsigned i) {
-    const bool above_lo = i == 0 || __ldg(e + i) <= x;
+struct TableEdge {
+    const E* e;
+    __device__ __forceinline__ E operator()(unsigned i) const { return __ldg(e + i); }
+};
+struct LinearEdge32 {
+    float start, step;
+    __device__ __forceinline__ float operator()(unsigned i) const {
+        return __fadd_rn(__fmul_rn((float)i, step), start);
+    }
+};
+
+// Bin i is right for x (inside the axis) when e[i] <= x (or i = 0) and x < e[i + 1] (or i = n - 1).
+// `edge` gives the interior edges; the table `e` backs the search where the estimate is off by more
+// than one bin.
+template <class E, class Edge>
+__device__ __forceinline__ unsigned finish_bin(E x, const E* e, unsigned n, unsigned i, Edge edge) {
+    const bool above_lo = i == 0 || edge(i) <= x;
     if (above_lo) {
-        if (i + 1 == n || x < __ldg(e + i + 1)) return i;
-        if (i + 2 == n || x < __ldg(e + i + 2)) return i + 1;
-    } else if (i == 1 || __ldg(e + i - 1) <= x) {
+        if (i + 1 == n || x < edge(i + 1)) return i;
+        if (i + 2 == n || x < edge(i + 2)) return i + 1;
+    } else if (i == 1 || edge(i - 1) <= x) {
         return i - 1;
     }
     return search_bin(x, e, n);
+}
+
+template <class E>
+__device__ __forceinline__ unsigned finish_bin(E x, const E* e, unsigned n, unsigned i) {
+    return finish_bin(x, e, n, i, TableEdge<E>{e});
 }
 
 // The bin of coordinate v on axis a, JOINT_OUTSIDE outside it, JOINT_NAN for NaN.
 __device__ __forceinline__ unsigned axis_bin(sample_t v, const JointAxis& a) {
 #if SAMPLE_IS_F32
     const float x = (float)v;
+#if HISTDD_EDGES
+    if (a.edge_mode != EDGES_TABLE) {
+        // Inside the axis fails for NaN too; which of the two it is matters only then.
+        if (!(x >= a.lo32 && x <= a.hi32)) return x != x ? JOINT_NAN : JOINT_OUTSIDE;
+        const float f = __fmul_rn(__fsub_rn(x, a.first32), a.scale32);
+        const unsigned i = f < (float)(a.nbins - 1) ? (unsigned)fmaxf(f, 0.0f) : a.nbins - 1;
+        const LinearEdge32 edge{a.start32, a.step32};
+        if (a.edge_mode == EDGES_POW2) return i > 0 && x < edge(i) ? i - 1 : i;
+        return finish_bin(x, a.edges32, a.nbins, i, edge);
+    }
+#endif
     if (x != x) return JOINT_NAN;
     if (!(x >= a.lo32 && x <= a.hi32)) return JOINT_OUTSIDE;
     unsigned i = 0;
@@ -274,46 +341,81 @@ __device__ __forceinline__ void coords_strided(const Joint& p, unsigned long lon
 }
 
 // The grid-stride walk over the samples (block `block` of `blocks`): whole groups as 16-byte
-// vectors, two groups in flight per thread, then the samples past the last whole group one by one.
-template <int LAYOUT, int DIMS, class Step>
-__device__ __forceinline__ void joint_walk(const Joint& p, Step step, unsigned block, unsigned blocks) {
+// vectors, up to HISTDD_UNROLL groups in flight per thread (see U; with HISTDD_PREFETCH, the next
+// step's groups are loaded before the current ones are counted, so that their latency hides behind
+// this warp's counting too), then the samples past the last whole group one by one.
+// `sink.step()` runs once per step (the packed counters' hot-bin refresh), unless HISTDD_HOT_EACH
+// asks for every sample.
+template <int LAYOUT, int DIMS, class Sink, class Step>
+__device__ __forceinline__ void joint_walk(const Joint& p, Sink& sink, Step step, unsigned block, unsigned blocks) {
     constexpr int D = DIMS == 0 ? HISTDD_MAX_DIMS : DIMS;
     constexpr int G = Group<LAYOUT, DIMS>::G;
+    // Vectors in flight per thread capped at 8, or with prefetch at 2 per buffer (two 16-byte
+    // groups of (N, 2) rows, one group of columns or of 3-D rows): 1024-thread blocks have 64
+    // registers per thread, and 4 per buffer spilled under ptxas for 2-D columns.
+    constexpr int V = Group<LAYOUT, DIMS>::V > 0 ? Group<LAYOUT, DIMS>::V : 1;
+    constexpr int CAP = (HISTDD_PREFETCH ? 2 : 8) / V;
+    constexpr int U = HISTDD_UNROLL < CAP ? HISTDD_UNROLL : (CAP > 0 ? CAP : 1);
     const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
     const unsigned long long first = (unsigned long long)block * blockDim.x + threadIdx.x;
     sample_t x[D];
     unsigned long long done = 0;
+    auto refresh = [&]() {
+        if (!HISTDD_HOT_EACH) sink.step();
+    };
     if (LAYOUT != LAYOUT_STRIDED) {
         const unsigned long long groups = p.n / G;
         unsigned long long g = first;
-        for (; g + stride < groups; g += 2 * stride) {
-            Loaded<LAYOUT, DIMS> a, b;
-            load_group<LAYOUT, DIMS>(p, g, a);
-            load_group<LAYOUT, DIMS>(p, g + stride, b);
+        auto count_group = [&](const Loaded<LAYOUT, DIMS>& v, unsigned long long at) {
 #pragma unroll
             for (int k = 0; k < G; k++) {
-                coords<LAYOUT, DIMS>(a, k, x);
-                step(x, g * G + k);
+                coords<LAYOUT, DIMS>(v, k, x);
+                step(x, at * G + k);
             }
+        };
+        if (HISTDD_PREFETCH) {
+            if (g + (U - 1) * stride < groups) {
+                Loaded<LAYOUT, DIMS> cur[U];
 #pragma unroll
-            for (int k = 0; k < G; k++) {
-                coords<LAYOUT, DIMS>(b, k, x);
-                step(x, (g + stride) * G + k);
+                for (int u = 0; u < U; u++) load_group<LAYOUT, DIMS>(p, g + u * stride, cur[u]);
+                for (;;) {
+                    const unsigned long long next = g + U * stride;
+                    const bool more = next + (U - 1) * stride < groups;
+                    Loaded<LAYOUT, DIMS> nxt[U];
+                    if (more) {
+#pragma unroll
+                        for (int u = 0; u < U; u++) load_group<LAYOUT, DIMS>(p, next + u * stride, nxt[u]);
+                    }
+                    refresh();
+#pragma unroll
+                    for (int u = 0; u < U; u++) count_group(cur[u], g + u * stride);
+                    g = next;
+                    if (!more) break;
+#pragma unroll
+                    for (int u = 0; u < U; u++) cur[u] = nxt[u];
+                }
+            }
+        } else {
+            for (; g + (U - 1) * stride < groups; g += U * stride) {
+                Loaded<LAYOUT, DIMS> v[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) load_group<LAYOUT, DIMS>(p, g + u * stride, v[u]);
+                refresh();
+#pragma unroll
+                for (int u = 0; u < U; u++) count_group(v[u], g + u * stride);
             }
         }
         for (; g < groups; g += stride) {
             Loaded<LAYOUT, DIMS> a;
             load_group<LAYOUT, DIMS>(p, g, a);
-#pragma unroll
-            for (int k = 0; k < G; k++) {
-                coords<LAYOUT, DIMS>(a, k, x);
-                step(x, g * G + k);
-            }
+            refresh();
+            count_group(a, g);
         }
         done = groups * G;
     }
     for (unsigned long long j = done + first; j < p.n; j += stride) {
         coords_strided<LAYOUT == LAYOUT_STRIDED ? DIMS : D>(p, j, x);
+        refresh();
         step(x, j);
     }
 }
@@ -321,7 +423,7 @@ __device__ __forceinline__ void joint_walk(const Joint& p, Step step, unsigned b
 template <int LAYOUT, int DIMS, class W, class Sink>
 __device__ __forceinline__ void joint_process(const Joint& p, const unsigned* lut, const W* w, Sink& sink,
                                               JointTally& t) {
-    joint_walk<LAYOUT, DIMS>(p, [&](const sample_t* x, unsigned long long j) {
+    joint_walk<LAYOUT, DIMS>(p, sink, [&](const sample_t* x, unsigned long long j) {
         joint_count<W>(joint_bin<DIMS>(x, p, lut), w, j, p, sink, t);
     }, blockIdx.x, gridDim.x);
 }
@@ -362,12 +464,54 @@ __device__ void joint_packed(const Joint& p, unsigned long long* out, unsigned l
     __syncthreads();
     PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     JointTally t{0, 0};
-    joint_walk<LAYOUT, DIMS>(p, [&](const sample_t* x, unsigned long long j) {
-        sink.step();
+    joint_walk<LAYOUT, DIMS>(p, sink, [&](const sample_t* x, unsigned long long j) {
+        if (HISTDD_HOT_EACH) sink.step();
         joint_count<void>(joint_bin<DIMS>(x, p, lut), (const void*)0, j, p, sink, t);
     }, blockIdx.x, gridDim.x);
     __syncthreads();
     flush_packed<BITS>(h, p.nbins, hot_counts, hot_key, out);
+    flush_joint_tally(t, tallies);
+}
+
+// Packed counters for a window of the joint bins (window_lo .. + window_len, contiguous in C order:
+// whole planes of the first axis, centred, where all the bins do not fit one block), u64 atomics in
+// global memory for the bins outside it: data that gathers in the middle of the bins (normal
+// samples) counts on chip almost entirely. The window's counters are the packed kernels' with the
+// window as their bins, so their wrap corrections go to the window's part of the result.
+template <int LAYOUT, int DIMS, int BITS>
+__device__ void joint_window(const Joint& p, unsigned long long* out, unsigned long long* tallies) {
+    constexpr unsigned PER = 32 / BITS;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned hot_key;
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned long long lo = p.window_lo, len = p.window_len;
+    const unsigned long long words = (len + PER - 1) / PER;
+    unsigned* hot_counts = h + words;
+    for (unsigned long long b = threadIdx.x; b < words + PACKED_HOT_LANES; b += blockDim.x) h[b] = 0;
+    if (threadIdx.x == 0) hot_key = NO_HOT_KEY;
+    const unsigned* lut = joint_tables(p, tables_at(smem_raw, (words + PACKED_HOT_LANES) * 4));
+    __syncthreads();
+    PackedSink<BITS> sink{h, out + lo, len, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
+    JointTally t{0, 0};
+    joint_walk<LAYOUT, DIMS>(p, sink, [&](const sample_t* x, unsigned long long) {
+        if (HISTDD_HOT_EACH) sink.step();
+        const unsigned b = joint_bin<DIMS>(x, p, lut);
+        if (b == JOINT_NAN) t.nan++;
+        else if (b == JOINT_OUTSIDE) t.outside++;
+        unsigned amount = 1;
+        bool lead = b < JOINT_NAN;
+        if (p.aggregate) {
+            const unsigned peers = __match_any_sync(__activemask(), b);
+            amount = (unsigned)__popc(peers);
+            lead = lead && (int)(threadIdx.x & 31) == __ffs(peers) - 1;
+        }
+        if (lead) {
+            if ((unsigned long long)b - lo < len) sink.add((unsigned long long)b - lo, amount);
+            else atomicAdd(out + b, (unsigned long long)amount);
+        }
+    }, blockIdx.x, gridDim.x);
+    __syncthreads();
+    flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
     flush_joint_tally(t, tallies);
 }
 
@@ -451,6 +595,21 @@ __device__ void joint_global(const Joint& p, const W* w, Out* out, unsigned long
         extern "C" __global__ void __launch_bounds__(1024) histdd_shared8_##LNAME##_none(                     \
             const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
             joint_packed<LAYOUT, DIMS, 8>(p, out, t);                                                         \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_shared4_##LNAME##_none,                                                              \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_shared4_##LNAME##_none(                     \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_packed<LAYOUT, DIMS, 4>(p, out, t);                                                         \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_window16_##LNAME##_none,                                                             \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_window16_##LNAME##_none(                    \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_window<LAYOUT, DIMS, 16>(p, out, t);                                                        \
+        })                                                                                                    \
+    SMEMKIT_ENTRY(histdd_window8_##LNAME##_none,                                                              \
+        extern "C" __global__ void __launch_bounds__(1024) histdd_window8_##LNAME##_none(                     \
+            const Joint p, const void* w, unsigned long long* out, unsigned long long* t) {                    \
+            joint_window<LAYOUT, DIMS, 8>(p, out, t);                                                         \
         })                                                                                                    \
     SMEMKIT_ENTRY(histdd_cluster_##LNAME##_none,                                                              \
         extern "C" __global__ void __launch_bounds__(1024) histdd_cluster_##LNAME##_none(                     \

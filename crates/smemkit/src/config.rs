@@ -45,6 +45,12 @@ pub const MATMUL_RETUNE: &str = "SMEMKIT_MATMUL_RETUNE";
 pub const EDGE_TABLE_MAX_BINS: &str = "SMEMKIT_EDGE_TABLE_MAX_BINS";
 /// Kernel tuning: 256 or 512 threads per block for the narrow-counter one-block-per-SM kernels.
 pub const PACKED_BLOCK_THREADS: &str = "SMEMKIT_PACKED_BLOCK_THREADS";
+/// Kernel tuning: the joint histogram kernels' variant, `legacy`, `default` or either followed by
+/// comma-separated `key=value` changes (`edges=table|computed`, `unroll=1..4`, `prefetch=0|1`,
+/// `hot=each|step`, `aggregate=0|1`, `window=auto|off|8|16`): see
+/// `histogramdd::cuda::variant::JointVariant`. Unset: `default`; unparsable: every joint
+/// histogram on the GPU fails with an error naming the variable.
+pub const HISTDD_VARIANT: &str = "SMEMKIT_HISTDD_VARIANT";
 /// Kernel tuning: the bucket count up to which the partition scatter ranks samples by warp votes.
 pub const PARTITION_SPLIT_MAX_BUCKETS: &str = "SMEMKIT_PARTITION_SPLIT_MAX_BUCKETS";
 /// Diagnostics: set, prints the time of each partition pass.
@@ -81,6 +87,7 @@ pub const ALL: &[&str] = &[
     MATMUL_RETUNE,
     EDGE_TABLE_MAX_BINS,
     PACKED_BLOCK_THREADS,
+    HISTDD_VARIANT,
     PARTITION_SPLIT_MAX_BUCKETS,
     PROFILE_PARTITION,
     PROFILE_MULTI,
@@ -152,6 +159,12 @@ pub fn edge_table_max_bins() -> Option<usize> {
 pub fn packed_block_threads() -> Option<u32> {
     static V: OnceLock<Option<u32>> = OnceLock::new();
     parsed_once(&V, PACKED_BLOCK_THREADS).filter(|t| [256, 512, 1024].contains(t))
+}
+
+/// [`HISTDD_VARIANT`] as set (read once).
+pub fn histdd_variant() -> Option<&'static str> {
+    static V: OnceLock<Option<String>> = OnceLock::new();
+    V.get_or_init(|| var(HISTDD_VARIANT)).as_deref()
 }
 
 /// [`PARTITION_SPLIT_MAX_BUCKETS`] when it is a number (read once).

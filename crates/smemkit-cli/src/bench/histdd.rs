@@ -7,7 +7,10 @@
 //! (N, D) array in C order (`rows`) and as D separate arrays (`columns`). Each strategy (the
 //! planner's `auto`, then every joint strategy that holds the bins, or those `--strategies` names)
 //! is timed with CUDA events around one call of `DeviceJoint::enqueue` (memsets included), the
-//! median of `--runs` after warm-up, and checked against the CPU engine on the same data.
+//! median of `--runs` after warm-up, and checked against the CPU engine on the same data. Without
+//! `--strategies`, `auto` is also timed with each kernel variant of `JointVariant::sweep` (rows
+//! `smemkit/auto+<variant>`, their `variant` field the variant's name), so that one GPU call
+//! compares them; every row names its variant.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -20,7 +23,9 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 use smemkit::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use smemkit::internals::histogram::cuda::bench::median;
-use smemkit::internals::histogramdd::cuda::{DeviceAxis, DeviceJoint, JointRun, JointSpec};
+use smemkit::internals::histogramdd::cuda::{
+    DeviceAxis, DeviceJoint, JointRun, JointSpec, JointVariant,
+};
 use smemkit::{
     histogramdd, Backend, BinSpec, Counts, Error, JointOptions, JointSamples, SampleType, Samples,
     StrategyChoice, WeightKind,
@@ -40,6 +45,7 @@ fn default_choices() -> Vec<StrategyChoice> {
         StrategyChoice::Shared,
         StrategyChoice::Packed(16),
         StrategyChoice::Packed(8),
+        StrategyChoice::Packed(4),
     ];
     v.extend([2, 4, 8, 16].map(|k| StrategyChoice::Cluster(Some(k))));
     v.push(StrategyChoice::Global);
@@ -148,6 +154,8 @@ struct Bench<'a> {
     commit: &'a str,
     runs: usize,
     choices: &'a [StrategyChoice],
+    /// Variants `auto` is timed with beside the default one.
+    variants: &'a [JointVariant],
 }
 
 fn run_workload(c: &Bench<'_>, w: &Workload<'_>, out: &mut dyn Write) -> Result<()> {
@@ -171,14 +179,22 @@ fn run_workload(c: &Bench<'_>, w: &Workload<'_>, out: &mut dyn Write) -> Result<
     let d_out: CudaSlice<u64> = s.alloc_zeros(nbins)?;
     let d_tallies: CudaSlice<u64> = s.alloc_zeros(3)?;
     let (o, t) = (d_out.device_ptr(s).0, d_tallies.device_ptr(s).0);
-    for &choice in c.choices {
+    let runs = c
+        .choices
+        .iter()
+        .map(|&ch| (ch, None))
+        .chain(c.variants.iter().map(|&v| (StrategyChoice::Auto, Some(v))));
+    for (choice, variant) in runs {
         let spec = JointSpec {
             sample_type: w.ty,
             bins: bins.clone(),
             weights: WeightKind::None,
             strategy: choice,
         };
-        let joint = DeviceJoint::new(c.gpu, &spec)?;
+        let mut joint = DeviceJoint::new(c.gpu, &spec)?;
+        if let Some(v) = variant {
+            joint.set_variant(v);
+        }
         match joint.plan(w.n) {
             Ok(_) => {}
             Err(Error::StrategyUnsupported { .. }) => continue,
@@ -215,7 +231,11 @@ fn run_workload(c: &Bench<'_>, w: &Workload<'_>, out: &mut dyn Write) -> Result<
         let sample_bytes = w.n * w.dims * w.ty.size();
         let mut row = json!({
             "op": w.op,
-            "impl": format!("smemkit/{}", name(choice)),
+            "impl": match variant {
+                Some(v) => format!("smemkit/{}+{}", name(choice), v.name()),
+                None => format!("smemkit/{}", name(choice)),
+            },
+            "variant": launched.variant.name(),
             "dims": w.dims,
             "nbins": nbins,
             "shape": reference.shape,
@@ -227,7 +247,7 @@ fn run_workload(c: &Bench<'_>, w: &Workload<'_>, out: &mut dyn Write) -> Result<
             "dist": w.dist,
             "layout": w.layout,
             "range": [w.range.0, w.range.1],
-            "plan": launched.plan.strategy.name(),
+            "plan": launched.tier(),
             "kernel": launched.kernel,
             "grid": launched.grid,
             "block": launched.plan.block,
@@ -264,12 +284,18 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
         smemkit::internals::gpu::gpu().context("the joint histogram benchmark needs a GPU")?;
     let stream = gpu.ctx.new_stream().context("creating a stream")?;
     let choices = choices(&args.strategies)?;
+    let variants = if args.strategies.is_empty() {
+        JointVariant::sweep()
+    } else {
+        Vec::new()
+    };
     let c = Bench {
         gpu: &gpu,
         stream: &stream,
         commit,
         runs: args.runs,
         choices: &choices,
+        variants: &variants,
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -389,6 +415,6 @@ mod tests {
             c.iter().map(|&x| name(x)).collect::<Vec<_>>(),
             ["auto", "cluster8", "shared16"]
         );
-        assert_eq!(default_choices().len(), 9);
+        assert_eq!(default_choices().len(), 10);
     }
 }

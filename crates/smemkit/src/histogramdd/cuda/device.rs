@@ -16,14 +16,15 @@ use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::BinSpec;
 use crate::histogram::cuda::prepared::{sample_defines, WeightKind};
-use crate::histogram::plan::{counter_capacity, Plan, StrategyChoice};
+use crate::histogram::plan::{counter_capacity, packed_bytes, Plan, Strategy, StrategyChoice};
 use crate::sample::SampleType;
 
 use super::super::axis::Axis;
 use super::params::{
     kernel_axis, AxisTables, DeviceAxis, JointLayout, KernelJoint, HISTDD_MAX_DIMS,
 };
-use super::plan::{joint_plan, kernel_name};
+use super::plan::{joint_plan, kernel_name, window_of, JointWindow};
+use super::variant::JointVariant;
 
 macro_rules! header {
     ($file:literal) => {
@@ -84,17 +85,29 @@ pub struct JointRun<'a> {
 #[derive(Debug, Clone)]
 pub struct JointLaunch {
     pub plan: Plan,
+    /// Where the plan's global counters became a window plan.
+    pub window: Option<JointWindow>,
+    pub variant: JointVariant,
     pub layout: JointLayout,
     pub kernel: String,
     pub grid: u32,
 }
 
 impl JointLaunch {
+    /// The counting tier's name: the plan's strategy, or `window8` / `window16`.
+    pub fn tier(&self) -> String {
+        match self.window {
+            Some(w) => format!("window{}", w.bits),
+            None => self.plan.strategy.name(),
+        }
+    }
+
     pub fn describe(&self) -> String {
         format!(
-            "{} ({} layout), grid {} x {}, {} bytes of shared memory per block: {}",
-            self.plan.strategy,
+            "{} ({} layout, variant {}), grid {} x {}, {} bytes of shared memory per block: {}",
+            self.tier(),
             self.layout.name(),
+            self.variant.name(),
             self.grid,
             self.plan.block,
             self.plan.shared_bytes,
@@ -110,6 +123,10 @@ pub struct DeviceJoint {
     axes: Vec<Axis>,
     nbins: usize,
     params: KernelJoint,
+    variant: JointVariant,
+    tables: AxisTables,
+    /// Device addresses of the float64 edges, the float32 edges and the 8-bit tables (0: none).
+    table_ptrs: (u64, u64, u64),
     functions: Mutex<HashMap<String, CudaFunction>>,
     _edges: CudaSlice<f64>,
     _edges32: Option<CudaSlice<f32>>,
@@ -164,27 +181,53 @@ impl DeviceJoint {
         let e = edges.device_ptr(s).0;
         let e32 = edges32.as_ref().map_or(0, |v| v.device_ptr(s).0);
         let l = lut.as_ref().map_or(0, |v| v.device_ptr(s).0);
-        let mut params = KernelJoint {
+        let variant = JointVariant::from_env()?;
+        let params = KernelJoint {
             nbins: nbins as u64,
             dims: axes.len() as i32,
             ..KernelJoint::default()
         };
-        for (j, a) in axes.iter().enumerate() {
-            params.axis[j] = kernel_axis(a, j, &tables, e, e32, l);
-        }
         s.synchronize()
             .map_err(cuda_err("copying the axis tables"))?;
-        Ok(DeviceJoint {
+        let mut joint = DeviceJoint {
             gpu: gpu.clone(),
             spec,
             axes,
             nbins,
             params,
+            variant,
+            tables,
+            table_ptrs: (e, e32, l),
             functions: Mutex::new(HashMap::new()),
             _edges: edges,
             _edges32: edges32,
             _lut: lut,
-        })
+        };
+        joint.set_variant(variant);
+        Ok(joint)
+    }
+
+    /// Runs from now on take `variant` (the default: `SMEMKIT_HISTDD_VARIANT`, else
+    /// [`JointVariant::DEFAULT`]).
+    pub fn set_variant(&mut self, variant: JointVariant) {
+        self.variant = variant;
+        let computed = variant.edges == super::variant::EdgeCheck::Computed;
+        for (j, a) in self.axes.iter().enumerate() {
+            self.params.axis[j] = kernel_axis(a, j, &self.tables, self.table_ptrs, computed);
+        }
+        self.params.aggregate = variant.aggregate as i32;
+    }
+
+    /// The variant runs take.
+    pub fn variant(&self) -> JointVariant {
+        self.variant
+    }
+
+    /// Each axis's edge mode code (`EDGES_*` in the kernels), for tests and reports.
+    pub fn edge_modes(&self) -> Vec<i32> {
+        (0..self.axes.len())
+            .map(|j| self.params.axis[j].edge_mode)
+            .collect()
     }
 
     /// Joint bins (the product of every axis's bins).
@@ -205,14 +248,53 @@ impl DeviceJoint {
 
     /// The plan a run over `n` samples takes.
     pub fn plan(&self, n: usize) -> Result<Plan> {
-        joint_plan(
+        Ok(self.tier(n)?.0)
+    }
+
+    /// The plan of a run over `n` samples and, where the planner chose global counters for counts
+    /// (`auto` only) and the variant has a window, the window plan that replaces them: packed
+    /// counters for as many whole planes of the first axis as one block holds, centred, in a
+    /// block of 1024 threads per SM.
+    pub fn tier(&self, n: usize) -> Result<(Plan, Option<JointWindow>)> {
+        let weighted = self.spec.weights != WeightKind::None;
+        let plan = joint_plan(
             self.nbins,
             self.spec.sample_type,
-            self.spec.weights != WeightKind::None,
+            weighted,
             n,
             &self.gpu.limits,
             self.spec.strategy,
-        )
+        )?;
+        let bits = match self.variant.window_bits(weighted) {
+            Some(b)
+                if plan.strategy == Strategy::Global
+                    && self.spec.strategy == StrategyChoice::Auto =>
+            {
+                b
+            }
+            _ => return Ok((plan, None)),
+        };
+        let limits = &self.gpu.limits;
+        let Some(window) = window_of(&self.shape(), limits, bits) else {
+            return Ok((plan, None));
+        };
+        let JointWindow { lo, len, .. } = window;
+        Ok((
+            Plan {
+                strategy: Strategy::Global,
+                grid: limits.sm_count,
+                block: 1024,
+                shared_bytes: packed_bytes(len, bits) as u32,
+                bins_per_block: len,
+                reason: format!(
+                    "window{bits}: joint bins {lo}..{} in {bits}-bit shared counters, the rest in \
+                     global memory (in place of {})",
+                    lo + len,
+                    plan.reason
+                ),
+            },
+            Some(window),
+        ))
     }
 
     /// Enqueues `run` on a stream that another framework owns (see [`JointRun`] for what each
@@ -285,13 +367,17 @@ impl DeviceJoint {
         }
         let ty = self.spec.sample_type;
         let layout = JointLayout::detect(axes, ty);
-        let plan = self.plan(n.max(1))?;
+        let (plan, window) = self.tier(n.max(1))?;
         let wname = match self.spec.weights {
             WeightKind::None => "none",
             WeightKind::F32 => "f32",
             WeightKind::F64 => "f64",
         };
-        let kernel = kernel_name(plan.strategy, &layout.name(), wname);
+        let kernel = match window {
+            Some(w) => format!("histdd_window{}_{}_{wname}", w.bits, layout.name()),
+            None => kernel_name(plan.strategy, &layout.name(), wname),
+        };
+        let variant = self.variant;
         if !accumulate {
             // SAFETY: `out` holds nbins 8-byte words and `tallies` 3 (the caller's guarantee).
             unsafe {
@@ -310,6 +396,8 @@ impl DeviceJoint {
         if n == 0 {
             return Ok(JointLaunch {
                 plan,
+                window,
+                variant,
                 layout,
                 kernel,
                 grid: 0,
@@ -353,6 +441,10 @@ impl DeviceJoint {
         p.n = n as u64;
         p.bins_per_block = plan.bins_per_block as u32;
         p.lut_shared = lut_shared as i32;
+        if let Some(w) = window {
+            p.window_lo = w.lo as u64;
+            p.window_len = w.len as u64;
+        }
         for (j, a) in axes.iter().enumerate() {
             p.axis[j].base = a.ptr;
             p.axis[j].stride = a.stride;
@@ -371,6 +463,8 @@ impl DeviceJoint {
         unsafe { launch::launch(&f, stream, &shape, &mut args)? };
         Ok(JointLaunch {
             plan,
+            window,
+            variant,
             layout,
             kernel,
             grid: shape.grid,
@@ -395,14 +489,15 @@ impl DeviceJoint {
     }
 
     fn function(&self, kernel: &str) -> Result<CudaFunction> {
+        let key = format!("{kernel} {}", self.variant.name());
         let mut cache = self.functions.lock().expect("histdd function cache");
-        if let Some(f) = cache.get(kernel) {
+        if let Some(f) = cache.get(&key) {
             return Ok(f.clone());
         }
-        let f = self
-            .gpu
-            .function(&HISTDD, &sample_defines(self.spec.sample_type), kernel)?;
-        cache.insert(kernel.to_string(), f.clone());
+        let mut defines = sample_defines(self.spec.sample_type);
+        defines.extend(self.variant.defines());
+        let f = self.gpu.function(&HISTDD, &defines, kernel)?;
+        cache.insert(key, f.clone());
         Ok(f)
     }
 }

@@ -10,8 +10,10 @@
 
 pub mod device;
 mod interior;
+pub mod linear;
 pub mod params;
 pub mod plan;
+pub mod variant;
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +34,8 @@ pub use device::{
     data_range_bins, DeviceJoint, JointLaunch, JointRun, JointSpec, HISTDD, JOINT_TALLY_WORDS,
 };
 pub use params::{DeviceAxis, JointLayout, HISTDD_MAX_DIMS};
+pub use plan::JointWindow;
+pub use variant::{EdgeCheck, JointVariant, Window};
 
 /// What the GPU engine did, for the engine report.
 pub(crate) struct GpuRun {
@@ -190,14 +194,19 @@ mod tests {
     use crate::sample::SampleType;
 
     fn build(t: SampleType, kernel: &str) {
-        let defines = sample_defines(t);
+        build_variant(t, kernel, JointVariant::LEGACY);
+    }
+
+    fn build_variant(t: SampleType, kernel: &str, v: JointVariant) {
+        let mut defines = sample_defines(t);
+        defines.extend(v.defines());
         let b = Build {
             src: &HISTDD,
             defines: &defines,
             kernel,
         };
         let ptx = compile_uncached(&HISTDD, &b.options("compute_90a"))
-            .unwrap_or_else(|e| panic!("{t} {kernel}: {e}"));
+            .unwrap_or_else(|e| panic!("{t} {kernel} {}: {e}", v.name()));
         assert!(
             ptx.contains(&format!(".entry {kernel}(")),
             "{t}: {kernel} missing"
@@ -212,7 +221,9 @@ mod tests {
         let layouts = [
             "strided", "rows2", "rows3", "rows4", "cols2", "cols3", "cols4",
         ];
-        let strategies = ["shared", "shared16", "shared8", "cluster", "global"];
+        let strategies = [
+            "shared", "shared16", "shared8", "cluster", "global", "shared4", "window8", "window16",
+        ];
         for (t, l) in [(SampleType::F32, "rows2"), (SampleType::U8, "rows3")] {
             for s in strategies {
                 build(t, &format!("histdd_{s}_{l}_none"));
@@ -221,7 +232,7 @@ mod tests {
         for (i, l) in layouts.into_iter().enumerate() {
             build(
                 SampleType::F32,
-                &format!("histdd_{}_{l}_none", strategies[i % 5]),
+                &format!("histdd_{}_{l}_none", strategies[i % strategies.len()]),
             );
         }
         for (i, t) in SampleType::ALL.into_iter().enumerate() {
@@ -232,5 +243,31 @@ mod tests {
             build(t, &format!("histdd_cluster_{}_f64", layouts[(i + 3) % 7]));
             build(t, &format!("histdd_global_{}_f32", layouts[(i + 5) % 7]));
         }
+    }
+
+    /// Every variant the benchmark sweeps builds, for the 2-D and 3-D float32 workloads' kernels
+    /// (rows and columns, packed, window and global counters), 8-bit samples and weighted sums.
+    #[test]
+    fn histdd_variants_compile_for_hopper() {
+        if !crate::gpu::compile::tests::toolchain() {
+            return;
+        }
+        for (i, v) in JointVariant::sweep().into_iter().enumerate() {
+            let l = ["rows2", "cols2", "rows3", "cols3"][i % 4];
+            build_variant(SampleType::F32, &format!("histdd_shared16_{l}_none"), v);
+            build_variant(SampleType::F32, "histdd_window8_cols3_none", v);
+        }
+        let d = JointVariant::DEFAULT;
+        for k in [
+            "histdd_shared4_rows3_none",
+            "histdd_window16_rows3_none",
+            "histdd_global_rows2_f32",
+            "histdd_shared_strided_f64",
+            "histdd_cluster_cols2_none",
+        ] {
+            build_variant(SampleType::F32, k, d);
+        }
+        build_variant(SampleType::U8, "histdd_window8_rows3_none", d);
+        build_variant(SampleType::F64, "histdd_shared8_cols2_none", d);
     }
 }

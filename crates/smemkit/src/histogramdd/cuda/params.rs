@@ -8,6 +8,7 @@ use crate::histogram::bins::Slot;
 use crate::sample::SampleType;
 
 use super::super::axis::Axis;
+use super::linear::{edge_mode, EdgeMode};
 
 /// Axes one launch takes (`HISTDD_MAX_DIMS` in `kernels/histdd.cu`).
 pub const HISTDD_MAX_DIMS: usize = 8;
@@ -34,6 +35,9 @@ pub(crate) struct KernelAxis {
     pub scale32: f32,
     pub lo32: f32,
     pub hi32: f32,
+    pub edge_mode: i32,
+    pub start32: f32,
+    pub step32: f32,
     /// Fractional parts of the estimate that need no edge read (`interior::interior_fractions`):
     /// float64 arithmetic, then float32; `(0, 0)` turns the shortcut off.
     pub interior_lo: f64,
@@ -53,6 +57,8 @@ pub(crate) struct KernelJoint {
     pub aggregate: i32,
     pub bins_per_block: u32,
     pub lut_shared: i32,
+    pub window_lo: u64,
+    pub window_len: u64,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `Joint`; passed by value.
@@ -160,13 +166,14 @@ impl AxisTables {
 }
 
 /// One axis's kernel parameters, its tables at the given device addresses (0 where absent).
+/// `computed`: float32 axes whose edges follow a formula check against computed edges
+/// ([`edge_mode`]; only builds with `HISTDD_EDGES` 1 look at the mode).
 pub(crate) fn kernel_axis(
     axis: &Axis,
     j: usize,
     tables: &AxisTables,
-    edges: u64,
-    edges32: u64,
-    lut: u64,
+    (edges, edges32, lut): (u64, u64, u64),
+    computed: bool,
 ) -> KernelAxis {
     let e = &axis.edges;
     let n = axis.nbins();
@@ -175,6 +182,18 @@ pub(crate) fn kernel_axis(
         None => (0, 0.0, 0.0),
     };
     let off = tables.offsets[j] as u64;
+    let mode = if computed && has_estimate == 1 && !tables.edges32.is_empty() {
+        let at = tables.offsets[j];
+        edge_mode(e, &tables.edges32[at..at + n + 1])
+    } else {
+        EdgeMode::Table
+    };
+    let (start32, step32) = mode.formula();
+    // Pow2 axes estimate from the formula itself: start32 and 1 / step32 (exact).
+    let (first32, scale32) = match mode {
+        EdgeMode::Pow2 { start, step } => (start, 1.0 / step),
+        _ => (first as f32, scale as f32),
+    };
     let ((interior_lo, interior_hi), (interior_lo32, interior_hi32)) =
         super::interior::interior_fractions(axis);
     KernelAxis {
@@ -193,10 +212,13 @@ pub(crate) fn kernel_axis(
         scale,
         lo: e[0],
         hi: e[n],
-        first32: first as f32,
-        scale32: scale as f32,
+        first32,
+        scale32,
         lo32: up32(e[0]),
         hi32: down32(e[n]),
+        edge_mode: mode.code(),
+        start32,
+        step32,
         interior_lo,
         interior_hi,
         interior_lo32,
@@ -262,10 +284,11 @@ mod tests {
 
     #[test]
     fn the_parameter_structs_have_the_kernels_layout() {
-        // JointAxis: 5 pointers/u64, u32, int, 4 doubles, 4 floats; Joint: 8 axes, 2 u64, 4 ints
-        // (dims, aggregate, bins_per_block, lut_shared).
-        assert_eq!(std::mem::size_of::<KernelAxis>(), 96);
-        assert_eq!(std::mem::size_of::<KernelJoint>(), 8 * 96 + 32);
+        // JointAxis: 5 pointers/u64, u32, int, 4 doubles, 4 floats, int, 2 floats (padded to 8),
+        // 2 doubles, 2 floats; Joint: 8 axes, 2 u64, 4 ints (dims, aggregate, bins_per_block,
+        // lut_shared), 2 u64.
+        assert_eq!(std::mem::size_of::<KernelAxis>(), 136);
+        assert_eq!(std::mem::size_of::<KernelJoint>(), 8 * 136 + 48);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::histogram::plan::{
-    self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload, AUTO_CLUSTER_MAX,
+    self, counter_capacity, packed_bytes, DeviceLimits, Plan, Strategy, StrategyChoice, Workload,
+    AUTO_CLUSTER_MAX,
 };
 use crate::sample::SampleType;
 
@@ -25,12 +26,12 @@ pub fn joint_plan(
     let p = plan::plan(&w, limits, choice)?;
     match p.strategy {
         Strategy::Shared | Strategy::Global => Ok(p),
-        Strategy::Packed { bits: 16 | 8 } => Ok(p),
+        Strategy::Packed { bits: 16 | 8 | 4 } => Ok(p),
         Strategy::Cluster { .. } => Ok(p),
         s if forced => Err(Error::StrategyUnsupported {
             strategy: s.name(),
-            reason: "joint histograms count in one pass with shared, shared16, shared8, cluster \
-                     or global counters"
+            reason: "joint histograms count in one pass with shared, shared16, shared8, shared4, \
+                     cluster or global counters"
                 .into(),
         }),
         s => {
@@ -50,6 +51,35 @@ pub fn joint_plan(
             })
         }
     }
+}
+
+/// The window of a window plan: packed counters of `bits` bits for the joint bins `lo .. lo + len`
+/// in shared memory, u64 atomics in global memory for the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JointWindow {
+    pub bits: u32,
+    pub lo: usize,
+    pub len: usize,
+}
+
+/// The window of `bits`-bit counters one block holds over joint bins of `shape` (C order): as many
+/// whole planes of the first axis as fit, centred on its middle, or where not even one plane fits,
+/// the middle run of joint bins. `None` where every bin fits (a packed plan needs no window).
+pub fn window_of(shape: &[usize], limits: &DeviceLimits, bits: u32) -> Option<JointWindow> {
+    let nbins = shape.iter().product::<usize>();
+    let per_word = (32 / bits) as usize;
+    let most = (counter_capacity(limits).saturating_sub(packed_bytes(0, bits)) / 4) * per_word;
+    if nbins <= most || most == 0 {
+        return None;
+    }
+    let plane = shape[1..].iter().product::<usize>();
+    let (lo, len) = if plane <= most {
+        let planes = most / plane;
+        ((shape[0] - planes) / 2 * plane, planes * plane)
+    } else {
+        ((nbins - most) / 2, most)
+    };
+    Some(JointWindow { bits, lo, len })
 }
 
 /// The kernel entry point of a plan: `histdd_<strategy>_<layout>_<weights>`.
@@ -116,6 +146,25 @@ mod tests {
         .unwrap();
         assert_eq!(p.strategy, Strategy::Cluster { size: 8 });
         assert_eq!(p.bins_per_block, 32768);
+    }
+
+    #[test]
+    fn windows_hold_the_middle_planes() {
+        let l = h100();
+        let w = window_of(&[64, 64, 64], &l, 8).unwrap();
+        assert_eq!(w.len % 4096, 0);
+        let planes = w.len / 4096;
+        assert!((50..64).contains(&planes), "{w:?}");
+        assert_eq!(w.lo / 4096, (64 - planes) / 2);
+        assert!(packed_bytes(w.len, 8) <= counter_capacity(&l));
+        let w16 = window_of(&[64, 64, 64], &l, 16).unwrap();
+        assert_eq!(w16.len / 4096, planes / 2);
+        assert!(packed_bytes(w16.len, 16) <= counter_capacity(&l));
+        // Everything fits: no window. One plane too large: the middle run of bins.
+        assert_eq!(window_of(&[256, 256], &l, 8), None);
+        let w = window_of(&[2, 1 << 20], &l, 8).unwrap();
+        assert_eq!(w.lo + w.len / 2, 1 << 20);
+        assert!(packed_bytes(w.len, 8) <= counter_capacity(&l));
     }
 
     #[test]
