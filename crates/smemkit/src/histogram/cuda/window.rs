@@ -335,8 +335,8 @@ impl WindowCounter {
             return Ok(());
         }
         // SAFETY: uninitialised device memory; every batch is copied in before a kernel reads it.
-        let mut buf =
-            unsafe { stream.alloc::<T>(batch) }.map_err(cuda_err("allocating a sample buffer"))?;
+        let buf = unsafe { stream.alloc::<T>(batch) };
+        let mut buf = buf.map_err(cuda_err("allocating a sample buffer"))?;
         let wlen = |k| if self.weights == k { batch } else { 0 };
         let mut w32 = stream
             .alloc_zeros::<f32>(wlen(WeightKind::F32))
