@@ -161,7 +161,8 @@ pub struct HistArgs {
     pub devices: Option<String>,
     /// Several processes: shard the bins over the ranks (each rank ends with its slice of the
     /// bins; for bin counts whose counters do not fit on one GPU): auto (when they would not
-    /// fit), always or never. Planned, not yet counted on the GPU: a sharded plan is an error.
+    /// fit), always or never. Each rank then writes its part of the bins to its own file
+    /// (`--out counts.csv` becomes `counts.part-0000-of-0002.csv`, ...); one GPU per rank.
     #[arg(long, value_name = "auto|always|never", default_value = "auto")]
     pub shard_bins: String,
 }

@@ -2,7 +2,8 @@
 // shared memory), packed (narrow counters), cluster and exchange (the bins split across the shared
 // memories of a thread block cluster, reached through distributed shared memory), sliced (the bins
 // cut into slices of one block each), global (counters in global memory), the partition passes,
-// the skew verdict (hist_probe.cuh) and the deterministic weighted sums (hist_exact.cuh, with their
+// the skew verdict (hist_probe.cuh), one window of the bins (hist_window.cuh: bins sharded over
+// ranks) and the deterministic weighted sums (hist_exact.cuh, with their
 // own entry points). This file holds the sample-type defines and the extern "C" entry points; the
 // headers hold the device code (hist_bins.cuh: numpy's rule; hist_walk.cuh: the loop every
 // strategy shares).
@@ -52,6 +53,7 @@ typedef SAMPLE_T sample_t;
 #include "hist_global.cuh"
 #include "hist_partition.cuh"
 #include "hist_probe.cuh"
+#include "hist_window.cuh"
 
 // ---- extern "C" entry points -----------------------------------------------------------------
 
@@ -163,7 +165,8 @@ typedef SAMPLE_T sample_t;
     SHARED_ONE_BLOCK_KERNEL(MODE, MNAME)                                   \
     HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \
     HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
-    HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)
+    HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)                         \
+    WINDOW_KERNELS(MODE, MNAME)
 
 #if SAMPLE_IS_HALF
 // float16 / bfloat16 (SAMPLE_T is their 16-bit code): every binning counts from the host's table of

@@ -108,7 +108,8 @@ pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use histogram::plan::{Strategy, StrategyChoice};
 pub use histogram::request::{run, Input, Request};
 pub use histogram::{
-    histogram, streams_to_one_gpu, Counts, EngineReport, Histogram, HistogramOptions, Tallies,
+    histogram, streams_to_one_gpu, BinPart, Counts, EngineReport, Histogram, HistogramOptions,
+    Tallies,
 };
 pub use histogramdd::{
     histogram2d, histogramdd, JointHistogram, JointOptions, JointSamples, JointTallies,

@@ -14,13 +14,22 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
         "bin,left,right,count{}",
         if density.is_some() { ",density" } else { "" }
     )?;
+    // A rank's part of bins sharded over ranks numbers its bins as the whole histogram does, so
+    // that the parts, concatenated, are the whole.
+    let first = h.part.as_ref().map_or(0, |p| p.bins.start);
     for i in 0..h.nbins() {
         let count = match &h.counts {
             smemkit::Counts::Unweighted(c) => c[i].to_string(),
             smemkit::Counts::Weighted(c) => c[i].to_string(),
         };
         let d = density.map(|d| format!(",{}", d[i])).unwrap_or_default();
-        writeln!(w, "{i},{},{},{count}{d}", h.edges[i], h.edges[i + 1])?;
+        writeln!(
+            w,
+            "{},{},{},{count}{d}",
+            first + i,
+            h.edges[i],
+            h.edges[i + 1]
+        )?;
     }
     Ok(())
 }

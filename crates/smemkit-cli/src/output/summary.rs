@@ -164,6 +164,7 @@ mod tests {
             density: None,
             phases,
             auto_choice: Some("auto picked the GPU: estimated CPU 2.0 ms > GPU 1.0 ms".into()),
+            part: None,
         }
     }
 

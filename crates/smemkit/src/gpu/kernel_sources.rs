@@ -47,6 +47,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
         header!("hist_global.cuh"),
         header!("hist_partition.cuh"),
         header!("hist_probe.cuh"),
+        header!("hist_window.cuh"),
         header!("hist_exact.cuh"),
         header!("hist_lut.cuh"),
     ],

@@ -80,6 +80,7 @@ pub fn bincount(
             density: None,
             phases: Default::default(),
             auto_choice: None,
+            part: None,
         });
     }
     let options = HistogramOptions::new(BinSpec::Integer { nbins: len }).backend(backend);

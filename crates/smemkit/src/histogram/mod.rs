@@ -21,7 +21,7 @@ pub mod stream_options;
 use std::time::{Duration, Instant};
 
 pub use crate::backend::Backend;
-pub use result::{Counts, Tallies};
+pub use result::{BinPart, Counts, Tallies};
 
 use crate::error::{Error, Result};
 use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
@@ -160,9 +160,22 @@ pub struct Histogram {
     /// Why the automatic backend picked this engine, with both estimates
     /// ([`crate::backend::cost`]); `None` for an explicit backend.
     pub auto_choice: Option<String>,
+    /// Bins sharded over ranks: the bins this rank holds (its counts and edges are theirs);
+    /// `None` for a whole histogram.
+    pub part: Option<BinPart>,
 }
 
 impl Histogram {
+    /// This rank's part of a histogram sharded over ranks: the edges cut to its bins.
+    fn with_part(mut self, binning: &Binning, part: Option<BinPart>) -> Histogram {
+        if let Some(p) = &part {
+            let e = binning.edges();
+            self.edges = e[p.bins.start..=p.bins.end].to_vec();
+        }
+        self.part = part;
+        self
+    }
+
     /// Samples that landed in a bin.
     pub fn counted(&self) -> u64 {
         let outside = match self.policy {
@@ -297,6 +310,7 @@ pub fn histogram_with_progress(
             extras(backend, start.elapsed(), auto_choice),
         );
     }
+    let mut part = None;
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
             let r = crate::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
@@ -304,8 +318,16 @@ pub fn histogram_with_progress(
         }
         Backend::Cuda if options.ranks.is_some() => {
             let spec = options.ranks.as_ref().expect("checked by the guard");
-            let r =
+            let (r, p) =
                 crate::histogram::cuda::ranks::histogram(spec, &options.devices, samples, &job)?;
+            if p.is_some() && options.density {
+                return Err(Error::NotImplemented(
+                    "density=True with bins sharded over ranks (each rank holds its slice of the \
+                     bins, and the density needs every rank's total): compute it from the parts"
+                        .into(),
+                ));
+            }
+            part = p;
             (r.counts, r.tallies, r.detail)
         }
         Backend::Cuda if options.devices != DeviceSet::Default => {
@@ -332,6 +354,7 @@ pub fn histogram_with_progress(
         (counts, tallies, detail),
         extras(backend, elapsed, auto_choice),
     )
+    .map(|h| h.with_part(&binning, part))
 }
 
 /// How a call ran, for its [`Histogram`].
@@ -384,6 +407,7 @@ fn finish(
         elapsed,
         phases,
         auto_choice,
+        part: None,
     })
 }
 

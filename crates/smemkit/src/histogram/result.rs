@@ -61,3 +61,18 @@ pub struct EngineOutput {
     /// How the engine ran (threads, strategy, devices), for reports.
     pub detail: String,
 }
+
+/// Which bins of a histogram sharded over ranks one rank holds
+/// ([`crate::histogram::cuda::bin_shards`]): its [`crate::Histogram`]'s counts and edges are
+/// those bins' alone, and the parts of every rank, in rank order, put together are the whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinPart {
+    /// The bins held, of `0..nbins`.
+    pub bins: std::ops::Range<usize>,
+    /// The whole histogram's bins.
+    pub nbins: usize,
+    /// The rank holding them (its NCCL rank).
+    pub rank: usize,
+    /// How many ranks share the bins.
+    pub world: usize,
+}

@@ -22,7 +22,7 @@ use crate::input::weights::WeightData;
 use crate::input::{direct_file, progress, read_file, SampleData, Shape};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
-use smemkit::internals::histogram::cuda::bin_shards::ShardBins;
+use smemkit::internals::histogram::cuda::bin_shards::{part_path, ShardBins};
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
@@ -172,19 +172,27 @@ fn present(
         writeln!(out)?;
         output::chart::write(out, h)?;
     }
-    if !writer {
+    // Bins sharded over ranks: every rank writes its part of the bins to its own file.
+    let part = h.part.as_ref();
+    if !writer && part.is_none() {
         if config.out.is_some() || config.plot.is_some() {
             writeln!(out, "rank 0 writes the files")?;
         }
         return Ok(());
     }
+    let named = |path: &Path| match part {
+        Some(p) => part_path(path, p.rank, p.world),
+        None => path.to_path_buf(),
+    };
     if let Some((path, format)) = &config.out {
+        let path = named(path);
         let timing = output::summary::Timing::of(h, facts.bytes, setup_before);
-        output::write_histogram(path, *format, h, &timing)?;
+        output::write_histogram(&path, *format, h, &timing)?;
         writeln!(out, "wrote       {}", path.display())?;
     }
     if let Some((path, format)) = &config.plot {
-        output::plot::draw(path, *format, h, &title(&facts))?;
+        let path = named(path);
+        output::plot::draw(&path, *format, h, &title(&facts))?;
         writeln!(out, "plotted     {}", path.display())?;
     }
     Ok(())

@@ -97,6 +97,26 @@ pub struct Pass {
     pub buffer: usize,
 }
 
+impl Pass {
+    /// Where the window's bin `bin` is counted in the pass buffer: the window starts the buffer,
+    /// owner by owner (each owner's slice starts `slice` counters after the previous one's, as
+    /// its bins do), the padding past `nbins` at its end.
+    pub fn buffer_index(&self, bin: usize) -> usize {
+        bin - self.bins.start
+    }
+
+    /// The counters of the pass buffer that rank `rank` holds summed over every rank after the
+    /// pass's reduction, when it is one of the pass's owners: its segment's first `owned(rank)`
+    /// counters (empty for an owner past the last bin).
+    pub fn owned_segment(&self, shards: &BinShards, rank: usize) -> Option<Range<usize>> {
+        if !self.owners.contains(&rank) {
+            return None;
+        }
+        let start = (rank - self.owners.start) * shards.slice;
+        Some(start..start + shards.owned(rank).len())
+    }
+}
+
 /// The reduction chosen for `nbins` bins over `world` ranks, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReductionPlan {
@@ -146,7 +166,8 @@ pub fn plan(
                 gib(full)
             )))
         }
-        _ if world == 1 && fits => return Ok(all_reduce("one rank: nothing to shard over".into())),
+        // `always` with one rank still shards (one pass, a reduce-scatter over one rank): the
+        // sharded path, checked on one GPU.
         _ => {}
     }
     let slice = shards.slice as u64;

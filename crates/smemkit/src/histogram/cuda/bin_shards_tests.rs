@@ -92,9 +92,14 @@ fn the_plan_shards_when_counters_do_not_fit_or_when_asked() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("at least 7 ranks"), "{e}");
-    // One rank: nothing to shard over when it fits.
-    let p = plan(1000, 1, 8, GIB, ShardBins::Always).unwrap();
+    // One rank: the all-reduce when it fits, unless asked to shard (the sharded path on one
+    // GPU: one pass and a reduce-scatter over the one rank).
+    let p = plan(1000, 1, 8, GIB, ShardBins::Auto).unwrap();
     assert_eq!(p.reduction, Reduction::AllReduce);
+    let p = plan(1000, 1, 8, GIB, ShardBins::Always).unwrap();
+    assert_eq!(p.reduction, Reduction::Sharded { owners_per_pass: 1 });
+    assert_eq!(p.passes().len(), 1);
+    assert!(p.reason.contains("one reduce-scatter"), "{}", p.reason);
 }
 
 #[test]
@@ -163,16 +168,26 @@ fn owned_slices_put_together_are_the_whole_histogram() {
                         .map(|h| {
                             let counts = counts(&h.counts);
                             let mut b = vec![0u64; pass.buffer];
-                            b[..pass.bins.len()].copy_from_slice(&counts[pass.bins.clone()]);
+                            for bin in pass.bins.clone() {
+                                b[pass.buffer_index(bin)] = counts[bin];
+                            }
                             b
                         })
                         .collect();
+                    // The reductions: every segment summed over the ranks (its owner keeps it).
+                    let sum: Vec<u64> = (0..pass.buffer)
+                        .map(|j| buffers.iter().map(|b| b[j]).sum())
+                        .collect();
                     for (i, owner) in pass.owners.clone().enumerate() {
-                        let seg = i * shards.slice..(i + 1) * shards.slice;
-                        let sum: Vec<u64> =
-                            seg.map(|j| buffers.iter().map(|b| b[j]).sum()).collect();
-                        owned[owner] = sum[..shards.owned(owner).len()].to_vec();
-                        assert!(sum[shards.owned(owner).len()..].iter().all(|&c| c == 0));
+                        let seg = pass.owned_segment(&shards, owner).unwrap();
+                        assert_eq!(seg.start, i * shards.slice);
+                        owned[owner] = sum[seg.clone()].to_vec();
+                        // The padding past the owner's bins stays zero.
+                        let pad = seg.end..(i + 1) * shards.slice;
+                        assert!(sum[pad].iter().all(|&c| c == 0));
+                    }
+                    for rank in (0..world).filter(|r| !pass.owners.contains(r)) {
+                        assert_eq!(pass.owned_segment(&shards, rank), None);
                     }
                 }
                 let joined: Vec<u64> = owned.concat();

@@ -1,6 +1,7 @@
 //! The histogram on the GPU: prepared kernels and their launch ([`prepared`]), the per-kernel bin
 //! parameters ([`params`]), streaming from host memory ([`stream`]), several GPUs ([`multi`]) and
-//! several processes ([`ranks`]) with bins sharded over them ([`bin_shards`]), and the device-side
+//! several processes ([`ranks`]) with bins sharded over them ([`bin_shards`], counted one window of
+//! the bins at a time by [`window`]), and the device-side
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
 //! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]).
 
@@ -26,4 +27,9 @@ pub mod prepared;
 pub mod ranks;
 #[cfg(test)]
 mod register_tests;
+#[cfg(feature = "nccl")]
+#[doc(hidden)]
+pub mod sharded;
 pub mod stream;
+#[doc(hidden)]
+pub mod window;

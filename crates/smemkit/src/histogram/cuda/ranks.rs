@@ -3,7 +3,10 @@
 //! `crate::launch`) or by hand with `SMEMKIT_RANK` and `SMEMKIT_WORLD_SIZE`. Every process reads
 //! the same input (a memory-mapped file costs nothing until touched), histograms its contiguous
 //! slice of it on its GPU, and one NCCL all-reduce sums the counters of every rank; all ranks then
-//! hold the whole histogram (the CLI writes it from rank 0).
+//! hold the whole histogram (the CLI writes it from rank 0). When the counters would not fit on a
+//! GPU (or when asked), the bins are sharded over the ranks instead ([`super::bin_shards`],
+//! counted by `super::sharded`): each rank ends with its slice of the bins (the CLI writes one
+//! part file per rank).
 //!
 //! Rendezvous ([`crate::launch::Channel`]): rank 0 makes the NCCL unique id and hands it to the
 //! others over TCP (`MASTER_ADDR:MASTER_PORT`, `SMEMKIT_RENDEZVOUS`, or what the launcher implies)
@@ -24,6 +27,7 @@ use super::prepared::EngineOutput;
 use crate::error::{Error, Result};
 use crate::histogram::bins::{Binning, OutOfRange};
 use crate::histogram::job::Job;
+use crate::histogram::result::BinPart;
 use crate::launch::{Launcher, Placement, Rendezvous};
 use crate::sample::Samples;
 #[cfg(feature = "nccl")]
@@ -177,7 +181,8 @@ fn decode_id(bytes: &[u8], world: usize, from: &Rendezvous) -> Result<[u8; 128]>
 }
 
 /// Histogram of this rank's slice of `samples` (the whole input, the same on every rank), summed
-/// over every rank: all ranks return the whole histogram. With `devices` other than
+/// over every rank: all ranks return the whole histogram, or with bins sharded over the ranks
+/// each its part of the bins (the [`BinPart`]). With `devices` other than
 /// [`DeviceSet::Default`] this process drives those GPUs (every rank as many), one NCCL rank each
 /// ([`RankSpec::slices`]); otherwise one GPU (`SMEMKIT_DEVICE`, or the rank modulo the GPUs).
 pub fn histogram(
@@ -185,7 +190,7 @@ pub fn histogram(
     devices: &DeviceSet,
     samples: Samples<'_>,
     job: &Job<'_>,
-) -> Result<EngineOutput> {
+) -> Result<(EngineOutput, Option<BinPart>)> {
     #[cfg(feature = "nccl")]
     {
         let timeout = crate::gpu::nccl::timeout()?;
@@ -215,10 +220,9 @@ pub fn histogram(
 }
 
 /// The bins' reduction: the all-reduce, or (when the counters would not fit, or when asked) bins
-/// sharded over the ranks, which is planned ([`super::bin_shards::plan`]) but not yet counted on
-/// the GPU (counting a window of the bins needs a kernel parameter): that plan is an error
-/// naming it. Each GPU may use three quarters of its free memory for counters, the rest being the
-/// strategies' per-block counters and the input's staging buffers.
+/// sharded over the ranks ([`super::bin_shards::plan`]). Each GPU may use three quarters of its
+/// free memory for counters, the rest being the strategies' per-block counters and the input's
+/// staging buffers.
 #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
 fn sharding(
     spec: &RankSpec,
@@ -226,26 +230,16 @@ fn sharding(
     nccl_world: usize,
     weighted: bool,
     free: u64,
-) -> Result<()> {
-    use super::bin_shards::{plan, Reduction};
+) -> Result<super::bin_shards::ReductionPlan> {
+    // Weighted: the f64 sums, and the u64 counts some strategies keep beside them.
     let counter_bytes = if weighted { 8 + 8 } else { 8 };
-    let p = plan(
+    super::bin_shards::plan(
         nbins,
         nccl_world,
         counter_bytes,
         free / 4 * 3,
         spec.shard_bins,
-    )?;
-    match p.reduction {
-        Reduction::AllReduce => Ok(()),
-        Reduction::Sharded { .. } => Err(Error::NotImplemented(format!(
-            "bins sharded over the ranks ({}): the plan and the NCCL reductions are in place, \
-             counting a window of the bins on the GPU is not yet, so this histogram cannot run \
-             sharded; with fewer bins, or --shard-bins never on GPUs with room, it runs with the \
-             all-reduce",
-            p.reason
-        ))),
-    }
+    )
 }
 
 /// A fingerprint of what every rank must agree on: the bins, the policy, the types.
@@ -282,7 +276,7 @@ fn run(
     devices: &DeviceSet,
     samples: Samples<'_>,
     job: &Job<'_>,
-) -> Result<EngineOutput> {
+) -> Result<(EngineOutput, Option<BinPart>)> {
     let Job {
         weights,
         binning,
@@ -319,7 +313,7 @@ fn run(
         UniqueId(decode_id(&bytes, nccl_world, &spec.rendezvous)?)
     };
     let watch = channel.watchdog();
-    let (comms, ordinals) = match &local {
+    let (mut comms, ordinals) = match &local {
         None => {
             let device = match spec.device {
                 Some(d) => d,
@@ -353,7 +347,7 @@ fn run(
         .into_iter()
         .min()
         .unwrap_or(0);
-    sharding(spec, binning.nbins(), nccl_world, weights.is_some(), free)?;
+    let reduction = sharding(spec, binning.nbins(), nccl_world, weights.is_some(), free)?;
     let wkind = match weights {
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
@@ -367,6 +361,59 @@ fn run(
         binning,
         policy,
     };
+    let gpus: Vec<String> = ordinals.iter().map(|d| d.to_string()).collect();
+    if let super::bin_shards::Reduction::Sharded { .. } = reduction.reduction {
+        let [comm] = &mut comms[..] else {
+            comms
+                .iter_mut()
+                .for_each(crate::gpu::nccl::Communicator::abort);
+            return Err(Error::NotImplemented(format!(
+                "bins sharded over the ranks with {per_rank} GPUs per rank (--devices): a \
+                 sharded run drives one GPU per rank ({})",
+                reduction.reason
+            )));
+        };
+        let range = ranges[0].clone();
+        let mine = (
+            crate::with_samples!(samples, s => Samples::from(&s[range.clone()])),
+            weights.map(|w| match w {
+                Weights::F32(v) => Weights::F32(&v[range.clone()]),
+                Weights::F64(v) => Weights::F64(&v[range.clone()]),
+            }),
+        );
+        let agree = fingerprint(binning, policy, samples, weights.is_some());
+        let out = super::sharded::run(comm, &reduction, agree, mine, what, timeout, Some(&*watch))?;
+        let (nccl_rank, nccl_world) = (comm.rank, comm.world);
+        // A clean flush of the communicator (aborted if it cannot be done within a few seconds:
+        // a peer is gone), as the all-reduce's path does when it drops its communicators.
+        let limit = timeout.min(std::time::Duration::from_secs(10));
+        let _ = crate::gpu::nccl::Communicator::finalize_all(&mut comms, limit);
+        let detail = format!(
+            "rank {rank} of {world} ({}; GPU {}, samples {}..{}); bins sharded: {}; this rank \
+             holds bins {}..{}, counted in {} pass{}, by the window kernel",
+            spec.launcher.name(),
+            gpus.join(","),
+            range.start,
+            range.end,
+            reduction.reason,
+            out.bins.start,
+            out.bins.end,
+            out.passes,
+            if out.passes == 1 { "" } else { "es" }
+        );
+        let part = BinPart {
+            bins: out.bins,
+            nbins: binning.nbins(),
+            rank: nccl_rank,
+            world: nccl_world,
+        };
+        let r = EngineOutput {
+            counts: out.counts,
+            tallies: out.tallies,
+            detail,
+        };
+        return Ok((r, Some(part)));
+    }
     let mut m = MultiPrepared::with_communicators(comms, what, *choice, Some(&lens), Some(watch))?;
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
     // Test aid: a rank that pauses between the agreement and its histogram can be killed there,
@@ -379,14 +426,13 @@ fn run(
         ranges.first().map_or(0, |r| r.start),
         ranges.last().map_or(0, |r| r.end),
     );
-    let gpus: Vec<String> = ordinals.iter().map(|d| d.to_string()).collect();
     r.detail = format!(
         "rank {rank} of {world} ({}; GPU {}, samples {first}..{last}); {}",
         spec.launcher.name(),
         gpus.join(","),
         r.detail
     );
-    Ok(r)
+    Ok((r, None))
 }
 
 #[cfg(test)]
@@ -448,34 +494,39 @@ mod tests {
     }
 
     #[test]
-    fn sharded_plans_are_refused_by_name_until_the_gpu_counts_windows() {
+    fn the_reduction_is_planned_from_the_free_memory_and_the_ask() {
+        use crate::histogram::cuda::bin_shards::Reduction;
         const GIB: u64 = 1 << 30;
         let mut spec = RankSpec::new(0, 2, PathBuf::from("/x/id"), None).unwrap();
         // Counters that fit: the all-reduce, as before.
-        assert!(sharding(&spec, 1 << 20, 2, false, 80 * GIB).is_ok());
+        let p = sharding(&spec, 1 << 20, 2, false, 80 * GIB).unwrap();
+        assert_eq!(p.reduction, Reduction::AllReduce);
         // 2^33 counters (64 GiB) do not fit in three quarters of 80 GiB: sharded over four
-        // GPUs (two owners a pass), refused.
-        let e = sharding(&spec, 1 << 33, 4, false, 80 * GIB)
-            .unwrap_err()
-            .to_string();
+        // GPUs, two owners a pass.
+        let p = sharding(&spec, 1 << 33, 4, false, 80 * GIB).unwrap();
+        assert_eq!(p.reduction, Reduction::Sharded { owners_per_pass: 2 });
         assert!(
-            e.contains("not implemented")
-                && e.contains("each of 4 ranks owns 2147483648 bins, counted in 2 passes"),
-            "{e}"
+            p.reason
+                .contains("each of 4 ranks owns 2147483648 bins, counted in 2 passes"),
+            "{}",
+            p.reason
         );
+        // Weighted sums count 16 bytes a bin: the same bins need more room.
+        let p = sharding(&spec, 1 << 32, 4, true, 80 * GIB).unwrap();
+        assert_eq!(p.reduction, Reduction::Sharded { owners_per_pass: 2 });
         // Over two they cannot be counted at all: how many GPUs would do.
         let e = sharding(&spec, 1 << 33, 2, false, 80 * GIB)
             .unwrap_err()
             .to_string();
         assert!(e.contains("at least 3 ranks"), "{e}");
-        // Asked for: the 2^28-bin target over two GPUs.
+        // Asked for: the 2^28-bin target over two GPUs, one pass and a reduce-scatter.
         spec.shard_bins = ShardBins::Always;
-        let e = sharding(&spec, 1 << 28, 2, false, 80 * GIB)
-            .unwrap_err()
-            .to_string();
+        let p = sharding(&spec, 1 << 28, 2, false, 80 * GIB).unwrap();
+        assert_eq!(p.reduction, Reduction::Sharded { owners_per_pass: 2 });
         assert!(
-            e.contains("--shard-bins always") && e.contains("one reduce-scatter"),
-            "{e}"
+            p.reason.contains("--shard-bins always") && p.reason.contains("one reduce-scatter"),
+            "{}",
+            p.reason
         );
         // Refused sharding where the counters do not fit: named.
         spec.shard_bins = ShardBins::Never;
