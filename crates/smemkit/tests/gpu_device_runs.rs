@@ -1,6 +1,6 @@
 //! GPU tests of what one device histogram's successive runs leave behind: a run that overwrites
-//! its output (the global strategy's fold then writes every bin itself, with no memset of the
-//! bins) after runs that accumulated, chunks accumulated into one output against the CPU engine
+//! its output (the global strategy's fold then writes every bin and tally itself, with no memset
+//! first) after runs that accumulated, chunks accumulated into one output against the CPU engine
 //! on the whole input, for every strategy the planner may pick at these sizes, and the
 //! device-resident benchmark's float32 row (2^22 uniform samples, 1M bins) run twice into a
 //! poisoned output. Host slices go through the same engine: `gpu_histogram.rs` tests them.

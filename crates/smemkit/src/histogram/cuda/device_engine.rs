@@ -166,33 +166,33 @@ impl DeviceEngine {
             }
         };
         p.gpu.bind()?;
-        if !accumulate {
+        // Where the counting run writes every bin and tally itself (global-memory counts: its
+        // fold writes rather than adds), nothing needs clearing: the memset (a launch) and the
+        // fold's reading the bins back are saved.
+        let overwrite = !accumulate && self.exact.is_none() && p.writes_every_bin(n);
+        if !accumulate && !overwrite {
             // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
             unsafe { self.clear(stream, bins, tallies)? };
         }
+        let run = Run {
+            stream,
+            input,
+            n,
+            weights: w_ptr,
+            out: bins,
+            tallies,
+        };
         if let Some(exact) = &self.exact {
             // SAFETY: forwarded from the caller; the sums are written (or added), not cleared.
-            return unsafe {
-                exact.enqueue(
-                    &Run {
-                        stream,
-                        input,
-                        n,
-                        weights: w_ptr,
-                        out: bins,
-                        tallies,
-                    },
-                    &p.params,
-                    accumulate,
-                )
-            };
+            return unsafe { exact.enqueue(&run, &p.params, accumulate) };
         }
         if n == 0 {
             return Ok(());
         }
         // SAFETY: forwarded from the caller; `reserve` made the partition buffers for
-        // max_samples, so nothing is allocated.
-        unsafe { p.enqueue(stream, input, n, w_ptr, bins, tallies) }
+        // max_samples, so nothing is allocated; with `overwrite` the bins were not cleared and
+        // the run writes every one of them.
+        unsafe { p.enqueue(&run, overwrite) }
     }
 
     /// Zeroes the bins and tallies of a run on `stream`.
@@ -203,6 +203,7 @@ impl DeviceEngine {
     unsafe fn clear(&self, stream: &Arc<CudaStream>, bins: u64, tallies: u64) -> Result<()> {
         use cudarc::driver::result::memset_d8_async;
         use cudarc::driver::sys;
+        let s = stream.cu_stream();
         // Where the output's tallies and bins lie back to back (in either order) in ONE
         // allocation: one memset (a launch less for small inputs). Two allocations may also lie
         // back to back (a stream-ordered pool hands out neighbours), and a memset may not cross
@@ -218,7 +219,6 @@ impl DeviceEngine {
         let one_allocation = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, lo) }
             == sys::CUresult::CUDA_SUCCESS
             && hi <= base + size as u64;
-        let s = stream.cu_stream();
         // SAFETY: the ranges are the caller's 3 tallies and nbins words (or both at once where
         // they are one allocation, checked above).
         let cleared = unsafe {

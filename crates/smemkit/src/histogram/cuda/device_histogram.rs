@@ -2,9 +2,11 @@
 //! once for a device, sample type, bins, weights, policy and strategy: it plans, compiles the
 //! kernels and allocates every scratch buffer a run up to its `max_samples` can need. Its `run`
 //! takes device memory (a cudarc slice or view, or raw pointers of memory another framework owns)
-//! and a stream, enqueues the whole histogram there (zeroing the output, `auto`'s skew verdict,
-//! the kernels) and returns without waiting: nothing is allocated and nothing synchronises, so a
-//! run can be captured in a CUDA graph. [`DeviceOutput::read`] brings a result to the host.
+//! and a stream, enqueues the whole histogram there (zeroing the output unless the kernels write
+//! all of it, `auto`'s skew verdict, the kernels) and returns without waiting: nothing is
+//! allocated and nothing synchronises, so a run can be captured in a CUDA graph. The launches are
+//! the `device_engine` module's, which the host-slice engine shares. [`DeviceOutput::read`] brings a
+//! result to the host.
 //!
 //! Counts are u64 and exact whatever the order of the atomics. Weighted sums are f64; with
 //! [`DeviceHistogramSpec::deterministic`] they are also bit-identical on every run and strategy
