@@ -2,9 +2,11 @@
 //! once for a device, sample type, bins, weights, policy and strategy: it plans, compiles the
 //! kernels and allocates every scratch buffer a run up to its `max_samples` can need. Its `run`
 //! takes device memory (a cudarc slice or view, or raw pointers of memory another framework owns)
-//! and a stream, enqueues the whole histogram there (zeroing the output, `auto`'s skew verdict,
-//! the kernels) and returns without waiting: nothing is allocated and nothing synchronises, so a
-//! run can be captured in a CUDA graph. [`DeviceOutput::read`] brings a result to the host.
+//! and a stream, enqueues the whole histogram there (zeroing the output unless the kernels write
+//! all of it, `auto`'s skew verdict, the kernels) and returns without waiting: nothing is
+//! allocated and nothing synchronises, so a run can be captured in a CUDA graph. The launches are
+//! the `device_engine` module's, which the host-slice engine shares. [`DeviceOutput::read`] brings a
+//! result to the host.
 //!
 //! Counts are u64 and exact whatever the order of the atomics. Weighted sums are f64; with
 //! [`DeviceHistogramSpec::deterministic`] they are also bit-identical on every run and strategy
@@ -14,8 +16,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
-use super::exact_sums::ExactSums;
-use super::prepared::{Counting, Prepared, Run, WeightKind};
+use super::device_engine::DeviceEngine;
+use super::prepared::{Counting, WeightKind};
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
@@ -138,17 +140,25 @@ impl DeviceOutput {
         self.tallies_ptr(stream) + 24
     }
 
+    /// A zeroed output for `engine`'s bins (allocated on its GPU's own stream).
+    pub(crate) fn zeroed(engine: &DeviceEngine, policy: OutOfRange) -> Result<DeviceOutput> {
+        let words = engine
+            .gpu()
+            .stream
+            .alloc_zeros::<u64>(3 + engine.nbins())
+            .map_err(cuda_err("allocating a histogram output"))?;
+        Ok(DeviceOutput {
+            words,
+            nbins: engine.nbins(),
+            weighted: engine.weighted(),
+            policy,
+        })
+    }
+
     /// Waits for `stream` and copies the result to the host. With [`OutOfRange::Error`], samples
     /// outside the bins fail here (the run itself cannot report them without a host round trip).
     pub fn read(&self, stream: &Arc<CudaStream>) -> Result<(Counts, Tallies)> {
-        let words = stream.clone_dtoh(&self.words).map_err(cuda_err(
-            "reading a histogram back (a kernel may have failed)",
-        ))?;
-        let tallies = Tallies {
-            below: words[0],
-            above: words[1],
-            nan: words[2],
-        };
+        let (counts, tallies) = self.read_unchecked(stream)?;
         if self.policy == OutOfRange::Error
             && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
         {
@@ -158,11 +168,30 @@ impl DeviceOutput {
                 nan: tallies.nan,
             });
         }
-        let bins = &words[3..3 + self.nbins];
+        Ok((counts, tallies))
+    }
+
+    /// [`DeviceOutput::read`] without the out-of-range policy's check (for callers that check it
+    /// themselves). Two copies, the tallies and the bins, so that neither is moved on the host.
+    pub(crate) fn read_unchecked(&self, stream: &Arc<CudaStream>) -> Result<(Counts, Tallies)> {
+        let t = stream
+            .clone_dtoh(&self.words.slice(0..3))
+            .map_err(cuda_err(
+                "reading a histogram back (a kernel may have failed)",
+            ))?;
+        let bins = stream
+            .clone_dtoh(&self.words.slice(3..3 + self.nbins))
+            .map_err(cuda_err("reading the bins back"))?;
+        let tallies = Tallies {
+            below: t[0],
+            above: t[1],
+            nan: t[2],
+        };
         let counts = if self.weighted {
-            Counts::Weighted(bins.iter().map(|&w| f64::from_bits(w)).collect())
+            // Collected in place: the u64 allocation becomes the f64 one.
+            Counts::Weighted(bins.into_iter().map(f64::from_bits).collect())
         } else {
-            Counts::Unweighted(bins.to_vec())
+            Counts::Unweighted(bins)
         };
         Ok((counts, tallies))
     }
@@ -189,8 +218,7 @@ impl DeviceOutput {
 /// # }
 /// ```
 pub struct DeviceHistogram {
-    prepared: Prepared,
-    exact: Option<ExactSums>,
+    engine: DeviceEngine,
     binning: Binning,
     spec: DeviceHistogramSpec,
 }
@@ -235,38 +263,21 @@ impl DeviceHistogram {
     /// Plans and compiles the histogram and allocates its scratch on `gpu`.
     pub fn new(gpu: &Arc<Gpu>, spec: &DeviceHistogramSpec) -> Result<DeviceHistogram> {
         let binning = resolve_bins(&spec.bins, spec.sample_type)?;
-        let exact = match (spec.deterministic, spec.weights) {
-            (false, _) => None,
-            (true, WeightKind::None) => None,
-            (true, w) => Some(ExactSums::new(
-                gpu,
-                spec.sample_type,
-                w,
-                &binning,
-                spec.strategy,
-            )?),
-        };
-        // The deterministic mode takes only the binning's kernel parameters from the plan.
-        let choice = if exact.is_some() {
-            StrategyChoice::Global
-        } else {
-            spec.strategy
-        };
-        let prepared = Prepared::sized(
-            gpu.clone(),
+        let engine = DeviceEngine::new(
+            gpu,
             Counting {
                 sample_type: spec.sample_type,
                 weights: spec.weights,
                 binning: &binning,
                 policy: spec.policy,
             },
-            choice,
+            spec.strategy,
+            spec.deterministic,
+            spec.max_samples,
             Some(spec.max_samples.max(1)),
         )?;
-        prepared.reserve(spec.max_samples)?;
         Ok(DeviceHistogram {
-            prepared,
-            exact,
+            engine,
             binning,
             spec: spec.clone(),
         })
@@ -286,36 +297,18 @@ impl DeviceHistogram {
     }
     /// The GPU it runs on.
     pub fn gpu(&self) -> &Arc<Gpu> {
-        &self.prepared.gpu
+        self.engine.gpu()
     }
 
     /// One line on the plan, for reports (reads the last skew verdict back, waiting for the GPU).
     pub fn detail(&self) -> String {
-        match &self.exact {
-            Some(e) => format!(
-                "{}, deterministic sums in {} memory",
-                self.prepared.gpu.name,
-                if e.in_shared() { "shared" } else { "global" }
-            ),
-            None => self.prepared.detail(),
-        }
+        self.engine.detail()
     }
 
     /// A zeroed output for this histogram (allocated on the GPU's own stream, once; runs reuse
     /// it).
     pub fn output(&self) -> Result<DeviceOutput> {
-        let words = self
-            .prepared
-            .gpu
-            .stream
-            .alloc_zeros::<u64>(3 + self.nbins())
-            .map_err(cuda_err("allocating a histogram output"))?;
-        Ok(DeviceOutput {
-            words,
-            nbins: self.nbins(),
-            weighted: self.spec.weights != WeightKind::None,
-            policy: self.spec.policy,
-        })
+        DeviceOutput::zeroed(&self.engine, self.spec.policy)
     }
 
     /// Histograms `input` (with `weights` where the histogram was built weighted) into `out`,
@@ -441,7 +434,7 @@ impl DeviceHistogram {
         stream: sys::CUstream,
         accumulate: bool,
     ) -> Result<()> {
-        let gpu = &self.prepared.gpu;
+        let gpu = self.engine.gpu();
         gpu.bind()?;
         let mut ctx: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `stream` is a live stream (the caller's guarantee); `ctx` a valid out pointer.
@@ -464,8 +457,7 @@ impl DeviceHistogram {
         unsafe { self.enqueue(&stream, buffers, w, accumulate) }
     }
 
-    /// The checks (all on the host) and the launches of one run. `weights` is the length and kind
-    /// of the weights at `buffers.weights`, `None` without weights.
+    /// The launches of one run, through the engine the host-slice path shares.
     ///
     /// # Safety
     /// As [`DeviceHistogram::run_raw`], with `stream` of this context.
@@ -476,136 +468,8 @@ impl DeviceHistogram {
         weights: Option<(usize, WeightKind)>,
         accumulate: bool,
     ) -> Result<()> {
-        let RawBuffers {
-            input,
-            n,
-            sample_type,
-            bins,
-            tallies,
-            ..
-        } = *buffers;
-        let weights = weights.map(|(len, kind)| (buffers.weights, len, kind));
-        let p = &self.prepared;
-        if stream.context().cu_ctx() != p.gpu.ctx.cu_ctx() {
-            return Err(Error::InvalidArgument(format!(
-                "the stream belongs to another CUDA context than device {}'s",
-                p.gpu.ordinal
-            )));
-        }
-        if sample_type != self.spec.sample_type {
-            return Err(Error::InvalidArgument(format!(
-                "this histogram was built for {} samples, the input holds {sample_type}",
-                self.spec.sample_type
-            )));
-        }
-        if n > self.spec.max_samples {
-            return Err(Error::InvalidArgument(format!(
-                "{n} samples: this histogram was built for at most {} (DeviceHistogramSpec::max_samples)",
-                self.spec.max_samples
-            )));
-        }
-        // The kernels read samples 16 bytes at a time.
-        if n > 0 && input % 16 != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "the samples start at {input:#x}, which is not 16-byte aligned (cudarc allocations and tensors at offset 0 are)"
-            )));
-        }
-        let w_ptr = match (weights, self.spec.weights) {
-            (None, WeightKind::None) => 0,
-            (Some((ptr, len, kind)), want) if kind == want => {
-                if len != n {
-                    return Err(Error::WeightsLength {
-                        samples: n,
-                        weights: len,
-                    });
-                }
-                let size = if kind == WeightKind::F64 { 8 } else { 4 };
-                if n > 0 && ptr % size != 0 {
-                    return Err(Error::InvalidArgument(format!(
-                        "the weights start at {ptr:#x}, not aligned to their {size}-byte type"
-                    )));
-                }
-                ptr
-            }
-            (got, want) => {
-                return Err(Error::InvalidArgument(format!(
-                    "this histogram was built with weights {want:?}, the run passes {:?}",
-                    got.map_or(WeightKind::None, |g| g.2)
-                )))
-            }
-        };
-        p.gpu.bind()?;
-        if !accumulate {
-            // Where the output's tallies and bins lie back to back (in either order) in ONE
-            // allocation: one memset (a launch less for small inputs). Two allocations may also
-            // lie back to back (a stream-ordered pool hands out neighbours), and a memset may not
-            // cross from one into the other: the driver says whether both are one allocation.
-            let bins_bytes = self.nbins() * 8;
-            let (lo, hi) = if bins < tallies {
-                (bins, tallies + 24)
-            } else {
-                (tallies, bins + bins_bytes as u64)
-            };
-            let (mut base, mut size) = (0, 0usize);
-            // SAFETY: plain out-parameters; an address the driver does not know is an error code.
-            let one_allocation =
-                unsafe { cudarc::driver::sys::cuMemGetAddressRange_v2(&mut base, &mut size, lo) }
-                    == cudarc::driver::sys::CUresult::CUDA_SUCCESS
-                    && hi <= base + size as u64;
-            // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
-            let cleared = unsafe {
-                if one_allocation && bins == tallies + 24 {
-                    cudarc::driver::result::memset_d8_async(
-                        tallies,
-                        0,
-                        24 + bins_bytes,
-                        stream.cu_stream(),
-                    )
-                } else if one_allocation && tallies == bins + bins_bytes as u64 {
-                    // Tallies after the bins (the Python binding's layout: counts at the start).
-                    cudarc::driver::result::memset_d8_async(
-                        bins,
-                        0,
-                        bins_bytes + 24,
-                        stream.cu_stream(),
-                    )
-                } else {
-                    cudarc::driver::result::memset_d8_async(tallies, 0, 24, stream.cu_stream())
-                        .and_then(|_| {
-                            cudarc::driver::result::memset_d8_async(
-                                bins,
-                                0,
-                                bins_bytes,
-                                stream.cu_stream(),
-                            )
-                        })
-                }
-            };
-            cleared.map_err(cuda_err("clearing the histogram output"))?;
-        }
-        if let Some(exact) = &self.exact {
-            // SAFETY: forwarded from the caller; the sums are written (or added), not cleared.
-            return unsafe {
-                exact.enqueue(
-                    &Run {
-                        stream,
-                        input,
-                        n,
-                        weights: w_ptr,
-                        out: bins,
-                        tallies,
-                    },
-                    &p.params,
-                    accumulate,
-                )
-            };
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        // SAFETY: forwarded from the caller; `reserve` made the partition buffers for
-        // max_samples, so nothing is allocated.
-        unsafe { p.enqueue(stream, input, n, w_ptr, bins, tallies) }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.engine.enqueue(stream, buffers, weights, accumulate) }
     }
 }
 

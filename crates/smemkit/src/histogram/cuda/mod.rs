@@ -3,12 +3,14 @@
 //! several processes ([`ranks`]) with bins sharded over them ([`bin_shards`], counted one window of
 //! the bins at a time by [`window`]), and the device-side
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
-//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]).
+//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]); the launch
+//! path those and the host-slice engine share ([`device_engine`]).
 
 #[doc(hidden)]
 pub mod bench;
 #[doc(hidden)]
 pub mod bin_shards;
+pub(crate) mod device_engine;
 pub mod device_histogram;
 #[doc(hidden)]
 pub mod device_samples;

@@ -197,6 +197,11 @@ impl MultiPrepared {
                             binning,
                             policy,
                         };
+                        // A `Prepared`, not the device engine that DeviceHistogram and the
+                        // host-slice path share (device_engine.rs): each GPU's part also feeds
+                        // `Streamer::run_into`, whose public API takes a `Prepared`. The
+                        // launches are the same (`Prepared::enqueue`), adding into counters
+                        // `Accum` clears.
                         let p = Prepared::sized(g.clone(), what, choice, samples)?;
                         let a = Accum::new(g, nbins, weighted)?;
                         Ok((p, a))

@@ -1,8 +1,12 @@
-//! Histograms of samples in host memory through one GPU: copy in batches, launch, read back.
+//! Histograms of samples in host memory through one GPU: copy in batches, run each through the
+//! engine a [`DeviceHistogram`](crate::histogram::cuda::device_histogram::DeviceHistogram) runs on
+//! (one plan, one launch path for both), read back.
 
 use half::slice::HalfFloatSliceExt;
 
 use super::*;
+use crate::histogram::cuda::device_engine::DeviceEngine;
+use crate::histogram::cuda::device_histogram::{DeviceOutput, RawBuffers};
 
 /// Histogram of host-resident samples on the GPU.
 pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
@@ -12,61 +16,60 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
         policy,
         ..
     } = *job;
-    let choice = &job.strategy;
     let gpu = crate::gpu::gpu()?;
-    // Planned for a large input, as the single-GPU engine was tested and measured on the GPU;
-    // the shard-sized plan (`Prepared::sized`) is used by the multi-GPU paths only until it
-    // has run on a GPU.
+    let sample_type = samples.sample_type();
+    let batch = samples.len().min(HOST_BATCH);
+    // Planned for a large input (`None`), as the single-GPU engine was tested and measured on
+    // the GPU; the shard-sized plan is used by the multi-GPU paths and the device-resident API.
+    // Scratch (the partition index array) for one batch, made here rather than in the first
+    // launch.
     let prepare_span = crate::gpu::trace::span("plan and kernel modules (built or loaded)");
-    let prepared = Prepared::new(
-        gpu,
-        samples.sample_type(),
-        WeightKind::of(&weights),
-        binning,
-        policy,
-        *choice,
+    let engine = DeviceEngine::new(
+        &gpu,
+        Counting {
+            sample_type,
+            weights: WeightKind::of(&weights),
+            binning,
+            policy,
+        },
+        job.strategy,
+        false,
+        batch,
+        None,
     )?;
     drop(prepare_span);
     match samples {
         // The kernels read 16-bit floats as their codes (half_table.rs).
-        Samples::F16(s) => run_host(&prepared, s.reinterpret_cast(), weights),
-        Samples::BF16(s) => run_host(&prepared, s.reinterpret_cast(), weights),
-        Samples::U8(s) => run_host(&prepared, s, weights),
-        Samples::U16(s) => run_host(&prepared, s, weights),
-        Samples::U32(s) => run_host(&prepared, s, weights),
-        Samples::U64(s) => run_host(&prepared, s, weights),
-        Samples::I8(s) => run_host(&prepared, s, weights),
-        Samples::I16(s) => run_host(&prepared, s, weights),
-        Samples::I32(s) => run_host(&prepared, s, weights),
-        Samples::I64(s) => run_host(&prepared, s, weights),
-        Samples::F32(s) => run_host(&prepared, s, weights),
-        Samples::F64(s) => run_host(&prepared, s, weights),
+        Samples::F16(s) => run_host(&engine, s.reinterpret_cast(), sample_type, weights, policy),
+        Samples::BF16(s) => run_host(&engine, s.reinterpret_cast(), sample_type, weights, policy),
+        Samples::U8(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::U16(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::U32(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::U64(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::I8(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::I16(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::I32(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::I64(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::F32(s) => run_host(&engine, s, sample_type, weights, policy),
+        Samples::F64(s) => run_host(&engine, s, sample_type, weights, policy),
     }
 }
 
-pub(super) fn run_host<T: Sample + DeviceRepr>(
-    p: &Prepared,
+/// Copies `samples` (of `sample_type`, viewed as `T`: 16-bit floats as their codes) and their
+/// weights in batches of at most [`HOST_BATCH`] and runs each through `engine`, adding into one
+/// output; reads it back. The out-of-range policy is checked by the caller.
+fn run_host<T: Sample + DeviceRepr>(
+    engine: &DeviceEngine,
     samples: &[T],
+    sample_type: SampleType,
     weights: Option<Weights<'_>>,
+    policy: OutOfRange,
 ) -> Result<EngineOutput> {
-    let stream = &p.gpu.stream;
+    let stream = &engine.gpu().stream;
     let alloc_span = crate::gpu::trace::span("alloc and zero (counters, sample buffer)");
-    let tallies = stream
-        .alloc_zeros::<u64>(3)
-        .map_err(cuda_err("allocating tallies"))?;
-    let weighted = weights.is_some();
-    let counts_u64 = stream
-        .alloc_zeros::<u64>(if weighted { 0 } else { p.nbins.max(1) })
-        .map_err(cuda_err("allocating counters"))?;
-    let sums_f64 = stream
-        .alloc_zeros::<f64>(if weighted { p.nbins.max(1) } else { 0 })
-        .map_err(cuda_err("allocating sums"))?;
-    let out_ptr = if weighted {
-        sums_f64.device_ptr(stream).0
-    } else {
-        counts_u64.device_ptr(stream).0
-    };
-    let t_ptr = tallies.device_ptr(stream).0;
+    // One allocation for the tallies and the bins, zeroed here: every batch adds into it.
+    let out = DeviceOutput::zeroed(engine, policy)?;
+    let (t_ptr, out_ptr) = (out.tallies_ptr(stream), out.bins_ptr(stream));
     let batch = samples.len().min(HOST_BATCH);
     if batch > 0 {
         // SAFETY: uninitialised device memory; every batch is copied in before a kernel reads it.
@@ -90,7 +93,7 @@ pub(super) fn run_host<T: Sample + DeviceRepr>(
         // Events around each batch's copies and kernels split the call's time for the summary
         // (`gpu::work_time`). Each batch waits for its kernels before the next copy: a pageable
         // copy on this stream does not overlap them anyway.
-        let timing = BatchTimer::new(p)?;
+        let timing = BatchTimer::new(engine.gpu())?;
         let mut start = 0;
         while start < samples.len() {
             let len = (samples.len() - start).min(batch);
@@ -99,42 +102,46 @@ pub(super) fn run_host<T: Sample + DeviceRepr>(
             stream
                 .memcpy_htod(&samples[start..start + len], &mut view)
                 .map_err(cuda_err("copying samples to the device"))?;
-            let w_ptr = match weights {
-                None => 0,
+            let (w_ptr, w) = match weights {
+                None => (0, None),
                 Some(Weights::F32(w)) => {
                     let mut v = wbuf32.slice_mut(0..len);
                     stream
                         .memcpy_htod(&w[start..start + len], &mut v)
                         .map_err(cuda_err("copying weights"))?;
-                    wbuf32.device_ptr(stream).0
+                    (wbuf32.device_ptr(stream).0, Some((len, WeightKind::F32)))
                 }
                 Some(Weights::F64(w)) => {
                     let mut v = wbuf64.slice_mut(0..len);
                     stream
                         .memcpy_htod(&w[start..start + len], &mut v)
                         .map_err(cuda_err("copying weights"))?;
-                    wbuf64.device_ptr(stream).0
+                    (wbuf64.device_ptr(stream).0, Some((len, WeightKind::F64)))
                 }
             };
             let in_ptr = buf.device_ptr(stream).0;
             timing.before_kernels()?;
-            // SAFETY: the buffers above hold `len` samples / weights, `nbins` counters and 3 tallies,
-            // and live until the synchronising copies below.
-            unsafe { p.launch_device(in_ptr, len, w_ptr, out_ptr, t_ptr)? };
+            let buffers = RawBuffers {
+                input: in_ptr,
+                n: len,
+                sample_type,
+                weights: w_ptr,
+                bins: out_ptr,
+                tallies: t_ptr,
+            };
+            // SAFETY: on the GPU's own stream (of the engine's context), the buffers above hold
+            // `len` samples of `sample_type` (16-bit floats as their u16 codes) and weights, the
+            // output 3 tallies and then nbins words; all live until the synchronising read below
+            // (`buf` and the weights until `after_kernels` has waited for this batch). Every
+            // batch adds: the output was zeroed when allocated.
+            unsafe { engine.enqueue(stream, &buffers, w, true)? };
             timing.after_kernels()?;
             start += len;
         }
         // The next copy into `buf` waits for the kernel on the same stream; the loop needs no sync.
     }
     let back = std::time::Instant::now();
-    let (counts, tallies) = read_result(
-        stream,
-        &tallies,
-        &counts_u64,
-        weighted.then_some(&sums_f64),
-        p.nbins,
-        "reading the tallies back (a kernel may have failed)",
-    )?;
+    let (counts, tallies) = out.read_unchecked(stream)?;
     stream
         .synchronize()
         .map_err(cuda_err("finishing the histogram"))?;
@@ -142,7 +149,7 @@ pub(super) fn run_host<T: Sample + DeviceRepr>(
     Ok(EngineOutput {
         counts,
         tallies,
-        detail: p.detail(),
+        detail: engine.detail(),
     })
 }
 
@@ -154,16 +161,15 @@ struct BatchTimer {
 }
 
 impl BatchTimer {
-    fn new(p: &Prepared) -> Result<BatchTimer> {
+    fn new(gpu: &Arc<Gpu>) -> Result<BatchTimer> {
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let event = || {
-            p.gpu
-                .ctx
+            gpu.ctx
                 .new_event(flags)
                 .map_err(cuda_err("creating a timing event"))
         };
         Ok(BatchTimer {
-            stream: p.gpu.stream.clone(),
+            stream: gpu.stream.clone(),
             events: [event()?, event()?, event()?],
         })
     }

@@ -83,7 +83,7 @@ pub struct Prepared {
     pub sample_type: SampleType,
     func: cudarc::driver::CudaFunction,
     /// Global strategy, counts: the u32 counters and the kernel that folds them into u64.
-    fold: Option<(CudaSlice<u32>, cudarc::driver::CudaFunction)>,
+    fold: Option<Fold>,
     /// Partition strategy: the later passes and their buffers.
     partition: Option<Partition>,
     /// `auto`'s probed plans (partition, sliced): the skew probe and the global plan it may switch
@@ -305,8 +305,16 @@ impl Prepared {
                 .stream
                 .alloc_zeros::<u32>(nbins.max(1))
                 .map_err(cuda_err("allocating u32 counters"))?;
-            let f = gpu.function(&HISTOGRAM, &sample_defines(sample_type), "hist_fold_u32")?;
-            Some((scratch, f))
+            let tallies = gpu
+                .stream
+                .alloc_zeros::<u64>(3)
+                .map_err(cuda_err("allocating the fold's tallies"))?;
+            let func = gpu.function(&HISTOGRAM, &sample_defines(sample_type), "hist_fold_u32")?;
+            Some(Fold {
+                counters: scratch,
+                tallies,
+                func,
+            })
         } else {
             None
         };
@@ -388,8 +396,25 @@ impl Prepared {
         out: u64,
         tallies: u64,
     ) -> Result<()> {
+        let run = Run {
+            stream: &self.gpu.stream,
+            input,
+            n,
+            weights,
+            out,
+            tallies,
+        };
         // SAFETY: forwarded from the caller.
-        unsafe { self.enqueue(&self.gpu.stream, input, n, weights, out, tallies) }
+        unsafe { self.enqueue(&run, false) }
+    }
+
+    /// Whether a run of `n` samples writes every one of the `nbins` counters and the 3 tallies
+    /// itself, so that [`Prepared::enqueue`] may overwrite a result nobody cleared: global-memory
+    /// counts, whose fold (the last launch) can write its u32 counters and its tallies rather
+    /// than add them, with no skew verdict choosing between two plans that add into the same
+    /// counters.
+    pub(crate) fn writes_every_bin(&self, n: usize) -> bool {
+        n > 0 && self.fold.is_some() && !(self.skew.is_some() && n >= plan::SKEW_PROBE_MIN_SAMPLES)
     }
 
     /// [`Prepared::launch_device`] on `stream` (of this GPU's context): every launch of the run,
@@ -398,28 +423,24 @@ impl Prepared {
     /// enough, both the planned strategy and global are enqueued, each gated on the verdict
     /// (`gated_off` in the kernels): the one not chosen returns at once.
     ///
+    /// With `overwrite` (only where [`Prepared::writes_every_bin`]) the run writes the counters
+    /// and tallies instead of adding into them, so that they need no clearing first.
+    ///
     /// # Safety
-    /// As [`Prepared::launch_device`], with "until `stream` has finished the launches".
-    pub(crate) unsafe fn enqueue(
-        &self,
-        stream: &Arc<CudaStream>,
-        input: u64,
-        n: usize,
-        weights: u64,
-        out: u64,
-        tallies: u64,
-    ) -> Result<()> {
+    /// As [`Prepared::launch_device`] on `run`'s buffers, with "until `run.stream` has finished the
+    /// launches".
+    pub(crate) unsafe fn enqueue(&self, run: &Run<'_>, overwrite: bool) -> Result<()> {
+        let Run {
+            stream, input, n, ..
+        } = *run;
+        if overwrite && !self.writes_every_bin(n) {
+            return Err(Error::InvalidArgument(
+                "internal: a run that does not write every bin was asked to overwrite them".into(),
+            ));
+        }
         // Raw launches use the thread's current context: on the multi-GPU paths one thread
         // launches on several GPUs in turn.
         self.gpu.bind()?;
-        let run = Run {
-            stream,
-            input,
-            n,
-            weights,
-            out,
-            tallies,
-        };
         match &self.skew {
             Some(skew) if n >= plan::SKEW_PROBE_MIN_SAMPLES => {
                 // SAFETY: `input` holds `n` samples (the caller's guarantee).
@@ -427,12 +448,12 @@ impl Prepared {
                 // SAFETY: forwarded from the caller; both plans add into the same counters, and
                 // exactly one of them runs.
                 unsafe {
-                    skew.global.launch_planned(&run, Some((verdict, 1)))?;
-                    self.launch_planned(&run, Some((verdict, 0)))
+                    skew.global.launch_planned(run, Some((verdict, 1)), false)?;
+                    self.launch_planned(run, Some((verdict, 0)), false)
                 }
             }
             // SAFETY: forwarded from the caller.
-            _ => unsafe { self.launch_planned(&run, None) },
+            _ => unsafe { self.launch_planned(run, None, overwrite) },
         }
     }
 
@@ -459,7 +480,7 @@ impl Prepared {
             tallies,
         };
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch_planned(&run, None) }
+        unsafe { self.launch_planned(&run, None, false) }
     }
 
     /// Makes every buffer a run over up to `n` samples needs (the partition index array), so that
@@ -472,11 +493,17 @@ impl Prepared {
     }
 
     /// The planned strategy's launches of `run`; with `gate` = (verdict address, wanted verdict),
-    /// gated on the skew verdict.
+    /// gated on the skew verdict; with `overwrite` (ungated global counts only), the first fold
+    /// writes the counters and tallies instead of adding.
     ///
     /// # Safety
     /// As [`Prepared::enqueue`].
-    unsafe fn launch_planned(&self, run: &Run<'_>, gate: Option<(u64, u32)>) -> Result<()> {
+    unsafe fn launch_planned(
+        &self,
+        run: &Run<'_>,
+        gate: Option<(u64, u32)>,
+        overwrite: bool,
+    ) -> Result<()> {
         let Run {
             stream,
             input,
@@ -509,11 +536,15 @@ impl Prepared {
                 weights + start as u64 * welem
             };
             let mut params = params;
-            let mut out_ptr = match &self.fold {
-                Some((scratch, _)) => scratch.device_ptr(stream).0,
-                None => out,
+            // Global counts: the kernel counts into the fold's u32 counters and tallies, which
+            // the fold then moves into the result.
+            let (mut out_ptr, mut t_ptr) = match &self.fold {
+                Some(f) => (
+                    f.counters.device_ptr(stream).0,
+                    f.tallies.device_ptr(stream).0,
+                ),
+                None => (out, tallies),
             };
-            let mut t_ptr = tallies;
             let mut args: [*mut c_void; 6] = [
                 &mut in_ptr as *mut u64 as *mut c_void,
                 &mut len64 as *mut u64 as *mut c_void,
@@ -525,27 +556,41 @@ impl Prepared {
             // SAFETY: the argument list matches hist_* (in, n, w, BinParams, out, tallies); the caller
             // guarantees the pointers.
             unsafe { launch::launch(&self.func, stream, &self.shape, &mut args)? };
-            if let Some((scratch, fold)) = &self.fold {
-                let (scratch_ptr, n_bins) = (scratch.device_ptr(stream).0, self.nbins as u64);
+            if let Some(fold) = &self.fold {
+                let (scratch_ptr, n_bins) = (fold.counters.device_ptr(stream).0, self.nbins as u64);
                 let cfg = LaunchConfig {
                     grid_dim: (self.gpu.limits.sm_count * 4, 1, 1),
                     block_dim: (512, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                let mut b = stream.launch_builder(fold);
+                // Only the first batch may write: later ones add to what it wrote.
+                let write = u32::from(overwrite && gate.is_none() && start == 0);
+                let mut b = stream.launch_builder(&fold.func);
                 b.arg(&scratch_ptr)
                     .arg(&out)
                     .arg(&n_bins)
                     .arg(&gate_ptr)
-                    .arg(&gate_want);
-                // SAFETY: hist_fold_u32(u32* scratch, u64* out, n, gate, gate_want): both hold
-                // nbins counters; `gate` is 0 or the verdict.
+                    .arg(&gate_want)
+                    .arg(&write)
+                    .arg(&t_ptr)
+                    .arg(&tallies);
+                // SAFETY: hist_fold_u32(u32* scratch, u64* out, n, gate, gate_want, overwrite,
+                // u64* scratch_tallies, u64* tallies): scratch and out hold nbins counters, both
+                // tallies 3 words; `gate` is 0 or the verdict.
                 unsafe { b.launch(cfg) }.map_err(cuda_err("launching the u32 fold"))?;
             }
             start += len;
         }
         Ok(())
     }
+}
+
+/// The global strategy's counts: u32 counters and 3 tallies the kernel adds into, and the kernel
+/// that moves both into the result (and clears them) after each launch.
+struct Fold {
+    counters: CudaSlice<u32>,
+    tallies: CudaSlice<u64>,
+    func: cudarc::driver::CudaFunction,
 }
 
 /// One run's stream and device addresses, as [`Prepared::enqueue`] received them: `n` samples at

@@ -377,8 +377,12 @@ impl Streamer {
                 .map_err(cuda_err("ordering a kernel after a copy"))?;
             // SAFETY: the slot's device buffers hold this chunk's `len` samples (and weights),
             // `out_ptr` nbins counters, `t_ptr` 3 tallies; all live until `_drain` has waited.
-            // As planned, without the skew probe: it would wait on the host between chunks, and
-            // the bus, not the strategy, bounds a stream.
+            // As planned, without the skew probe: the bus, not the strategy, bounds a stream, and a
+            // probe per chunk would add launches (a verdict and two gated plans). This is why the
+            // chunks do not go through the device engine that DeviceHistogram and the host-slice
+            // path share (device_engine.rs), whose runs probe; besides, `Streamer`'s public API
+            // takes a `Prepared` (the stream bench, the multi-GPU pipeline). Both end in the same
+            // planned launches.
             unsafe { prepared.launch_as_planned(dev_ptrs[0], len, dev_ptrs[1], out_ptr, t_ptr)? };
             slot.consumed
                 .record(stream)
