@@ -193,6 +193,8 @@ pub struct DeviceHistogram {
     exact: Option<ExactSums>,
     binning: Binning,
     spec: DeviceHistogramSpec,
+    /// The one-launch kernel of small runs, made on request (see [`super::small`]).
+    small: super::small::SmallSlot,
 }
 
 /// Empty samples of a type, to resolve bins that need no data.
@@ -269,6 +271,7 @@ impl DeviceHistogram {
             exact,
             binning,
             spec: spec.clone(),
+            small: Default::default(),
         })
     }
 
@@ -287,6 +290,12 @@ impl DeviceHistogram {
     /// The GPU it runs on.
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.prepared.gpu
+    }
+    pub(super) fn small_kernel(&self) -> &super::small::SmallSlot {
+        &self.small
+    }
+    pub(super) fn kernel_params(&self) -> super::params::KernelBinParams {
+        self.prepared.params
     }
 
     /// One line on the plan, for reports (reads the last skew verdict back, waiting for the GPU).

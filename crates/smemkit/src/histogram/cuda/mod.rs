@@ -2,7 +2,8 @@
 //! parameters ([`params`]), streaming from host memory ([`stream`]), several GPUs ([`multi`]) and
 //! several processes ([`ranks`]) with bins sharded over them ([`bin_shards`]), and the device-side
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
-//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]).
+//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]) and small inputs
+//! in one launch ([`small`]).
 
 #[doc(hidden)]
 pub mod bench;
@@ -24,4 +25,5 @@ pub mod params;
 #[doc(hidden)]
 pub mod prepared;
 pub mod ranks;
+pub mod small;
 pub mod stream;
