@@ -7,7 +7,10 @@ same loop divided by the calls (the GPU's time per call, which at this size is t
 of enqueueing), `host_us_median` = the median of single timed calls; warm-up first.
 
 Usage: python3 bench/python_call_cost.py [--log2 10] [--calls 10000] [--bins 1000,32768]
-       [--skip-cupy] [--skip-gpu] [--skip-cpu]
+       [--skip-cupy] [--skip-gpu] [--skip-cpu] [--alloc]
+--alloc adds `py_alloc` rows: the host cost of the ways the fast path could allocate a torch
+result (two torch.empty calls, as now; one torch.empty with the counts and the float32 edges as
+views of it; one torch.empty alone), each result dropped as a caller drops it.
 With SMEMKIT_PY_TRACE=1 in the environment, smemkit prints the median time of each phase of its
 calls at exit (stderr).
 """
@@ -78,6 +81,28 @@ def gpu_loop(torch, call, calls):
     return wall, ms, statistics.median(singles)
 
 
+def alloc_cases(torch, nbins):
+    """(name, call) of each way of allocating a histogram's torch result (see --alloc)."""
+    dev = torch.device("cuda", torch.cuda.current_device())
+    empty, i64, f32 = torch.empty, torch.int64, torch.float32
+    nedges = nbins + 1
+    words = nbins + (nedges + 1) // 2
+
+    def two():
+        return empty(nbins, dtype=i64, device=dev), empty(nedges, dtype=f32, device=dev)
+
+    def views():
+        buf = empty(words, dtype=i64, device=dev)
+        return (buf.narrow(0, 0, nbins),
+                buf.narrow(0, nbins, words - nbins).view(f32).narrow(0, 0, nedges))
+
+    def one():
+        return empty(nbins, dtype=i64, device=dev)
+
+    return [("two torch.empty", two), ("one torch.empty + views", views),
+            ("one torch.empty", one)]
+
+
 def emit(row, rev, gpu):
     row.update({"gpu": gpu, "commit": rev})
     print(json.dumps(row), flush=True)
@@ -91,6 +116,7 @@ def main():
     p.add_argument("--skip-cupy", action="store_true")
     p.add_argument("--skip-gpu", action="store_true")
     p.add_argument("--skip-cpu", action="store_true")
+    p.add_argument("--alloc", action="store_true")
     args = p.parse_args()
     n = 1 << args.log2
     rev = commit()
@@ -166,6 +192,15 @@ def main():
             except Exception as e:  # a peer that cannot run says why
                 row["error"] = f"{type(e).__name__}: {e}"
             emit(row, rev, gpu)
+    if args.alloc and torch is not None:
+        for nbins in bins_list:
+            for name, call in alloc_cases(torch, nbins):
+                row = {"op": "py_alloc", "impl": name, "backend": "cuda", "nbins": nbins,
+                       "calls": args.calls}
+                wall, ms, single = gpu_loop(torch, call, args.calls)
+                row.update({"wall_us": round(wall, 2), "ms": round(ms, 5),
+                            "host_us_median": round(single, 2)})
+                emit(row, rev, gpu)
     if os.environ.get("SMEMKIT_PY_TRACE") == "1":
         print(json.dumps({"op": "py_trace", "summary": smemkit.trace_summary()}), file=sys.stderr)
 

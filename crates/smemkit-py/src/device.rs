@@ -84,7 +84,7 @@ fn check(result: sys::CUresult, what: &str) -> PyResult<()> {
 }
 
 /// Whether `stream` is being captured into a CUDA graph.
-fn capturing(stream: sys::CUstream) -> PyResult<bool> {
+pub(crate) fn capturing(stream: sys::CUstream) -> PyResult<bool> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: `stream` is a live stream of the current context (the caller's guarantee); `status`
     // is a valid out pointer.

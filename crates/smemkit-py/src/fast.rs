@@ -2,7 +2,11 @@
 //! parses a dozen arguments, builds a cache key and looks it up on every call; a [`FastCall`] is
 //! that parsing and lookup done once, held by the Python layer under a key of the call's own
 //! arguments, so that a repeated call is one method call with six integers: it clears the output,
-//! copies the edges numpy returns from a device copy made once, and enqueues the histogram.
+//! copies the edges numpy returns from a device copy made once, and enqueues the histogram. Inputs
+//! of up to [`SMALL_MAX_SAMPLES`] samples (fewer beyond a million bins: `small_takes`), where those
+//! three enqueues are the call's whole cost,
+//! take one launch of the library's small kernel instead, which writes every count and copies the
+//! edges itself ([`smemkit::DeviceHistogram::run_small_raw`]).
 //!
 //! Outputs are exactly the result's size (no tallies after the counts, no slicing in Python): the
 //! tallies go to a scratch buffer that is never cleared nor read, which is why policies that read
@@ -14,6 +18,7 @@
 //! [`trace_native`]), for measuring the call's cost where it is spent.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -21,7 +26,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::{result, sys, CudaSlice, DevicePtr};
 
-use crate::device::{bins_of, Buffers, Call, Entry, Key, RunArg, SMALLEST_CLASS};
+use smemkit::internals::histogram::cuda::small::{EdgesCopy, SMALL_MAX_SAMPLES};
+
+use crate::device::{bins_of, capturing, Buffers, Call, Entry, Key, RunArg, SMALLEST_CLASS};
 use crate::errors::{to_py, IntoPy};
 
 /// Device memory of one fast call's bins: the edges numpy returns (as bytes of their dtype) and
@@ -61,8 +68,19 @@ pub struct FastCall {
     call: Call,
     parts: Arc<Parts>,
     nbins: usize,
-    /// The histogram of the size class used last.
-    last: Mutex<Option<Arc<Entry>>>,
+    /// The histogram of the size class used last, and whether its small runs are ready.
+    last: Mutex<Option<(Arc<Entry>, Small)>>,
+    /// How many runs took the one-launch small kernel (for tests).
+    small_runs: AtomicU64,
+}
+
+/// Whether a size class's runs take the one-launch small kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Small {
+    Yes,
+    No,
+    /// Not made yet because the stream was being captured: asked again on the next run.
+    Later,
 }
 
 /// A [`FastCall`] for these bins and options: `edges` are the bytes of the edges the call
@@ -133,6 +151,7 @@ pub fn fast_call(
         parts,
         nbins,
         last: Mutex::new(None),
+        small_runs: AtomicU64::new(0),
     })
 }
 
@@ -142,6 +161,12 @@ impl FastCall {
     #[getter]
     fn nbins(&self) -> usize {
         self.nbins
+    }
+
+    /// How many runs so far took the one-launch small kernel.
+    #[getter]
+    fn small_runs(&self) -> u64 {
+        self.small_runs.load(Ordering::Relaxed)
     }
 
     /// Histograms `n` samples at device address `input` (weights at `weights`, 0 without) into
@@ -163,14 +188,53 @@ impl FastCall {
         let t0 = trace.then(Instant::now);
         let size_class = n.max(SMALLEST_CLASS).next_power_of_two();
         let last = self.last.lock().expect("fast call").clone();
-        let entry = match last {
-            Some(e) if e.size_class == size_class => e,
+        let (entry, small) = match last {
+            Some((e, Small::Later)) if e.size_class == size_class => {
+                let small = Python::attach(|py| small_kernel(py, &e, stream))?;
+                *self.last.lock().expect("fast call") = Some((e.clone(), small));
+                (e, small)
+            }
+            Some(e) if e.0.size_class == size_class => e,
             _ => {
-                let e = Python::attach(|py| self.call.entry(py, n, stream))?;
-                *self.last.lock().expect("fast call") = Some(e.clone());
-                e
+                let (e, small) = Python::attach(|py| {
+                    let e = self.call.entry(py, n, stream)?;
+                    let small = if n <= SMALL_MAX_SAMPLES && weights == 0 {
+                        small_kernel(py, &e, stream)?
+                    } else {
+                        Small::No
+                    };
+                    Ok::<_, PyErr>((e, small))
+                })?;
+                *self.last.lock().expect("fast call") = Some((e.clone(), small));
+                (e, small)
             }
         };
+        if small == Small::Yes && entry.hist.small_takes(n) {
+            let t1 = trace.then(Instant::now);
+            let copy = (edges != 0 && self.parts.edges_bytes > 0).then_some(EdgesCopy {
+                from: self.parts.edges_ptr,
+                to: edges,
+                bytes: self.parts.edges_bytes,
+            });
+            // SAFETY: `input` holds n samples and `counts` nbins words (the caller's guarantee),
+            // `edges` the edges' bytes; the source is this call's device copy, never freed. The
+            // small kernel writes every count and uses no scratch of the cached histogram.
+            unsafe {
+                entry
+                    .hist
+                    .run_small_raw(input, n, counts, copy, stream as sys::CUstream)
+            }
+            .py_err()?;
+            self.small_runs.fetch_add(1, Ordering::Relaxed);
+            if let (Some(t0), Some(t1)) = (t0, t1) {
+                let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
+                trace_log()
+                    .lock()
+                    .expect("trace")
+                    .push([ns(t0, t1), 0, 0, ns(t1, Instant::now())]);
+            }
+            return Ok(());
+        }
         entry.hist.gpu().bind().py_err()?;
         let cu_stream = stream as sys::CUstream;
         let t1 = trace.then(Instant::now);
@@ -214,6 +278,23 @@ impl FastCall {
         }
         Ok(())
     }
+}
+
+/// Whether `entry` runs small inputs in one launch ([`DeviceHistogram::prepare_small`]), making
+/// its kernel where needed, except while `stream` is being captured (making it may load a
+/// module): that call then takes the usual launches, and a later one makes it.
+///
+/// [`DeviceHistogram::prepare_small`]: smemkit::DeviceHistogram::prepare_small
+fn small_kernel(py: Python<'_>, entry: &Entry, stream: usize) -> PyResult<Small> {
+    if entry.hist.small_ready() {
+        return Ok(Small::Yes);
+    }
+    entry.hist.gpu().bind().py_err()?;
+    if capturing(stream as sys::CUstream)? {
+        return Ok(Small::Later);
+    }
+    let ready = py.detach(|| entry.hist.prepare_small()).py_err()?;
+    Ok(if ready { Small::Yes } else { Small::No })
 }
 
 fn cuda(what: &str, e: smemkit::cudarc::driver::DriverError) -> PyErr {

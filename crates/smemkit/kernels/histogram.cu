@@ -49,6 +49,7 @@ typedef SAMPLE_T sample_t;
 #include "hist_packed.cuh"
 #include "hist_cluster.cuh"
 #include "hist_sliced.cuh"
+#include "hist_small.cuh"
 #include "hist_exchange.cuh"
 #include "hist_global.cuh"
 #include "hist_partition.cuh"
@@ -155,8 +156,18 @@ typedef SAMPLE_T sample_t;
             sliced_kernel<MODE, BITS>(in, n, p, out, t);                                                       \
         })
 
+// Counts only, small inputs: the whole call in one launch (output written whole, edges copied).
+#define SMALL_KERNEL(MODE, MNAME)                                                                              \
+    SMEMKIT_ENTRY(hist_small_##MNAME##_none,                                                                   \
+        extern "C" __global__ void __launch_bounds__(512) hist_small_##MNAME##_none(                           \
+            const sample_t* in, unsigned long long n, BinParams p, unsigned slice_bins, unsigned long long* out, \
+            const unsigned* edges_src, unsigned* edges_dst, unsigned edge_words) {                             \
+            small_kernel<MODE>(in, n, p, slice_bins, out, edges_src, edges_dst, edge_words);                   \
+        })
+
 #define HIST_MODE(MODE, MNAME)                                             \
     PART_KERNELS(MODE, MNAME)                                              \
+    SMALL_KERNEL(MODE, MNAME)                                              \
     SLICED_KERNEL(MODE, MNAME, 8)                                          \
     SLICED_KERNEL(MODE, MNAME, 4)                                          \
     EXCHANGE_KERNEL(MODE, MNAME, 16)                                       \

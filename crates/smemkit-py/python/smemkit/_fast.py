@@ -7,7 +7,9 @@ copying the edges with a framework kernel. Here a call whose arguments were seen
 type, dtype, device, bins, range, options) finds a ``_native.FastCall`` under a key of those
 arguments and does only what differs from call to call: the address, size and stream of the
 input, and two allocations of exactly the result's size, made by the framework on its current
-stream (its stream-ordered allocator keeps them valid, as for its own kernels).
+stream (its stream-ordered allocator keeps them valid, as for its own kernels). Small inputs (up
+to 2^14 samples) are then one kernel launch that writes every count and the edges (see
+``crates/smemkit-py/src/fast.rs``).
 
 The first call of each key takes the general path, which checks everything and computes the
 result; if the call is one the fast path can repeat, a ``FastCall`` is built then, its edges taken
@@ -425,7 +427,8 @@ def trace_summary():
 _PHASE_NAMES = {
     "fast torch histogram": "key+lookup, checks, alloc counts+edges, stream, native run",
     "fast torch bincount": "key+lookup, checks, alloc counts, stream, native run",
-    "native": "lookup, clear counts, copy edges, enqueue (order+launches+event)",
+    "native": "lookup, clear counts, copy edges, enqueue (order+launches+event; small inputs: "
+              "0, 0, the one launch)",
 }
 
 

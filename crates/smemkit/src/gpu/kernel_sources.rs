@@ -43,6 +43,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
         header!("hist_packed.cuh"),
         header!("hist_cluster.cuh"),
         header!("hist_sliced.cuh"),
+        header!("hist_small.cuh"),
         header!("hist_exchange.cuh"),
         header!("hist_global.cuh"),
         header!("hist_partition.cuh"),

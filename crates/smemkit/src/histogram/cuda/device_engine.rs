@@ -76,6 +76,11 @@ impl DeviceEngine {
         self.weights != WeightKind::None
     }
     /// The GPU it runs on.
+    /// The bin parameters its kernels take (the one-launch small kernels reuse them).
+    pub(crate) fn kernel_params(&self) -> super::params::KernelBinParams {
+        self.prepared.params
+    }
+
     pub(crate) fn gpu(&self) -> &Arc<Gpu> {
         &self.prepared.gpu
     }

@@ -221,6 +221,8 @@ pub struct DeviceHistogram {
     engine: DeviceEngine,
     binning: Binning,
     spec: DeviceHistogramSpec,
+    /// The one-launch kernel of small runs, made on request (see [`super::small`]).
+    small: super::small::SmallSlot,
 }
 
 /// Empty samples of a type, to resolve bins that need no data.
@@ -280,6 +282,7 @@ impl DeviceHistogram {
             engine,
             binning,
             spec: spec.clone(),
+            small: Default::default(),
         })
     }
 
@@ -298,6 +301,12 @@ impl DeviceHistogram {
     /// The GPU it runs on.
     pub fn gpu(&self) -> &Arc<Gpu> {
         self.engine.gpu()
+    }
+    pub(super) fn small_kernel(&self) -> &super::small::SmallSlot {
+        &self.small
+    }
+    pub(super) fn kernel_params(&self) -> super::params::KernelBinParams {
+        self.engine.kernel_params()
     }
 
     /// One line on the plan, for reports (reads the last skew verdict back, waiting for the GPU).

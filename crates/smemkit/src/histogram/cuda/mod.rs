@@ -3,8 +3,9 @@
 //! several processes ([`ranks`]) with bins sharded over them ([`bin_shards`], counted one window of
 //! the bins at a time by [`window`]), and the device-side
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
-//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]); the launch
-//! path those and the host-slice engine share ([`device_engine`]).
+//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]) and small inputs
+//! in one launch ([`small`]); the launch path those and the host-slice engine share
+//! ([`device_engine`]).
 
 #[doc(hidden)]
 pub mod bench;
@@ -32,6 +33,7 @@ mod register_tests;
 #[cfg(feature = "nccl")]
 #[doc(hidden)]
 pub mod sharded;
+pub mod small;
 pub mod stream;
 #[doc(hidden)]
 pub mod window;
