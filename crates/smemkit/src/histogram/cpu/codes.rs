@@ -83,59 +83,26 @@ impl<T: Sample> Codes<T> for IntegerCodes {
     }
 }
 
-/// numpy's uniform rule in float32 ([`UniformF32::locate`]) or float64 ([`UniformF64::locate`]),
-/// branch-free inside the range: [`F32Codes`] and [`F64Codes`]. One type generic over the rule,
-/// monomorphised, so each rule's loop is compiled for it alone.
-pub(super) struct UniformCodes<'a, U: UniformRule> {
-    pub(super) u: &'a U,
+/// numpy's float32 uniform rule ([`UniformF32::locate`]), branch-free inside the range.
+pub(super) struct F32Codes<'a> {
+    pub(super) u: &'a UniformF32,
     pub(super) n: usize,
     pub(super) p: EstimateParams,
     /// The estimate is `(x - first) * (n / denom)` (one multiply) instead of numpy's division:
     /// the same bins (see [`fast_estimate`]).
     pub(super) fast: bool,
     /// `1 / width` where the bin is `floor(x / width)` exactly, no estimate or correction needed
-    /// (float32 only: [`UniformF32::exact_power_of_two_width`]).
-    pub(super) exact: Option<U::F>,
+    /// ([`UniformF32::exact_power_of_two_width`]).
+    pub(super) exact: Option<f32>,
 }
 
-/// numpy's float32 uniform rule.
-pub(super) type F32Codes<'a> = UniformCodes<'a, UniformF32>;
-/// numpy's float64 uniform rule.
-pub(super) type F64Codes<'a> = UniformCodes<'a, UniformF64>;
-
-/// What the float32 and float64 rules differ in: the arithmetic type, the estimate's forms and
-/// their batched passes.
-pub(super) trait UniformRule: Sized {
-    /// The samples' arithmetic (`f32`, `f64`).
-    type F: Copy + Default + PartialOrd + std::ops::Sub<Output = Self::F> + 'static;
-    /// Whether the rule has the exact power-of-two-width path.
-    const HAS_EXACT: bool;
-    fn nbins(&self) -> usize;
-    fn denom(&self) -> f64;
-    fn first(&self) -> Self::F;
-    fn last(&self) -> Self::F;
-    fn edges(&self) -> &[Self::F];
-    fn convert<T: Sample>(x: T) -> Self::F;
-    fn is_nan(x: Self::F) -> bool;
-    /// Whether the multiply estimate gives numpy's bins here.
-    fn multiply_estimate(&self, p: &EstimateParams) -> bool;
-    /// `1 / width` where the code is exact (see [`UniformCodes::exact`]).
-    fn exact_inverse(&self) -> Option<Self::F>;
-    /// The exact code of `x` inside the range.
-    fn exact_code(x: Self::F, inv: Self::F, n: usize) -> u32;
-    /// numpy's estimate of `x`'s bin from `diff = x - first` (the multiply form with `fast`).
-    fn estimate(&self, diff: Self::F, p: &EstimateParams, fast: bool) -> i64;
-    /// The codes of `xs` in a batched pass (fewer bins than [`VECTOR_MAX_BINS`]).
-    fn pass(&self, xs: &[Self::F], out: &mut [u32], c: &UniformCodes<'_, Self>);
-}
-
-impl<'a, U: UniformRule> UniformCodes<'a, U> {
-    pub(super) fn new(u: &'a U) -> Self {
-        let n = u.nbins();
-        let p = EstimateParams::new(n, u.denom());
-        let fast = u.multiply_estimate(&p);
-        let exact = u.exact_inverse();
-        UniformCodes {
+impl<'a> F32Codes<'a> {
+    pub(super) fn new(u: &'a UniformF32) -> Self {
+        let n = u.nbins;
+        let p = EstimateParams::new(n, u.denom);
+        let fast = f32_multiply_estimate(u, &p);
+        let exact = u.exact_power_of_two_width();
+        F32Codes {
             u,
             n,
             p,
@@ -145,26 +112,56 @@ impl<'a, U: UniformRule> UniformCodes<'a, U> {
     }
 }
 
-impl<T: Sample, U: UniformRule + Sync> Codes<T> for UniformCodes<'_, U>
-where
-    U::F: Send + Sync,
-{
+/// The codes of float32 bins from 0 of a power-of-two width (see
+/// [`UniformF32::exact_power_of_two_width`]): `floor(x * inv)` inside `[0, last]`, no edge loads, so
+/// the loop vectorises without gathers.
+#[inline(always)]
+pub(super) fn exact_f32(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
+    let top = (n - 1) as f32;
+    for (o, &x) in out.iter_mut().zip(xs) {
+        let inside = (x >= 0.0) & (x <= last);
+        #[allow(clippy::eq_op)]
+        let nan = (x != x) as u32;
+        let outside = n + (x > last) as u32 + 2 * nan;
+        // SAFETY: `max` drops NaN, so the value is finite and in [0, n - 1] < 2^24.
+        let e = unsafe { (x * inv).max(0.0).min(top).to_int_unchecked::<i32>() } as u32;
+        *o = if inside { e } else { outside };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn exact_f32_avx2(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
+    exact_f32(xs, out, n, last, inv)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
+pub(super) unsafe fn exact_f32_avx512(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
+    exact_f32(xs, out, n, last, inv)
+}
+
+impl<T: Sample> Codes<T> for F32Codes<'_> {
     #[inline(always)]
     fn code(&self, x: T) -> u32 {
-        let x = U::convert(x);
+        let x = x.to_f32();
         let u = self.u;
         let n = self.n;
-        let (first, last) = (u.first(), u.last());
-        if !(x >= first && x <= last) {
-            return n as u32 + if U::is_nan(x) { 2 } else { (x > last) as u32 };
+        let p = &self.p;
+        if !(x >= u.first && x <= u.last) {
+            return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
         }
-        if U::HAS_EXACT {
-            if let Some(inv) = self.exact {
-                return U::exact_code(x, inv, n);
-            }
+        if let Some(inv) = self.exact {
+            return ((x * inv) as u32).min(n as u32 - 1);
         }
-        let estimate = u.estimate(x - first, &self.p, self.fast);
-        correct(estimate, x, &u.edges()[..=n])
+        let diff = x - u.first;
+        let estimate = match (u.denom_is_f64, self.fast) {
+            (true, false) => (diff as f64 / p.denom * p.n64) as i64,
+            (true, true) => (diff as f64 * p.scale) as i64,
+            (false, false) => (diff / p.denom32 * p.n32) as i64,
+            (false, true) => (diff * p.scale32) as i64,
+        };
+        correct(estimate, x, &u.edges[..=n])
     }
 
     #[inline(always)]
@@ -173,75 +170,18 @@ where
             out.iter_mut().zip(xs).for_each(|(o, &x)| *o = self.code(x));
             return;
         }
-        let mut buf = [U::F::default(); BATCH];
-        let xs: &[U::F] = match same_type::<T, U::F>(xs) {
+        let mut buf = [0f32; BATCH];
+        let xs32: &[f32] = match same_type::<T, f32>(xs) {
             Some(xs) => xs,
             None => {
                 let buf = &mut buf[..xs.len()];
-                buf.iter_mut()
-                    .zip(xs)
-                    .for_each(|(b, &x)| *b = U::convert(x));
+                buf.iter_mut().zip(xs).for_each(|(b, &x)| *b = x.to_f32());
                 buf
             }
         };
-        self.u.pass(xs, out, self);
-    }
-}
-
-impl UniformRule for UniformF32 {
-    type F = f32;
-    const HAS_EXACT: bool = true;
-    #[inline(always)]
-    fn nbins(&self) -> usize {
-        self.nbins
-    }
-    #[inline(always)]
-    fn denom(&self) -> f64 {
-        self.denom
-    }
-    #[inline(always)]
-    fn first(&self) -> f32 {
-        self.first
-    }
-    #[inline(always)]
-    fn last(&self) -> f32 {
-        self.last
-    }
-    #[inline(always)]
-    fn edges(&self) -> &[f32] {
-        &self.edges
-    }
-    #[inline(always)]
-    fn convert<T: Sample>(x: T) -> f32 {
-        x.to_f32()
-    }
-    #[inline(always)]
-    fn is_nan(x: f32) -> bool {
-        x.is_nan()
-    }
-    fn multiply_estimate(&self, p: &EstimateParams) -> bool {
-        f32_multiply_estimate(self, p)
-    }
-    fn exact_inverse(&self) -> Option<f32> {
-        self.exact_power_of_two_width()
-    }
-    #[inline(always)]
-    fn exact_code(x: f32, inv: f32, n: usize) -> u32 {
-        ((x * inv) as u32).min(n as u32 - 1)
-    }
-    #[inline(always)]
-    fn estimate(&self, diff: f32, p: &EstimateParams, fast: bool) -> i64 {
-        match (self.denom_is_f64, fast) {
-            (true, false) => (diff as f64 / p.denom * p.n64) as i64,
-            (true, true) => (diff as f64 * p.scale) as i64,
-            (false, false) => (diff / p.denom32 * p.n32) as i64,
-            (false, true) => (diff * p.scale32) as i64,
-        }
-    }
-    #[inline(always)]
-    fn pass(&self, xs32: &[f32], out: &mut [u32], c: &UniformCodes<'_, Self>) {
-        if let Some(inv) = c.exact {
-            let (n, last) = (c.n as u32, self.last);
+        let u = self.u;
+        if let Some(inv) = self.exact {
+            let (n, last) = (self.n as u32, u.last);
             run_pass!(
                 exact_f32,
                 exact_f32_avx2,
@@ -254,8 +194,8 @@ impl UniformRule for UniformF32 {
             );
             return;
         }
-        let (e, f, l, p) = (&self.edges[..], self.first, self.last, c.p);
-        match (self.denom_is_f64, c.fast) {
+        let (e, f, l, p) = (&u.edges[..], u.first, u.last, self.p);
+        match (u.denom_is_f64, self.fast) {
             (true, false) => run_pass!(
                 est_f32_wide,
                 est_f32_wide_avx2,
@@ -304,59 +244,70 @@ impl UniformRule for UniformF32 {
     }
 }
 
-impl UniformRule for UniformF64 {
-    type F = f64;
-    const HAS_EXACT: bool = false;
-    #[inline(always)]
-    fn nbins(&self) -> usize {
-        self.nbins
-    }
-    #[inline(always)]
-    fn denom(&self) -> f64 {
-        self.denom
-    }
-    #[inline(always)]
-    fn first(&self) -> f64 {
-        self.first
-    }
-    #[inline(always)]
-    fn last(&self) -> f64 {
-        self.last
-    }
-    #[inline(always)]
-    fn edges(&self) -> &[f64] {
-        &self.edges
-    }
-    #[inline(always)]
-    fn convert<T: Sample>(x: T) -> f64 {
-        x.to_f64()
-    }
-    #[inline(always)]
-    fn is_nan(x: f64) -> bool {
-        x.is_nan()
-    }
-    fn multiply_estimate(&self, p: &EstimateParams) -> bool {
-        f64_multiply_estimate(self, p)
-    }
-    fn exact_inverse(&self) -> Option<f64> {
+/// `xs` as a slice of `U` when `T` is `U` (the float code loops read float samples in place).
+#[inline(always)]
+pub(super) fn same_type<T: 'static, U: 'static>(xs: &[T]) -> Option<&[U]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>() {
+        // SAFETY: T and U are the same type.
+        Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<U>(), xs.len()) })
+    } else {
         None
     }
-    #[inline(always)]
-    fn exact_code(_: f64, _: f64, _: usize) -> u32 {
-        unreachable!("float64 bins have no exact path")
+}
+
+/// numpy's float64 uniform rule ([`UniformF64::locate`]).
+pub(super) struct F64Codes<'a> {
+    pub(super) u: &'a UniformF64,
+    pub(super) n: usize,
+    pub(super) p: EstimateParams,
+    /// The estimate is `(x - first) * (n / denom)`: the same bins (see [`fast_estimate`]).
+    pub(super) fast: bool,
+}
+
+impl<'a> F64Codes<'a> {
+    pub(super) fn new(u: &'a UniformF64) -> Self {
+        let n = u.nbins;
+        let p = EstimateParams::new(n, u.denom);
+        let fast = f64_multiply_estimate(u, &p);
+        F64Codes { u, n, p, fast }
     }
+}
+
+impl<T: Sample> Codes<T> for F64Codes<'_> {
     #[inline(always)]
-    fn estimate(&self, diff: f64, p: &EstimateParams, fast: bool) -> i64 {
-        if fast {
-            (diff * p.scale) as i64
-        } else {
-            (diff / self.denom * p.n64) as i64
+    fn code(&self, x: T) -> u32 {
+        let x = x.to_f64();
+        let u = self.u;
+        let n = self.n;
+        if !(x >= u.first && x <= u.last) {
+            return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
         }
+        let estimate = if self.fast {
+            ((x - u.first) * self.p.scale) as i64
+        } else {
+            ((x - u.first) / u.denom * self.p.n64) as i64
+        };
+        correct(estimate, x, &u.edges[..=n])
     }
+
     #[inline(always)]
-    fn pass(&self, xs64: &[f64], out: &mut [u32], c: &UniformCodes<'_, Self>) {
-        let (e, f, l, p) = (&self.edges[..], self.first, self.last, c.p);
-        if c.fast {
+    fn codes(&self, xs: &[T], out: &mut [u32]) {
+        if self.n >= VECTOR_MAX_BINS {
+            out.iter_mut().zip(xs).for_each(|(o, &x)| *o = self.code(x));
+            return;
+        }
+        let mut buf = [0f64; BATCH];
+        let xs64: &[f64] = match same_type::<T, f64>(xs) {
+            Some(xs) => xs,
+            None => {
+                let buf = &mut buf[..xs.len()];
+                buf.iter_mut().zip(xs).for_each(|(b, &x)| *b = x.to_f64());
+                buf
+            }
+        };
+        let u = self.u;
+        let (e, f, l, p) = (&u.edges[..], u.first, u.last, self.p);
+        if self.fast {
             run_pass!(
                 est_f64_mul,
                 est_f64_mul_avx2,
@@ -371,46 +322,6 @@ impl UniformRule for UniformF64 {
         } else {
             run_pass!(est_f64, est_f64_avx2, est_f64_avx512, xs64, out, e, f, l, p);
         }
-    }
-}
-
-/// The codes of float32 bins from 0 of a power-of-two width (see
-/// [`UniformF32::exact_power_of_two_width`]): `floor(x * inv)` inside `[0, last]`, no edge loads, so
-/// the loop vectorises without gathers.
-#[inline(always)]
-pub(super) fn exact_f32(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
-    let top = (n - 1) as f32;
-    for (o, &x) in out.iter_mut().zip(xs) {
-        let inside = (x >= 0.0) & (x <= last);
-        #[allow(clippy::eq_op)]
-        let nan = (x != x) as u32;
-        let outside = n + (x > last) as u32 + 2 * nan;
-        // SAFETY: `max` drops NaN, so the value is finite and in [0, n - 1] < 2^24.
-        let e = unsafe { (x * inv).max(0.0).min(top).to_int_unchecked::<i32>() } as u32;
-        *o = if inside { e } else { outside };
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn exact_f32_avx2(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
-    exact_f32(xs, out, n, last, inv)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
-pub(super) unsafe fn exact_f32_avx512(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
-    exact_f32(xs, out, n, last, inv)
-}
-
-/// `xs` as a slice of `U` when `T` is `U` (the float code loops read float samples in place).
-#[inline(always)]
-pub(super) fn same_type<T: 'static, U: 'static>(xs: &[T]) -> Option<&[U]> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>() {
-        // SAFETY: T and U are the same type.
-        Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<U>(), xs.len()) })
-    } else {
-        None
     }
 }
 
