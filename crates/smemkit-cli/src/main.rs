@@ -25,6 +25,10 @@ use commands::{digitize, hist, histdd, lab, matmul, ops, plan, warmup};
 static ALLOCATOR: oom::ExitOnFailure = oom::ExitOnFailure;
 
 fn main() -> ExitCode {
+    // Our kernels reach the driver as CUBINs for the device: its own module cache would only
+    // copy them (smemkit::internals::gpu::driver_cache).
+    // SAFETY: first thing in main: no other thread runs yet and CUDA is not initialised.
+    unsafe { smemkit::internals::gpu::driver_cache::disable_unless_needed() };
     // SMEMKIT_TRACE=1: per-phase wall milliseconds on stderr (smemkit::internals::gpu::trace).
     let epoch = smemkit::internals::gpu::trace::epoch();
     if let Some(d) = smemkit::internals::gpu::trace::enabled()

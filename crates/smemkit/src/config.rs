@@ -120,6 +120,16 @@ pub fn py_trace() -> bool {
     *ON.get_or_init(|| var(PY_TRACE).is_some_and(|v| v == "1"))
 }
 
+/// Not ours but the CUDA driver's: `1` turns off the driver's cache of compiled modules, `0`
+/// keeps it on. When it is unset, the `smemkit` binary sets it to `1` before CUDA starts unless this
+/// machine needed the PTX fallback ([`crate::gpu::driver_cache`]).
+pub const CUDA_CACHE_DISABLE: &str = "CUDA_CACHE_DISABLE";
+
+/// [`CUDA_CACHE_DISABLE`] as the user set it, read at each call.
+pub fn cuda_cache_disable() -> Option<std::ffi::OsString> {
+    std::env::var_os(CUDA_CACHE_DISABLE)
+}
+
 /// The default of [`NCCL_TIMEOUT`].
 pub const DEFAULT_NCCL_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -3,15 +3,13 @@
 //! planner's `auto`, each as planned and with warp aggregation flipped), and every result is checked against
 //! the CPU engine on a copy of the same data before its line is printed.
 
-use std::io::Write;
-
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median};
 use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
 use smemkit::{Binning, Counts, Error, OutOfRange, SampleType, StrategyChoice};
 
-use crate::bench::{workload_spec, MIN_RUNS};
+use crate::bench::{rows, workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;
 
 /// Warm-up runs before the timed ones.
@@ -115,7 +113,7 @@ fn short_name(t: SampleType) -> &'static str {
 
 /// The commit measured: `SMEMKIT_COMMIT` when set (the device machine has the tree without git).
 fn commit() -> String {
-    smemkit::internals::config::commit().unwrap_or_else(crate::commit::describe)
+    crate::bench::rows::commit()
 }
 
 pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
@@ -154,7 +152,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
         .checked_shl(args.log2_n)
         .filter(|_| args.log2_n <= 34)
         .context("--log2-n must be at most 34")?;
-    let commit = commit();
+    let stamp = rows::Stamp::new(&commit(), &gpu.name);
     let strategies = choices(&args.strategies)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -222,22 +220,19 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                             (true, true) => "-agg",
                             (true, false) => "-noagg",
                         };
-                        let row = json!({
+                        let row = stamp.row(json!({
                             "impl": format!("smemkit/{name}{suffix}"),
                             "op": "hist",
                             "ms": ms,
-                            "gbps": (n * ty.size()) as f64 / (ms / 1e3) / 1e9,
+                            "gbps": rows::gbps(n * ty.size(), ms),
                             "correct": correct,
                             "dist": dist,
                             "nbins": nbins,
                             "n": n,
                             "dtype": short_name(ty),
-                            "commit": commit,
-                            "gpu": gpu.name,
                             "plan": prepared.detail(),
-                        });
-                        writeln!(out, "{row}")?;
-                        out.flush()?;
+                        }));
+                        rows::emit(&mut out, &row)?;
                     }
                 }
             }

@@ -5,7 +5,6 @@
 //! launches and memsets of one call); and, for int32 up to 2^26 samples, weighted sums with and
 //! without the deterministic mode. Every row's result is checked against the CPU engine first.
 
-use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -18,7 +17,7 @@ use smemkit::{
     Sample, SampleType, Samples, WeightKind, Weights,
 };
 
-use crate::bench::{workload_spec, MIN_RUNS};
+use crate::bench::{rows, workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;
 
 /// The sizes of issue 21's table (log2 of the samples).
@@ -39,6 +38,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     }
     let gpu = smemkit::internals::gpu::gpu().context("the device benchmark needs a GPU")?;
     let stream = gpu.ctx.new_stream().context("creating a stream")?;
+    let stamp = rows::Stamp::new(commit, &gpu.name);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
@@ -57,19 +57,17 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
                         n,
                         nbins,
                         dist,
-                        commit,
-                        gpu: &gpu.name,
+                        stamp: &stamp,
                     };
                     let data = dev::generate(&gpu, ty, n, nbins, hot, args.seed)?;
-                    let rows = match ty {
+                    let measured = match ty {
                         SampleType::I32 => workload::<i32>(&w, &data, &stream, args.runs)?,
                         SampleType::F32 => workload::<f32>(&w, &data, &stream, args.runs)?,
                         t => bail!("--dtype {t}: the device benchmark draws i32 or f32"),
                     };
-                    for row in rows {
-                        writeln!(out, "{row}")?;
+                    for row in measured {
+                        rows::emit(&mut out, &row)?;
                     }
-                    out.flush()?;
                 }
             }
         }
@@ -82,13 +80,12 @@ struct Workload<'a> {
     n: usize,
     nbins: usize,
     dist: &'a str,
-    commit: &'a str,
-    gpu: &'a str,
+    stamp: &'a rows::Stamp,
 }
 
 impl Workload<'_> {
     fn row(&self, name: &str, ms: f64, correct: bool, extra: Value) -> Value {
-        let mut row = json!({
+        let row = self.stamp.row(json!({
             "op": "hist_device",
             "impl": name,
             "dtype": match self.ty { SampleType::I32 => "int32", _ => "float32" },
@@ -96,15 +93,10 @@ impl Workload<'_> {
             "nbins": self.nbins,
             "n": self.n,
             "ms": ms,
-            "gbps": (self.n * self.ty.size()) as f64 / (ms / 1e3) / 1e9,
+            "gbps": rows::gbps(self.n * self.ty.size(), ms),
             "correct": correct,
-            "commit": self.commit,
-            "gpu": self.gpu,
-        });
-        if let (Some(row), Value::Object(extra)) = (row.as_object_mut(), extra) {
-            row.extend(extra);
-        }
-        row
+        }));
+        rows::with(row, extra)
     }
 }
 

@@ -5,8 +5,6 @@
 //! device copy of the bytes one call moves (4 read and 8 written per sample) as the reference.
 //! Every row's indices are checked against the CPU engine first.
 
-use std::io::Write;
-
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -14,7 +12,7 @@ use smemkit::internals::digitize::cuda::DeviceDigitize;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median};
 use smemkit::SampleType;
 
-use crate::bench::MIN_RUNS;
+use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;
 
 /// Warm-up calls before the timed ones.
@@ -48,18 +46,17 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     let copy_ms = median(&dev::time_device_copy(&gpu, n * 12, WARMUP, args.runs)?) as f64;
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
-    let row = json!({
+    let stamp = rows::Stamp::new(commit, &gpu.name);
+    let row = stamp.row(json!({
         "impl": "device-copy",
         "op": "digitize",
         "n": n,
         "bytes": n * 12,
         "ms": copy_ms,
-        "gbps": (n * 12) as f64 / (copy_ms / 1e3) / 1e9,
+        "gbps": rows::gbps(n * 12, copy_ms),
         "correct": true,
-        "commit": commit,
-        "gpu": gpu.name,
-    });
-    writeln!(w, "{row}")?;
+    }));
+    rows::emit(&mut w, &row)?;
     let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(args.seed);
     for &nbins in &args.bins {
         let mut bins: Vec<f64> = (0..nbins)
@@ -85,7 +82,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
                 }
             }
             let ms = median(&times) as f64;
-            let row = json!({
+            let row = stamp.row(json!({
                 "impl": "smemkit/digitize",
                 "op": "digitize",
                 "dtype": "float32",
@@ -94,15 +91,12 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
                 "n": n,
                 "ms": ms,
                 "gsamples": n as f64 / (ms / 1e3) / 1e9,
-                "gbps": (n * 12) as f64 / (ms / 1e3) / 1e9,
+                "gbps": rows::gbps(n * 12, ms),
                 "of_copy": copy_ms / ms,
                 "correct": correct,
                 "bins_in_shared": d.bins_in_shared_memory(),
-                "commit": commit,
-                "gpu": gpu.name,
-            });
-            writeln!(w, "{row}")?;
-            w.flush()?;
+            }));
+            rows::emit(&mut w, &row)?;
         }
     }
     Ok(())

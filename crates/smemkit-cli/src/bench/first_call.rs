@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use npyz::WriterBuilder;
 use serde_json::json;
 
+use crate::bench::rows;
 use crate::cli::BenchArgs;
 use crate::commands::warmup::folder_bytes;
 
@@ -111,7 +112,7 @@ fn run_child(input: &Path, dtype: &str, kernels: &Path, driver: &Path) -> Result
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let gpu = smemkit::internals::gpu::gpu().context("the first-call benchmark needs a GPU")?;
-    let commit = smemkit::internals::config::commit().unwrap_or_else(crate::commit::describe);
+    let stamp = rows::Stamp::new(&rows::commit(), &gpu.name);
     let dtypes: Vec<String> = if args.dtype == ["i32", "f32"] {
         // The default of --dtype: take the four instead.
         ["u8", "i32", "f32", "f64"].map(String::from).to_vec()
@@ -128,7 +129,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         std::fs::create_dir_all(&kernels)?;
         std::fs::create_dir_all(&driver)?;
         let mut row = |caches: &str, wall: f64, summary: &str| -> Result<()> {
-            let line = json!({
+            let line = stamp.row(json!({
                 "op": "first_call",
                 "impl": "smemkit/cli",
                 "dtype": dtype,
@@ -139,11 +140,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
                 "setup_ms": setup_ms(summary),
                 "kernel_cache_bytes": folder_bytes(&kernels),
                 "driver_cache_bytes": dir_bytes_deep(&driver),
-                "commit": commit,
-                "gpu": gpu.name,
-            });
-            writeln!(out, "{line}")?;
-            Ok(())
+            }));
+            rows::emit(out, &line)
         };
         let (wall, summary) = run_child(&input, dtype, &kernels, &driver)?;
         row("cold", wall, &summary)?;

@@ -5,8 +5,6 @@
 //! edges in the samples' precision (float16 cannot beyond 4096 bins: those rows use the same bins
 //! as explicit float64 edges). Every row's result is checked against the CPU engine first.
 
-use std::io::Write;
-
 use anyhow::{bail, Context, Result};
 use rand::SeedableRng;
 use rand_distr::Distribution;
@@ -16,7 +14,7 @@ use smemkit::internals::histogram::cuda::bench::{self as dev, median, DeviceSamp
 use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
 use smemkit::{BinSpec, Binning, Counts, Error, OutOfRange, SampleType, Samples, StrategyChoice};
 
-use crate::bench::MIN_RUNS;
+use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;
 
 /// Warm-up runs before the timed ones.
@@ -102,23 +100,23 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     let copy_ms = median(&dev::time_device_copy(&gpu, bytes, WARMUP, args.runs)?) as f64;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let stamp = rows::Stamp::new(commit, &gpu.name);
     let base = |dtype: SampleType| {
-        json!({
+        stamp.row(json!({
             "op": "hist-half",
             "dtype": dtype.name(),
             "dist": "normal",
             "n": n,
-            "commit": commit,
-            "gpu": gpu.name,
-        })
+        }))
     };
-    let mut row = base(SampleType::BF16);
-    row["impl"] = json!("device-copy");
-    row["dtype"] = json!("2-byte");
-    row["ms"] = json!(copy_ms);
-    row["gbps"] = json!(bytes as f64 / (copy_ms / 1e3) / 1e9);
-    row["correct"] = json!(true);
-    writeln!(out, "{row}")?;
+    let row = json!({
+        "impl": "device-copy",
+        "dtype": "2-byte",
+        "ms": copy_ms,
+        "gbps": rows::gbps(bytes, copy_ms),
+        "correct": true,
+    });
+    rows::emit(&mut out, &rows::with(base(SampleType::BF16), row))?;
     for &t in &types {
         let codes = normal_codes(t, n, args.seed);
         let data = DeviceSamples::upload(&gpu, as_samples(t, &codes))?;
@@ -170,17 +168,17 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
                     StrategyChoice::Auto => "auto".to_string(),
                     _ => prepared.plan.strategy.name(),
                 };
-                let mut row = base(t);
-                row["impl"] = json!(format!("smemkit/{name}"));
-                row["nbins"] = json!(nbins);
-                row["bins"] = json!(form);
-                row["ms"] = json!(ms);
-                row["gbps"] = json!(bytes as f64 / (ms / 1e3) / 1e9);
-                row["of_copy"] = json!(copy_ms / ms);
-                row["correct"] = json!(correct);
-                row["plan"] = json!(prepared.detail());
-                writeln!(out, "{row}")?;
-                out.flush()?;
+                let row = json!({
+                    "impl": format!("smemkit/{name}"),
+                    "nbins": nbins,
+                    "bins": form,
+                    "ms": ms,
+                    "gbps": rows::gbps(bytes, ms),
+                    "of_copy": copy_ms / ms,
+                    "correct": correct,
+                    "plan": prepared.detail(),
+                });
+                rows::emit(&mut out, &rows::with(base(t), row))?;
             }
         }
     }

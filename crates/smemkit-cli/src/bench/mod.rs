@@ -11,6 +11,7 @@ pub mod histdd;
 pub mod multi;
 pub mod ops;
 pub mod plot;
+pub mod rows;
 pub mod sgemm;
 pub mod stream;
 
@@ -136,7 +137,7 @@ fn bench_cpu(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         .map(|d| Dist::parse(d))
         .collect::<Result<_>>()?;
     let n = 1usize << args.log2_n;
-    let commit = crate::commit::describe();
+    let stamp = rows::Stamp::new(&rows::commit(), "none");
     for &ty in &types {
         for &dist in &dists {
             for &nbins in &args.bins {
@@ -169,22 +170,19 @@ fn bench_cpu(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
                 }
                 times.sort_by(f64::total_cmp);
                 let median = times[times.len() / 2];
-                let row = json!({
+                let row = stamp.row(json!({
                     "impl": "smemkit/cpu",
                     "op": "hist",
                     "ms": median * 1e3,
-                    "gbps": (n * ty.size()) as f64 / median / 1e9,
+                    "gbps": rows::gbps(n * ty.size(), median * 1e3),
                     "correct": correct,
                     "dist": dist.name(),
                     "nbins": nbins,
                     "n": n,
                     "dtype": ty.name(),
-                    "commit": commit,
-                    "gpu": "none",
                     "threads": rayon::current_num_threads(),
-                });
-                writeln!(out, "{row}")?;
-                out.flush()?;
+                }));
+                rows::emit(out, &row)?;
             }
         }
     }

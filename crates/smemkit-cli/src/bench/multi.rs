@@ -11,7 +11,6 @@
 //! is checked against the CPU engine's histograms of the GPUs' data, summed. One JSON line per
 //! (input, count) with `devices`, `n` (all GPUs) and `n_per_gpu`.
 
-use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -26,7 +25,7 @@ use smemkit::{
     Binning, Counts, DeviceSet, OutOfRange, SampleType, StrategyChoice, Tallies, Weights,
 };
 
-use crate::bench::{workload_spec, MIN_RUNS};
+use crate::bench::{rows, workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;
 
 const WARMUP: usize = 2;
@@ -147,7 +146,7 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                     )
                     .with_context(|| format!("preparing {k} GPU(s)"))?;
                     let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
-                    let base = json!({
+                    let base = rows::Stamp::new(commit, &gpus[0].name).row(json!({
                         "op": "hist",
                         "devices": k,
                         "dist": dist,
@@ -155,27 +154,20 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                         "n": n * k,
                         "n_per_gpu": n,
                         "dtype": ty.name(),
-                        "commit": commit,
-                        "gpu": gpus[0].name,
                         "setup_ms": setup_ms,
-                    });
+                    }));
                     let mut emit = |memory: &str, times: &[f32], correct: bool, detail: String| {
                         let ms = median(times) as f64;
-                        let mut row = base.clone();
                         let extra = json!({
                             "impl": format!("smemkit/auto-x{k}-{memory}"),
                             "memory": memory,
                             "ms": ms,
-                            "gbps": (n * k * ty.size()) as f64 / (ms / 1e3) / 1e9,
+                            "gbps": rows::gbps(n * k * ty.size(), ms),
                             "correct": correct,
                             "runs": times.len(),
                             "plan": detail,
                         });
-                        if let (Some(r), Some(e)) = (row.as_object_mut(), extra.as_object()) {
-                            r.extend(e.clone());
-                        }
-                        writeln!(out, "{row}")?;
-                        out.flush()
+                        rows::emit(&mut out, &rows::with(base.clone(), extra))
                     };
                     // Device-resident.
                     let refs_k: Vec<&DeviceSamples> = shards[..k].iter().collect();

@@ -4,8 +4,6 @@
 //! Each result is checked against the CPU definition at a few thousand random positions (the full
 //! CPU reference of a 1 GiB radius-64 stencil would take minutes).
 
-use std::io::Write;
-
 use anyhow::{bail, Result};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -15,7 +13,7 @@ use smemkit::internals::array_ops::cuda::{self as ops, TransposeKernel};
 use smemkit::internals::histogram::cuda::bench::median;
 use smemkit::{Boundary, Element, ReverseKernel, StencilElement};
 
-use crate::bench::MIN_RUNS;
+use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;
 
 /// Positions checked per result.
@@ -33,8 +31,7 @@ fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 
 /// What every row names besides its measurement.
 struct Rows<'a> {
-    commit: &'a str,
-    gpu: &'a str,
+    stamp: &'a rows::Stamp,
 }
 
 impl Rows<'_> {
@@ -48,21 +45,16 @@ impl Rows<'_> {
         extra: serde_json::Value,
     ) -> serde_json::Value {
         let ms = median(times) as f64;
-        let mut r = json!({
+        let r = self.stamp.row(json!({
             "impl": format!("smemkit/{op}-{variant}"),
             "op": op,
             "memory": variant,
             "bytes": bytes,
             "ms": ms,
-            "gbps": 2.0 * bytes as f64 / (ms / 1e3) / 1e9,
+            "gbps": rows::gbps(2 * bytes, ms),
             "correct": correct,
-            "commit": self.commit,
-            "gpu": self.gpu,
-        });
-        if let (Some(r), Some(e)) = (r.as_object_mut(), extra.as_object()) {
-            r.extend(e.clone());
-        }
-        r
+        }));
+        rows::with(r, extra)
     }
 }
 
@@ -180,10 +172,8 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
     let mut out = stdout.lock();
     let x = random_f32(n, args.seed);
     let bytes = n * 4;
-    let rows_of = Rows {
-        commit,
-        gpu: &gpu.name,
-    };
+    let stamp = rows::Stamp::new(commit, &gpu.name);
+    let rows_of = Rows { stamp: &stamp };
     match args.op.as_str() {
         "stencil1d" => {
             for radius in [1usize, 3, 8, 64] {
@@ -201,7 +191,7 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
                     ok,
                     json!({"radius": radius, "dtype": "f32"}),
                 );
-                writeln!(out, "{r}")?;
+                rows::emit(&mut out, &r)?;
             }
         }
         "transpose" => {
@@ -216,10 +206,10 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
                     rows_of: &rows_of,
                     bytes,
                 };
-                writeln!(out, "{}", run.row(&x, log2, "f32")?)?;
-                writeln!(out, "{}", run.row(&bytes8, log2 + 2, "u8")?)?;
-                writeln!(out, "{}", run.row(&halves, log2 + 1, "u16")?)?;
-                writeln!(out, "{}", run.row(&words, log2.saturating_sub(1), "u64")?)?;
+                rows::emit(&mut out, &run.row(&x, log2, "f32")?)?;
+                rows::emit(&mut out, &run.row(&bytes8, log2 + 2, "u8")?)?;
+                rows::emit(&mut out, &run.row(&halves, log2 + 1, "u16")?)?;
+                rows::emit(&mut out, &run.row(&words, log2.saturating_sub(1), "u64")?)?;
             }
         }
         "reverse" => {
@@ -241,10 +231,10 @@ pub fn bench_ops(args: &BenchArgs, commit: &str) -> Result<()> {
                         seed: args.seed,
                         rows_of: &rows_of,
                     };
-                    writeln!(out, "{}", run.row(&x, "f32")?)?;
-                    writeln!(out, "{}", run.row(&bytes8, "u8")?)?;
-                    writeln!(out, "{}", run.row(&halves, "u16")?)?;
-                    writeln!(out, "{}", run.row(&words, "u64")?)?;
+                    rows::emit(&mut out, &run.row(&x, "f32")?)?;
+                    rows::emit(&mut out, &run.row(&bytes8, "u8")?)?;
+                    rows::emit(&mut out, &run.row(&halves, "u16")?)?;
+                    rows::emit(&mut out, &run.row(&words, "u64")?)?;
                 }
             }
         }

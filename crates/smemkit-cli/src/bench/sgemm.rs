@@ -22,7 +22,7 @@ use smemkit::internals::matmul::cuda::cublas::{Cublas, CublasMath};
 use smemkit::internals::matmul::cuda::{self as gm, DenseProduct};
 use smemkit::MatmulKernel;
 
-use crate::bench::MIN_RUNS;
+use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;
 
 /// The shapes (M x N x K): squares, then the rectangular ones.
@@ -265,7 +265,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     };
     let g = smemkit::internals::gpu::gpu().context("the sgemm benchmark needs a GPU")?;
     g.bind()?;
-    let commit = smemkit::internals::config::commit().unwrap_or_else(crate::commit::describe);
+    let stamp = rows::Stamp::new(&rows::commit(), &g.name);
     let precision = if tf32 { "tf32" } else { "fp32" };
     let tolerance = if tf32 { TOL_TF32 } else { TOL_FP32 };
     let blas = if impls.iter().any(|i| matches!(i, Impl::Cublas(_))) {
@@ -326,7 +326,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
             drop(host_c);
             let times = gm::time_launches(&g, WARMUP, args.runs, &*launch)?;
             let ms = median(&times) as f64;
-            let row = json!({
+            let row = stamp.row(json!({
                 "impl": imp.name(),
                 "op": "sgemm",
                 "ms": ms,
@@ -339,11 +339,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
                 "k": k,
                 "precision": precision,
                 "variant": variant,
-                "commit": commit,
-                "gpu": g.name,
-            });
-            writeln!(out, "{row}")?;
-            out.flush()?;
+            }));
+            rows::emit(out, &row)?;
         }
     }
     Ok(())

@@ -30,7 +30,7 @@ use smemkit::internals::histogram::cuda::stream::{
 };
 use smemkit::{Binning, Counts, OutOfRange, SampleType, Samples, StrategyChoice};
 
-use crate::bench::{workload_spec, MIN_RUNS};
+use crate::bench::{rows, workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;
 use crate::input::generate::{generate, Dist, GenSpec};
 
@@ -54,8 +54,8 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.op.as_str() {
-        "h2d" => h2d(&gpu, args, commit, &mut out),
-        "hist-stream" => hist_stream(&gpu, args, commit, &mut out),
+        "h2d" => h2d(&gpu, args, &rows::Stamp::new(commit, &gpu.name), &mut out),
+        "hist-stream" => hist_stream(&gpu, args, &rows::Stamp::new(commit, &gpu.name), &mut out),
         other => bail!("--op {other}: expected h2d or hist-stream"),
     }
 }
@@ -72,22 +72,19 @@ fn row(
     bytes: usize,
     times_ms: &[f32],
     correct: bool,
-    commit: &str,
-    gpu: &Gpu,
+    stamp: &rows::Stamp,
 ) -> serde_json::Value {
     let ms = median(times_ms) as f64;
-    json!({
+    stamp.row(json!({
         "impl": format!("smemkit/{op}-{memory}"),
         "op": op,
         "memory": memory,
         "bytes": bytes,
         "ms": ms,
-        "gbps": bytes as f64 / (ms / 1e3) / 1e9,
+        "gbps": rows::gbps(bytes, ms),
         "correct": correct,
         "runs": times_ms.len(),
-        "commit": commit,
-        "gpu": gpu.name,
-    })
+    }))
 }
 
 fn pattern(bytes: usize, seed: u64) -> Vec<u8> {
@@ -104,17 +101,13 @@ fn pattern(bytes: usize, seed: u64) -> Vec<u8> {
     v
 }
 
-fn h2d(gpu: &Gpu, args: &BenchArgs, commit: &str, out: &mut dyn Write) -> Result<()> {
+fn h2d(gpu: &Gpu, args: &BenchArgs, stamp: &rows::Stamp, out: &mut dyn Write) -> Result<()> {
     let bytes = bytes_of(args);
     let data = pattern(bytes, args.seed);
     let time = |src: CopySource<'_>| time_copy(gpu, &src, WARMUP, args.runs);
     let mut emit = |memory: &str, (times, ok): (Vec<f32>, bool), extra: serde_json::Value| {
-        let mut r = row("copy_h2d", memory, bytes, &times, ok, commit, gpu);
-        if let (Some(r), Some(e)) = (r.as_object_mut(), extra.as_object()) {
-            r.extend(e.clone());
-        }
-        writeln!(out, "{r}")?;
-        out.flush()
+        let r = row("copy_h2d", memory, bytes, &times, ok, stamp);
+        rows::emit(out, &rows::with(r, extra))
     };
     emit("pageable", time(CopySource::Pageable(&data))?, json!({}))?;
     let t0 = Instant::now();
@@ -160,7 +153,7 @@ fn pinned_copy_gbps(gpu: &Gpu, data: &[i32], runs: usize) -> Result<f64> {
 fn hist_stream(
     gpu: &std::sync::Arc<Gpu>,
     args: &BenchArgs,
-    commit: &str,
+    stamp: &rows::Stamp,
     out: &mut dyn Write,
 ) -> Result<()> {
     gpu.bind()?;
@@ -231,10 +224,10 @@ fn hist_stream(
                             times.push(ms as f32);
                         }
                     }
-                    let mut r = row("hist_stream", memory, bytes, &times, ok, commit, gpu);
+                    let r = row("hist_stream", memory, bytes, &times, ok, stamp);
                     let gbps = r["gbps"].as_f64().unwrap_or(0.0);
-                    if let Some(o) = r.as_object_mut() {
-                        o.extend(
+                    let r = rows::with(
+                        r,
                         json!({
                             "dist": dist.name(),
                             "nbins": nbins,
@@ -247,15 +240,9 @@ fn hist_stream(
                             "chunk_bytes": if memory == "mapped-zero-copy" { 0 } else { chunk * 4 },
                             "depth": opts.depth,
                             "plan": prepared.detail(),
-                        })
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default(),
+                        }),
                     );
-                    }
-                    writeln!(out, "{r}")?;
-                    out.flush()?;
-                    Ok(())
+                    rows::emit(out, &r)
                 };
                 timed("pinned", &mut || {
                     streamer.run(&prepared, &StreamInput::Locked(pinned.locked()), None, None)

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 
-use super::compile::{self, Build, Image, KernelSource, Output};
+use super::compile::{self, Build, Image, Keep, KernelSource, Output};
 use super::limits::DeviceLimits;
 use crate::error::{Error, Result};
 
@@ -216,6 +216,18 @@ impl Gpu {
         defines: &[(&str, String)],
         function: &str,
     ) -> Result<CudaFunction> {
+        self.function_kept(src, defines, function, Keep::Disk)
+    }
+
+    /// As [`Gpu::function`]; with [`Keep::Trial`] a new build stays out of the disk cache until
+    /// [`Gpu::keep_on_disk`] (an autotuner's candidates, of which one is used again).
+    pub fn function_kept(
+        &self,
+        src: &KernelSource,
+        defines: &[(&str, String)],
+        function: &str,
+        keep: Keep,
+    ) -> Result<CudaFunction> {
         let _setup = SetupTimer::start();
         let build = Build {
             src,
@@ -225,8 +237,8 @@ impl Gpu {
         let module = match self.cached_module(&build) {
             Some(m) => m,
             None => {
-                let (image, why) = self.build(&build)?;
-                self.load(&build, image, why.as_deref())?
+                let (image, why) = self.build(&build, keep)?;
+                self.load(&build, image, why.as_deref(), keep)?
             }
         };
         module.load_function(function).map_err(|e| Error::Cuda {
@@ -262,13 +274,27 @@ impl Gpu {
                 missing.push(build);
             }
         }
-        let images: Vec<Result<(Arc<Image>, Option<String>)>> =
-            missing.par_iter().map(|b| self.build(b)).collect();
+        let images: Vec<Result<(Arc<Image>, Option<String>)>> = missing
+            .par_iter()
+            .map(|b| self.build(b, Keep::Disk))
+            .collect();
         for (build, image) in missing.iter().zip(images) {
             let (image, why) = image?;
-            self.load(build, image, why.as_deref())?;
+            self.load(build, image, why.as_deref(), Keep::Disk)?;
         }
         Ok(())
+    }
+
+    /// Writes the module of `function` of `src` with `defines`, built as a [`Keep::Trial`], to
+    /// the disk cache (as whichever of CUBIN and PTX this process built); compiles nothing.
+    pub fn keep_on_disk(&self, src: &KernelSource, defines: &[(&str, String)], function: &str) {
+        let build = Build {
+            src,
+            defines,
+            kernel: function,
+        };
+        compile::keep_on_disk(&build, &self.cubin_arch(), Output::Cubin, &self.salt());
+        compile::keep_on_disk(&build, &self.arch, Output::Ptx, &self.salt());
     }
 
     /// The CUBIN target: `sm_90a` for the PTX target `compute_90a`.
@@ -286,12 +312,12 @@ impl Gpu {
     }
 
     /// A CUBIN for the device, or PTX where NVRTC cannot make one (with why it could not).
-    fn build(&self, build: &Build<'_>) -> Result<(Arc<Image>, Option<String>)> {
-        match compile::build(build, &self.cubin_arch(), Output::Cubin, &self.salt()) {
+    fn build(&self, build: &Build<'_>, keep: Keep) -> Result<(Arc<Image>, Option<String>)> {
+        match compile::build(build, &self.cubin_arch(), Output::Cubin, &self.salt(), keep) {
             Ok(image) => Ok((image, None)),
             Err(cubin) => {
                 let why = format!("NVRTC made no CUBIN for {}: {cubin}", self.cubin_arch());
-                compile::build(build, &self.arch, Output::Ptx, &self.salt())
+                compile::build(build, &self.arch, Output::Ptx, &self.salt(), keep)
                     .map(|ptx| (ptx, Some(why)))
                     .map_err(|_| cubin)
             }
@@ -306,6 +332,7 @@ impl Gpu {
         build: &Build<'_>,
         image: Arc<Image>,
         why_ptx: Option<&str>,
+        keep: Keep,
     ) -> Result<Arc<CudaModule>> {
         let span = super::trace::span("module load");
         let loaded = self.ctx.load_module(image.to_loadable());
@@ -317,7 +344,7 @@ impl Gpu {
             }
             Err(e) if matches!(*image, Image::Cubin(_)) => {
                 compile::evict(build, &self.cubin_arch(), Output::Cubin, &self.salt());
-                let ptx = compile::build(build, &self.arch, Output::Ptx, &self.salt())?;
+                let ptx = compile::build(build, &self.arch, Output::Ptx, &self.salt(), keep)?;
                 let why = format!("the driver refused its CUBIN: {e:?}");
                 super::load_stats::count_load(&ptx, build.kernel, Some(&why));
                 self.ctx

@@ -6,6 +6,7 @@
 
 pub mod compile;
 pub mod device;
+pub mod driver_cache;
 pub mod host_memory;
 mod kernel_sources;
 pub mod launch;

@@ -176,10 +176,11 @@ impl Communicator {
         Ok(comms)
     }
 
-    /// This process's ranks `first_rank..first_rank + gpus.len()` (one per GPU, in order) of a
-    /// communicator of `world` ranks named by `id` (made by the process of rank 0), started in one
-    /// group as NCCL requires when a process holds several ranks; polled against the deadline and
-    /// the watchdog like [`Communicator::init_rank`].
+    /// This process's ranks `first_rank..first_rank + gpus.len()` (one per GPU, in order; one
+    /// GPU is a group of one) of a communicator of `world` ranks named by `id` (made by the
+    /// process of rank 0), started in one group as NCCL requires when a process holds several
+    /// ranks; polled until the deadline, and stopped early by the watchdog (a peer's failure
+    /// heard through the rendezvous).
     pub fn init_ranks(
         gpus: &[Arc<Gpu>],
         first_rank: usize,
@@ -210,8 +211,8 @@ impl Communicator {
             &mut comms,
             Instant::now() + timeout,
             &format!(
-                "starting ranks {first_rank}..={last} of {world} (is every rank running, with the \
-                 same id file and the same number of GPUs?)"
+                "starting ranks {first_rank}..={last} of {world} (is every rank running, at the \
+                 same rendezvous, with as many GPUs?)"
             ),
             watchdog,
         )?;
@@ -276,52 +277,6 @@ impl Communicator {
         }
         end?;
         Ok(comms)
-    }
-
-    /// This process's rank of a communicator of `world` ranks named by `id` (made by rank 0).
-    pub fn init_rank(
-        gpu: Arc<Gpu>,
-        rank: usize,
-        world: usize,
-        id: &UniqueId,
-        timeout: Duration,
-        watchdog: Option<Watchdog<'_>>,
-    ) -> Result<Communicator> {
-        load()?;
-        gpu.bind()?;
-        let mut comm: sys::ncclComm_t = std::ptr::null_mut();
-        let mut config = nonblocking_config();
-        // SAFETY: valid out pointer and config.
-        let r = unsafe {
-            sys::ncclCommInitRankConfig(&mut comm, world as i32, id.raw(), rank as i32, &mut config)
-        };
-        let mut comms = Vec::new();
-        if !comm.is_null() {
-            comms.push(Communicator {
-                comm,
-                gpu,
-                rank,
-                world,
-                aborted: false,
-                finalized: false,
-            });
-        }
-        check(r, &format!("starting rank {rank} of {world}"))?;
-        if comms.is_empty() {
-            return Err(Error::Nccl {
-                context: format!("starting rank {rank} of {world}"),
-                message: "NCCL returned no communicator".into(),
-            });
-        }
-        wait_ready(
-            &mut comms,
-            Instant::now() + timeout,
-            &format!(
-                "starting rank {rank} of {world} (is every rank running, with the same id file?)"
-            ),
-            watchdog,
-        )?;
-        Ok(comms.pop().expect("one communicator"))
     }
 
     /// The communicator's asynchronous state: `Ok(true)` ready, `Ok(false)` still in progress.

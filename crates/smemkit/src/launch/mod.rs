@@ -47,6 +47,32 @@ impl Channel {
         })
     }
 
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        match self {
+            Channel::File(f) => f.rank,
+            Channel::Tcp(s) => s.rank(),
+        }
+    }
+
+    /// The one exchange every job starts with, whichever kind: rank 0 makes the payload with
+    /// `make` and shares it, the other ranks receive it within `timeout` (or hear that a peer
+    /// failed); every rank returns it. A failure of `make` is rank 0's to report (see
+    /// [`Channel::fail`]).
+    pub fn exchange(
+        &self,
+        timeout: Duration,
+        make: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<Vec<u8>> {
+        if self.rank() == 0 {
+            let payload = make()?;
+            self.share(&payload)?;
+            Ok(payload)
+        } else {
+            self.receive(timeout)
+        }
+    }
+
     /// Rank 0: gives every other rank `payload`.
     pub fn share(&self, payload: &[u8]) -> Result<()> {
         match self {
@@ -107,3 +133,7 @@ impl Channel {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "channel_tests.rs"]
+mod tests;

@@ -268,6 +268,34 @@ pub fn fingerprint(
     h.finish()
 }
 
+/// The one way this process's NCCL ranks start, whichever rendezvous: rank 0 makes the NCCL
+/// unique id and the channel hands it to the others ([`crate::launch::Channel::exchange`]), then
+/// the ranks of `ordinals` (this process's GPUs, in NCCL rank order) start from it in one group,
+/// against `timeout` and the channel's watchdog.
+#[cfg(feature = "nccl")]
+fn start_nccl(
+    spec: &RankSpec,
+    channel: &crate::launch::Channel,
+    timeout: std::time::Duration,
+    ordinals: &[usize],
+) -> Result<Vec<crate::gpu::nccl::Communicator>> {
+    use crate::gpu::nccl::{Communicator, UniqueId};
+    let per_rank = ordinals.len();
+    let nccl_world = spec.nccl_world(per_rank);
+    let bytes = channel.exchange(timeout, || Ok(encode_id(nccl_world, &UniqueId::new()?.0)))?;
+    let id = UniqueId(decode_id(&bytes, nccl_world, &spec.rendezvous)?);
+    let gpus = super::multi::open(ordinals)?;
+    let watch = channel.watchdog();
+    Communicator::init_ranks(
+        &gpus,
+        spec.nccl_ranks(per_rank).start,
+        nccl_world,
+        &id,
+        timeout,
+        Some(&*watch),
+    )
+}
+
 #[cfg(feature = "nccl")]
 fn run(
     spec: &RankSpec,
@@ -286,7 +314,6 @@ fn run(
     let (choice, opts, progress) = (&job.strategy, &job.stream, job.progress);
     use super::multi::MultiPrepared;
     use super::prepared::WeightKind;
-    use crate::gpu::nccl::{Communicator, UniqueId};
 
     let (rank, world) = (spec.rank, spec.world);
     // Several GPUs per rank: resolved before the NCCL id is shared, so that a missing GPU fails
@@ -303,41 +330,18 @@ fn run(
         }
     };
     let per_rank = local.as_ref().map_or(1, Vec::len);
+    let ordinals = match local {
+        Some(list) => list,
+        // The launcher's local rank picks among this machine's GPUs (or the one GPU a launcher
+        // made visible to each process).
+        None => vec![match spec.device {
+            Some(d) => d,
+            None => spec.local_rank.unwrap_or(rank) % crate::gpu::device_count()?.max(1),
+        }],
+    };
+    let mut comms = start_nccl(spec, channel, timeout, &ordinals)?;
     let nccl_world = spec.nccl_world(per_rank);
-    let id = if rank == 0 {
-        let id = UniqueId::new()?;
-        channel.share(&encode_id(nccl_world, &id.0))?;
-        id
-    } else {
-        let bytes = channel.receive(timeout)?;
-        UniqueId(decode_id(&bytes, nccl_world, &spec.rendezvous)?)
-    };
     let watch = channel.watchdog();
-    let (mut comms, ordinals) = match &local {
-        None => {
-            let device = match spec.device {
-                Some(d) => d,
-                // The launcher's local rank picks among this machine's GPUs (or the one GPU a
-                // launcher made visible to each process).
-                None => spec.local_rank.unwrap_or(rank) % crate::gpu::device_count()?.max(1),
-            };
-            let gpu = crate::gpu::gpu_at(device)?;
-            let comm = Communicator::init_rank(gpu, rank, world, &id, timeout, Some(&*watch))?;
-            (vec![comm], vec![device])
-        }
-        Some(list) => {
-            let gpus = super::multi::open(list)?;
-            let comms = Communicator::init_ranks(
-                &gpus,
-                spec.nccl_ranks(per_rank).start,
-                nccl_world,
-                &id,
-                timeout,
-                Some(&*watch),
-            )?;
-            (comms, list.clone())
-        }
-    };
     // Every rank has joined, so every rank has read the id.
     channel.joined();
     let free = comms

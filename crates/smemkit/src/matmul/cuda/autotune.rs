@@ -15,7 +15,8 @@ use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
-use super::{compile_variant, nan_buffer, prepare, time_launches, DeviceGemm, Variant, WarpConfig};
+use super::{compile_trial, keep_variant, nan_buffer, prepare, time_launches};
+use super::{DeviceGemm, Variant, WarpConfig};
 use crate::error::Result;
 use crate::gpu::compile::{disk_cache_dir, MATMUL, MATMUL_WARP};
 use crate::gpu::device::Gpu;
@@ -140,6 +141,8 @@ pub fn choose(g: &Gpu, p: &DeviceGemm) -> Result<Variant> {
         return Ok(v);
     }
     let (best, _) = measure(g, p)?;
+    // Only the choice is used again: the other candidates' builds stay out of the disk cache.
+    keep_variant(g, best, p.trans_a, p.trans_b);
     let key = class_key(&g.name, p);
     let mut t = table().lock().expect("tune table");
     t.insert(key, best);
@@ -161,14 +164,15 @@ pub fn measure(g: &Gpu, p: &DeviceGemm) -> Result<(Variant, Timings)> {
         beta: 0.0,
         ..*p
     };
-    // Compile every candidate first, all at once (NVRTC is single-threaded per program); a
-    // candidate that fails to compile is skipped below like one that cannot launch.
+    // Compile every candidate first, all at once (NVRTC is single-threaded per program), in
+    // memory only ([`choose`] keeps its choice on disk); a candidate that fails to compile is
+    // skipped below like one that cannot launch.
     std::thread::scope(|s| {
         for v in candidates() {
             s.spawn(move || {
                 let _ = g
                     .bind()
-                    .and_then(|()| compile_variant(g, v, p.trans_a, p.trans_b));
+                    .and_then(|()| compile_trial(g, v, p.trans_a, p.trans_b));
             });
         }
     });

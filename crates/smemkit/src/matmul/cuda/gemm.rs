@@ -2,6 +2,7 @@
 //! for it ([`PreparedGemm`], split-K included).
 
 use super::*;
+use crate::gpu::compile::Keep;
 
 /// C = alpha * op(A) * op(B) + beta * C on device memory, row-major: op(A) is M x K, op(B) K x N,
 /// C M x N; `a`, `b`, `c` are device addresses of element (0, 0) of the stored matrices, `ld*`
@@ -63,6 +64,19 @@ impl DeviceGemm {
 pub fn compile_variant(g: &Gpu, variant: Variant, trans_a: bool, trans_b: bool) -> Result<()> {
     let (src, defs, name, _, _) = variant.compile_unit(trans_a, trans_b);
     g.function(src, &defs, name).map(|_| ())
+}
+
+/// As [`compile_variant`] for a candidate the autotuner may not choose: the build stays out of
+/// the disk cache until [`keep_variant`].
+pub fn compile_trial(g: &Gpu, variant: Variant, trans_a: bool, trans_b: bool) -> Result<()> {
+    let (src, defs, name, _, _) = variant.compile_unit(trans_a, trans_b);
+    g.function_kept(src, &defs, name, Keep::Trial).map(|_| ())
+}
+
+/// Writes a variant built by [`compile_trial`] to the disk cache (the autotuner's choice).
+pub fn keep_variant(g: &Gpu, variant: Variant, trans_a: bool, trans_b: bool) {
+    let (src, defs, name, _, _) = variant.compile_unit(trans_a, trans_b);
+    g.keep_on_disk(src, &defs, name);
 }
 
 /// A kernel bound to a product, ready to launch on the device's stream.
