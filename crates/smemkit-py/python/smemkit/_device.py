@@ -489,6 +489,33 @@ def _resolve_half(dtype, nbins, edges, range_, bins_arg):
     return rng, None, nbins, (key, lambda: wide)
 
 
+def estimate(a_obj, kind, rule, range_):
+    """numpy's bins for the estimator ``rule`` on GPU samples, computed on the device where they
+    are (the samples never come back; the bin count does: a synchronisation of the producer's
+    stream). ``(nbins, None)`` with a range (uniform bins over it), ``(None, edges)`` without
+    (numpy's float64 edges over the data's extremes)."""
+    a = Input(a_obj, kind, "a")
+    dtype = _sample_dtype(a, False)
+    if a.size and a.layout() != "C":
+        hint = {"torch": ".contiguous()", "cupy": "cupy.ascontiguousarray(...)"}.get(kind, "a copy")
+        raise ValueError(
+            f"a is not one block in C order (shape {a.shape}, strides {a.strides} elements): the "
+            f"bin estimators read device arrays in place; pass {hint}")
+    rng = None
+    if range_ is not None:
+        first, last = range_
+        rng = (float(first), float(last))
+    stream = a.run_stream()
+    if a.kind == "cai" and a.stream_kind == "handle":
+        with a.frame.use_stream(stream):
+            nbins, edges = _native.device_estimate(a.device, stream, a.ptr, a.size, dtype, rule, rng)
+    else:
+        nbins, edges = _native.device_estimate(a.device, stream, a.ptr, a.size, dtype, rule, rng)
+    if rng is not None:
+        return nbins, None
+    return None, edges
+
+
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):
     a = Input(a_obj, kind, "a")
     dtype = _sample_dtype(a, False)

@@ -2,7 +2,8 @@
 //! parameters ([`params`]), streaming from host memory ([`stream`]), several GPUs ([`multi`]) and
 //! several processes ([`ranks`]) with bins sharded over them ([`bin_shards`]), and the device-side
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
-//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]).
+//! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]); numpy's bin
+//! estimators on device samples ([`estimate`]).
 
 #[doc(hidden)]
 pub mod bench;
@@ -11,6 +12,8 @@ pub mod bin_shards;
 pub mod device_histogram;
 #[doc(hidden)]
 pub mod device_samples;
+pub mod estimate;
+pub(crate) mod estimate_passes;
 #[doc(hidden)]
 pub mod exact_sums;
 #[cfg(test)]
