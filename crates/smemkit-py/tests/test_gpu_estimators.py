@@ -156,3 +156,31 @@ def test_cupy_estimators_are_numpys(rule):
     _check(h.get(), e.get(), x.get(), rule, None)
     h, e = smemkit.histogram(x, rule, range=(-1.0, 2.0))
     _check(h.get(), e.get(), x.get(), rule, (-1.0, 2.0))
+
+
+# ---- integer weights keep their type (issue 23), through the Python layer ------------------
+
+
+@pytest.mark.parametrize("wtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
+def test_integer_weights_on_gpu_arrays_keep_their_type(fake, rng, wtype):
+    x = rng.standard_normal(3000).astype(np.float32)
+    w = (rng.random(3000) * 60).astype(wtype)
+    for bins in (10, [-2.0, -0.5, 0.0, 3.0]):
+        h, e = smemkit.histogram(dev(x), bins, range=(-3.0, 3.0) if bins == 10 else None,
+                                 weights=dev(w))
+        want, _ = np.histogram(x, bins, range=(-3.0, 3.0) if bins == 10 else None, weights=w)
+        assert np.asarray(h).dtype == want.dtype == wtype
+        np.testing.assert_array_equal(np.asarray(h), want)
+    # numpy's bincount sums weights in float64 whatever their type.
+    k = rng.integers(0, 9, 3000)
+    got = smemkit.bincount(dev(k), weights=dev(w))
+    want = np.bincount(k, weights=w)
+    assert np.asarray(got).dtype == want.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_integer_weights_beyond_exact_float64_sums_are_refused(fake):
+    x = np.zeros(4, np.float32)
+    w = np.full(4, 2**62, np.int64)
+    with pytest.raises(NotImplementedError, match="2\\*\\*53"):
+        smemkit.histogram(dev(x), 3, range=(0.0, 1.0), weights=dev(w))
