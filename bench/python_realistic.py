@@ -9,6 +9,16 @@
 - weighted: float32 normal samples, float32 weights in [0, 1), 1000 and 32768 bins over [-4, 4]:
   smemkit.histogram, torch.bincount with weights (bin numbers computed first, in the timing),
   cupy.histogram with weights.
+- digitize: |normal| float32 samples against the same 1000 log-spaced edges: `digitize` rows
+  (`dist` = `edges`) of smemkit.digitize and cupy.digitize alone (issue 23's 10x target), checked
+  against numpy.digitize.
+- estimators: float32 normal samples, no range: `hist` rows (`dist` = `normal`, `bins` = the
+  rule) of smemkit.histogram(x, rule) for each rule the GPU takes, beside smemkit.histogram(x, N)
+  with N the rule's count over the data's range (`bins` = `N`: the plain histogram, itself a
+  min/max pass and a synchronisation), smemkit.histogram(x, N, density=True), and
+  torch.aminmax (`impl` = `one_pass`: the cost of reading the samples once). Issue 23's target:
+  an estimator's row minus the plain row is no more than the extra passes its statistics need
+  (sqrt/sturges/rice none beyond min/max, scott 2, doane 3, fd/auto 3 radix-select passes).
 - bf16, f16: normal samples rounded to bfloat16 / float16, 256, 1000 and 4096 bins over [-4, 4]:
   smemkit.histogram, torch.histc, cupy.histogram (f16), and `copy_d2d` (a device copy of the same
   bytes: the bar of issue 23's target).
@@ -25,7 +35,8 @@ Data: one set of 2^26 samples per workload (--base-log2) drawn on the device; a 
 prefix, a larger one the set repeated (noted as `repeats`), so that numpy's reference is the sum
 of the counts of fixed chunks, computed once per bins (numpy on the host is the slow part).
 
-Usage: python3 bench/python_realistic.py [--sizes 22,24,26,28] [--dists normal,edges,weighted,bf16,f16]
+Usage: python3 bench/python_realistic.py [--sizes 22,24,26,28]
+       [--dists normal,edges,weighted,bf16,f16,digitize,estimators] [--estimator-sizes 28]
        [--runs 7] [--skip-cupy] [--budget-s 420]
 Expected on an H100 with the defaults: about 3 to 5 minutes, most of it numpy's references; past
 --budget-s it stops starting new workloads and says so in a final `note` row.
@@ -132,7 +143,10 @@ def device_data(base, n):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="22,24,26,28", help="log2 of the sample counts")
-    p.add_argument("--dists", default="normal,edges,weighted,bf16,f16")
+    p.add_argument("--dists", default="normal,edges,weighted,bf16,f16,digitize,estimators")
+    p.add_argument("--estimator-sizes", default="28",
+                   help="log2 of the sample counts of the estimators' rows (numpy's references "
+                        "of 2^28 samples take about a minute)")
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--base-log2", type=int, default=26)
     p.add_argument("--skip-cupy", action="store_true")
@@ -311,7 +325,95 @@ def main():
             run_cases(dist, str(tdtype).removeprefix("torch."), base, ref, nbins, nbins, cases,
                       extra)
         del base
+    if "digitize" in dists and not over_budget("digitize"):
+        bench_digitize(args, sizes, normal32.abs(), cupy, emit)
+    if "estimators" in dists and not over_budget("estimators"):
+        est_sizes = sorted(1 << int(s) for s in args.estimator_sizes.split(","))
+        bench_estimators(args, est_sizes, normal32, emit, over_budget)
     emit({"op": "note", "elapsed_s": round(time.monotonic() - began, 1)})
+
+
+def bench_digitize(args, sizes, base, cupy, emit):
+    """`digitize` rows: smemkit.digitize and cupy.digitize of float32 samples, 1000 edges."""
+    edges = np.geomspace(1e-3, 4, 1000)
+    host = base.cpu().numpy()
+    want = np.digitize(host, edges)
+    t_edges = torch.from_numpy(edges).cuda()
+    cases = [("smemkit.digitize", lambda x: (lambda: smemkit.digitize(x, edges)))]
+    if cupy is not None:
+        c_edges = cupy.asarray(edges)
+        cases.append(("cupy.digitize", lambda x: (
+            lambda c=cupy.from_dlpack(x): cupy.digitize(c, c_edges))))
+    cases.append(("torch.bucketize", lambda x: (
+        lambda: torch.bucketize(x, t_edges.to(x.dtype), right=True))))
+    for n in sizes:
+        x_n, repeats = device_data(base, n)
+        for name, make in cases:
+            row = {"op": "digitize", "impl": name, "dist": "edges", "dtype": "float32", "n": n,
+                   "nbins": 1000, "edges": "geomspace(1e-3, 4, 1000)"}
+            if repeats > 1:
+                row["repeats"] = repeats
+            try:
+                ms, out = timed(make(x_n), args.runs)
+                row["ms"] = round(ms, 5)
+                row["gbps"] = round(n * 4 / (ms * 1e-3) / 1e9, 2)
+                got = to_host(out).astype(np.int64, copy=False).reshape(repeats, -1)
+                # torch.bucketize compares in float32 with float32 edges: numpy's answer only
+                # where rounding the edges changes nothing.
+                row["correct"] = bool((got[:, :] == want[: got.shape[1]]).all())
+                del out, got
+            except Exception as e:  # a call that cannot run says why
+                row["error"] = f"{type(e).__name__}: {e}"[:300]
+            emit(row)
+        del x_n
+        torch.cuda.empty_cache()
+
+
+GPU_RULES = ("sqrt", "sturges", "rice", "scott", "doane", "fd", "auto")
+
+
+def bench_estimators(args, sizes, base, emit, over_budget):
+    """`hist` rows of the estimators against the plain histogram with the same bins."""
+    for n in sizes:
+        x_n, repeats = device_data(base, n)
+        host = x_n.cpu().numpy()
+        for rule in GPU_RULES:
+            if over_budget(f"estimators {rule} {n}"):
+                return
+            want, want_edges = np.histogram(host, rule)
+            nb = len(want)
+            cases = [
+                (rule, "smemkit.histogram", lambda: smemkit.histogram(x_n, rule)),
+                (nb, "smemkit.histogram", lambda: smemkit.histogram(x_n, nb)),
+                (nb, "smemkit.histogram+density",
+                 lambda: smemkit.histogram(x_n, nb, density=True)),
+                (nb, "one_pass", lambda: torch.aminmax(x_n)),
+            ]
+            for bins, name, call in cases:
+                row = {"op": "hist", "impl": name, "dist": "normal", "dtype": "float32", "n": n,
+                       "nbins": nb, "bins": bins, "rule": rule}
+                if repeats > 1:
+                    row["repeats"] = repeats
+                try:
+                    ms, out = timed(call, args.runs)
+                    row["ms"] = round(ms, 5)
+                    row["gbps"] = round(n * 4 / (ms * 1e-3) / 1e9, 2)
+                    if name == "one_pass":
+                        lo, hi = out
+                        row["correct"] = bool(lo.item() == host.min() and hi.item() == host.max())
+                    else:
+                        counts, edges = to_host(out[0]), to_host(out[1])
+                        if name.endswith("density"):
+                            ref = np.histogram(host, nb, density=True)[0]
+                            row["correct"] = bool(np.array_equal(counts, ref))
+                        else:
+                            row["correct"] = bool(np.array_equal(counts, want)
+                                                  and np.array_equal(edges, want_edges))
+                except Exception as e:  # a call that cannot run says why
+                    row["error"] = f"{type(e).__name__}: {e}"[:300]
+                emit(row)
+        del x_n, host
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ mod arrays;
 mod cuda_interface;
 mod device;
 mod device_digitize;
+mod device_estimate;
 mod device_joint;
 mod dlpack;
 mod errors;
@@ -87,6 +88,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device_joint::DeviceJointCall>()?;
     m.add_function(wrap_pyfunction!(device_digitize::device_digitize, m)?)?;
     m.add_class::<device_digitize::DeviceDigitizeCall>()?;
+    m.add_function(wrap_pyfunction!(device_estimate::device_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(fast::fast_call, m)?)?;
     m.add_function(wrap_pyfunction!(fast::trace_native, m)?)?;
     m.add_class::<fast::FastCall>()?;

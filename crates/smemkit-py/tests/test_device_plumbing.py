@@ -173,8 +173,13 @@ def test_explicit_edges_weights_and_dtypes(fake, rng):
     np.testing.assert_allclose(h, H, rtol=1e-6)
     with pytest.raises(TypeError, match="weights are not"):
         smemkit.histogram(dev(x), 10, range=(0, 100), weights=w)
+    # Integer weights keep their type, as numpy's (test_gpu_estimators.py covers more types).
+    wi = (w * 100).astype(np.int32)
+    h, _ = smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(wi))
+    assert h.dtype == np.int32
+    np.testing.assert_array_equal(h, np.histogram(x, 10, range=(0, 100), weights=wi)[0])
     with pytest.raises(NotImplementedError, match="w.double"):
-        smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(w.astype(np.int32)))
+        smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(w.astype(np.complex64)))
     with pytest.raises(ValueError, match="same shape"):
         smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(w[:10]))
     with pytest.raises(NotImplementedError, match="float16"):

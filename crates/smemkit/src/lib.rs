@@ -101,6 +101,7 @@ pub use histogram::bins::{BinSpec, Binning, OutOfRange, Slot};
 pub use histogram::cuda::device_histogram::{
     DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, RawBuffers,
 };
+pub use histogram::cuda::estimate::{estimate_bins, estimate_bins_raw, DeviceEstimate};
 pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::prepared::WeightKind;
 pub use histogram::cuda::ranks::RankSpec;

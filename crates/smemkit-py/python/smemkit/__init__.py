@@ -74,7 +74,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         numpy's RuntimeWarning); float16 and longdouble raise NotImplementedError.
     bins: int (equal bins over ``range``, or over the data's minimum and maximum), a 1-D array
         of increasing edges (every bin ``[a, b)``, the last ``[a, b]``), or numpy's estimator
-        names (``'auto'``, ``'fd'`` ..., host arrays only). Infinite edges and equal adjacent
+        names (``'auto'``, ``'fd'`` ...; GPU arrays take all but ``'stone'``, computed on the
+        device, the bin count read back: a synchronisation). Infinite edges and equal adjacent
         edges raise NotImplementedError for now.
     range: ``(lower, upper)``; ignored with explicit edges. Without it, NaN or infinity in the
         data is a ValueError, as in numpy.

@@ -371,12 +371,36 @@ def _weights(weights, a: Input, kind: str, frame: _Frame):
     w = Input(weights, wkind, "weights", frame if wkind not in ("torch", "cupy") else None)
     if w.device != a.device:
         raise ValueError(f"the samples are on CUDA device {a.device}, the weights on {w.device}")
+    if w.dtype in _INT_WEIGHTS and wkind in ("torch", "cupy"):
+        return _integer_weights(w, weights, wkind)
     if w.dtype not in ("float32", "float64"):
         raise NotImplementedError(
-            f"GPU weights of dtype {w.dtype} are not supported (float32 and float64 are): convert "
-            "them first, e.g. w.double()"
+            f"GPU weights of dtype {w.dtype} are not supported (float32, float64 and, from torch "
+            "or CuPy, integers are): convert them first, e.g. w.double()"
         )
+    w.result_dtype = w.dtype
     return w
+
+
+_INT_WEIGHTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _integer_weights(w: Input, weights, wkind):
+    """Integer weights summed as float64 on the device (a float64 copy made on the current
+    stream), the sums cast back to the weights' type as numpy's histogram returns them. The sums
+    are exact while they stay below 2**53: the weights' extremes are read back (a
+    synchronisation) to refuse larger ones, as for host arrays."""
+    if w.size:
+        lo, hi = w.minmax()
+        if max(abs(int(lo)), abs(int(hi))) * w.size > 2**53:
+            raise NotImplementedError(
+                "integer weights whose sums may exceed 2**53 (exact integer sums) are not "
+                "supported yet")
+    wide = weights.double() if wkind == "torch" else weights.astype("float64")
+    out = Input(wide, wkind, "weights", None)
+    out.keep = out.keep + [wide]
+    out.result_dtype = w.dtype
+    return out
 
 
 def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer, policy,
@@ -489,6 +513,33 @@ def _resolve_half(dtype, nbins, edges, range_, bins_arg):
     return rng, None, nbins, (key, lambda: wide)
 
 
+def estimate(a_obj, kind, rule, range_):
+    """numpy's bins for the estimator ``rule`` on GPU samples, computed on the device where they
+    are (the samples never come back; the bin count does: a synchronisation of the producer's
+    stream). ``(nbins, None)`` with a range (uniform bins over it), ``(None, edges)`` without
+    (numpy's float64 edges over the data's extremes)."""
+    a = Input(a_obj, kind, "a")
+    dtype = _sample_dtype(a, False)
+    if a.size and a.layout() != "C":
+        hint = {"torch": ".contiguous()", "cupy": "cupy.ascontiguousarray(...)"}.get(kind, "a copy")
+        raise ValueError(
+            f"a is not one block in C order (shape {a.shape}, strides {a.strides} elements): the "
+            f"bin estimators read device arrays in place; pass {hint}")
+    rng = None
+    if range_ is not None:
+        first, last = range_
+        rng = (float(first), float(last))
+    stream = a.run_stream()
+    if a.kind == "cai" and a.stream_kind == "handle":
+        with a.frame.use_stream(stream):
+            nbins, edges = _native.device_estimate(a.device, stream, a.ptr, a.size, dtype, rule, rng)
+    else:
+        nbins, edges = _native.device_estimate(a.device, stream, a.ptr, a.size, dtype, rule, rng)
+    if rng is not None:
+        return nbins, None
+    return None, edges
+
+
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):
     a = Input(a_obj, kind, "a")
     dtype = _sample_dtype(a, False)
@@ -514,15 +565,15 @@ def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range,
     frame = a.frame
     if edges is not None and edges.size < 2:
         # numpy: no bins, no counts.
-        empty = frame.empty(0, "int64" if w is None else w.dtype)
+        empty = frame.empty(0, "int64" if w is None else w.result_dtype)
         if density:
             empty = _cast(frame, empty, "float64")
         return (_finish(frame, kind, empty),
                 _finish(frame, kind, _given_edges(frame, bins_arg)))
     rng, edges, nb, (key, make) = _resolve(a, dtype, nbins, edges, range_, bins_arg)
     counts = _run(a, dtype, w, nb, rng, edges, False, out_of_range, strategy, deterministic)
-    if w is not None and w.dtype != "float64":
-        counts = _cast(frame, counts, w.dtype)
+    if w is not None and w.result_dtype != "float64":
+        counts = _cast(frame, counts, w.result_dtype)
     bin_edges = frame.edges(key, make)
     if density:
         db = bin_edges[1:] - bin_edges[:-1]

@@ -104,13 +104,23 @@ def _weights(weights, shape):
     raise TypeError(f"weights of dtype {w.dtype} are not supported (expected a real number type)")
 
 
+def _device_bins(a, kind, bins, range_, weights):
+    """``_bins`` for GPU samples: an estimator's name is resolved on the device (numpy's bins
+    from statistics computed where the samples are), ``(nbins, None)`` over a range or
+    ``(None, edges)`` over the data's extremes; ``'stone'`` raises NotImplementedError."""
+    if not isinstance(bins, str):
+        return _bins(bins)
+    if bins not in _ESTIMATORS:
+        raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
+    if weights is not None:
+        raise TypeError(
+            "Automated estimation of the number of bins is not supported for weighted data")
+    return _device.estimate(a, kind, bins, range_)
+
+
 def _bins(bins):
     """``(nbins, None)`` for a count, ``(None, edges)`` for an array of edges (numpy's checks)."""
     if isinstance(bins, str):
-        if bins in _ESTIMATORS:
-            raise NotImplementedError(
-                f"the bin estimator {bins!r} on GPU arrays is not supported yet (host arrays take "
-                "it): give a number of bins")
         raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
     if np.ndim(bins) == 0:
         try:
@@ -173,10 +183,11 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     _check_keywords(backend, strategy, out_of_range)
     kind = _device_kind(a, backend)
     if kind is not None:
-        nbins, edges = _bins(bins)
+        nbins, edges = _device_bins(a, kind, bins, range, weights)
+        given_edges = edges is not None and not isinstance(bins, str)
         result = _device.histogram(
-            a, kind, nbins, edges, range, weights, density, out_of_range, strategy,
-            bool(deterministic), bins if edges is not None else None,
+            a, kind, nbins, edges, None if edges is not None else range, weights, density,
+            out_of_range, strategy, bool(deterministic), bins if given_edges else None,
         )
         if kind == "torch" or kind == "cupy":
             _fast.learn_histogram(kind, a, bins, range, weights, density, backend, strategy,
@@ -217,8 +228,9 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     kind = _device.device_kind(a)
     if kind is not None:
-        nbins, edges = _bins(bins)
-        return _device.bin_edges(a, kind, nbins, edges, range, bins if edges is not None else None)
+        nbins, edges = _device_bins(a, kind, bins, range, weights)
+        given_edges = edges is not None and not isinstance(bins, str)
+        return _device.bin_edges(a, kind, nbins, edges, range, bins if given_edges else None)
     a = _samples(a)
     _weights(weights, a.shape)
     nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)

@@ -61,6 +61,13 @@ pub const DIGITIZE: KernelSource = KernelSource {
     headers: &[],
     one_kernel: false,
 };
+/// numpy's bin estimators: extremes, pairwise sums in numpy's tree, packing, radix select.
+pub const ESTIMATE: KernelSource = KernelSource {
+    name: "estimate.cu",
+    text: include_str!("../../kernels/estimate.cu"),
+    headers: &[],
+    one_kernel: false,
+};
 /// The 1D stencil with halo.
 pub const STENCIL: KernelSource = KernelSource {
     name: "stencil.cu",

@@ -75,17 +75,89 @@ impl BinRule {
 /// A width as numpy holds it: a float32 or float64 scalar (numpy's type decides how the span is
 /// divided by it).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Width {
+pub(crate) enum Width {
     F32(f32),
     F64(f64),
 }
 
 impl Width {
-    fn value(self) -> f64 {
+    pub(crate) fn value(self) -> f64 {
         match self {
             Width::F32(w) => w as f64,
             Width::F64(w) => w,
         }
+    }
+}
+
+/// The statistics of the (trimmed, non-empty) samples an estimator reads, each in the type and
+/// summation order numpy computes it in. The host samples ([`Trimmed`]) and device samples
+/// (`histogram::cuda::estimate`) implement it; the widths and the bin count are then computed by
+/// the same code, so that both engines give the same bins.
+pub(crate) trait EstimatorStats {
+    /// How many samples.
+    fn len(&self) -> usize;
+    /// numpy's `_ptp` for float32 data (a float32 difference), `None` for other data.
+    fn ptp_f32(&self) -> Option<f32>;
+    /// numpy's `_ptp` as the float64 it becomes when divided by a float64.
+    fn ptp_f64(&self) -> f64;
+    /// `np.std`: float32 for float32 data, float64 otherwise.
+    fn std(&mut self) -> Result<Width>;
+    /// Doane's `g1`, the mean of the cubed standardised samples; `None` when the standard
+    /// deviation is NaN or not positive (numpy's estimator then returns 0).
+    fn skew(&mut self) -> Result<Option<f64>>;
+    /// `np.percentile(x, [75, 25])` with the default `linear` method.
+    fn quartiles(&mut self) -> Result<(f64, f64)>;
+    /// Stone's rule (see [`stone_width`]).
+    fn stone(&mut self, range: Option<(f64, f64)>) -> Result<Option<Width>>;
+}
+
+impl<T: Sample> EstimatorStats for Trimmed<T>
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    fn len(&self) -> usize {
+        Trimmed::len(self)
+    }
+    fn ptp_f32(&self) -> Option<f32> {
+        Trimmed::ptp_f32(self)
+    }
+    fn ptp_f64(&self) -> f64 {
+        Trimmed::ptp_f64(self)
+    }
+    fn std(&mut self) -> Result<Width> {
+        Ok(match self.f32() {
+            Some(v) => Width::F32(stats::std_f32(v)),
+            None => Width::F64(self.std_f64()),
+        })
+    }
+    fn skew(&mut self) -> Result<Option<f64>> {
+        Ok(match self.f32() {
+            Some(v) => {
+                let sigma = stats::std_f32(v);
+                if sigma.is_nan() || sigma <= 0.0 {
+                    return Ok(None);
+                }
+                let mean = stats::mean_f32(v);
+                let cubes: Vec<f32> = v.iter().map(|&a| ((a - mean) / sigma).powf(3.0)).collect();
+                Some(stats::mean_f32(&cubes) as f64)
+            }
+            None => {
+                let v = self.to_f64_values();
+                let sigma = self.std_f64();
+                if sigma.is_nan() || sigma <= 0.0 {
+                    return Ok(None);
+                }
+                let mean = self.mean_f64();
+                let cubes: Vec<f64> = v.iter().map(|&a| ((a - mean) / sigma).powf(3.0)).collect();
+                Some(stats::mean_of_f64(&cubes))
+            }
+        })
+    }
+    fn quartiles(&mut self) -> Result<(f64, f64)> {
+        Ok(Trimmed::quartiles(self))
+    }
+    fn stone(&mut self, range: Option<(f64, f64)>) -> Result<Option<Width>> {
+        stone_width(self, range)
     }
 }
 
@@ -120,21 +192,30 @@ where
     for<'a> &'a [T]: Into<Samples<'a>>,
 {
     let outer = stats::outer_edges(s, range)?;
-    let x = stats::trim(s, range, &outer);
+    let mut x = stats::trim(s, range, &outer);
     if x.len() == 0 {
         return Ok(1);
     }
-    let width = width_of(&x, rule, range)?;
+    let width = width_of(&mut x, rule, range)?;
+    bins_from_width(outer.span, width, x.class() == Class::Int)
+}
+
+/// numpy's number of bins from an estimator's width: `ceil(span / width)` in numpy's types, 1 for
+/// a zero (or absent) width, integer data's widths below 1 replaced by 1.
+pub(crate) fn bins_from_width(
+    span: stats::Span,
+    width: Option<Width>,
+    integer: bool,
+) -> Result<usize> {
     let Some(mut width) = width.filter(|w| w.value() != 0.0) else {
         return Ok(1);
     };
-    let integer = x.class() == Class::Int;
     if integer && width.value() < 1.0 {
         // numpy replaces the width by the Python int 1: the span is divided as float64 (or, for
         // a Python float span, as a Python float).
         width = Width::F64(1.0);
     }
-    let quotient = match (outer.span, width) {
+    let quotient = match (span, width) {
         (stats::Span::F32(d), Width::F32(w)) => (d / w) as f64,
         (stats::Span::F32(d), Width::F64(w)) => d as f64 / w,
         (stats::Span::F64(d), w) => d / w.value(),
@@ -161,23 +242,20 @@ where
 
 /// The width numpy's estimator function for `rule` returns on the trimmed samples `x` (`None`
 /// where numpy's returns 0 for lack of spread), before numpy turns it into a number of bins.
-fn width_of<T: Sample>(
-    x: &Trimmed<T>,
+pub(crate) fn width_of<S: EstimatorStats>(
+    x: &mut S,
     rule: BinRule,
     range: Option<(f64, f64)>,
-) -> Result<Option<Width>>
-where
-    for<'a> &'a [T]: Into<Samples<'a>>,
-{
+) -> Result<Option<Width>> {
     Ok(match rule {
         BinRule::Sqrt => Some(sqrt_width(x)),
         BinRule::Sturges => Some(sturges_width(x)),
         BinRule::Rice => Some(rice_width(x)),
-        BinRule::Scott => Some(scott_width(x)),
-        BinRule::Fd => Some(fd_width(x)),
-        BinRule::Doane => Some(doane_width(x)),
+        BinRule::Scott => Some(scott_width(x)?),
+        BinRule::Fd => Some(fd_width(x)?),
+        BinRule::Doane => Some(doane_width(x)?),
         BinRule::Auto => {
-            let fd = fd_width(x).value();
+            let fd = fd_width(x)?.value();
             let sturges = sturges_width(x).value();
             let half_sqrt = sqrt_width(x).value() / 2.0;
             let corrected = if half_sqrt > fd { half_sqrt } else { fd };
@@ -187,7 +265,7 @@ where
                 corrected
             }))
         }
-        BinRule::Stone => stone_width(x, range)?,
+        BinRule::Stone => x.stone(range)?,
     })
 }
 
@@ -205,11 +283,11 @@ pub fn estimator_width(
         for<'a> &'a [T]: Into<Samples<'a>>,
     {
         let outer = stats::outer_edges(s, range)?;
-        let x = stats::trim(s, range, &outer);
+        let mut x = stats::trim(s, range, &outer);
         if x.len() == 0 {
             return Ok(None);
         }
-        width_of(&x, rule, range)
+        width_of(&mut x, rule, range)
     }
     if let Samples::F16(_) | Samples::BF16(_) = samples {
         return Err(Error::NotImplemented(format!(
@@ -222,24 +300,15 @@ pub fn estimator_width(
     Ok(width.map(|w| (w.value(), matches!(w, Width::F32(_)))))
 }
 
-fn sqrt_width<T: Sample>(x: &Trimmed<T>) -> Width
-where
-    for<'a> &'a [T]: Into<Samples<'a>>,
-{
+fn sqrt_width<S: EstimatorStats>(x: &S) -> Width {
     Width::F64(x.ptp_f64() / (x.len() as f64).sqrt())
 }
 
-fn sturges_width<T: Sample>(x: &Trimmed<T>) -> Width
-where
-    for<'a> &'a [T]: Into<Samples<'a>>,
-{
+fn sturges_width<S: EstimatorStats>(x: &S) -> Width {
     Width::F64(x.ptp_f64() / ((x.len() as f64).log2() + 1.0))
 }
 
-fn rice_width<T: Sample>(x: &Trimmed<T>) -> Width
-where
-    for<'a> &'a [T]: Into<Samples<'a>>,
-{
+fn rice_width<S: EstimatorStats>(x: &S) -> Width {
     let d = 2.0 * (x.len() as f64).powf(1.0 / 3.0);
     match x.ptp_f32() {
         Some(p) => Width::F32(p / d as f32),
@@ -247,58 +316,33 @@ where
     }
 }
 
-fn scott_width<T: Sample>(x: &Trimmed<T>) -> Width
-where
-    for<'a> &'a [T]: Into<Samples<'a>>,
-{
+fn scott_width<S: EstimatorStats>(x: &mut S) -> Result<Width> {
     let factor = (24.0 * std::f64::consts::PI.powf(0.5) / x.len() as f64).powf(1.0 / 3.0);
-    match x.f32() {
-        Some(v) => Width::F32(factor as f32 * stats::std_f32(v)),
-        None => Width::F64(factor * x.std_f64()),
-    }
+    Ok(match x.std()? {
+        Width::F32(s) => Width::F32(factor as f32 * s),
+        Width::F64(s) => Width::F64(factor * s),
+    })
 }
 
-fn fd_width<T: Sample>(x: &Trimmed<T>) -> Width
-where
-    for<'a> &'a [T]: Into<Samples<'a>>,
-{
-    let (q75, q25) = x.quartiles();
+fn fd_width<S: EstimatorStats>(x: &mut S) -> Result<Width> {
+    let (q75, q25) = x.quartiles()?;
     let iqr = q75 - q25;
-    Width::F64(2.0 * iqr * (x.len() as f64).powf(-1.0 / 3.0))
+    Ok(Width::F64(2.0 * iqr * (x.len() as f64).powf(-1.0 / 3.0)))
 }
 
-fn doane_width<T: Sample>(x: &Trimmed<T>) -> Width
-where
-    for<'a> &'a [T]: Into<Samples<'a>>,
-{
+fn doane_width<S: EstimatorStats>(x: &mut S) -> Result<Width> {
     let n = x.len();
     if n <= 2 {
-        return Width::F64(0.0);
+        return Ok(Width::F64(0.0));
     }
     let nf = n as f64;
     let sg1 = (6.0 * (nf - 2.0) / ((nf + 1.0) * (nf + 3.0))).sqrt();
-    let g1 = match x.f32() {
-        Some(v) => {
-            let sigma = stats::std_f32(v);
-            if sigma.is_nan() || sigma <= 0.0 {
-                return Width::F64(0.0);
-            }
-            let mean = stats::mean_f32(v);
-            let cubes: Vec<f32> = v.iter().map(|&a| ((a - mean) / sigma).powf(3.0)).collect();
-            stats::mean_f32(&cubes) as f64
-        }
-        None => {
-            let v = x.to_f64_values();
-            let sigma = x.std_f64();
-            if sigma.is_nan() || sigma <= 0.0 {
-                return Width::F64(0.0);
-            }
-            let mean = x.mean_f64();
-            let cubes: Vec<f64> = v.iter().map(|&a| ((a - mean) / sigma).powf(3.0)).collect();
-            stats::mean_of_f64(&cubes)
-        }
+    let Some(g1) = x.skew()? else {
+        return Ok(Width::F64(0.0));
     };
-    Width::F64(x.ptp_f64() / (1.0 + nf.log2() + (1.0 + g1.abs() / sg1).log2()))
+    Ok(Width::F64(
+        x.ptp_f64() / (1.0 + nf.log2() + (1.0 + g1.abs() / sg1).log2()),
+    ))
 }
 
 /// Stone's rule: the bin count in `1..=max(100, sqrt(n))` minimising the cross-validated

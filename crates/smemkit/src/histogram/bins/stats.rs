@@ -50,6 +50,15 @@ pub(crate) struct Outer {
 /// numpy's `_get_outer_edges`: the range (checked, widened by 0.5 when empty), or the data's
 /// minimum and maximum (an error when not finite; `[0, 1]` for no data).
 pub(crate) fn outer_edges<T: Sample>(s: &[T], range: Option<(f64, f64)>) -> Result<Outer> {
+    outer_of(range, || extremes(s))
+}
+
+/// [`outer_edges`] from the samples' extremes (`extremes` is called only without a range; NaN
+/// extremes for data holding NaN, `None` for no data).
+pub(crate) fn outer_of<T: Sample>(
+    range: Option<(f64, f64)>,
+    extremes: impl FnOnce() -> Option<(T, T)>,
+) -> Result<Outer> {
     if let Some((mut lo, mut hi)) = range {
         if lo > hi {
             return Err(Error::InvertedRange { lo, hi });
@@ -67,7 +76,7 @@ pub(crate) fn outer_edges<T: Sample>(s: &[T], range: Option<(f64, f64)>) -> Resu
             span: Span::Python(hi - lo),
         });
     }
-    let Some((min, max)) = extremes(s) else {
+    let Some((min, max)) = extremes() else {
         return Ok(Outer {
             lo: 0.0,
             hi: 1.0,
@@ -230,14 +239,29 @@ where
 /// index `(n - 1) * q`, their difference taken in the samples' own type (wrapping for integers,
 /// as numpy's array subtraction does).
 fn percentile<T: Sample>(sorted: &[T], q: f64) -> f64 {
-    let n = sorted.len();
+    percentile_at(sorted.len(), q, |i| sorted[i])
+}
+
+/// The ranks (0-based, in sorted order) [`percentile_at`] reads for `n` samples: the two
+/// neighbours of the virtual index (the last sample twice at the top).
+pub(crate) fn percentile_ranks(n: usize, q: f64) -> (usize, usize) {
+    let virtual_index = (n - 1) as f64 * q;
+    if virtual_index >= (n - 1) as f64 {
+        return (n - 1, n - 1);
+    }
+    let prev = virtual_index.floor() as usize;
+    (prev, prev + 1)
+}
+
+/// [`percentile`] of `n` sorted samples, reading the samples of [`percentile_ranks`] with `at`.
+pub(crate) fn percentile_at<T: Sample>(n: usize, q: f64, at: impl Fn(usize) -> T) -> f64 {
     let virtual_index = (n - 1) as f64 * q;
     let prev = virtual_index.floor();
     if virtual_index >= (n - 1) as f64 {
-        return sorted[n - 1].to_f64() + 0.0;
+        return at(n - 1).to_f64() + 0.0;
     }
     let gamma = virtual_index - prev;
-    let (a, b) = (sorted[prev as usize], sorted[prev as usize + 1]);
+    let (a, b) = (at(prev as usize), at(prev as usize + 1));
     let diff = match class_of(T::TYPE) {
         Class::F32 => (b.to_f32() - a.to_f32()) as f64,
         Class::F64 => b.to_f64() - a.to_f64(),
@@ -265,6 +289,9 @@ fn wrap(d: i128, ty: SampleType) -> i128 {
         r
     }
 }
+
+/// The float64 running total of numpy's casting reduction adds blocks of this many values.
+pub(crate) const CAST_BUFFER: usize = 8192;
 
 /// numpy's pairwise summation (`pairwise_sum` of its add loops), generic over the float type.
 macro_rules! pairwise {
@@ -308,8 +335,8 @@ pairwise!(pairwise_f64, f64);
 /// to the running total.
 fn buffered_sum<T: Sample>(v: &[T]) -> f64 {
     let mut acc = 0.0f64;
-    let mut buf = Vec::with_capacity(8192);
-    for chunk in v.chunks(8192) {
+    let mut buf = Vec::with_capacity(CAST_BUFFER);
+    for chunk in v.chunks(CAST_BUFFER) {
         buf.clear();
         buf.extend(chunk.iter().map(|x| x.to_f64()));
         acc += pairwise_f64(&buf);

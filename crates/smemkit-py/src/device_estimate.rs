@@ -1,0 +1,50 @@
+//! numpy's bin estimators for GPU arrays, read in place by the library's device estimate
+//! ([`smemkit::estimate_bins_raw`]) on the stream the Python layer names. It synchronises that
+//! stream: the number of bins is the shape of the result.
+
+use numpy::{PyArray1, ToPyArray};
+use pyo3::prelude::*;
+use smemkit::cudarc::driver::sys;
+use smemkit::{BinRule, SampleType};
+
+use crate::errors::IntoPy;
+
+/// numpy's number of bins and their edges (float64) for the estimator `rule` on the `n` samples
+/// of `dtype` at `input` on device `device`, over `range` (the data's extremes when `None`),
+/// computed on `stream` (a `cudaStream_t`).
+#[pyfunction]
+#[pyo3(signature = (device, stream, input, n, dtype, rule, range))]
+#[allow(clippy::too_many_arguments)]
+pub fn device_estimate<'py>(
+    py: Python<'py>,
+    device: usize,
+    stream: usize,
+    input: u64,
+    n: usize,
+    dtype: &str,
+    rule: &str,
+    range: Option<(f64, f64)>,
+) -> PyResult<(usize, Bound<'py, PyArray1<f64>>)> {
+    let sample_type = SampleType::parse(dtype).py_err()?;
+    let rule = BinRule::parse(rule).py_err()?;
+    let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
+    let estimate = py
+        .detach(|| {
+            // SAFETY: the Python layer passes the address of live device memory of this device
+            // holding `n` samples of `dtype`, kept alive by its framework for this call (which
+            // waits for the stream), and a live stream of the device.
+            unsafe {
+                smemkit::estimate_bins_raw(
+                    &gpu,
+                    input,
+                    n,
+                    sample_type,
+                    rule,
+                    range,
+                    stream as sys::CUstream,
+                )
+            }
+        })
+        .py_err()?;
+    Ok((estimate.nbins, estimate.edges.to_pyarray(py)))
+}

@@ -1,0 +1,186 @@
+"""numpy's bin estimators on GPU arrays, computed on the device: numpy.histogram_bin_edges and
+numpy.histogram on the host copy give the same bins and counts. The GPU tests are skipped without
+a GPU and torch or CuPy; the first tests run everywhere, with a stand-in CuPy (see
+test_device_plumbing.py) and a stand-in native estimate that reads the host memory at the address
+the Python layer passes and asks the CPU engine."""
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import smemkit
+from smemkit import _device, _native
+
+from test_device_plumbing import _fake_cupy, _fake_device_histogram, _no_fast_call, _read, dev
+
+try:
+    import torch
+except ImportError:
+    torch = None
+try:
+    import cupy
+except ImportError:
+    cupy = None
+
+GPU_RULES = ["auto", "fd", "doane", "scott", "rice", "sturges", "sqrt"]
+
+# ---- the Python layer, without a GPU -------------------------------------------------------
+
+estimates = []
+
+
+def _fake_estimate(device, stream, input, n, dtype, rule, range):
+    estimates.append(dict(n=n, dtype=dtype, rule=rule, range=range))
+    x = _read(input, n, dtype)
+    nbins = _native.estimate_bins(x, rule, range)
+    return nbins, _native.histogram_bin_edges(x, nbins, range)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setattr(_native, "device_histogram", _fake_device_histogram)
+    monkeypatch.setattr(_native, "device_estimate", _fake_estimate)
+    monkeypatch.setattr(_native, "fast_call", _no_fast_call)
+    _device._EDGES.clear()
+    estimates.clear()
+
+
+@pytest.mark.parametrize("rule", GPU_RULES)
+@pytest.mark.parametrize("range_", [None, (-1.0, 2.5)])
+def test_estimators_resolve_through_the_device_estimate(fake, rng, rule, range_):
+    x = rng.standard_normal((300, 7)).astype(np.float32)
+    h, e = smemkit.histogram(dev(x), rule, range=range_)
+    want_h, want_e = np.histogram(x, rule, range=range_)
+    np.testing.assert_array_equal(np.asarray(h), want_h)
+    assert np.asarray(e).dtype == want_e.dtype
+    np.testing.assert_array_equal(np.asarray(e), want_e)
+    e2 = smemkit.histogram_bin_edges(dev(x), rule, range=range_)
+    np.testing.assert_array_equal(np.asarray(e2), np.histogram_bin_edges(x, rule, range=range_))
+    assert estimates[-1] == dict(n=2100, dtype="float32", rule=rule, range=range_)
+
+
+def test_estimator_errors_on_gpu_arrays(fake, rng):
+    x = dev(rng.standard_normal((10, 4)))
+    with pytest.raises(ValueError, match="not a valid estimator"):
+        smemkit.histogram(x, "nope")
+    with pytest.raises(TypeError, match="weighted data"):
+        smemkit.histogram(x, "auto", weights=x)
+    with pytest.raises(ValueError, match="C order"):
+        smemkit.histogram(x.T, "auto")
+    assert not estimates
+
+
+# ---- on a GPU ------------------------------------------------------------------------------
+
+
+def _cuda():
+    if torch is not None:
+        return torch.cuda.is_available()
+    if cupy is not None:
+        try:
+            return cupy.cuda.runtime.getDeviceCount() > 0
+        except Exception:
+            return False
+    return False
+
+
+needs_torch = pytest.mark.skipif(torch is None or not _cuda(), reason="needs torch and a CUDA GPU")
+needs_cupy = pytest.mark.skipif(cupy is None or not _cuda(), reason="needs CuPy and a CUDA GPU")
+
+
+def _check(got_h, got_e, host, rule, range_):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_h, want_e = np.histogram(host, rule, range=range_)
+        edges = np.histogram_bin_edges(host, rule, range=range_)
+    np.testing.assert_array_equal(got_e, want_e)
+    np.testing.assert_array_equal(got_h, want_h)
+    np.testing.assert_array_equal(got_e, edges)
+
+
+@needs_torch
+@pytest.mark.parametrize("rule", GPU_RULES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "int64"])
+@pytest.mark.parametrize("range_", [None, (-1.0, 2.5)])
+def test_torch_estimators_are_numpys(rule, dtype, range_):
+    g = torch.Generator(device="cuda").manual_seed(23)
+    for n in (1, 5, 1000, (1 << 20) + 7):
+        x = torch.randn(n, generator=g, device="cuda", dtype=torch.float64) * 3
+        if dtype == "uint8":
+            x = (x * 10).abs()
+        elif dtype.startswith("int"):
+            x = x * 10
+        x = x.to(getattr(torch, dtype))
+        host = x.cpu().numpy()
+        h, e = smemkit.histogram(x, rule, range=range_)
+        assert h.is_cuda and e.is_cuda
+        _check(h.cpu().numpy(), e.cpu().numpy(), host, rule, range_)
+        e2 = smemkit.histogram_bin_edges(x, rule, range=range_)
+        np.testing.assert_array_equal(e2.cpu().numpy(), e.cpu().numpy())
+
+
+@needs_torch
+@pytest.mark.parametrize("rule", GPU_RULES)
+def test_torch_heavy_ties_and_nan(rule):
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randint(0, 4, (1 << 18,), generator=g, device="cuda").float() / 2
+    _check(*[t.cpu().numpy() for t in smemkit.histogram(x, rule)], x.cpu().numpy(), rule, None)
+    x[77] = float("nan")
+    with pytest.raises(ValueError):
+        np.histogram(x.cpu().numpy(), rule)
+    with pytest.raises(ValueError, match="finite"):
+        smemkit.histogram(x, rule)
+    h, e = smemkit.histogram(x, rule, range=(0.0, 1.0))
+    _check(h.cpu().numpy(), e.cpu().numpy(), x.cpu().numpy(), rule, (0.0, 1.0))
+
+
+@needs_torch
+def test_torch_stone_and_halves_are_refused_clearly():
+    x = torch.randn(1000, device="cuda")
+    with pytest.raises(NotImplementedError, match="stone"):
+        smemkit.histogram(x, "stone")
+    with pytest.raises(NotImplementedError, match="give a number of bins"):
+        smemkit.histogram(x.half(), "auto", range=(-1.0, 1.0))
+
+
+@needs_cupy
+@pytest.mark.parametrize("rule", GPU_RULES)
+def test_cupy_estimators_are_numpys(rule):
+    r = cupy.random.default_rng(3)
+    x = r.standard_normal(1 << 20, dtype=cupy.float32)
+    h, e = smemkit.histogram(x, rule)
+    assert isinstance(h, cupy.ndarray)
+    _check(h.get(), e.get(), x.get(), rule, None)
+    h, e = smemkit.histogram(x, rule, range=(-1.0, 2.0))
+    _check(h.get(), e.get(), x.get(), rule, (-1.0, 2.0))
+
+
+# ---- integer weights keep their type (issue 23), through the Python layer ------------------
+
+
+@pytest.mark.parametrize("wtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
+def test_integer_weights_on_gpu_arrays_keep_their_type(fake, rng, wtype):
+    x = rng.standard_normal(3000).astype(np.float32)
+    w = (rng.random(3000) * 60).astype(wtype)
+    for bins in (10, [-2.0, -0.5, 0.0, 3.0]):
+        h, e = smemkit.histogram(dev(x), bins, range=(-3.0, 3.0) if bins == 10 else None,
+                                 weights=dev(w))
+        want, _ = np.histogram(x, bins, range=(-3.0, 3.0) if bins == 10 else None, weights=w)
+        assert np.asarray(h).dtype == want.dtype == wtype
+        np.testing.assert_array_equal(np.asarray(h), want)
+    # numpy's bincount sums weights in float64 whatever their type.
+    k = rng.integers(0, 9, 3000)
+    got = smemkit.bincount(dev(k), weights=dev(w))
+    want = np.bincount(k, weights=w)
+    assert np.asarray(got).dtype == want.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_integer_weights_beyond_exact_float64_sums_are_refused(fake):
+    x = np.zeros(4, np.float32)
+    w = np.full(4, 2**62, np.int64)
+    with pytest.raises(NotImplementedError, match="2\\*\\*53"):
+        smemkit.histogram(dev(x), 3, range=(0.0, 1.0), weights=dev(w))

@@ -1,0 +1,413 @@
+// numpy's bin estimators on data already on the GPU (crates/smemkit/src/histogram/cuda/estimate.rs
+// drives them; crates/smemkit/src/histogram/bins/stats.rs is the reference). The estimators need
+// only a few statistics of the samples (trimmed to the range when one is given): their count,
+// extremes, mean, standard deviation, skew and two percentiles. These kernels compute them where
+// the samples are, so that only a handful of numbers come back to the host:
+//
+// - est_extremes: the count of samples inside the range, their extremes (as order-preserving
+//   integer keys, so that atomicMin/Max are exact) and the number of NaN.
+// - est_sum_nodes / est_combine / est_sequential: numpy's pairwise summation, the same tree as
+//   stats.rs, so the sums are identical bit for bit. numpy splits a block of m > 128 values at
+//   n2 = m / 2 rounded down to a multiple of 8 and sums blocks of at most 128 values with eight
+//   accumulators. The tree depends on m alone: each thread finds its node at a depth D from the
+//   root by following the bits of its index, sums that node (a few leaves) sequentially in numpy's
+//   numpy's order, and est_combine then adds the 2^D node sums pairwise, which is exactly the upper part of
+//   numpy's tree because every node above depth D is split (see estimate.rs for the choice of D).
+//   Integer data is summed as numpy's casting reduction does: float64 blocks of 8192 values, each
+//   pairwise, added in order (est_sequential).
+// - est_tile_counts / est_scan / est_compact: the samples inside a range, packed in order, for
+//   the sums (numpy sums the trimmed array, whose tree differs from the full one).
+// - est_digits / est_select: exact order statistics by radix select over the same keys, 11 bits
+//   at a time from the top, for up to four ranks at once (the two neighbours of each quartile).
+//
+// Every add, subtract, multiply and divide of the sums is an explicitly rounded intrinsic, so that
+// NVRTC contracts nothing into a fused multiply-add.
+//
+// Compiled by NVRTC once per sample type: -DSAMPLE_T=<C type> -DSAMPLE_KIND=0 (float32),
+// 1 (float64), 2 (signed integer) or 3 (unsigned integer).
+
+#ifndef SAMPLE_T
+#error "SAMPLE_T must be defined by the host"
+#endif
+typedef SAMPLE_T sample_t;
+typedef unsigned long long u64;
+
+#if SAMPLE_KIND == 0
+typedef float acc_t;
+__device__ __forceinline__ acc_t add(acc_t a, acc_t b) { return __fadd_rn(a, b); }
+#else
+typedef double acc_t;
+__device__ __forceinline__ acc_t add(acc_t a, acc_t b) { return __dadd_rn(a, b); }
+#endif
+
+// The key order is the samples' order (floats: negative ones reversed below the positive ones).
+__device__ __forceinline__ u64 key_of(sample_t v) {
+#if SAMPLE_KIND == 0
+    const unsigned u = __float_as_uint(v);
+    return (u64)((u & 0x80000000u) ? ~u : (u | 0x80000000u));
+#elif SAMPLE_KIND == 1
+    const u64 u = (u64)__double_as_longlong(v);
+    return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+#elif SAMPLE_KIND == 2
+    constexpr int W = 8 * (int)sizeof(sample_t);
+    const u64 mask = W == 64 ? ~0ull : ((1ull << (W % 64)) - 1);
+    return ((u64)(long long)v & mask) ^ (1ull << (W - 1));
+#else
+    return (u64)v;
+#endif
+}
+
+__device__ __forceinline__ bool is_nan(sample_t v) {
+#if SAMPLE_KIND < 2
+    return v != v;
+#else
+    return false;
+#endif
+}
+
+// numpy's trimming: float32 samples against the range rounded to float32, others in float64.
+__device__ __forceinline__ bool kept(sample_t v, int has_range, double lo, double hi) {
+    if (!has_range) return true;
+#if SAMPLE_KIND == 0
+    return v >= __double2float_rn(lo) && v <= __double2float_rn(hi);
+#else
+    const double x = (double)v;
+    return x >= lo && x <= hi;
+#endif
+}
+
+// out: [kept count, smallest key, largest key, NaN count], set to [0, ~0, 0, 0] by the host.
+extern "C" __global__ void __launch_bounds__(256) est_extremes(const sample_t* __restrict__ in, u64 n,
+                                                               int has_range, double lo, double hi,
+                                                               u64* __restrict__ out) {
+    u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const sample_t v = in[i];
+        if (is_nan(v)) {
+            ++nans;
+            continue;
+        }
+        if (!kept(v, has_range, lo, hi)) continue;
+        ++count;
+        const u64 k = key_of(v);
+        lo_key = k < lo_key ? k : lo_key;
+        hi_key = k > hi_key ? k : hi_key;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        count += __shfl_down_sync(0xffffffffu, count, o);
+        nans += __shfl_down_sync(0xffffffffu, nans, o);
+        const u64 a = __shfl_down_sync(0xffffffffu, lo_key, o);
+        const u64 b = __shfl_down_sync(0xffffffffu, hi_key, o);
+        lo_key = a < lo_key ? a : lo_key;
+        hi_key = b > hi_key ? b : hi_key;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (count) {
+            atomicAdd(&out[0], count);
+            atomicMin(&out[1], lo_key);
+            atomicMax(&out[2], hi_key);
+        }
+        if (nans) atomicAdd(&out[3], nans);
+    }
+}
+
+// The value numpy sums: the sample (TERM 0), its squared deviation from p1 (TERM 1, np.std), or
+// its deviation divided by p2, cubed (TERM 2, Doane's skew). The cube is correctly rounded
+// (float32: the exact square times the value, rounded once in float64 and once to float32; float64:
+// the square and the product split into exact parts with fused multiply-adds): the host's libm
+// `pow` is within an ulp of it.
+template <int TERM>
+__device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
+#if SAMPLE_KIND == 0
+    if (TERM == 0) return v;
+    const float d = __fsub_rn(v, p1);
+    if (TERM == 1) return __fmul_rn(d, d);
+    const double q = (double)__fdiv_rn(d, p2);
+    return __double2float_rn(__dmul_rn(__dmul_rn(q, q), q));
+#else
+    const double x = (double)v;
+    if (TERM == 0) return x;
+    const double d = __dsub_rn(x, p1);
+    if (TERM == 1) return __dmul_rn(d, d);
+    const double q = __ddiv_rn(d, p2);
+    const double sq = __dmul_rn(q, q);
+    const double sq_err = __fma_rn(q, q, -sq);
+    const double hi = __dmul_rn(sq, q);
+    const double lo = __fma_rn(sq_err, q, __fma_rn(sq, q, -hi));
+    return __dadd_rn(hi, lo);
+#endif
+}
+
+// numpy's pairwise_sum on a block of at most 128 values (or fewer than 8: in order from -0).
+template <int TERM>
+__device__ __noinline__ acc_t leaf_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2) {
+    if (m < 8) {
+        acc_t res = (acc_t)-0.0;
+        for (u64 i = 0; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
+        return add((acc_t)0.0, res);
+    }
+    acc_t r[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) r[j] = term<TERM>(a[j], p1, p2);
+    const u64 whole = m - m % 8;
+    u64 i = 8;
+    for (; i < whole; i += 8) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) r[j] = add(r[j], term<TERM>(a[i + j], p1, p2));
+    }
+    acc_t res = add(add(add(r[0], r[1]), add(r[2], r[3])), add(add(r[4], r[5]), add(r[6], r[7])));
+    for (; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
+    return res;
+}
+
+// numpy's pairwise_sum of m values, at most LEVELS splits deep.
+template <int TERM, int LEVELS>
+__device__ acc_t node_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2) {
+    if constexpr (LEVELS == 0) {
+        return leaf_sum<TERM>(a, m, p1, p2);
+    } else {
+        if (m <= 128) return leaf_sum<TERM>(a, m, p1, p2);
+        u64 n2 = m / 2;
+        n2 -= n2 % 8;
+        const acc_t left = node_sum<TERM, LEVELS - 1>(a, n2, p1, p2);
+        return add(left, node_sum<TERM, LEVELS - 1>(a + n2, m - n2, p1, p2));
+    }
+}
+
+// Node `t` (left to right) at `depth` of numpy's tree over m values: its first value and size.
+__device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64* size) {
+    u64 s = 0, z = m;
+    for (int d = depth - 1; d >= 0; --d) {
+        u64 n2 = z / 2;
+        n2 -= n2 % 8;
+        if ((t >> d) & 1) {
+            s += n2;
+            z -= n2;
+        } else {
+            z = n2;
+        }
+    }
+    *start = s;
+    *size = z;
+}
+
+// Deep enough for the nodes the host asks for: at most 2^8 + 17 values (whole arrays: two splits
+// at most) or 128 (blocks of 8192 at depth 6).
+#define NODE_LEVELS 2
+
+// Problem p (`problems` of `m` values each, one after the other) at `depth`: out[(p << depth) + t]
+// is the sum of its node t.
+extern "C" __global__ void __launch_bounds__(256) est_sum_nodes(const sample_t* __restrict__ in, u64 m,
+                                                                u64 problems, int depth, int term_kind,
+                                                                acc_t p1, acc_t p2,
+                                                                acc_t* __restrict__ out) {
+    const u64 g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= (problems << depth)) return;
+    const u64 p = g >> depth, t = g & ((1ull << depth) - 1);
+    u64 start, size;
+    node_at(m, depth, t, &start, &size);
+    const sample_t* a = in + p * m + start;
+    acc_t s;
+    if (term_kind == 0)
+        s = node_sum<0, NODE_LEVELS>(a, size, p1, p2);
+    else if (term_kind == 1)
+        s = node_sum<1, NODE_LEVELS>(a, size, p1, p2);
+    else
+        s = node_sum<2, NODE_LEVELS>(a, size, p1, p2);
+    out[g] = s;
+}
+
+// Groups of 2^k consecutive values (k <= 10) added pairwise as a perfect binary tree:
+// out[g] = the sum of in[g << k .. (g + 1) << k). Blocks of 512 threads, one group each.
+extern "C" __global__ void __launch_bounds__(512) est_combine(const acc_t* __restrict__ in, int k,
+                                                              acc_t* __restrict__ out) {
+    __shared__ acc_t s[1024];
+    const unsigned width = 1u << k;
+    const acc_t* g = in + ((u64)blockIdx.x << k);
+    for (unsigned i = threadIdx.x; i < width; i += blockDim.x) s[i] = g[i];
+    __syncthreads();
+    for (unsigned w = width; w > 1; w >>= 1) {
+        acc_t v = 0;
+        const unsigned half = w >> 1;
+        if (threadIdx.x < half) v = add(s[2 * threadIdx.x], s[2 * threadIdx.x + 1]);
+        __syncthreads();
+        if (threadIdx.x < half) s[threadIdx.x] = v;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+
+// numpy's running total of a casting reduction: 0.0 plus each block's sum, in order.
+extern "C" __global__ void est_sequential(const acc_t* __restrict__ in, u64 count, acc_t* __restrict__ out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    acc_t acc = 0;
+    for (u64 i = 0; i < count; ++i) acc = add(acc, in[i]);
+    out[0] = acc;
+}
+
+#define TILE_THREADS 256
+#define TILE_PER_THREAD 16
+#define TILE (TILE_THREADS * TILE_PER_THREAD)
+
+// counts[b]: the samples of tile b (TILE values) inside the range.
+extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_tile_counts(const sample_t* __restrict__ in, u64 n,
+                                                                           double lo, double hi,
+                                                                           u64* __restrict__ counts) {
+    const u64 base = (u64)blockIdx.x * TILE;
+    unsigned c = 0;
+    for (unsigned j = threadIdx.x; j < TILE; j += TILE_THREADS) {
+        const u64 i = base + j;
+        if (i < n && kept(in[i], 1, lo, hi)) ++c;
+    }
+    for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
+    __shared__ unsigned warp[TILE_THREADS / 32];
+    if ((threadIdx.x & 31) == 0) warp[threadIdx.x >> 5] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned total = 0;
+        for (int w = 0; w < TILE_THREADS / 32; ++w) total += warp[w];
+        counts[blockIdx.x] = total;
+    }
+}
+
+// counts[0..tiles) replaced by their exclusive prefix sums: one block of 1024 threads.
+extern "C" __global__ void __launch_bounds__(1024) est_scan(u64* __restrict__ counts, u64 tiles) {
+    __shared__ u64 part[1024];
+    const u64 per = (tiles + 1023) / 1024;
+    const u64 a = (u64)threadIdx.x * per;
+    const u64 b = a + per < tiles ? a + per : tiles;
+    u64 s = 0;
+    for (u64 i = a; i < b; ++i) s += counts[i];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 run = 0;
+        for (int t = 0; t < 1024; ++t) {
+            const u64 v = part[t];
+            part[t] = run;
+            run += v;
+        }
+    }
+    __syncthreads();
+    u64 run = part[threadIdx.x];
+    for (u64 i = a; i < b; ++i) {
+        const u64 v = counts[i];
+        counts[i] = run;
+        run += v;
+    }
+}
+
+// The samples of each tile inside the range, in order, at out[offsets[b]...].
+extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_compact(const sample_t* __restrict__ in, u64 n,
+                                                                       double lo, double hi,
+                                                                       const u64* __restrict__ offsets,
+                                                                       sample_t* __restrict__ out) {
+    const u64 base = (u64)blockIdx.x * TILE + (u64)threadIdx.x * TILE_PER_THREAD;
+    unsigned c = 0;
+    for (int j = 0; j < TILE_PER_THREAD; ++j) {
+        const u64 i = base + j;
+        if (i < n && kept(in[i], 1, lo, hi)) ++c;
+    }
+    __shared__ unsigned before[TILE_THREADS];
+    before[threadIdx.x] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned run = 0;
+        for (int t = 0; t < TILE_THREADS; ++t) {
+            const unsigned v = before[t];
+            before[t] = run;
+            run += v;
+        }
+    }
+    __syncthreads();
+    u64 at = offsets[blockIdx.x] + before[threadIdx.x];
+    for (int j = 0; j < TILE_PER_THREAD; ++j) {
+        const u64 i = base + j;
+        if (i < n) {
+            const sample_t v = in[i];
+            if (kept(v, 1, lo, hi)) out[at++] = v;
+        }
+    }
+}
+
+#define RANKS 4
+#define DIGIT_BITS 11
+#define DIGITS (1 << DIGIT_BITS)
+
+// The first target with the same prefix as target t: targets that share a prefix share a
+// histogram, so a sample is counted once per distinct prefix.
+__device__ __forceinline__ int shares_with(const u64* prefix, int t) {
+    for (int u = 0; u < t; ++u)
+        if (prefix[u] == prefix[t]) return u;
+    return t;
+}
+
+// One radix-select pass: for each target t, hist[t][d] counts the samples inside the range whose
+// key agrees with prefix[t] above bit shift + bits and has digit d in bits [shift, shift + bits).
+extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __restrict__ in, u64 n,
+                                                             int has_range, double lo, double hi,
+                                                             int shift, int bits,
+                                                             const u64* __restrict__ prefix,
+                                                             u64* __restrict__ hist) {
+    __shared__ unsigned counts[RANKS][DIGITS];
+    __shared__ u64 pre[RANKS];
+    __shared__ int owner[RANKS];
+    const unsigned digits = 1u << bits;
+    for (unsigned i = threadIdx.x; i < RANKS * DIGITS; i += blockDim.x) (&counts[0][0])[i] = 0;
+    if (threadIdx.x < RANKS) pre[threadIdx.x] = prefix[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x < RANKS) owner[threadIdx.x] = shares_with(pre, threadIdx.x);
+    __syncthreads();
+    const u64 high = shift + bits >= 64 ? 0 : (~0ull << (shift + bits));
+    const unsigned lane = threadIdx.x & 31;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    // Every thread of a block makes the same number of trips, so the warp-wide match is legal.
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
+        const u64 i = i0 + threadIdx.x;
+        bool valid = false;
+        u64 key = 0;
+        if (i < n) {
+            const sample_t v = in[i];
+            valid = !is_nan(v) && kept(v, has_range, lo, hi);
+            key = key_of(v);
+        }
+        const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
+        for (int t = 0; t < RANKS; ++t) {
+            if (owner[t] != t) continue;
+            const bool match = valid && ((key ^ pre[t]) & high) == 0;
+            const unsigned peers = __match_any_sync(0xffffffffu, match ? digit : 0xffffffffu);
+            if (match && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[t][digit], __popc(peers));
+        }
+    }
+    __syncthreads();
+    for (int t = 0; t < RANKS; ++t) {
+        if (owner[t] != t) continue;
+        for (unsigned d = threadIdx.x; d < digits; d += blockDim.x) {
+            const unsigned c = counts[t][d];
+            if (c) atomicAdd(&hist[t * DIGITS + d], (u64)c);
+        }
+    }
+}
+
+// After est_digits: each target's digit is the one holding its rank (0-based among the samples
+// that agree with its prefix); the rank becomes the rank inside that digit. One thread.
+extern "C" __global__ void est_select(int shift, int bits, u64* __restrict__ prefix, u64* __restrict__ rank,
+                                      const u64* __restrict__ hist) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    u64 pre[RANKS];
+    for (int t = 0; t < RANKS; ++t) pre[t] = prefix[t];
+    const unsigned digits = 1u << bits;
+    for (int t = 0; t < RANKS; ++t) {
+        const u64* h = hist + shares_with(pre, t) * DIGITS;
+        u64 r = rank[t];
+        for (unsigned d = 0; d < digits; ++d) {
+            if (r < h[d]) {
+                prefix[t] = pre[t] | ((u64)d << shift);
+                break;
+            }
+            r -= h[d];
+        }
+        rank[t] = r;
+    }
+}

@@ -1,0 +1,376 @@
+//! numpy's bin estimators (`bins='auto'`, `'fd'`, `'doane'`, `'scott'`, `'rice'`, `'sturges'`,
+//! `'sqrt'`) for samples already in GPU memory, computed where the samples are: the statistics
+//! come from device passes ([`super::estimate_passes`]) and the widths and the bin count from the
+//! same code as the CPU engine's ([`crate::histogram::bins::estimators`]), so both engines give
+//! the same bins bit for bit.
+//!
+//! The number of bins decides the shape of the result, so the host must learn it: these functions
+//! synchronise the stream (several times: after the extremes, after each sum, after the radix
+//! select) and return when the bins are known. Only a few numbers cross to the host, never the
+//! samples. Their cost: one pass for the extremes (and a count inside the range); `scott` two
+//! more passes (mean, squared deviations), `doane` three (and the cubes), `fd` and `auto` one
+//! radix-select pass per 11 bits of the sample type (three for float32); with a range, `scott` and
+//! `doane` first pack the samples inside it (two passes), since numpy sums the trimmed array.
+//!
+//! `'stone'` is not computed on the GPU: it histograms the data at up to `max(100, sqrt(n))` bin
+//! counts, each a full pass, and is refused with a clear error naming the alternatives.
+//!
+//! Doane's skew cubes each standardised sample; the device rounds the cube correctly, the host's
+//! libm `pow` (which numpy and the CPU engine call) within an ulp of it, so the two skews can
+//! differ in their last bits in rare cases; the bin count differs only if the quotient of the span
+//! by the width falls within that difference of an integer.
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
+
+use super::estimate_passes::{Kind, Passes};
+use crate::error::{Error, Result};
+use crate::gpu::device::Gpu;
+use crate::histogram::bins::estimators::{
+    bins_from_width, width_of, BinRule, EstimatorStats, Width,
+};
+use crate::histogram::bins::stats::{self, Class};
+use crate::histogram::bins::{BinSpec, Binning};
+use crate::sample::{Sample, SampleType, Samples};
+
+/// What an estimator decided for samples on the GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceEstimate {
+    /// numpy's number of equal bins.
+    pub nbins: usize,
+    /// numpy's `histogram_bin_edges` of those bins (float32 edges of float32 samples widened
+    /// exactly to f64): hand them to a [`super::device_histogram::DeviceHistogram`] as
+    /// [`BinSpec::Edges`] when no range was given.
+    pub edges: Vec<f64>,
+    /// The data's smallest and largest sample as f64, when no range was given and there are
+    /// samples (integers beyond 2^53 rounded).
+    pub extremes: Option<(f64, f64)>,
+}
+
+/// numpy's bins for `rule` on the samples of `input` over `range` (the data's minimum and
+/// maximum when `None`), computed on `stream` (see the module documentation: this synchronises
+/// `stream`).
+pub fn estimate_bins<T: Sample + DeviceRepr>(
+    gpu: &Arc<Gpu>,
+    input: &CudaView<'_, T>,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+    stream: &Arc<CudaStream>,
+) -> Result<DeviceEstimate> {
+    let (ptr, _guard) = input.device_ptr(stream);
+    // SAFETY: the view holds input.len() samples of T, borrowed until this call returns, which
+    // is after the stream has run every kernel of the estimate.
+    unsafe { estimate_on(gpu, stream.clone(), ptr, input.len(), T::TYPE, rule, range) }
+}
+
+/// [`estimate_bins`] on memory and a stream another framework owns: `input` holds `n` samples of
+/// `sample_type` (aligned to their size).
+///
+/// # Safety
+/// `input` must be device memory of `gpu`'s (primary) context holding what is said above, valid
+/// until this call returns; `stream` a live stream of that context.
+pub unsafe fn estimate_bins_raw(
+    gpu: &Arc<Gpu>,
+    input: u64,
+    n: usize,
+    sample_type: SampleType,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+    stream: sys::CUstream,
+) -> Result<DeviceEstimate> {
+    gpu.bind()?;
+    // SAFETY: the caller's stream of this context; the wrapper does not own it.
+    let stream = unsafe { gpu.ctx.wrap_borrowed_stream(stream) };
+    // SAFETY: forwarded from the caller.
+    unsafe { estimate_on(gpu, stream, input, n, sample_type, rule, range) }
+}
+
+/// # Safety
+/// As [`estimate_bins_raw`], with `stream` of `gpu`'s context.
+unsafe fn estimate_on(
+    gpu: &Arc<Gpu>,
+    stream: Arc<CudaStream>,
+    input: u64,
+    n: usize,
+    sample_type: SampleType,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+) -> Result<DeviceEstimate> {
+    if rule == BinRule::Stone {
+        return Err(Error::NotImplemented(
+            "numpy's `stone` estimator on the GPU (it histograms the data at up to max(100, sqrt(n)) bin counts): use another rule, give a number of bins, or run `stone` on the CPU engine (host samples)".into(),
+        ));
+    }
+    if stream.context().cu_ctx() != gpu.ctx.cu_ctx() {
+        return Err(Error::InvalidArgument(format!(
+            "the stream belongs to another CUDA context than device {}'s",
+            gpu.ordinal
+        )));
+    }
+    if input % sample_type.size() as u64 != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "samples at {input:#x}: {sample_type} samples must be aligned to {} bytes",
+            sample_type.size()
+        )));
+    }
+    let passes = Passes::new(gpu, stream, sample_type)?;
+    macro_rules! typed {
+        ($t:ty) => {
+            // SAFETY: forwarded from the caller; the type is the samples'.
+            unsafe { estimate_typed::<$t>(&passes, input, n, rule, range) }
+        };
+    }
+    match sample_type {
+        SampleType::U8 => typed!(u8),
+        SampleType::U16 => typed!(u16),
+        SampleType::U32 => typed!(u32),
+        SampleType::U64 => typed!(u64),
+        SampleType::I8 => typed!(i8),
+        SampleType::I16 => typed!(i16),
+        SampleType::I32 => typed!(i32),
+        SampleType::I64 => typed!(i64),
+        SampleType::F32 => typed!(f32),
+        SampleType::F64 => typed!(f64),
+        // Passes::new refused them.
+        SampleType::F16 | SampleType::BF16 => unreachable!("refused above"),
+    }
+}
+
+/// The sample of an order-preserving key of `estimate.cu` (`key_of`).
+fn value_of<T: Sample>(kind: Kind, key: u64) -> T {
+    let size = std::mem::size_of::<T>();
+    let bits = match kind {
+        Kind::F32 => {
+            let k = key as u32;
+            (if k & 0x8000_0000 != 0 {
+                k ^ 0x8000_0000
+            } else {
+                !k
+            }) as u64
+        }
+        Kind::F64 => {
+            if key & (1 << 63) != 0 {
+                key ^ (1 << 63)
+            } else {
+                !key
+            }
+        }
+        Kind::Signed => key ^ (1u64 << (8 * size - 1)),
+        Kind::Unsigned => key,
+    };
+    let (bytes, at) = if cfg!(target_endian = "little") {
+        (bits.to_le_bytes(), 0)
+    } else {
+        (bits.to_be_bytes(), 8 - size)
+    };
+    // SAFETY: T is one of the sample types, a plain number of `size` <= 8 bytes for which every
+    // bit pattern is valid; `bytes[at..]` holds its `size` bytes in native order.
+    unsafe { std::ptr::read_unaligned(bytes[at..].as_ptr() as *const T) }
+}
+
+/// # Safety
+/// As [`estimate_bins_raw`], with `T` the samples' type.
+unsafe fn estimate_typed<T: Sample>(
+    passes: &Passes,
+    input: u64,
+    n: usize,
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+) -> Result<DeviceEstimate>
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    // The range's checks come first, as on the CPU.
+    let checked = match range {
+        Some(_) => Some(stats::outer_of::<T>(range, || None)?),
+        None => None,
+    };
+    let trim = checked.as_ref().map(|o| (o.lo, o.hi));
+    // SAFETY: forwarded from the caller.
+    let [count, lo_key, hi_key, nans] = unsafe { passes.extremes(input, n, trim)? };
+    if range.is_none() && nans > 0 {
+        return Err(Error::NonFiniteData {
+            lo: f64::NAN,
+            hi: f64::NAN,
+        });
+    }
+    let count = count as usize;
+    let minmax = (count > 0).then(|| {
+        (
+            value_of::<T>(passes.kind, lo_key),
+            value_of::<T>(passes.kind, hi_key),
+        )
+    });
+    let outer = match checked {
+        Some(o) => o,
+        None => stats::outer_of::<T>(None, || minmax)?,
+    };
+    let nbins = if count == 0 {
+        1
+    } else {
+        let (min, max) = minmax.expect("samples");
+        let mut x = DeviceStats {
+            passes,
+            input,
+            n,
+            trim,
+            count,
+            min,
+            max,
+            packed: None,
+            moments: None,
+        };
+        let width = width_of(&mut x, rule, range)?;
+        bins_from_width(outer.span, width, stats::class_of(T::TYPE) == Class::Int)?
+    };
+    let lo_hi: Vec<T> = match (range, minmax) {
+        (None, Some((min, max))) => vec![min, max],
+        _ => Vec::new(),
+    };
+    let samples: Samples<'_> = lo_hi.as_slice().into();
+    let edges = Binning::resolve(&BinSpec::Uniform { nbins, range }, samples)?.edges();
+    Ok(DeviceEstimate {
+        nbins,
+        edges,
+        extremes: lo_hi.first().map(|lo| (lo.to_f64(), lo_hi[1].to_f64())),
+    })
+}
+
+/// The trimmed samples' statistics, computed on the device as they are asked for.
+struct DeviceStats<'p, T> {
+    passes: &'p Passes,
+    input: u64,
+    n: usize,
+    /// The outer edges the samples are trimmed to, when a range was given.
+    trim: Option<(f64, f64)>,
+    count: usize,
+    min: T,
+    max: T,
+    /// The trimmed samples packed in order (for the sums), once packed.
+    packed: Option<CudaSlice<u8>>,
+    /// (mean, standard deviation) in numpy's types, held in f64 (float32 exactly).
+    moments: Option<(f64, f64)>,
+}
+
+impl<T: Sample> DeviceStats<'_, T> {
+    fn is_f32(&self) -> bool {
+        T::TYPE == SampleType::F32
+    }
+
+    /// The trimmed samples in order: the input itself without a range, else packed.
+    fn summed(&mut self) -> Result<u64> {
+        let Some((lo, hi)) = self.trim else {
+            return Ok(self.input);
+        };
+        if self.packed.is_none() {
+            // SAFETY: the input's `n` samples are valid for the whole estimate (the caller's
+            // promise); the packed buffer is owned here.
+            self.packed =
+                Some(unsafe { self.passes.pack(self.input, self.n, lo, hi, self.count)? });
+        }
+        let packed = self.packed.as_ref().expect("packed above");
+        Ok(packed.device_ptr(&self.passes.stream).0)
+    }
+
+    /// numpy's pairwise sum of `term` of the trimmed samples (see [`Passes::pairwise`]).
+    fn sum(&mut self, term: (i32, f64, f64)) -> Result<f64> {
+        let at = self.summed()?;
+        // SAFETY: `at` holds the `count` trimmed samples (the input, or the packed buffer).
+        unsafe { self.passes.pairwise(at, self.count, term) }
+    }
+
+    /// `np.mean` and `np.std` as the CPU engine computes them (stats.rs).
+    fn moments(&mut self) -> Result<(f64, f64)> {
+        if let Some(m) = self.moments {
+            return Ok(m);
+        }
+        let n = self.count as f64;
+        let m = if self.is_f32() {
+            let mean = (self.sum((0, 0.0, 0.0))? / n) as f32;
+            let squares = self.sum((1, mean as f64, 0.0))?;
+            (mean as f64, ((squares / n) as f32).sqrt() as f64)
+        } else {
+            let total = if stats::class_of(T::TYPE) == Class::Int {
+                let at = self.summed()?;
+                // SAFETY: as in `sum`.
+                unsafe { self.passes.buffered(at, self.count)? }
+            } else {
+                self.sum((0, 0.0, 0.0))?
+            };
+            let mean = total / n;
+            let squares = self.sum((1, mean, 0.0))?;
+            (mean, (squares / n).sqrt())
+        };
+        self.moments = Some(m);
+        Ok(m)
+    }
+}
+
+impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
+    fn len(&self) -> usize {
+        self.count
+    }
+    fn ptp_f32(&self) -> Option<f32> {
+        self.is_f32().then(|| self.max.to_f32() - self.min.to_f32())
+    }
+    fn ptp_f64(&self) -> f64 {
+        if let Some(p) = self.ptp_f32() {
+            return p as f64;
+        }
+        match stats::class_of(T::TYPE) {
+            Class::Int => (self.max.to_i128() - self.min.to_i128()) as u128 as f64,
+            _ => self.max.to_f64() - self.min.to_f64(),
+        }
+    }
+    fn std(&mut self) -> Result<Width> {
+        let (_, std) = self.moments()?;
+        Ok(if self.is_f32() {
+            Width::F32(std as f32)
+        } else {
+            Width::F64(std)
+        })
+    }
+    fn skew(&mut self) -> Result<Option<f64>> {
+        let (mean, sigma) = self.moments()?;
+        if sigma.is_nan() || sigma <= 0.0 {
+            return Ok(None);
+        }
+        let cubes = self.sum((2, mean, sigma))?;
+        let n = self.count as f64;
+        Ok(Some(if self.is_f32() {
+            (cubes / n) as f32 as f64
+        } else {
+            cubes / n
+        }))
+    }
+    fn quartiles(&mut self) -> Result<(f64, f64)> {
+        let n = self.count;
+        let (a75, b75) = stats::percentile_ranks(n, 0.75);
+        let (a25, b25) = stats::percentile_ranks(n, 0.25);
+        let ranks = [a75, b75, a25, b25].map(|r| r as u64);
+        // SAFETY: the input's `n` samples are valid for the whole estimate.
+        let keys = unsafe { self.passes.select(self.input, self.n, self.trim, ranks)? };
+        let kind = self.passes.kind;
+        let at = |i: usize| {
+            let slot = ranks
+                .iter()
+                .position(|&r| r == i as u64)
+                .expect("a selected rank");
+            value_of::<T>(kind, keys[slot])
+        };
+        Ok((
+            stats::percentile_at(n, 0.75, at),
+            stats::percentile_at(n, 0.25, at),
+        ))
+    }
+    fn stone(&mut self, _range: Option<(f64, f64)>) -> Result<Option<Width>> {
+        Err(Error::NotImplemented(
+            "numpy's `stone` estimator on the GPU".into(),
+        ))
+    }
+}
+
+#[cfg(test)]
+#[path = "estimate_tests.rs"]
+mod tests;

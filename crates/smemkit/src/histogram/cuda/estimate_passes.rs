@@ -1,0 +1,489 @@
+//! The device passes of numpy's bin estimators (`kernels/estimate.cu`): each function enqueues
+//! kernels on one stream and reads back the few numbers it computes. The samples never leave the
+//! device; the reads back are the synchronisations the estimators cannot avoid (the number of bins
+//! decides the shape of the result).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr};
+
+use crate::error::{Error, Result};
+use crate::gpu::compile::ESTIMATE;
+use crate::gpu::device::{cuda_err, Gpu};
+use crate::gpu::launch::{self, LaunchShape};
+use crate::histogram::bins::stats::CAST_BUFFER;
+use crate::sample::SampleType;
+
+/// How `estimate.cu` treats a sample type (its `SAMPLE_KIND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    F32,
+    F64,
+    Signed,
+    Unsigned,
+}
+
+/// The compile defines of `estimate.cu` for a sample type, and how it treats it.
+pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kind)> {
+    let (c_type, kind) = match t {
+        SampleType::U8 => ("unsigned char", Kind::Unsigned),
+        SampleType::U16 => ("unsigned short", Kind::Unsigned),
+        SampleType::U32 => ("unsigned int", Kind::Unsigned),
+        SampleType::U64 => ("unsigned long long", Kind::Unsigned),
+        SampleType::I8 => ("signed char", Kind::Signed),
+        SampleType::I16 => ("short", Kind::Signed),
+        SampleType::I32 => ("int", Kind::Signed),
+        SampleType::I64 => ("long long", Kind::Signed),
+        SampleType::F32 => ("float", Kind::F32),
+        SampleType::F64 => ("double", Kind::F64),
+        SampleType::F16 | SampleType::BF16 => {
+            return Err(Error::NotImplemented(format!(
+                "numpy's bin estimators on {t} samples (numpy computes their statistics in that type, which smemkit does not reproduce yet): give a number of bins"
+            )))
+        }
+    };
+    let code = match kind {
+        Kind::F32 => 0,
+        Kind::F64 => 1,
+        Kind::Signed => 2,
+        Kind::Unsigned => 3,
+    };
+    Ok((
+        vec![
+            ("SAMPLE_T", c_type.to_string()),
+            ("SAMPLE_KIND", code.to_string()),
+        ],
+        kind,
+    ))
+}
+
+/// The kernels' entry points.
+pub(crate) const ENTRIES: [&str; 9] = [
+    "est_extremes",
+    "est_sum_nodes",
+    "est_combine",
+    "est_sequential",
+    "est_tile_counts",
+    "est_scan",
+    "est_compact",
+    "est_digits",
+    "est_select",
+];
+
+/// Samples per tile of the packing kernels (`TILE` in estimate.cu).
+const TILE: usize = 256 * 16;
+/// Values per radix-select digit histogram (`DIGITS`), and the ranks selected at once (`RANKS`).
+const DIGITS: usize = 1 << 11;
+const RANKS: usize = 4;
+
+/// The depth of numpy's tree at which one thread sums each node: nodes of 128 to 256 values
+/// (give or take 17: each split moves a half by at most 8.5 values from m / 2), so every node above
+/// is split (more than 128 values) and the kernel's two levels reach the leaves below.
+pub(crate) fn node_depth(m: usize) -> u32 {
+    if m < 256 {
+        0
+    } else {
+        63 - ((m / 128) as u64).leading_zeros()
+    }
+}
+
+/// The compiled kernels for one sample type, with the stream they run on.
+pub(crate) struct Passes {
+    pub stream: Arc<CudaStream>,
+    pub kind: Kind,
+    pub size: usize,
+    funcs: Vec<CudaFunction>,
+    /// Blocks of the grid-stride kernels.
+    grid: u32,
+}
+
+/// A kernel argument, as `cuLaunchKernelEx` takes it.
+fn arg<T>(v: &mut T) -> *mut c_void {
+    v as *mut T as *mut c_void
+}
+
+impl Passes {
+    pub fn new(gpu: &Arc<Gpu>, stream: Arc<CudaStream>, t: SampleType) -> Result<Passes> {
+        let (defines, kind) = defines(t)?;
+        gpu.bind()?;
+        let funcs = ENTRIES
+            .iter()
+            .map(|e| gpu.function(&ESTIMATE, &defines, e))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Passes {
+            stream,
+            kind,
+            size: t.size(),
+            funcs,
+            grid: gpu.limits.sm_count.max(1) * 8,
+        })
+    }
+
+    fn func(&self, name: &str) -> &CudaFunction {
+        let i = ENTRIES.iter().position(|e| *e == name).expect("an entry");
+        &self.funcs[i]
+    }
+
+    /// # Safety
+    /// `args` must match the kernel's parameters, pointing at memory alive until the stream runs.
+    unsafe fn launch(
+        &self,
+        name: &str,
+        grid: u32,
+        block: u32,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        let shape = LaunchShape {
+            grid: grid.max(1),
+            block,
+            shared_bytes: 0,
+            cluster: 1,
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { launch::launch(self.func(name), &self.stream, &shape, args) }
+    }
+
+    fn grid_for(&self, n: usize, block: usize) -> u32 {
+        (n.div_ceil(block) as u64).min(self.grid as u64) as u32
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        self.stream
+            .alloc_zeros::<u8>(bytes.max(8))
+            .map_err(cuda_err("allocating the estimator's scratch"))
+    }
+
+    fn ptr(&self, s: &CudaSlice<u8>) -> u64 {
+        s.device_ptr(&self.stream).0
+    }
+
+    fn read_u64(&self, s: &CudaSlice<u8>, count: usize) -> Result<Vec<u64>> {
+        let bytes = self.stream.clone_dtoh(s).map_err(cuda_err(
+            "reading the estimator's statistics back (a kernel may have failed)",
+        ))?;
+        Ok(bytes[..count * 8]
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    }
+
+    /// `[kept count, smallest key, largest key, NaN count]` of the `n` samples at `input`
+    /// (inside `[lo, hi]` when `range` is given).
+    ///
+    /// # Safety
+    /// `input` must hold `n` samples of the type on the stream's device until the stream runs.
+    pub unsafe fn extremes(
+        &self,
+        input: u64,
+        n: usize,
+        range: Option<(f64, f64)>,
+    ) -> Result<[u64; 4]> {
+        let init: Vec<u8> = [0u64, u64::MAX, 0, 0]
+            .iter()
+            .flat_map(|w| w.to_ne_bytes())
+            .collect();
+        let out = self
+            .stream
+            .clone_htod(&init)
+            .map_err(cuda_err("allocating the estimator's scratch"))?;
+        let (mut input, mut n64) = (input, n as u64);
+        let mut has_range = range.is_some() as i32;
+        let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
+        let mut out_ptr = self.ptr(&out);
+        let mut args = [
+            arg(&mut input),
+            arg(&mut n64),
+            arg(&mut has_range),
+            arg(&mut lo),
+            arg(&mut hi),
+            arg(&mut out_ptr),
+        ];
+        if n > 0 {
+            // SAFETY: est_extremes(in, n, has_range, lo, hi, out); `out` lives to the read below.
+            unsafe { self.launch("est_extremes", self.grid_for(n, 256), 256, &mut args)? };
+        }
+        let w = self.read_u64(&out, 4)?;
+        Ok([w[0], w[1], w[2], w[3]])
+    }
+
+    /// The samples of `[lo, hi]` packed in order into a new buffer (`kept` of them).
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`].
+    pub unsafe fn pack(
+        &self,
+        input: u64,
+        n: usize,
+        lo: f64,
+        hi: f64,
+        kept: usize,
+    ) -> Result<CudaSlice<u8>> {
+        let tiles = n.div_ceil(TILE);
+        let offsets = self.alloc(tiles * 8)?;
+        let packed = self.alloc(kept * self.size)?;
+        let (mut input, mut n64, mut lo, mut hi) = (input, n as u64, lo, hi);
+        let mut offsets_ptr = self.ptr(&offsets);
+        let mut packed_ptr = self.ptr(&packed);
+        let mut tiles64 = tiles as u64;
+        // SAFETY: est_tile_counts(in, n, lo, hi, counts) with `tiles` counts.
+        unsafe {
+            self.launch(
+                "est_tile_counts",
+                tiles as u32,
+                256,
+                &mut [
+                    arg(&mut input),
+                    arg(&mut n64),
+                    arg(&mut lo),
+                    arg(&mut hi),
+                    arg(&mut offsets_ptr),
+                ],
+            )?
+        };
+        // SAFETY: est_scan(counts, tiles).
+        unsafe {
+            self.launch(
+                "est_scan",
+                1,
+                1024,
+                &mut [arg(&mut offsets_ptr), arg(&mut tiles64)],
+            )?
+        };
+        // SAFETY: est_compact(in, n, lo, hi, offsets, out): `packed` holds the `kept` samples.
+        unsafe {
+            self.launch(
+                "est_compact",
+                tiles as u32,
+                256,
+                &mut [
+                    arg(&mut input),
+                    arg(&mut n64),
+                    arg(&mut lo),
+                    arg(&mut hi),
+                    arg(&mut offsets_ptr),
+                    arg(&mut packed_ptr),
+                ],
+            )?
+        };
+        // The offsets may be freed once the stream has run the kernels (cudarc frees in order).
+        drop(offsets);
+        Ok(packed)
+    }
+
+    /// Bytes of one accumulator (float32 data sums in float32, others in float64).
+    fn acc_size(&self) -> usize {
+        if self.kind == Kind::F32 {
+            4
+        } else {
+            8
+        }
+    }
+
+    /// Enqueues numpy's pairwise sum of `term` of the `m` values at `input` into the accumulator
+    /// at `out` (`problems` arrays of `m` values one after the other: one sum each).
+    ///
+    /// # Safety
+    /// `input` holds `problems * m` samples, `out` room for `problems` accumulators.
+    unsafe fn sum_into(
+        &self,
+        input: u64,
+        m: usize,
+        problems: usize,
+        term: (i32, f64, f64),
+        out: u64,
+    ) -> Result<()> {
+        let mut depth = node_depth(m);
+        let a = self.acc_size();
+        // At depth 0 the node sums are the problems' sums: straight to `out`.
+        let mut nodes = if depth == 0 {
+            None
+        } else {
+            Some(self.alloc((problems << depth) * a)?)
+        };
+        let (mut input, mut m64, mut problems64) = (input, m as u64, problems as u64);
+        let (mut depth_arg, mut term_kind) = (depth as i32, term.0);
+        let (mut p1_32, mut p2_32) = (term.1 as f32, term.2 as f32);
+        let (mut p1_64, mut p2_64) = (term.1, term.2);
+        let mut nodes_ptr = nodes.as_ref().map_or(out, |s| self.ptr(s));
+        let (p1, p2) = if self.kind == Kind::F32 {
+            (arg(&mut p1_32), arg(&mut p2_32))
+        } else {
+            (arg(&mut p1_64), arg(&mut p2_64))
+        };
+        let threads = problems << depth;
+        // SAFETY: est_sum_nodes(in, m, problems, depth, term, p1, p2, out) with `threads` outputs.
+        unsafe {
+            self.launch(
+                "est_sum_nodes",
+                threads.div_ceil(256) as u32,
+                256,
+                &mut [
+                    arg(&mut input),
+                    arg(&mut m64),
+                    arg(&mut problems64),
+                    arg(&mut depth_arg),
+                    arg(&mut term_kind),
+                    p1,
+                    p2,
+                    arg(&mut nodes_ptr),
+                ],
+            )?
+        };
+        // The node sums, 2^depth per problem, added as a perfect tree 2^10 at a time.
+        while let Some(from_buf) = nodes.take() {
+            let k = depth.min(10);
+            let groups = (problems << depth) >> k;
+            depth -= k;
+            let next = if depth == 0 {
+                None
+            } else {
+                Some(self.alloc(groups * a)?)
+            };
+            let mut from = self.ptr(&from_buf);
+            let mut to = next.as_ref().map_or(out, |s| self.ptr(s));
+            let mut k_arg = k as i32;
+            // SAFETY: est_combine(in, k, out): `groups << k` values in, `groups` out.
+            unsafe {
+                self.launch(
+                    "est_combine",
+                    groups as u32,
+                    512,
+                    &mut [arg(&mut from), arg(&mut k_arg), arg(&mut to)],
+                )?
+            };
+            nodes = next;
+        }
+        Ok(())
+    }
+
+    fn read_acc(&self, s: &CudaSlice<u8>) -> Result<f64> {
+        let bytes = self.stream.clone_dtoh(s).map_err(cuda_err(
+            "reading the estimator's sum back (a kernel may have failed)",
+        ))?;
+        Ok(if self.kind == Kind::F32 {
+            f32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes")) as f64
+        } else {
+            f64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes"))
+        })
+    }
+
+    /// numpy's pairwise sum of `term` of the `m` samples at `input` (float32 sums widened
+    /// exactly). `term`: 0 the samples, 1 their squared deviations from `p1`, 2 their deviations
+    /// divided by `p2`, cubed.
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`], with `m` samples.
+    pub unsafe fn pairwise(&self, input: u64, m: usize, term: (i32, f64, f64)) -> Result<f64> {
+        let out = self.alloc(8)?;
+        // SAFETY: forwarded; `out` holds one accumulator.
+        unsafe { self.sum_into(input, m, 1, term, self.ptr(&out))? };
+        self.read_acc(&out)
+    }
+
+    /// numpy's float64 sum of integer samples: blocks of 8192 summed pairwise, the block sums
+    /// added in order.
+    ///
+    /// # Safety
+    /// As [`Passes::pairwise`].
+    pub unsafe fn buffered(&self, input: u64, m: usize) -> Result<f64> {
+        let (full, rest) = (m / CAST_BUFFER, m % CAST_BUFFER);
+        let count = full + (rest > 0) as usize;
+        let sums = self.alloc(count * 8)?;
+        let base = self.ptr(&sums);
+        // SAFETY: `full` blocks of CAST_BUFFER samples, then the rest, into `count` float64.
+        unsafe {
+            if full > 0 {
+                self.sum_into(input, CAST_BUFFER, full, (0, 0.0, 0.0), base)?;
+            }
+            if rest > 0 {
+                let at = input + (full * CAST_BUFFER * self.size) as u64;
+                self.sum_into(at, rest, 1, (0, 0.0, 0.0), base + (full * 8) as u64)?;
+            }
+        }
+        let out = self.alloc(8)?;
+        let (mut from, mut count64, mut to) = (base, count as u64, self.ptr(&out));
+        // SAFETY: est_sequential(in, count, out).
+        unsafe {
+            self.launch(
+                "est_sequential",
+                1,
+                32,
+                &mut [arg(&mut from), arg(&mut count64), arg(&mut to)],
+            )?
+        };
+        self.read_acc(&out)
+    }
+
+    /// The keys of the samples of the given 0-based ranks in sorted order, among the `n` at
+    /// `input` (those inside `range` when given), by radix select.
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`].
+    pub unsafe fn select(
+        &self,
+        input: u64,
+        n: usize,
+        range: Option<(f64, f64)>,
+        ranks: [u64; RANKS],
+    ) -> Result<[u64; RANKS]> {
+        let width = 8 * self.size;
+        let passes = width.div_ceil(11);
+        let hist = self.alloc(passes * RANKS * DIGITS * 8)?;
+        let prefix = self.alloc(RANKS * 8)?;
+        let rank_bytes: Vec<u8> = ranks.iter().flat_map(|r| r.to_ne_bytes()).collect();
+        let rank = self
+            .stream
+            .clone_htod(&rank_bytes)
+            .map_err(cuda_err("allocating the estimator's scratch"))?;
+        let (mut input, mut n64) = (input, n as u64);
+        let mut has_range = range.is_some() as i32;
+        let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
+        let (mut prefix_ptr, mut rank_ptr) = (self.ptr(&prefix), rank.device_ptr(&self.stream).0);
+        let mut shift = width;
+        let mut pass = 0;
+        while shift > 0 {
+            let bits = shift.min(11);
+            shift -= bits;
+            let (mut shift_arg, mut bits_arg) = (shift as i32, bits as i32);
+            let mut hist_ptr = self.ptr(&hist) + (pass * RANKS * DIGITS * 8) as u64;
+            // SAFETY: est_digits(in, n, has_range, lo, hi, shift, bits, prefix, hist).
+            unsafe {
+                self.launch(
+                    "est_digits",
+                    self.grid_for(n, 256),
+                    256,
+                    &mut [
+                        arg(&mut input),
+                        arg(&mut n64),
+                        arg(&mut has_range),
+                        arg(&mut lo),
+                        arg(&mut hi),
+                        arg(&mut shift_arg),
+                        arg(&mut bits_arg),
+                        arg(&mut prefix_ptr),
+                        arg(&mut hist_ptr),
+                    ],
+                )?
+            };
+            // SAFETY: est_select(shift, bits, prefix, rank, hist).
+            unsafe {
+                self.launch(
+                    "est_select",
+                    1,
+                    32,
+                    &mut [
+                        arg(&mut shift_arg),
+                        arg(&mut bits_arg),
+                        arg(&mut prefix_ptr),
+                        arg(&mut rank_ptr),
+                        arg(&mut hist_ptr),
+                    ],
+                )?
+            };
+            pass += 1;
+        }
+        let keys = self.read_u64(&prefix, RANKS)?;
+        Ok([keys[0], keys[1], keys[2], keys[3]])
+    }
+}

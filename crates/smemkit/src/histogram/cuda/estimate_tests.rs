@@ -1,0 +1,349 @@
+//! The device estimators against the CPU engine's: the kernels' summation tree and keys replayed
+//! on the host (no GPU needed), the kernels' compilation, and the GPU's bins on fresh random
+//! samples of every type (ignored without a GPU).
+
+use super::*;
+use crate::histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges};
+use crate::histogram::bins::stats::pairwise_f64;
+use crate::histogram::cuda::estimate_passes::{defines, node_depth, ENTRIES};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The host's replay of `node_at` in estimate.cu.
+fn node_at(m: usize, depth: u32, t: usize) -> (usize, usize) {
+    let (mut s, mut z) = (0, m);
+    for d in (0..depth).rev() {
+        let n2 = z / 2 - (z / 2) % 8;
+        if (t >> d) & 1 == 1 {
+            s += n2;
+            z -= n2;
+        } else {
+            z = n2;
+        }
+    }
+    (s, z)
+}
+
+/// Splits numpy's tree makes below a node of `m` values.
+fn levels(m: usize) -> u32 {
+    if m <= 128 {
+        0
+    } else {
+        let n2 = m / 2 - (m / 2) % 8;
+        1 + levels(n2).max(levels(m - n2))
+    }
+}
+
+#[test]
+fn the_device_tree_is_numpys_pairwise_sum() {
+    // Nodes at the chosen depth summed one by one, then added as a perfect binary tree: the same
+    // additions as numpy's recursion, so the same bits (values spread over many magnitudes so that
+    // any other order rounds differently).
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(23);
+    let mut sizes: Vec<usize> = vec![1, 5, 8, 127, 128, 129, 255, 256, 257, 511, 2049, 65_537];
+    sizes.extend((0..40).map(|_| r.gen_range(2..3_000_000)));
+    for m in sizes {
+        let v: Vec<f64> = (0..m)
+            .map(|_| r.gen_range(-1.0..1.0) * 10f64.powi(r.gen_range(-8..8)))
+            .collect();
+        let depth = node_depth(m);
+        let mut level: Vec<f64> = (0..1usize << depth)
+            .map(|t| {
+                let (s, z) = node_at(m, depth, t);
+                // Every node above the depth is split (the kernel assumes it), and the kernel's
+                // NODE_LEVELS = 2 reach the leaves.
+                if depth > 0 {
+                    let (_, parent) = node_at(m, depth - 1, t >> 1);
+                    assert!(
+                        parent > 128,
+                        "m {m}: parent of node {t} has {parent} values"
+                    );
+                }
+                assert!(levels(z) <= 2, "m {m}: node of {z} values");
+                pairwise_f64(&v[s..s + z])
+            })
+            .collect();
+        while level.len() > 1 {
+            level = level.chunks(2).map(|p| p[0] + p[1]).collect();
+        }
+        assert_eq!(level[0].to_bits(), pairwise_f64(&v).to_bits(), "m {m}");
+    }
+}
+
+/// The host's replay of `key_of` in estimate.cu.
+fn key_of<T: Sample>(kind: Kind, x: T) -> u64 {
+    let size = std::mem::size_of::<T>();
+    let mut bytes = [0u8; 8];
+    // SAFETY: T is a plain number of `size` <= 8 bytes.
+    unsafe { std::ptr::copy_nonoverlapping(&x as *const T as *const u8, bytes.as_mut_ptr(), size) };
+    let bits = u64::from_le_bytes(bytes);
+    match kind {
+        Kind::F32 => {
+            let u = bits as u32;
+            (if u & 0x8000_0000 != 0 {
+                !u
+            } else {
+                u | 0x8000_0000
+            }) as u64
+        }
+        Kind::F64 => {
+            if bits & (1 << 63) != 0 {
+                !bits
+            } else {
+                bits | (1 << 63)
+            }
+        }
+        Kind::Signed => bits ^ (1u64 << (8 * size - 1)),
+        Kind::Unsigned => bits,
+    }
+}
+
+#[test]
+fn keys_keep_the_samples_order_and_give_them_back() {
+    fn check<T: Sample + std::fmt::Debug>(kind: Kind, mut v: Vec<T>) {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let keys: Vec<u64> = v.iter().map(|&x| key_of(kind, x)).collect();
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{v:?}");
+        for (&x, &k) in v.iter().zip(&keys) {
+            assert_eq!(
+                value_of::<T>(kind, k).to_f64().to_bits(),
+                x.to_f64().to_bits()
+            );
+        }
+    }
+    check(
+        Kind::F32,
+        vec![
+            -f32::INFINITY,
+            -3.5,
+            -0.0,
+            1e-45,
+            2.0,
+            f32::MAX,
+            f32::INFINITY,
+        ],
+    );
+    check(Kind::F64, vec![f64::MIN, -1e-300, 0.0, 7.25, f64::INFINITY]);
+    check(Kind::Signed, vec![i8::MIN, -1, 0, 1, i8::MAX]);
+    check(Kind::Signed, vec![i64::MIN, -5, 0, i64::MAX]);
+    check(Kind::Unsigned, vec![0u16, 1, 300, u16::MAX]);
+    check(Kind::Unsigned, vec![0u64, 1 << 60, u64::MAX]);
+}
+
+#[test]
+fn estimate_kernels_compile_for_hopper_for_every_sample_type() {
+    if !crate::gpu::compile::tests::toolchain() {
+        return;
+    }
+    for t in SampleType::ALL {
+        let Ok((d, _)) = defines(t) else {
+            assert!(matches!(t, SampleType::F16 | SampleType::BF16), "{t}");
+            continue;
+        };
+        let opts = crate::gpu::compile::options("compute_90a", &d);
+        let ptx = crate::gpu::compile::compile_uncached(&crate::gpu::compile::ESTIMATE, &opts)
+            .unwrap_or_else(|e| panic!("{t}: {e}"));
+        for e in ENTRIES {
+            assert!(ptx.contains(&format!(".entry {e}(")), "{t}: {e}");
+        }
+    }
+}
+
+#[test]
+fn half_samples_and_stone_are_refused_with_clear_errors() {
+    let e = defines(SampleType::BF16).unwrap_err();
+    assert!(e.to_string().contains("bfloat16"), "{e}");
+    assert!(e.to_string().contains("give a number of bins"), "{e}");
+}
+
+/// A sample drawn as f64, in the type.
+trait Draw: Sample + DeviceRepr + std::fmt::Debug {
+    fn from_f64(x: f64) -> Self;
+    /// The values the type spans in the tests.
+    const SPAN: (f64, f64);
+}
+
+macro_rules! draw {
+    ($t:ty, $lo:expr, $hi:expr) => {
+        impl Draw for $t {
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            const SPAN: (f64, f64) = ($lo, $hi);
+        }
+    };
+}
+draw!(u8, 0.0, 255.0);
+draw!(u16, 0.0, 60_000.0);
+draw!(u32, 0.0, 4e9);
+draw!(u64, 0.0, 1e18);
+draw!(i8, -128.0, 127.0);
+draw!(i16, -30_000.0, 30_000.0);
+draw!(i32, -2e9, 2e9);
+draw!(i64, -1e18, 1e18);
+draw!(f32, -3.0, 5.0);
+draw!(f64, -3.0, 5.0);
+
+const GPU_RULES: [BinRule; 7] = [
+    BinRule::Sqrt,
+    BinRule::Sturges,
+    BinRule::Rice,
+    BinRule::Scott,
+    BinRule::Doane,
+    BinRule::Fd,
+    BinRule::Auto,
+];
+
+/// `n` samples: uniform over the type's test span, normal around its middle, or heavy ties.
+fn samples<T: Draw>(dist: &str, n: usize, r: &mut Xoshiro256PlusPlus) -> Vec<T>
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let (lo, hi) = T::SPAN;
+    let mid = (lo + hi) / 2.0;
+    (0..n)
+        .map(|_| {
+            let x = match dist {
+                "uniform" => r.gen_range(lo..hi),
+                "normal" => {
+                    // Box-Muller.
+                    let (u, v): (f64, f64) = (r.gen_range(1e-12..1.0), r.gen());
+                    let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                    (mid + z * (hi - lo) / 16.0).clamp(lo, hi)
+                }
+                _ => [lo, mid, mid, mid, hi, lo + (hi - lo) / 3.0][r.gen_range(0..6)],
+            };
+            T::from_f64(x)
+        })
+        .collect()
+}
+
+/// The GPU's estimate of `host` (copied to the device) against the CPU engine's.
+fn compare<T: Draw>(
+    gpu: &Arc<Gpu>,
+    host: &[T],
+    rule: BinRule,
+    range: Option<(f64, f64)>,
+    what: &str,
+) where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let cpu = estimate_bin_count(host.into(), rule, range);
+    let stream = &gpu.stream;
+    let dev = stream.clone_htod(host).unwrap();
+    let got = estimate_bins(gpu, &dev.as_view(), rule, range, stream);
+    match (cpu, got) {
+        (Ok(nbins), Ok(est)) => {
+            assert_eq!(est.nbins, nbins, "{what}");
+            let spec = BinSpec::Uniform { nbins, range };
+            let want = histogram_bin_edges(host.into(), &spec).unwrap();
+            let same = want
+                .iter()
+                .zip(&est.edges)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same && want.len() == est.edges.len(), "{what}: edges");
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{what}"),
+        (a, b) => panic!("{what}: CPU {a:?}, GPU {b:?}"),
+    }
+}
+
+fn compare_type<T: Draw>(gpu: &Arc<Gpu>, sizes: &[usize], seed: u64)
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let (lo, hi) = T::SPAN;
+    let inner = (lo + (hi - lo) * 0.2, lo + (hi - lo) * 0.7);
+    for &n in sizes {
+        for dist in ["uniform", "normal", "ties"] {
+            let host = samples::<T>(dist, n, &mut r);
+            for range in [None, Some(inner), Some((lo, lo))] {
+                for rule in GPU_RULES {
+                    let what = format!("{} {dist} n {n} range {range:?} {}", T::TYPE, rule.name());
+                    compare(gpu, &host, rule, range, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_estimates_are_the_cpu_engines_for_every_sample_type() {
+    let gpu = crate::gpu::gpu().unwrap();
+    let small = [0, 1, 2, 3, 9, 1000, 100_003];
+    compare_type::<u8>(&gpu, &small, 1);
+    compare_type::<u16>(&gpu, &small, 2);
+    compare_type::<u32>(&gpu, &small, 3);
+    compare_type::<u64>(&gpu, &small, 4);
+    compare_type::<i8>(&gpu, &small, 5);
+    compare_type::<i16>(&gpu, &small, 6);
+    compare_type::<i32>(&gpu, &small, 7);
+    compare_type::<i64>(&gpu, &small, 8);
+    compare_type::<f32>(&gpu, &small, 9);
+    compare_type::<f64>(&gpu, &small, 10);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_estimates_of_millions_of_samples_are_the_cpu_engines() {
+    // Deep trees (node depth > 0), several cast blocks for integers, several tiles to pack.
+    let gpu = crate::gpu::gpu().unwrap();
+    let large = [2_500_001];
+    compare_type::<f32>(&gpu, &large, 11);
+    compare_type::<f64>(&gpu, &large, 12);
+    compare_type::<i64>(&gpu, &large, 13);
+    compare_type::<u16>(&gpu, &large, 14);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_estimates_treat_nan_as_the_cpu_engine() {
+    // numpy: NaN makes the data's range NaN (an error); with a range, NaN is trimmed away.
+    let gpu = crate::gpu::gpu().unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(15);
+    let mut v = samples::<f32>("normal", 10_000, &mut r);
+    v[1234] = f32::NAN;
+    let mut w = samples::<f64>("uniform", 10_000, &mut r);
+    w[9999] = f64::NAN;
+    for rule in GPU_RULES {
+        for range in [None, Some((-1.0, 2.0))] {
+            compare(
+                &gpu,
+                &v,
+                rule,
+                range,
+                &format!("f32 NaN {range:?} {}", rule.name()),
+            );
+            compare(
+                &gpu,
+                &w,
+                rule,
+                range,
+                &format!("f64 NaN {range:?} {}", rule.name()),
+            );
+        }
+    }
+    let dev = gpu.stream.clone_htod(&v).unwrap();
+    let e = estimate_bins(&gpu, &dev.as_view(), BinRule::Auto, None, &gpu.stream).unwrap_err();
+    assert!(matches!(e, Error::NonFiniteData { .. }), "{e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_refuses_stone_and_bad_ranges_clearly() {
+    let gpu = crate::gpu::gpu().unwrap();
+    let dev = gpu.stream.clone_htod(&[1.0f32, 2.0, 3.0]).unwrap();
+    let e = estimate_bins(&gpu, &dev.as_view(), BinRule::Stone, None, &gpu.stream).unwrap_err();
+    assert!(e.to_string().contains("stone"), "{e}");
+    let e = estimate_bins(
+        &gpu,
+        &dev.as_view(),
+        BinRule::Fd,
+        Some((2.0, 1.0)),
+        &gpu.stream,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvertedRange { .. }), "{e}");
+}
