@@ -59,10 +59,11 @@ impl JointVariant {
         window: Window::Off,
     };
 
-    /// The planner's choice: computed edges, prefetch, the hot bin refreshed once per step, the
-    /// 8-bit window beyond one block (bench/NOTES.md, "Session 12 predictions (joint histograms)").
+    /// The planner's choice: edges from the table (read only near a bin's ends, where the estimate
+    /// needs checking: `interior.rs`), prefetch, the hot bin refreshed once per step, the 8-bit
+    /// window beyond one block; the fastest of the sweep on the H100 (bench/NOTES.md, "Session 12").
     pub const DEFAULT: JointVariant = JointVariant {
-        edges: EdgeCheck::Computed,
+        edges: EdgeCheck::Table,
         unroll: 2,
         prefetch: true,
         hot_each: false,
@@ -210,7 +211,7 @@ impl JointVariant {
             JointVariant::LEGACY,
             d,
             JointVariant {
-                edges: EdgeCheck::Table,
+                edges: EdgeCheck::Computed,
                 ..d
             },
             JointVariant {
@@ -295,10 +296,15 @@ mod tests {
         assert!(d.contains(&("HISTDD_EDGES", "0".into())));
         assert!(d.contains(&("HISTDD_HOT_EACH", "1".into())));
         let d = JointVariant::DEFAULT.defines();
-        assert!(d.contains(&("HISTDD_EDGES", "1".into())));
+        assert!(d.contains(&("HISTDD_EDGES", "0".into())));
         assert!(d.contains(&("HISTDD_PREFETCH", "1".into())));
         assert_eq!(JointVariant::DEFAULT.window_bits(true), None);
         assert_eq!(JointVariant::DEFAULT.window_bits(false), Some(8));
         assert_eq!(JointVariant::LEGACY.window_bits(false), None);
+        let computed = JointVariant {
+            edges: EdgeCheck::Computed,
+            ..JointVariant::DEFAULT
+        };
+        assert!(computed.defines().contains(&("HISTDD_EDGES", "1".into())));
     }
 }
