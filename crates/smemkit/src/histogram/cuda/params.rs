@@ -191,11 +191,11 @@ mod tests {
     fn layout_matches_the_kernel_struct() {
         // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
         // and its float32 factor, its float64 factor, the float32 edge table's address, the
-        // verdict's address, the wanted verdict (padded to 8 bytes, as the C struct is) and the
-        // 16-bit float table's address.
+        // verdict's address, the wanted verdict (padded to 8 bytes, as the C struct is), the
+        // 16-bit float table's address and the two interior fractions.
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }
