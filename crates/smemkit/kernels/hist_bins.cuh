@@ -28,6 +28,7 @@ struct BinParams {
     unsigned gate_want;    // with `gate`: the verdict for which this kernel runs
     const unsigned* lut;   // mode LUT: the slot of each of the 65536 codes of a 16-bit float
     double interior_lo, interior_hi;  // multiply: fractions of an estimate that need no correction
+    float interior32_scale, interior32_lo, interior32_hi;  // the same in float32 (hi 0: off)
 };
 
 // With the multiply estimate m (float64, m >= 0): whether m's fractional part is far enough from
@@ -114,6 +115,17 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
         const int n = (int)p.nbins;
         int est;
         if (p.denom_is_f64) {
+            if (p.interior32_hi > 0.0f) {
+                // The shortcut in float32 (`interior_fraction32` in crates/smemkit/src/histogram/
+                // bins/estimate.rs proves it): adding 2^23 rounding down leaves floor(m32) in the
+                // low bits (m32 < 2^23), and m32 minus that floor is exact. No conversion to or
+                // from float64.
+                const float m32 = __fmul_rn(diff, p.interior32_scale);
+                const float t = __fadd_rd(m32, 8388608.0f);
+                const float frac = __fsub_rn(m32, __fsub_rn(t, 8388608.0f));
+                const int k = __float_as_int(t) - 0x4B000000;
+                if (frac > p.interior32_lo && frac < p.interior32_hi && k < n) return k;
+            }
             const double m = __dmul_rn((double)diff, p.scale64);
             est = (int)m;
             if (interior(m, est, p)) return est;

@@ -196,3 +196,55 @@ pub(crate) fn interior_fraction(binning: &Binning) -> (f64, f64) {
         NONE
     }
 }
+
+/// The same shortcut in float32 arithmetic, for float32 samples with a caller's range (numpy
+/// divides in float64 there): `Some((scale, lo, hi))` where the kernel may take the bin from
+/// `m32 = (x - first) * scale` rounded to float32, without widening to float64: a fractional part
+/// of `m32` strictly between `lo` and `hi` (and `floor(m32) < n`) is numpy's bin `floor(m32)`.
+///
+/// Why. `scale` is the float64 factor of [`interior_fraction`], exactly representable in float32,
+/// so `m32` and the float64 estimate `m` are two roundings of the same exact product, which lies
+/// below `2n`: `|m32 - m| <= s = (ulp32(2n) + ulp64(2n)) / 2`. A fractional part of `m32` in
+/// `(margin + s, 1 - margin - s)` puts `m` in `(k + margin, k + 1 - margin)` with the same
+/// `k = floor(m32)`, where [`interior_fraction`]'s proof gives bin `k`. Bins up to 2^22 keep `m32`
+/// below 2^23, where the kernel's floor (an add rounding down) is exact. It saves the two
+/// conversions to and from float64 per sample, which bound the float32 kernels at about 1000 bins.
+pub(crate) fn interior_fraction32(binning: &Binning) -> Option<(f32, f32, f32)> {
+    /// As [`interior_fraction`]'s cap: beyond it too many warps would take both paths.
+    const MAX_INTERIOR_MARGIN: f64 = 1e-3;
+    let Binning::UniformF32(u) = binning else {
+        return None;
+    };
+    if !u.denom_is_f64 || u.nbins > 1 << 22 {
+        return None;
+    }
+    let (margin, _) = interior_fraction(binning);
+    if margin <= 0.0 {
+        return None;
+    }
+    let (scale, _) = multiply_estimate_factors(binning)?;
+    let scale32 = scale as f32;
+    if scale32 as f64 != scale || !scale32.is_normal() {
+        return None;
+    }
+    let two_n = 2.0 * u.nbins as f64;
+    let s = (ulp32(two_n as f32) + ulp64(two_n)) / 2.0;
+    let (lo, hi) = (margin + s, 1.0 - margin - s);
+    if lo >= MAX_INTERIOR_MARGIN || lo >= hi {
+        return None;
+    }
+    // Round both bounds inward (both positive: the neighbouring float32 is one bit pattern away).
+    let lo32 = lo as f32;
+    let lo32 = if (lo32 as f64) <= lo {
+        f32::from_bits(lo32.to_bits() + 1)
+    } else {
+        lo32
+    };
+    let hi32 = hi as f32;
+    let hi32 = if (hi32 as f64) >= hi {
+        f32::from_bits(hi32.to_bits() - 1)
+    } else {
+        hi32
+    };
+    Some((scale32, lo32, hi32))
+}

@@ -4,7 +4,7 @@
 //! factor; float64 difference times the factor) on every edge, 1 to 3 ulps either side, and random
 //! values.
 
-use super::estimate::{interior_fraction, multiply_estimate_factors};
+use super::estimate::{interior_fraction, interior_fraction32, multiply_estimate_factors};
 use super::{BinSpec, Binning, Slot};
 use crate::sample::Samples;
 
@@ -115,6 +115,83 @@ fn interior_estimates_are_numpys_bins_f32() {
         total > 100_000,
         "only {total} samples skipped the correction"
     );
+}
+
+#[test]
+fn float32_interior_estimates_are_numpys_bins() {
+    // The kernels' float32 shortcut: m32 = (x - first) * scale rounded to float32, its floor and
+    // fractional part (both exact), and the float32 bounds.
+    let mut rng = Rng(0x3c6ef372fe94f82b);
+    let (mut total, mut binnings) = (0, 0);
+    for &(lo, hi) in RANGES {
+        for &n in NBINS {
+            let spec = BinSpec::Uniform {
+                nbins: n,
+                range: Some((lo, hi)),
+            };
+            let Ok(b) = Binning::resolve(&spec, Samples::F32(&[1.0])) else {
+                continue;
+            };
+            let Binning::UniformF32(u) = &b else {
+                unreachable!()
+            };
+            let Some((scale, lo32, hi32)) = interior_fraction32(&b) else {
+                continue;
+            };
+            binnings += 1;
+            assert!(lo32 > 0.0 && lo32 < hi32 && hi32 < 1.0, "{lo32} {hi32}");
+            let mut xs = around(&u.edges, step32, (n / 20_000).max(1));
+            let (l, h) = (u.first as f64, u.last as f64);
+            xs.extend((0..20_000).map(|_| (l + (h - l) * rng.unit()) as f32));
+            for x in xs {
+                if !(x >= u.first && x <= u.last) {
+                    continue;
+                }
+                let m32 = (x - u.first) * scale;
+                let k = m32.floor();
+                let frac = m32 - k;
+                if frac > lo32 && frac < hi32 && (k as usize) < n {
+                    total += 1;
+                    assert_eq!(
+                        u.locate(x),
+                        Slot::Bin(k as usize),
+                        "x = {x:?}, m32 = {m32}, bounds ({lo32}, {hi32}), {b:?}"
+                    );
+                }
+            }
+        }
+    }
+    // Not vacuous: the usual ranges qualify, and most of their samples take the shortcut.
+    assert!(binnings >= 10, "only {binnings} binnings qualify");
+    assert!(total > 100_000, "only {total} samples took the shortcut");
+}
+
+#[test]
+fn float32_shortcut_only_where_proven_and_cheap() {
+    let uniform = |n: usize, lo: f64, hi: f64, data: Option<&[f32]>| {
+        let spec = BinSpec::Uniform {
+            nbins: n,
+            range: data.is_none().then_some((lo, hi)),
+        };
+        Binning::resolve(&spec, Samples::F32(data.unwrap_or(&[1.0]))).unwrap()
+    };
+    // 1000 bins over [-4, 4]: on, with bounds a little wider than the float64 ones.
+    let b = uniform(1000, -4.0, 4.0, None);
+    let (scale, lo32, hi32) = interior_fraction32(&b).expect("1000 bins over [-4, 4]");
+    assert_eq!(scale, 125.0);
+    let (lo, hi) = interior_fraction(&b);
+    assert!(
+        (lo32 as f64) > lo && (hi32 as f64) < hi,
+        "{lo32} {hi32} {lo} {hi}"
+    );
+    // The range from the data (numpy's all-float32 rule), and margins beyond the cap: off.
+    assert_eq!(
+        interior_fraction32(&uniform(1000, 0.0, 0.0, Some(&[-4.0, 4.0]))),
+        None
+    );
+    assert_eq!(interior_fraction32(&uniform(32768, -4.0, 4.0, None)), None);
+    // A factor that float32 cannot hold exactly (1000 / 0.6): off.
+    assert_eq!(interior_fraction32(&uniform(1000, 0.1, 0.7, None)), None);
 }
 
 #[test]

@@ -51,6 +51,11 @@ pub struct KernelBinParams {
     /// bin with no edge read (`bins::estimate::interior_fraction`); `(0, 0)` turns it off.
     pub interior_lo: f64,
     pub interior_hi: f64,
+    /// Float32 samples with a caller's range: the float32 factor and fractions of the same
+    /// shortcut in float32 arithmetic (`bins::estimate::interior_fraction32`); hi 0 turns it off.
+    pub interior32_scale: f32,
+    pub interior32_lo: f32,
+    pub interior32_hi: f32,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
@@ -95,6 +100,11 @@ pub fn kernel_params(
         p.scale32 = scale32;
         (p.interior_lo, p.interior_hi) =
             crate::histogram::bins::estimate::interior_fraction(binning);
+        if let Some((scale, lo, hi)) =
+            crate::histogram::bins::estimate::interior_fraction32(binning)
+        {
+            (p.interior32_scale, p.interior32_lo, p.interior32_hi) = (scale, lo, hi);
+        }
     }
     match binning {
         Binning::Integer { .. }
@@ -192,10 +202,11 @@ mod tests {
         // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
         // and its float32 factor, its float64 factor, the float32 edge table's address, the
         // verdict's address, the wanted verdict (padded to 8 bytes, as the C struct is), the
-        // 16-bit float table's address and the two interior fractions.
+        // 16-bit float table's address, the two interior fractions, and the float32 interior
+        // factor and fractions (padded to 8 bytes).
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 3 * 4 + 4
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }
