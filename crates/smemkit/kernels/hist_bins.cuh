@@ -114,18 +114,17 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
         // nbins <= 2^24; diff >= 0, so est >= 0), against the edge table where the host gave one.
         const int n = (int)p.nbins;
         int est;
+        if (p.interior32_hi > 0.0f) {
+            // The shortcut in float32 (`interior_fraction32` in crates/smemkit/src/histogram/
+            // bins/estimate.rs proves it): adding 2^23 rounding down leaves floor(m32) in the low
+            // bits (m32 < 2^23), and m32 minus that floor is exact. No float64, no edge read.
+            const float m32 = __fmul_rn(diff, p.interior32_scale);
+            const float r = __fadd_rd(m32, 8388608.0f);
+            const float frac = __fsub_rn(m32, __fsub_rn(r, 8388608.0f));
+            const int k = __float_as_int(r) - 0x4B000000;
+            if (frac > p.interior32_lo && frac < p.interior32_hi && k < n) return k;
+        }
         if (p.denom_is_f64) {
-            if (p.interior32_hi > 0.0f) {
-                // The shortcut in float32 (`interior_fraction32` in crates/smemkit/src/histogram/
-                // bins/estimate.rs proves it): adding 2^23 rounding down leaves floor(m32) in the
-                // low bits (m32 < 2^23), and m32 minus that floor is exact. No conversion to or
-                // from float64.
-                const float m32 = __fmul_rn(diff, p.interior32_scale);
-                const float t = __fadd_rd(m32, 8388608.0f);
-                const float frac = __fsub_rn(m32, __fsub_rn(t, 8388608.0f));
-                const int k = __float_as_int(t) - 0x4B000000;
-                if (frac > p.interior32_lo && frac < p.interior32_hi && k < n) return k;
-            }
             const double m = __dmul_rn((double)diff, p.scale64);
             est = (int)m;
             if (interior(m, est, p)) return est;
@@ -210,13 +209,19 @@ __device__ __forceinline__ long long locate_lut(sample_t v, const BinParams& p) 
 #define MODE_EDGES 3
 #define MODE_UNIFORM32_EXACT 4
 #define MODE_LUT 5
+// Uniform float32 bins with a caller's range whose float32 shortcut the host proved
+// (`interior32_*`): the same rule as MODE_UNIFORM32, in kernels of its own whose step tries the
+// shortcut first in 32-bit arithmetic (`bin32`).
+#define MODE_UNIFORM32_INTERIOR 6
 // Modes whose bin costs about an integer's: the lean loops and the builds for more blocks per SM.
-#define CHEAP_MODE(MODE) ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT || (MODE) == MODE_LUT)
+#define CHEAP_MODE(MODE)                                                                            \
+    ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT || (MODE) == MODE_LUT ||              \
+     (MODE) == MODE_UNIFORM32_INTERIOR)
 
 template <int MODE>
 __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
     if (MODE == MODE_INTEGER) return locate_integer(v, p);
-    if (MODE == MODE_UNIFORM32) return locate_uniform32(v, p);
+    if (MODE == MODE_UNIFORM32 || MODE == MODE_UNIFORM32_INTERIOR) return locate_uniform32(v, p);
     if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
     if (MODE == MODE_UNIFORM32_EXACT) return locate_uniform32_exact(v, p);
     if (MODE == MODE_LUT) return locate_lut(v, p);

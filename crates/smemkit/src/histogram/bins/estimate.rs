@@ -197,40 +197,64 @@ pub(crate) fn interior_fraction(binning: &Binning) -> (f64, f64) {
     }
 }
 
-/// The same shortcut in float32 arithmetic, for float32 samples with a caller's range (numpy
-/// divides in float64 there): `Some((scale, lo, hi))` where the kernel may take the bin from
-/// `m32 = (x - first) * scale` rounded to float32, without widening to float64: a fractional part
-/// of `m32` strictly between `lo` and `hi` (and `floor(m32) < n`) is numpy's bin `floor(m32)`.
+/// The same shortcut in float32 arithmetic, for float32 samples: `Some((scale, lo, hi))` where the
+/// kernel may take the bin from `m32 = (x - first) * scale` rounded to float32, without float64: a
+/// fractional part of `m32` strictly between `lo` and `hi` (and `floor(m32) < n`) is numpy's bin
+/// `floor(m32)`. It saves the conversions to and from float64 (a caller's range) or the two edge
+/// reads (the range from the data) per sample, which bound the float32 kernels.
 ///
-/// Why. `scale` is the float64 factor of [`interior_fraction`], exactly representable in float32,
-/// so `m32` and the float64 estimate `m` are two roundings of the same exact product, which lies
-/// below `2n`: `|m32 - m| <= s = (ulp32(2n) + ulp64(2n)) / 2`. A fractional part of `m32` in
-/// `(margin + s, 1 - margin - s)` puts `m` in `(k + margin, k + 1 - margin)` with the same
-/// `k = floor(m32)`, where [`interior_fraction`]'s proof gives bin `k`. Bins up to 2^22 keep `m32`
-/// below 2^23, where the kernel's floor (an add rounding down) is exact. It saves the two
-/// conversions to and from float64 per sample, which bound the float32 kernels at about 1000 bins.
+/// Why, with a caller's range (numpy divides in float64): `scale` is [`interior_fraction`]'s
+/// float64 factor, exactly representable in float32, so `m32` and the float64 estimate `m` are two
+/// roundings of the same exact product, which lies below `2n`: `|m32 - m| <= s = (ulp32(2n) +
+/// ulp64(2n)) / 2`. A fractional part of `m32` in `(margin + s, 1 - margin - s)` puts `m` in
+/// `(k + margin, k + 1 - margin)` with the same `k = floor(m32)`, where [`interior_fraction`]'s
+/// proof gives bin `k`.
+///
+/// Why, with the range from the data (numpy's all-float32 rule, whose multiply estimate
+/// [`f32_multiply_estimate`] proved): edge `i` lies at `P_i = (edges[i] - first) * scale = i + d_i`
+/// (exact in float64: float32 operands), `|d_i| <= dev` measured over every edge, so a sample of
+/// bin `b` lies at `P in [b - dev, b + 1 + dev)`. `m32` differs from `P` by at most
+/// `E = ulp32(2 max(|first|, |last|)) / 2 * scale + ulp32(2n) / 2` (the difference's rounding, then
+/// the product's). A fractional part of `m32` in `[dev + E, 1 - dev - E]` leaves `b = floor(m32)`
+/// (`k + dev + E <= m32 < P + E` gives `b >= k`; `P < m32 + E <= k + 1 - dev` gives `b <= k`); the
+/// margin is twice that, for headroom. Numpy's estimate-and-correct equals the edge bin here
+/// because the multiply estimate is within one bin ([`fast_estimate`]).
+///
+/// Both: bins up to 2^22 keep `m32` below 2^23, where the kernel's floor (an add rounding down) is
+/// exact.
 pub(crate) fn interior_fraction32(binning: &Binning) -> Option<(f32, f32, f32)> {
     /// As [`interior_fraction`]'s cap: beyond it too many warps would take both paths.
     const MAX_INTERIOR_MARGIN: f64 = 1e-3;
     let Binning::UniformF32(u) = binning else {
         return None;
     };
-    if !u.denom_is_f64 || u.nbins > 1 << 22 {
+    if u.nbins > 1 << 22 {
         return None;
     }
-    let (margin, _) = interior_fraction(binning);
-    if margin <= 0.0 {
-        return None;
-    }
-    let (scale, _) = multiply_estimate_factors(binning)?;
-    let scale32 = scale as f32;
-    if scale32 as f64 != scale || !scale32.is_normal() {
-        return None;
-    }
+    let (scale64, scale32) = multiply_estimate_factors(binning)?;
     let two_n = 2.0 * u.nbins as f64;
-    let s = (ulp32(two_n as f32) + ulp64(two_n)) / 2.0;
-    let (lo, hi) = (margin + s, 1.0 - margin - s);
-    if lo >= MAX_INTERIOR_MARGIN || lo >= hi {
+    let (scale, lo) = if u.denom_is_f64 {
+        let (margin, _) = interior_fraction(binning);
+        let scale = scale64 as f32;
+        if margin <= 0.0 || scale as f64 != scale64 {
+            return None;
+        }
+        (scale, margin + (ulp32(two_n as f32) + ulp64(two_n)) / 2.0)
+    } else {
+        let s = scale32 as f64;
+        let first = u.first as f64;
+        let dev = u
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| ((e as f64 - first) * s - i as f64).abs())
+            .fold(0.0f64, f64::max);
+        let reach = 2.0 * u.first.abs().max(u.last.abs());
+        let e = ulp32(reach) / 2.0 * s + ulp32(two_n as f32) / 2.0;
+        (scale32, 2.0 * (dev + e))
+    };
+    let hi = 1.0 - lo;
+    if !scale.is_normal() || !lo.is_finite() || lo >= MAX_INTERIOR_MARGIN || lo >= hi {
         return None;
     }
     // Round both bounds inward (both positive: the neighbouring float32 is one bit pattern away).
@@ -246,5 +270,5 @@ pub(crate) fn interior_fraction32(binning: &Binning) -> Option<(f32, f32, f32)> 
     } else {
         hi32
     };
-    Some((scale32, lo32, hi32))
+    Some((scale, lo32, hi32))
 }

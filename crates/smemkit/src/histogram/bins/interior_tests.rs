@@ -123,13 +123,22 @@ fn float32_interior_estimates_are_numpys_bins() {
     // fractional part (both exact), and the float32 bounds.
     let mut rng = Rng(0x3c6ef372fe94f82b);
     let (mut total, mut binnings) = (0, 0);
-    for &(lo, hi) in RANGES {
+    // Each range given by the caller (numpy divides in float64) and taken from the data (the
+    // all-float32 rule).
+    let cases = RANGES
+        .iter()
+        .flat_map(|&r| [(r, true), (r, false)])
+        .chain([((-5.873_214, 6.021_7), false), ((-0.37, 9.81e3), false)]);
+    let mut from_data = 0;
+    for ((lo, hi), given) in cases {
         for &n in NBINS {
             let spec = BinSpec::Uniform {
                 nbins: n,
-                range: Some((lo, hi)),
+                range: given.then_some((lo, hi)),
             };
-            let Ok(b) = Binning::resolve(&spec, Samples::F32(&[1.0])) else {
+            let data = [lo as f32, hi as f32];
+            let Ok(b) = Binning::resolve(&spec, Samples::F32(if given { &[1.0] } else { &data }))
+            else {
                 continue;
             };
             let Binning::UniformF32(u) = &b else {
@@ -138,6 +147,7 @@ fn float32_interior_estimates_are_numpys_bins() {
             let Some((scale, lo32, hi32)) = interior_fraction32(&b) else {
                 continue;
             };
+            from_data += usize::from(!given);
             binnings += 1;
             assert!(lo32 > 0.0 && lo32 < hi32 && hi32 < 1.0, "{lo32} {hi32}");
             let mut xs = around(&u.edges, step32, (n / 20_000).max(1));
@@ -163,6 +173,10 @@ fn float32_interior_estimates_are_numpys_bins() {
     }
     // Not vacuous: the usual ranges qualify, and most of their samples take the shortcut.
     assert!(binnings >= 10, "only {binnings} binnings qualify");
+    assert!(
+        from_data >= 5,
+        "only {from_data} ranges from the data qualify"
+    );
     assert!(total > 100_000, "only {total} samples took the shortcut");
 }
 
@@ -184,11 +198,10 @@ fn float32_shortcut_only_where_proven_and_cheap() {
         (lo32 as f64) > lo && (hi32 as f64) < hi,
         "{lo32} {hi32} {lo} {hi}"
     );
-    // The range from the data (numpy's all-float32 rule), and margins beyond the cap: off.
-    assert_eq!(
-        interior_fraction32(&uniform(1000, 0.0, 0.0, Some(&[-4.0, 4.0]))),
-        None
-    );
+    // The range from the data (numpy's all-float32 rule): on, with the all-float32 factor.
+    let (scale, _, _) = interior_fraction32(&uniform(1000, 0.0, 0.0, Some(&[-4.0, 4.0]))).unwrap();
+    assert_eq!(scale, 125.0);
+    // Margins beyond the cap: off.
     assert_eq!(interior_fraction32(&uniform(32768, -4.0, 4.0, None)), None);
     // A factor that float32 cannot hold exactly (1000 / 0.6): off.
     assert_eq!(interior_fraction32(&uniform(1000, 0.1, 0.7, None)), None);

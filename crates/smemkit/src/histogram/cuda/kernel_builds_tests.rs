@@ -198,10 +198,16 @@ fn every_histogram_kernel_compiles_for_hopper() {
             } else {
                 "integer"
             };
-            // Float32 bins from 0 of a power-of-two width have their own builds.
-            let exact = (t == SampleType::F32).then_some("uniform32x");
+            // Float32 bins from 0 of a power-of-two width, and those with the float32 shortcut,
+            // have their own builds.
+            let own: &[&str] = if t == SampleType::F32 {
+                &["uniform32x", "uniform32i"]
+            } else {
+                &[]
+            };
+            let modes: Vec<&str> = [mode, "edges"].iter().chain(own).copied().collect();
             for w in ["none", "f32", "f64"] {
-                for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
+                for &m in &modes {
                     let name = format!("hist_{strategy}_{m}_{w}");
                     assert!(
                         ptx.contains(&format!(".entry {name}(")),
@@ -209,7 +215,7 @@ fn every_histogram_kernel_compiles_for_hopper() {
                     );
                 }
             }
-            for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
+            for &m in &modes {
                 for name in [
                     format!("hist_verdict_{m}"),
                     format!("hist_exact_{m}_f32"),
@@ -236,7 +242,7 @@ fn every_histogram_kernel_compiles_for_hopper() {
                 "sliced8",
                 "sliced4",
             ] {
-                for m in [Some(mode), Some("edges"), exact].into_iter().flatten() {
+                for &m in &modes {
                     let name = format!("hist_{kernel}_{m}_none");
                     assert!(
                         ptx.contains(&format!(".entry {name}(")),

@@ -70,6 +70,11 @@ pub fn mode_name(binning: &Binning, t: SampleType) -> &'static str {
     match binning {
         Binning::Integer { .. } => "integer",
         Binning::UniformF32(u) if u.exact_power_of_two_width().is_some() => "uniform32x",
+        Binning::UniformF32(_)
+            if crate::histogram::bins::estimate::interior_fraction32(binning).is_some() =>
+        {
+            "uniform32i"
+        }
         Binning::UniformF32(_) => "uniform32",
         Binning::UniformF64(_) => "uniform64",
         Binning::Edges(_) => "edges",
@@ -187,11 +192,23 @@ mod tests {
             assert!(expected, "{nbins} bins over [0, {hi}): {p:?}");
             let mode = if inv.is_some() {
                 "uniform32x"
+            } else if crate::histogram::bins::estimate::interior_fraction32(&b).is_some() {
+                "uniform32i"
             } else {
                 "uniform32"
             };
             assert_eq!(mode_name(&b, SampleType::F32), mode);
         }
+        // 1000 bins over [-4, 4]: the float32 shortcut's own kernels; over [0.1, 0.7] (a factor
+        // float32 cannot hold) the plain ones.
+        assert_eq!(
+            mode_name(&uniform32(1000, -4.0, 4.0), SampleType::F32),
+            "uniform32i"
+        );
+        assert_eq!(
+            mode_name(&uniform32(1000, 0.1, 0.7), SampleType::F32),
+            "uniform32"
+        );
         // A lower edge other than 0 keeps numpy's estimate and correction.
         let p = kernel_params(&uniform32(256, -256.0, 0.0), OutOfRange::Ignore, false, 0);
         assert_ne!(p.multiply, 2);
