@@ -7,7 +7,8 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::gpu::host_memory::{MappedBuffer, PinnedBuffer, Registered};
-use smemkit::internals::histogram::cuda::prepared::{EngineOutput, Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::device_engine::DeviceEngine;
+use smemkit::internals::histogram::cuda::prepared::{Counting, EngineOutput, WeightKind};
 use smemkit::internals::histogram::cuda::stream::{
     self, FileInput, StreamInput, StreamMode, StreamOptions, Streamer,
 };
@@ -79,16 +80,34 @@ fn same(got: &EngineOutput, want: &smemkit::Histogram, what: &str) {
     }
 }
 
-fn prepared(ty: SampleType, w: WeightKind, binning: &Binning, choice: StrategyChoice) -> Prepared {
-    Prepared::new(
-        smemkit::internals::gpu::gpu().expect("a GPU"),
-        ty,
-        w,
+/// The engine a stream or zero-copy run goes through (sized by its runs).
+fn engine(
+    ty: SampleType,
+    w: WeightKind,
+    binning: &Binning,
+    choice: StrategyChoice,
+) -> smemkit::Result<DeviceEngine> {
+    let what = Counting {
+        sample_type: ty,
+        weights: w,
         binning,
-        OutOfRange::Ignore,
+        policy: OutOfRange::Ignore,
+    };
+    DeviceEngine::unbounded(
+        &smemkit::internals::gpu::gpu().expect("a GPU"),
+        what,
         choice,
+        None,
     )
-    .expect("prepare")
+}
+
+fn prepared(
+    ty: SampleType,
+    w: WeightKind,
+    binning: &Binning,
+    choice: StrategyChoice,
+) -> DeviceEngine {
+    engine(ty, w, binning, choice).expect("prepare")
 }
 
 /// Streams `input` in chunks of `chunk` samples and compares with the CPU engine.
@@ -312,20 +331,13 @@ fn every_strategy_streams() {
         let binning = Binning::resolve(&spec, host).unwrap();
         let want = cpu(host, None, &spec);
         for choice in choices {
-            let p = match Prepared::new(
-                smemkit::internals::gpu::gpu().unwrap(),
-                SampleType::I32,
-                WeightKind::None,
-                &binning,
-                OutOfRange::Ignore,
-                choice,
-            ) {
+            let p = match engine(SampleType::I32, WeightKind::None, &binning, choice) {
                 Ok(p) => p,
                 Err(smemkit::Error::StrategyUnsupported { .. }) => continue,
                 Err(e) => panic!("{choice:?}: {e}"),
             };
             let mut s = Streamer::new(
-                p.gpu.clone(),
+                p.gpu().clone(),
                 SampleType::I32,
                 WeightKind::None,
                 data.len(),

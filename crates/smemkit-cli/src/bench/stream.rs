@@ -24,7 +24,8 @@ use smemkit::internals::gpu::host_memory::{
 };
 use smemkit::internals::gpu::Gpu;
 use smemkit::internals::histogram::cuda::bench::median;
-use smemkit::internals::histogram::cuda::prepared::{EngineOutput, Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::device_engine::DeviceEngine;
+use smemkit::internals::histogram::cuda::prepared::{Counting, EngineOutput, WeightKind};
 use smemkit::internals::histogram::cuda::stream::{
     self, FileInput, StreamInput, StreamOptions, Streamer,
 };
@@ -187,14 +188,15 @@ fn hist_stream(
                 r.tallies == want.tallies
                     && matches!((&r.counts, &want.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b)
             };
-            let prepared = Prepared::new(
-                gpu.clone(),
-                SampleType::I32,
-                WeightKind::None,
-                &binning,
-                OutOfRange::Ignore,
-                StrategyChoice::Auto,
-            )?;
+            // The engine every GPU entry point runs through; sized by each run (chunks, or the
+            // whole zero-copy input).
+            let what = Counting {
+                sample_type: SampleType::I32,
+                weights: WeightKind::None,
+                binning: &binning,
+                policy: OutOfRange::Ignore,
+            };
+            let prepared = DeviceEngine::unbounded(gpu, what, StrategyChoice::Auto, None)?;
             let pinned = PinnedBuffer::from_slice(gpu, &data)?;
             let anchor = pinned_copy_gbps(gpu, &data, args.runs)?;
             // A file in the page cache: written here, so its pages are cached.

@@ -1,10 +1,12 @@
-//! The one launch path of a GPU histogram: what a [`super::device_histogram::DeviceHistogram`] run
-//! enqueues (the checks, clearing the output, `auto`'s skew verdict, the planned kernels, or the
-//! deterministic sums) on device memory and a stream, without waiting. The device-resident API and
-//! the host-slice engine ([`super::prepared::histogram`], which copies batches in and runs each
-//! through it) share it, so that both launch the same way. It borrows the bins when built and keeps
-//! only what the kernels need, so the host path does not copy the binning (8 MB of edges at 1M
-//! bins) into every call's engine.
+//! The one launch path of a GPU histogram: what a run enqueues (the checks, clearing the output,
+//! `auto`'s skew verdict, the planned kernels, or the deterministic sums) on device memory and a
+//! stream, without waiting. Every entry point goes through it: the device-resident API
+//! ([`super::device_histogram::DeviceHistogram`]), the host-slice engine
+//! ([`super::prepared::histogram`], which copies batches in), the streamed inputs
+//! ([`super::stream::Streamer`], one run per chunk) and each GPU of the multi-GPU paths
+//! ([`super::multi::MultiPrepared`]). It borrows the bins when built and keeps only what the
+//! kernels need, so the host path does not copy the binning (8 MB of edges at 1M bins) into every
+//! call's engine.
 
 use std::sync::Arc;
 
@@ -18,8 +20,20 @@ use crate::gpu::device::{cuda_err, Gpu};
 use crate::histogram::plan::StrategyChoice;
 use crate::sample::SampleType;
 
+/// Whether a run lets `auto`'s skew probe choose its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probing {
+    /// Where the plan has a probe and the run is long enough: the verdict (one launch) and both
+    /// gated plans (the one not chosen returns at once).
+    PerRun,
+    /// The planned strategy whatever the data, as many launches as a plan without a probe: for
+    /// the chunks of a stream, where the bus rather than the strategy bounds the time and a
+    /// verdict per chunk would add a launch and a gated plan to every chunk.
+    AsPlanned,
+}
+
 /// A planned, compiled histogram with its scratch, ready to enqueue runs of up to `max_samples`.
-pub(crate) struct DeviceEngine {
+pub struct DeviceEngine {
     prepared: Prepared,
     exact: Option<ExactSums>,
     sample_type: SampleType,
@@ -32,7 +46,7 @@ impl DeviceEngine {
     /// `max_samples`. `plan_samples` is what the planner sizes the grid for (`None`: a large input,
     /// the persistent grid; see [`Prepared::sized`]). With `deterministic` and weights, the sums go
     /// through [`ExactSums`].
-    pub(crate) fn new(
+    pub fn new(
         gpu: &Arc<Gpu>,
         what: Counting<'_>,
         strategy: StrategyChoice,
@@ -67,26 +81,50 @@ impl DeviceEngine {
         })
     }
 
+    /// [`DeviceEngine::new`] for runs of any length, whose scratch (the partition strategy's
+    /// index array) is made by the first run that needs it, on that run's stream, for its
+    /// length: for the streamed and multi-GPU layers, whose chunk and shard sizes are known only
+    /// when they run (reserving for a whole shard would take memory the device budget of a stream
+    /// does not count).
+    pub fn unbounded(
+        gpu: &Arc<Gpu>,
+        what: Counting<'_>,
+        strategy: StrategyChoice,
+        plan_samples: Option<usize>,
+    ) -> Result<DeviceEngine> {
+        let mut engine = Self::new(gpu, what, strategy, false, 0, plan_samples)?;
+        engine.max_samples = usize::MAX;
+        Ok(engine)
+    }
+
     /// How many bins.
-    pub(crate) fn nbins(&self) -> usize {
+    pub fn nbins(&self) -> usize {
         self.prepared.nbins
     }
     /// Whether it sums weights (f64) rather than counting (u64).
-    pub(crate) fn weighted(&self) -> bool {
+    pub fn weighted(&self) -> bool {
         self.weights != WeightKind::None
     }
-    /// The GPU it runs on.
+    /// The kind of weights it takes.
+    pub fn weight_kind(&self) -> WeightKind {
+        self.weights
+    }
+    /// The samples' type.
+    pub fn sample_type(&self) -> SampleType {
+        self.sample_type
+    }
     /// The bin parameters its kernels take (the one-launch small kernels reuse them).
     pub(crate) fn kernel_params(&self) -> super::params::KernelBinParams {
         self.prepared.params
     }
 
-    pub(crate) fn gpu(&self) -> &Arc<Gpu> {
+    /// The GPU it runs on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
         &self.prepared.gpu
     }
 
     /// One line on the plan, for reports (reads the last skew verdict back, waiting for the GPU).
-    pub(crate) fn detail(&self) -> String {
+    pub fn detail(&self) -> String {
         match &self.exact {
             Some(e) => format!(
                 "{}, deterministic sums in {} memory",
@@ -97,21 +135,40 @@ impl DeviceEngine {
         }
     }
 
-    /// The checks (all on the host) and the launches of one run. `weights` is the length and kind
-    /// of the weights at `buffers.weights`, `None` without weights. Without `accumulate` the bins
-    /// and tallies are cleared first; with it the run adds into them.
+    /// The checks (all on the host) and the launches of one run, the skew probe included where
+    /// the plan has one ([`Probing::PerRun`]). `weights` is the length and kind of the weights at
+    /// `buffers.weights`, `None` without weights. Without `accumulate` the bins and tallies are
+    /// cleared first (or, where the kernels write every one of them, overwritten); with it the
+    /// run adds into them.
     ///
     /// # Safety
     /// Every address in `buffers` must be device memory of this GPU's context holding what
     /// [`RawBuffers`] says, and stay valid and unwritten by others until `stream` has run the
     /// launches; `stream` must be a stream of that context.
-    pub(crate) unsafe fn enqueue(
+    pub unsafe fn enqueue(
         &self,
         stream: &Arc<CudaStream>,
         buffers: &RawBuffers,
         weights: Option<(usize, WeightKind)>,
         accumulate: bool,
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.enqueue_with(stream, buffers, weights, accumulate, Probing::PerRun) }
+    }
+
+    /// [`DeviceEngine::enqueue`] with the skew probe's use chosen by `probing`.
+    ///
+    /// # Safety
+    /// As [`DeviceEngine::enqueue`].
+    pub unsafe fn enqueue_with(
+        &self,
+        stream: &Arc<CudaStream>,
+        buffers: &RawBuffers,
+        weights: Option<(usize, WeightKind)>,
+        accumulate: bool,
+        probing: Probing,
+    ) -> Result<()> {
+        let probe = probing == Probing::PerRun;
         let RawBuffers {
             input,
             n,
@@ -174,7 +231,7 @@ impl DeviceEngine {
         // Where the counting run writes every bin and tally itself (global-memory counts: its
         // fold writes rather than adds), nothing needs clearing: the memset (a launch) and the
         // fold's reading the bins back are saved.
-        let overwrite = !accumulate && self.exact.is_none() && p.writes_every_bin(n);
+        let overwrite = !accumulate && self.exact.is_none() && p.writes_every_bin(n, probe);
         if !accumulate && !overwrite {
             // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
             unsafe { self.clear(stream, bins, tallies)? };
@@ -195,9 +252,10 @@ impl DeviceEngine {
             return Ok(());
         }
         // SAFETY: forwarded from the caller; `reserve` made the partition buffers for
-        // max_samples, so nothing is allocated; with `overwrite` the bins were not cleared and
-        // the run writes every one of them.
-        unsafe { p.enqueue(&run, overwrite) }
+        // max_samples, so nothing is allocated (an unbounded engine makes them on the first run
+        // that needs them); with `overwrite` the bins were not cleared and the run writes every
+        // one of them.
+        unsafe { p.enqueue(&run, overwrite, probe) }
     }
 
     /// Zeroes the bins and tallies of a run on `stream`.

@@ -147,12 +147,26 @@ impl DeviceOutput {
             .stream
             .alloc_zeros::<u64>(3 + engine.nbins())
             .map_err(cuda_err("allocating a histogram output"))?;
-        Ok(DeviceOutput {
+        Ok(Self::of(engine, policy, words))
+    }
+
+    /// An output for `engine`'s bins left as the allocator gives it (on the GPU's own stream),
+    /// for a first run that clears or overwrites it (`accumulate` false).
+    pub(crate) fn uncleared(engine: &DeviceEngine, policy: OutOfRange) -> Result<DeviceOutput> {
+        // SAFETY: the caller's first run clears or overwrites every word before anything reads
+        // them (DeviceEngine::enqueue without `accumulate`).
+        let words = unsafe { engine.gpu().stream.alloc::<u64>(3 + engine.nbins()) }
+            .map_err(cuda_err("allocating a histogram output"))?;
+        Ok(Self::of(engine, policy, words))
+    }
+
+    fn of(engine: &DeviceEngine, policy: OutOfRange, words: CudaSlice<u64>) -> DeviceOutput {
+        DeviceOutput {
             words,
             nbins: engine.nbins(),
             weighted: engine.weighted(),
             policy,
-        })
+        }
     }
 
     /// Waits for `stream` and copies the result to the host. With [`OutOfRange::Error`], samples

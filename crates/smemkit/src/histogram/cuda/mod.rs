@@ -4,14 +4,15 @@
 //! the bins at a time by [`window`]), and the device-side
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
 //! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]) and small inputs
-//! in one launch ([`small`]); the launch path those and the host-slice engine share
-//! ([`device_engine`]); numpy's bin estimators on device samples ([`estimate`]).
+//! in one launch ([`small`]); the launch path the device-resident, host-slice, streamed and
+//! multi-GPU entry points share ([`device_engine`]); numpy's bin estimators on device samples ([`estimate`]).
 
 #[doc(hidden)]
 pub mod bench;
 #[doc(hidden)]
 pub mod bin_shards;
-pub(crate) mod device_engine;
+#[doc(hidden)]
+pub mod device_engine;
 pub mod device_histogram;
 #[doc(hidden)]
 pub mod device_samples;

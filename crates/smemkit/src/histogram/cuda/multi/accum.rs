@@ -1,4 +1,5 @@
-//! Each GPU's accumulator: the counts or sums and the tallies the shards add into.
+//! Each GPU's accumulator: the counts or sums and the tallies a shard's runs write, cleared by
+//! the first of them.
 
 use super::*;
 
@@ -35,19 +36,6 @@ impl Accum {
         } else {
             (c, c + 8 * (self.counts.len() as u64 - 3))
         }
-    }
-
-    pub(super) fn zero(&mut self, gpu: &Gpu) -> Result<()> {
-        gpu.bind()?;
-        gpu.stream
-            .memset_zeros(&mut self.counts)
-            .map_err(cuda_err("zeroing counters"))?;
-        if self.weighted() {
-            gpu.stream
-                .memset_zeros(&mut self.sums)
-                .map_err(cuda_err("zeroing sums"))?;
-        }
-        Ok(())
     }
 
     #[cfg(feature = "nccl")]

@@ -1,11 +1,13 @@
 //! Several GPUs: an input split into one shard per GPU, each GPU running its own compiled plan
-//! into its own device counters (a thread per GPU), then one NCCL all-reduce that sums the
-//! counters (u64 counts and the three tallies in one buffer, or f64 sums and the tallies) across
-//! the GPUs, and the sum read back from the first.
+//! (a [`DeviceEngine`], the launch path every GPU entry point shares) into its own device
+//! counters (a thread per GPU), then one NCCL all-reduce that sums the counters (u64 counts and
+//! the three tallies in one buffer, or f64 sums and the tallies) across the GPUs, and the sum read
+//! back from the first.
 //!
 //! Host-resident shards go through each GPU's streaming pipeline ([`Streamer::run_into`]), so every
-//! GPU's copies overlap its kernels; device-resident shards (the benchmark's) are launched where
-//! they lie. The same [`MultiPrepared`] serves several processes (`crate::histogram::cuda::ranks`): there each
+//! GPU's copies overlap its kernels; device-resident shards (the benchmark's) are one engine run
+//! each where they lie. Either way the engine's first run clears the counters. The same
+//! [`MultiPrepared`] serves several processes (`crate::histogram::cuda::ranks`): there each
 //! process holds its GPUs' communicators of a larger world.
 //!
 //! Without the `nccl` cargo feature a set of one GPU still works (there is nothing to reduce);
@@ -23,8 +25,10 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, DevicePtr};
 
+use super::device_engine::DeviceEngine;
+use super::device_histogram::RawBuffers;
 use super::device_samples::DeviceSamples;
-use super::prepared::{Counting, EngineOutput, Prepared, WeightKind};
+use super::prepared::{Counting, EngineOutput, WeightKind};
 use super::stream::{StreamInput, StreamOptions, Streamer};
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, device_count, gpu_at, Gpu};
@@ -39,6 +43,8 @@ use crate::gpu::nccl::{self, Communicator, Elem, SumBuffer};
 
 mod device_set;
 pub use device_set::*;
+mod entry;
+pub use entry::*;
 mod accum;
 use accum::*;
 mod profile;
@@ -49,11 +55,11 @@ mod tests;
 /// Says whether a peer process has failed (its message): stops waits early.
 pub type Watchdog = Box<dyn Fn() -> Option<String> + Send + Sync>;
 
-/// A histogram ready to run on several GPUs: one [`Prepared`] plan, counters and (lazily) one
+/// A histogram ready to run on several GPUs: one [`DeviceEngine`], counters and (lazily) one
 /// streaming pipeline per GPU, and the NCCL communicators that sum the counters.
 pub struct MultiPrepared {
-    /// One prepared histogram per GPU.
-    pub parts: Vec<Prepared>,
+    /// One engine per GPU.
+    pub parts: Vec<DeviceEngine>,
     accums: Vec<Accum>,
     streamers: Vec<Option<Streamer>>,
     #[cfg(feature = "nccl")]
@@ -190,19 +196,16 @@ impl MultiPrepared {
                 .enumerate()
                 .map(|(i, g)| {
                     let samples = shard_lens.map(|l| l[i]);
-                    s.spawn(move || -> Result<(Prepared, Accum)> {
+                    s.spawn(move || -> Result<(DeviceEngine, Accum)> {
                         let what = Counting {
                             sample_type,
                             weights,
                             binning,
                             policy,
                         };
-                        // A `Prepared`, not the device engine that DeviceHistogram and the
-                        // host-slice path share (device_engine.rs): each GPU's part also feeds
-                        // `Streamer::run_into`, whose public API takes a `Prepared`. The
-                        // launches are the same (`Prepared::enqueue`), adding into counters
-                        // `Accum` clears.
-                        let p = Prepared::sized(g.clone(), what, choice, samples)?;
+                        // Unbounded: the streams' chunks and the device shards are sized only
+                        // when they run, and the partition scratch follows the chunk.
+                        let p = DeviceEngine::unbounded(g, what, choice, samples)?;
                         let a = Accum::new(g, nbins, weighted)?;
                         Ok((p, a))
                     })
@@ -243,14 +246,7 @@ impl MultiPrepared {
     }
 
     fn gpu(&self, i: usize) -> &Arc<Gpu> {
-        &self.parts[i].gpu
-    }
-
-    fn zero(&mut self) -> Result<()> {
-        for (a, p) in self.accums.iter_mut().zip(&self.parts) {
-            a.zero(&p.gpu)?;
-        }
-        Ok(())
+        self.parts[i].gpu()
     }
 
     /// Streams host-resident shards (`ranges[i]` of `samples` and `weights` on GPU `i`) into the
@@ -292,7 +288,7 @@ impl MultiPrepared {
     }
 
     /// Streams `inputs[i]` (pageable, page-locked or a file; with `weights[i]`) through GPU `i`'s
-    /// pipeline into its counters, one thread per GPU.
+    /// pipeline into its counters (cleared by the first chunk's run), one thread per GPU.
     pub fn accumulate_inputs(
         &mut self,
         inputs: &[StreamInput<'_>],
@@ -311,7 +307,6 @@ impl MultiPrepared {
         if let Some(p) = &mut self.profile {
             p.begin("host-resident (streamed)");
         }
-        self.zero()?;
         let done: Vec<AtomicU64> = inputs.iter().map(|_| AtomicU64::new(0)).collect();
         let wkind = self.weights;
         std::thread::scope(|s| {
@@ -325,11 +320,25 @@ impl MultiPrepared {
                 .map(|(i, (((part, accum), streamer), (input, w)))| {
                     let done = &done;
                     s.spawn(move || -> Result<()> {
-                        if input.is_empty() {
-                            return Ok(());
-                        }
-                        let gpu = part.gpu.clone();
+                        let gpu = part.gpu().clone();
                         gpu.bind()?;
+                        let (out, tallies) = accum.ptrs(&gpu);
+                        if input.is_empty() {
+                            // No pipeline for nothing: one run of no samples clears the counters.
+                            let w = (wkind != WeightKind::None).then_some((0, wkind));
+                            let none = RawBuffers {
+                                input: 0,
+                                n: 0,
+                                sample_type: input.sample_type(),
+                                weights: 0,
+                                bins: out,
+                                tallies,
+                            };
+                            // SAFETY: no samples are read; `out` and `tallies` are this GPU's
+                            // counters (nbins of the engine's kind, 3 tallies), alive as long as
+                            // `self`; `reduce` waits for the stream.
+                            return unsafe { part.enqueue(&gpu.stream, &none, w, false) };
+                        }
                         if streamer.is_none() {
                             *streamer = Some(Streamer::new(
                                 gpu.clone(),
@@ -346,10 +355,12 @@ impl MultiPrepared {
                                 p(done.iter().map(|d| d.load(Ordering::Relaxed)).sum());
                             }
                         };
-                        let (out, tallies) = accum.ptrs(&gpu);
                         // SAFETY: `out` and `tallies` are this GPU's counters (nbins of the
-                        // prepared kind, 3 tallies), alive as long as `self`.
-                        unsafe { st.run_into(part, input, *w, out, tallies, Some(&report)) }
+                        // engine's kind, 3 tallies), alive as long as `self`. The first chunk
+                        // clears them.
+                        unsafe {
+                            st.run_into(part, input, *w, (out, tallies), false, Some(&report))
+                        }
                     })
                 })
                 .collect();
@@ -364,7 +375,9 @@ impl MultiPrepared {
         Ok(())
     }
 
-    /// Launches device-resident shards (`shards[i]` must live on GPU `i`) into fresh counters.
+    /// Runs device-resident shards (`shards[i]` must live on GPU `i`) into fresh counters: one
+    /// engine run per GPU, which clears (or overwrites) the counters, probes for skew where the
+    /// plan does, and launches.
     pub fn accumulate_device(&mut self, shards: &[&DeviceSamples]) -> Result<()> {
         if shards.len() != self.devices() {
             return Err(Error::InvalidArgument(format!(
@@ -381,7 +394,7 @@ impl MultiPrepared {
         if shards
             .iter()
             .zip(&self.parts)
-            .any(|(s, p)| s.sample_type != p.sample_type)
+            .any(|(s, p)| s.sample_type != p.sample_type())
         {
             return Err(Error::InvalidArgument(
                 "device shards and kernels disagree on the sample type".into(),
@@ -394,19 +407,26 @@ impl MultiPrepared {
         // start before GPU 1's are enqueued) and they run at once.
         for (i, shard) in shards.iter().enumerate() {
             let part = &self.parts[i];
+            let gpu = part.gpu();
+            gpu.bind()?;
             if let Some(p) = &self.profile {
-                p.record(i, Stamp::Start, &part.gpu)?;
+                p.record(i, Stamp::Start, gpu)?;
             }
-            self.accums[i].zero(&part.gpu)?;
-            if shard.n > 0 {
-                let (out, tallies) = self.accums[i].ptrs(&part.gpu);
-                // SAFETY: the caller puts shard i on GPU i; it holds `n` samples of the prepared
-                // type; the counters are this GPU's and outlive the launches (the reduction waits
-                // for them).
-                unsafe { part.launch_device(shard.ptr(&part.gpu), shard.n, 0, out, tallies)? };
-            }
+            let (out, tallies) = self.accums[i].ptrs(gpu);
+            let buffers = RawBuffers {
+                input: shard.ptr(gpu),
+                n: shard.n,
+                sample_type: shard.sample_type,
+                weights: 0,
+                bins: out,
+                tallies,
+            };
+            // SAFETY: the caller puts shard i on GPU i; it holds `n` samples of the engine's
+            // type; the counters are this GPU's and outlive the launches (the reduction waits
+            // for them).
+            unsafe { part.enqueue(&gpu.stream, &buffers, None, false)? };
             if let Some(p) = &self.profile {
-                p.record(i, Stamp::Kernels, &part.gpu)?;
+                p.record(i, Stamp::Kernels, gpu)?;
             }
         }
         if let Some(p) = &mut self.profile {
@@ -420,7 +440,7 @@ impl MultiPrepared {
     /// one rank it only waits for the GPU.
     pub fn reduce(&mut self) -> Result<()> {
         if self.world <= 1 {
-            let g = &self.parts[0].gpu;
+            let g = self.parts[0].gpu();
             g.bind()?;
             g.stream
                 .synchronize()
@@ -438,7 +458,7 @@ impl MultiPrepared {
                 .accums
                 .iter()
                 .zip(&self.parts)
-                .map(|(a, p)| a.sum_buffers(&p.gpu))
+                .map(|(a, p)| a.sum_buffers(p.gpu()))
                 .collect();
             let timeout = nccl::timeout()?;
             let watchdog = self.watchdog.as_deref().map(|w| w as nccl::Watchdog<'_>);
@@ -478,10 +498,10 @@ impl MultiPrepared {
     pub fn check_agreement(&mut self, value: u64) -> Result<()> {
         let mut bufs = Vec::with_capacity(self.devices());
         for p in &self.parts {
-            p.gpu.bind()?;
+            let gpu = p.gpu();
+            gpu.bind()?;
             bufs.push(
-                p.gpu
-                    .stream
+                gpu.stream
                     .clone_htod(&[value, 1u64])
                     .map_err(cuda_err("copying the agreement check"))?,
             );
@@ -491,7 +511,7 @@ impl MultiPrepared {
             .zip(&self.parts)
             .map(|(b, p)| {
                 vec![SumBuffer {
-                    ptr: b.device_ptr(&p.gpu.stream).0,
+                    ptr: b.device_ptr(&p.gpu().stream).0,
                     len: 2,
                     elem: Elem::U64,
                 }]
@@ -501,7 +521,7 @@ impl MultiPrepared {
         // SAFETY: each buffer is 2 u64 on its communicator's GPU, alive until this returns.
         unsafe { nccl::all_reduce_sum(&mut self.comms, &lists, nccl::timeout()?, watchdog)? };
         let got = self.parts[0]
-            .gpu
+            .gpu()
             .stream
             .clone_dtoh(&bufs[0])
             .map_err(cuda_err("reading the agreement check"))?;
@@ -526,7 +546,7 @@ impl MultiPrepared {
         let ords: Vec<String> = self
             .parts
             .iter()
-            .map(|p| p.gpu.ordinal.to_string())
+            .map(|p| p.gpu().ordinal.to_string())
             .collect();
         let reduce = if self.world > 1 {
             format!(", NCCL all-reduce over {} ranks", self.world)
@@ -619,9 +639,9 @@ impl MultiPrepared {
 
     fn sync_all(&self) -> Result<()> {
         for p in &self.parts {
-            p.gpu.bind()?;
-            p.gpu
-                .stream
+            let gpu = p.gpu();
+            gpu.bind()?;
+            gpu.stream
                 .synchronize()
                 .map_err(cuda_err("waiting for a GPU"))?;
         }
@@ -645,49 +665,4 @@ impl Drop for MultiPrepared {
             .min(std::time::Duration::from_secs(10));
         let _ = Communicator::finalize_all(&mut self.comms, limit);
     }
-}
-
-/// Opens the GPUs of a device set.
-pub fn open(devices: &[usize]) -> Result<Vec<Arc<Gpu>>> {
-    devices.iter().map(|&d| gpu_at(d)).collect()
-}
-
-/// Histogram of host-resident samples on several GPUs: one even shard per GPU.
-pub fn histogram(samples: Samples<'_>, devices: &[usize], job: &Job<'_>) -> Result<EngineOutput> {
-    let ranges = shards(samples.len(), devices.len());
-    histogram_shards(samples, devices, &ranges, job)
-}
-
-/// [`histogram`] with the shards given (`ranges[i]` on `devices[i]`; uneven and empty shards
-/// allowed, as tests need).
-pub fn histogram_shards(
-    samples: Samples<'_>,
-    devices: &[usize],
-    ranges: &[Range<usize>],
-    job: &Job<'_>,
-) -> Result<EngineOutput> {
-    let Job {
-        weights,
-        binning,
-        policy,
-        ..
-    } = *job;
-    let (choice, opts, progress) = (&job.strategy, &job.stream, job.progress);
-    let wkind = match weights {
-        None => WeightKind::None,
-        Some(Weights::F32(_)) => WeightKind::F32,
-        Some(Weights::F64(_)) => WeightKind::F64,
-    };
-    let gpus = open(devices)?;
-    let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
-    let mut m = MultiPrepared::for_shards(
-        &gpus,
-        samples.sample_type(),
-        wkind,
-        binning,
-        policy,
-        *choice,
-        Some(&lens),
-    )?;
-    m.run_host(samples, weights, ranges, opts, progress)
 }

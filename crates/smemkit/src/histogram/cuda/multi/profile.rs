@@ -90,7 +90,7 @@ impl Profile {
     }
 
     /// Notes the GPUs whose kernels-done event has completed since the last poll.
-    pub(super) fn poll_kernels(&mut self, parts: &[Prepared]) {
+    pub(super) fn poll_kernels(&mut self, parts: &[DeviceEngine]) {
         if !self.recorded || self.t0.is_none() {
             return;
         }
@@ -99,7 +99,7 @@ impl Profile {
         for ((seen, (ordinal, _, kernels)), part) in
             self.seen.iter_mut().zip(&self.events).zip(parts)
         {
-            if !*seen && part.gpu.bind().is_ok() && kernels.is_complete() {
+            if !*seen && part.gpu().bind().is_ok() && kernels.is_complete() {
                 *seen = true;
                 done.push(*ordinal);
             }

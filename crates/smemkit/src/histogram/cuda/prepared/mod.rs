@@ -405,16 +405,21 @@ impl Prepared {
             tallies,
         };
         // SAFETY: forwarded from the caller.
-        unsafe { self.enqueue(&run, false) }
+        unsafe { self.enqueue(&run, false, true) }
     }
 
     /// Whether a run of `n` samples writes every one of the `nbins` counters and the 3 tallies
     /// itself, so that [`Prepared::enqueue`] may overwrite a result nobody cleared: global-memory
     /// counts, whose fold (the last launch) can write its u32 counters and its tallies rather
     /// than add them, with no skew verdict choosing between two plans that add into the same
-    /// counters.
-    pub(crate) fn writes_every_bin(&self, n: usize) -> bool {
-        n > 0 && self.fold.is_some() && !(self.skew.is_some() && n >= plan::SKEW_PROBE_MIN_SAMPLES)
+    /// counters (`probe`: whether the run may probe, see [`Prepared::enqueue`]).
+    pub(crate) fn writes_every_bin(&self, n: usize, probe: bool) -> bool {
+        n > 0 && self.fold.is_some() && !(probe && self.probes(n))
+    }
+
+    /// Whether a probing run of `n` samples launches the skew verdict (and both gated plans).
+    fn probes(&self, n: usize) -> bool {
+        self.skew.is_some() && n >= plan::SKEW_PROBE_MIN_SAMPLES
     }
 
     /// [`Prepared::launch_device`] on `stream` (of this GPU's context): every launch of the run,
@@ -423,17 +428,21 @@ impl Prepared {
     /// enough, both the planned strategy and global are enqueued, each gated on the verdict
     /// (`gated_off` in the kernels): the one not chosen returns at once.
     ///
+    /// Without `probe` the planned strategy runs whatever the data, with no verdict (the chunks of
+    /// a stream: the bus, not the strategy, bounds them, and a verdict per chunk would cost a
+    /// launch and a gated plan per chunk).
+    ///
     /// With `overwrite` (only where [`Prepared::writes_every_bin`]) the run writes the counters
     /// and tallies instead of adding into them, so that they need no clearing first.
     ///
     /// # Safety
     /// As [`Prepared::launch_device`] on `run`'s buffers, with "until `run.stream` has finished the
     /// launches".
-    pub(crate) unsafe fn enqueue(&self, run: &Run<'_>, overwrite: bool) -> Result<()> {
+    pub(crate) unsafe fn enqueue(&self, run: &Run<'_>, overwrite: bool, probe: bool) -> Result<()> {
         let Run {
             stream, input, n, ..
         } = *run;
-        if overwrite && !self.writes_every_bin(n) {
+        if overwrite && !self.writes_every_bin(n, probe) {
             return Err(Error::InvalidArgument(
                 "internal: a run that does not write every bin was asked to overwrite them".into(),
             ));
@@ -442,7 +451,7 @@ impl Prepared {
         // launches on several GPUs in turn.
         self.gpu.bind()?;
         match &self.skew {
-            Some(skew) if n >= plan::SKEW_PROBE_MIN_SAMPLES => {
+            Some(skew) if probe && self.probes(n) => {
                 // SAFETY: `input` holds `n` samples (the caller's guarantee).
                 let verdict = unsafe { skew.launch_verdict(self, stream, input, n)? };
                 // SAFETY: forwarded from the caller; both plans add into the same counters, and
@@ -455,32 +464,6 @@ impl Prepared {
             // SAFETY: forwarded from the caller.
             _ => unsafe { self.launch_planned(run, None, overwrite) },
         }
-    }
-
-    /// [`Prepared::launch_device`] without the skew probe: the planned strategy whatever the data.
-    /// For launches that must not depend on a verdict (the chunks of a streaming pipeline).
-    ///
-    /// # Safety
-    /// As [`Prepared::launch_device`].
-    pub unsafe fn launch_as_planned(
-        &self,
-        input: u64,
-        n: usize,
-        weights: u64,
-        out: u64,
-        tallies: u64,
-    ) -> Result<()> {
-        self.gpu.bind()?;
-        let run = Run {
-            stream: &self.gpu.stream,
-            input,
-            n,
-            weights,
-            out,
-            tallies,
-        };
-        // SAFETY: forwarded from the caller.
-        unsafe { self.launch_planned(&run, None, false) }
     }
 
     /// Makes every buffer a run over up to `n` samples needs (the partition index array), so that

@@ -8,8 +8,10 @@
 //!    page-locked inputs skip this and are copied from where they lie;
 //! 2. the copy stream waits until the kernel that read the slot's device buffer is done (event
 //!    `consumed`) and enqueues the asynchronous host-to-device copy, then records `copied`;
-//! 3. the compute stream (the engine's own) waits for `copied`, runs the histogram kernel, which
-//!    accumulates into one device histogram, and records `consumed`.
+//! 3. the compute stream (the engine's own) waits for `copied`, runs the chunk through the
+//!    [`DeviceEngine`] every GPU entry point shares (the first chunk clears the output or
+//!    overwrites it, the others add into it; no skew probe per chunk, see [`Probing::AsPlanned`]),
+//!    and records `consumed`.
 //!
 //! So the filling of chunk c+1, the copy of chunk c and the kernel of chunk c-1 run at once. The
 //! sizes come from [`StreamOptions`]; [`chunk_plan`] (pure, tested without a GPU) fits them into a
@@ -22,7 +24,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
 
-use super::prepared::{read_result, EngineOutput, Prepared, WeightKind, LAUNCH_BATCH};
+use super::device_engine::{DeviceEngine, Probing};
+use super::device_histogram::{DeviceOutput, RawBuffers};
+use super::prepared::{Counting, EngineOutput, WeightKind, LAUNCH_BATCH};
 pub use crate::histogram::stream_options::{StreamOptions, DEFAULT_CHUNK_BYTES, DEFAULT_DEPTH};
 
 mod mode;
@@ -34,7 +38,7 @@ mod tests;
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::host_memory::{copy_htod_async, sample_bytes, LockedSamples, PinnedBuffer};
-use crate::histogram::bins::{BinSpec, Binning};
+use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
 use crate::histogram::job::Job;
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
@@ -202,11 +206,12 @@ impl Streamer {
         self.slots.len()
     }
 
-    /// Streams `input` (and `weights`, from pageable memory) through `prepared` into fresh counters.
-    /// `progress` is told the bytes of samples handed to the device so far.
+    /// Streams `input` (and `weights`, from pageable memory) through `engine` (of this pipeline's
+    /// GPU) into fresh counters. `progress` is told the bytes of samples handed to the device so
+    /// far.
     pub fn run(
         &mut self,
-        prepared: &Prepared,
+        engine: &DeviceEngine,
         input: &StreamInput<'_>,
         weights: Option<Weights<'_>>,
         progress: Option<&(dyn Fn(u64) + Sync)>,
@@ -214,34 +219,14 @@ impl Streamer {
         self.gpu.bind()?;
         let gpu = self.gpu.clone();
         let stream = &gpu.stream;
-        let weighted = self.weights != WeightKind::None;
-        let nbins = prepared.nbins.max(1);
-        let tallies = stream
-            .alloc_zeros::<u64>(3)
-            .map_err(cuda_err("allocating tallies"))?;
-        let counts = stream
-            .alloc_zeros::<u64>(if weighted { 0 } else { nbins })
-            .map_err(cuda_err("allocating counters"))?;
-        let sums = stream
-            .alloc_zeros::<f64>(if weighted { nbins } else { 0 })
-            .map_err(cuda_err("allocating sums"))?;
-        let out_ptr = if weighted {
-            sums.device_ptr(stream).0
-        } else {
-            counts.device_ptr(stream).0
-        };
-        let t_ptr = tallies.device_ptr(stream).0;
-        // SAFETY: `out_ptr` holds nbins counters (or sums) of the prepared kind and `t_ptr` 3
-        // tallies, allocated above and alive until the copies below have synchronised.
-        unsafe { self.run_into(prepared, input, weights, out_ptr, t_ptr, progress)? };
-        let (counts, tallies) = read_result(
-            stream,
-            &tallies,
-            &counts,
-            weighted.then_some(&sums),
-            prepared.nbins,
-            "reading the tallies back (a copy or kernel may have failed)",
-        )?;
+        // Tallies and bins in one allocation, cleared (or overwritten) by the first chunk's run.
+        // The caller checks the out-of-range policy.
+        let out = DeviceOutput::uncleared(engine, OutOfRange::Ignore)?;
+        let (out_ptr, t_ptr) = (out.bins_ptr(stream), out.tallies_ptr(stream));
+        // SAFETY: `out_ptr` holds nbins counters (or sums) of the engine's kind and `t_ptr` 3
+        // tallies, allocated above and alive until the read below has synchronised.
+        unsafe { self.run_into(engine, input, weights, (out_ptr, t_ptr), false, progress)? };
+        let (counts, tallies) = out.read_unchecked(stream)?;
         self.copy
             .synchronize()
             .map_err(cuda_err("finishing the copies"))?;
@@ -249,37 +234,46 @@ impl Streamer {
             counts,
             tallies,
             detail: format!(
-                "{}, streamed in chunks of {} samples through {} slots",
-                prepared.detail(),
+                "{}, streamed in chunks of {} samples through {} slots (each chunk as planned, no skew probe)",
+                engine.detail(),
                 self.chunk_samples,
                 self.slots.len()
             ),
         })
     }
 
-    /// Streams `input` (and `weights`, from pageable memory) through `prepared`, adding into the
-    /// device counters at `out_ptr` (u64 counts, or f64 sums with weights, `nbins` long) and the 3
-    /// tallies at `t_ptr`: the counters stay on the device (several GPUs reduce them with NCCL).
-    /// Both streams are drained before it returns, errors included.
+    /// Streams `input` (and `weights`, from pageable memory) through `engine`, one
+    /// [`DeviceEngine::enqueue_with`] per chunk, into the device counters `(out_ptr, t_ptr)`
+    /// (`nbins` u64 counts, or f64 sums with weights, and 3 u64 tallies): the counters stay on the
+    /// device (several GPUs reduce them with NCCL). Without `accumulate` the first chunk's run
+    /// clears them (an empty input clears them too); with it every chunk adds into them. Both
+    /// streams are drained before it returns, errors included.
     ///
     /// # Safety
     /// `out_ptr` and `t_ptr` must be device allocations of this pipeline's context holding
-    /// `nbins` counters of the prepared kind and 3 u64 tallies.
+    /// `nbins` counters of the engine's kind and 3 u64 tallies.
     pub unsafe fn run_into(
         &mut self,
-        prepared: &Prepared,
+        engine: &DeviceEngine,
         input: &StreamInput<'_>,
         weights: Option<Weights<'_>>,
-        out_ptr: u64,
-        t_ptr: u64,
+        (out_ptr, t_ptr): (u64, u64),
+        accumulate: bool,
         progress: Option<&(dyn Fn(u64) + Sync)>,
     ) -> Result<()> {
-        if prepared.sample_type != self.sample_type || input.sample_type() != self.sample_type {
+        if engine.sample_type() != self.sample_type || input.sample_type() != self.sample_type {
             return Err(Error::InvalidArgument(format!(
                 "the pipeline streams {} samples; the kernel takes {} and the input holds {}",
                 self.sample_type,
-                prepared.sample_type,
+                engine.sample_type(),
                 input.sample_type()
+            )));
+        }
+        if engine.gpu().ctx.cu_ctx() != self.gpu.ctx.cu_ctx() {
+            return Err(Error::InvalidArgument(format!(
+                "the pipeline runs on GPU {}, the histogram was built for GPU {}",
+                self.gpu.ordinal,
+                engine.gpu().ordinal
             )));
         }
         let wkind = match weights {
@@ -287,7 +281,7 @@ impl Streamer {
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
         };
-        if wkind != self.weights || prepared.weights != self.weights {
+        if wkind != self.weights || engine.weight_kind() != self.weights {
             return Err(Error::InvalidArgument(
                 "the weights do not match the ones the pipeline and kernel were built for".into(),
             ));
@@ -326,6 +320,30 @@ impl Streamer {
             .collect();
         let chunk = self.chunk_samples;
         let depth = self.slots.len();
+        // What every chunk's run passes besides its samples and weights.
+        let (sample_type, wkind) = (self.sample_type, self.weights);
+        let buffers = |input: u64, len: usize, weights: u64| RawBuffers {
+            input,
+            n: len,
+            sample_type,
+            weights,
+            bins: out_ptr,
+            tallies: t_ptr,
+        };
+        let wlen = |len: usize| weighted.then_some((len, wkind));
+        if n == 0 && !accumulate {
+            // SAFETY: no samples are read; the counters are the caller's (its guarantee), cleared
+            // on the compute stream, which `_drain` waits for.
+            unsafe {
+                engine.enqueue_with(
+                    stream,
+                    &buffers(0, 0, 0),
+                    wlen(0),
+                    false,
+                    Probing::AsPlanned,
+                )?
+            };
+        }
         let (mut start, mut c) = (0usize, 0usize);
         while start < n {
             let len = (n - start).min(chunk);
@@ -375,15 +393,20 @@ impl Streamer {
             stream
                 .wait(&slot.copied)
                 .map_err(cuda_err("ordering a kernel after a copy"))?;
-            // SAFETY: the slot's device buffers hold this chunk's `len` samples (and weights),
-            // `out_ptr` nbins counters, `t_ptr` 3 tallies; all live until `_drain` has waited.
-            // As planned, without the skew probe: the bus, not the strategy, bounds a stream, and a
-            // probe per chunk would add launches (a verdict and two gated plans). This is why the
-            // chunks do not go through the device engine that DeviceHistogram and the host-slice
-            // path share (device_engine.rs), whose runs probe; besides, `Streamer`'s public API
-            // takes a `Prepared` (the stream bench, the multi-GPU pipeline). Both end in the same
-            // planned launches.
-            unsafe { prepared.launch_as_planned(dev_ptrs[0], len, dev_ptrs[1], out_ptr, t_ptr)? };
+            // SAFETY: the slot's device buffers hold this chunk's `len` samples (and weights,
+            // `chunk_samples` long: the engine's size check passes), `out_ptr` nbins counters,
+            // `t_ptr` 3 tallies; all live until `_drain` has waited. The first chunk of a fresh
+            // run clears (or overwrites) the counters, the others add. As planned, without the
+            // skew probe: the same launches per chunk as a plan that has none.
+            unsafe {
+                engine.enqueue_with(
+                    stream,
+                    &buffers(dev_ptrs[0], len, dev_ptrs[1]),
+                    wlen(len),
+                    accumulate || c > 0,
+                    Probing::AsPlanned,
+                )?
+            };
             slot.consumed
                 .record(stream)
                 .map_err(cuda_err("recording a kernel"))?;
@@ -458,85 +481,74 @@ pub fn histogram(input: &StreamInput<'_>, job: &Job<'_>) -> Result<EngineOutput>
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
     };
-    // Planned for a large input, as the single-GPU engine was tested and measured on the GPU;
-    // the shard-sized plan (`Prepared::sized`) is used by the multi-GPU paths only until it
-    // has run on a GPU.
-    let prepared = Prepared::new(
-        gpu.clone(),
-        input.sample_type(),
-        wkind,
-        binning,
-        policy,
+    // Planned for a large input (`None`), as the single-GPU engine was tested and measured on the
+    // GPU; the shard-sized plan is used by the multi-GPU paths. Unbounded: its scratch (the
+    // partition index array) is made by the first chunk's run, for one chunk, and the plan's
+    // buffers are on the device before the pipeline measures the free memory.
+    let engine = DeviceEngine::unbounded(
+        &gpu,
+        Counting {
+            sample_type: input.sample_type(),
+            weights: wkind,
+            binning,
+            policy,
+        },
         *choice,
+        None,
     )?;
     let mut streamer = Streamer::new(gpu, input.sample_type(), wkind, input.len(), opts)?;
-    streamer.run(&prepared, input, weights, progress)
+    streamer.run(&engine, input, weights, progress)
 }
 
 /// Histogram of samples that kernels read where they lie in host memory ([`crate::gpu::host_memory::
 /// MappedBuffer::zero_copy`], [`crate::gpu::host_memory::Registered::zero_copy`]): no copy, no device
-/// buffer, every sample crosses the bus once.
+/// buffer, every sample crosses the bus once. One run of `engine` (the skew probe included where
+/// its plan has one), which must take at least the input's length.
 pub fn run_zero_copy(
-    prepared: &Prepared,
+    engine: &DeviceEngine,
     input: &crate::gpu::host_memory::ZeroCopySamples<'_>,
 ) -> Result<EngineOutput> {
     let (ptr, samples) = (input.device_ptr(), input.samples());
-    if samples.sample_type() != prepared.sample_type || prepared.weights != WeightKind::None {
+    if samples.sample_type() != engine.sample_type() || engine.weighted() {
         return Err(Error::InvalidArgument(format!(
             "zero-copy input of {} samples for a kernel of {} samples{}",
             samples.sample_type(),
-            prepared.sample_type,
-            if prepared.weights != WeightKind::None {
+            engine.sample_type(),
+            if engine.weighted() {
                 " with weights (zero-copy weights are not implemented)"
             } else {
                 ""
             }
         )));
     }
-    // The kernels load 16 bytes at a time.
+    // The kernels load 16 bytes at a time (the engine checks it too; this names the memory).
     if ptr % 16 != 0 {
         return Err(Error::InvalidArgument(format!(
             "zero-copy input at device address {ptr:#x} is not 16-byte aligned, as the kernels' vector loads need"
         )));
     }
-    let gpu = &prepared.gpu;
+    let gpu = engine.gpu().clone();
     gpu.bind()?;
     let stream = &gpu.stream;
-    let nbins = prepared.nbins.max(1);
-    let tallies = stream
-        .alloc_zeros::<u64>(3)
-        .map_err(cuda_err("allocating tallies"))?;
-    let counts = stream
-        .alloc_zeros::<u64>(nbins)
-        .map_err(cuda_err("allocating counters"))?;
-    if !samples.is_empty() {
-        // SAFETY: `ptr` is the device address of `samples.len()` page-locked, mapped samples of
-        // the prepared type, borrowed for this call, and the stream is synchronised below before
-        // the borrow ends.
-        unsafe {
-            prepared.launch_device(
-                ptr,
-                samples.len(),
-                0,
-                counts.device_ptr(stream).0,
-                tallies.device_ptr(stream).0,
-            )
-        }
-        .inspect_err(|_| {
-            let _ = stream.synchronize();
-        })?;
-    }
-    let (counts, tallies) = read_result(
-        stream,
-        &tallies,
-        &counts,
-        None,
-        prepared.nbins,
-        "reading the tallies back (a zero-copy kernel may have failed)",
-    )?;
+    let out = DeviceOutput::uncleared(engine, OutOfRange::Ignore)?;
+    let buffers = RawBuffers {
+        input: ptr,
+        n: samples.len(),
+        sample_type: samples.sample_type(),
+        weights: 0,
+        bins: out.bins_ptr(stream),
+        tallies: out.tallies_ptr(stream),
+    };
+    // SAFETY: `ptr` is the device address of `samples.len()` page-locked, mapped samples of
+    // the engine's type, borrowed for this call, and the stream is synchronised below (or on
+    // an error here) before the borrow ends; the output is this call's, cleared by the run.
+    unsafe { engine.enqueue(stream, &buffers, None, false) }.inspect_err(|_| {
+        let _ = stream.synchronize();
+    })?;
+    let (counts, tallies) = out.read_unchecked(stream)?;
     Ok(EngineOutput {
         counts,
         tallies,
-        detail: format!("{}, zero-copy from mapped host memory", prepared.detail()),
+        detail: format!("{}, zero-copy from mapped host memory", engine.detail()),
     })
 }
