@@ -367,7 +367,10 @@ fn read_cache(path: &std::path::Path, output: Output) -> Option<(Image, bool)> {
 fn write_cache(path: &std::path::Path, key: &str, image: &Image) {
     let Some(dir) = path.parent() else { return };
     let _ = std::fs::create_dir_all(dir);
-    let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+    // A name of this write's own: two threads of a process may write one key at once.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!("{key}.{}.{n}.tmp", std::process::id()));
     let bytes = match image {
         Image::Cubin(b) => b.as_slice(),
         Image::Ptx(t) => t.as_bytes(),
