@@ -73,28 +73,29 @@ fn main() -> ExitCode {
         }
     };
     drop(out);
+    // One status for both ways out, so that skipping the teardown cannot change it.
+    let status = u8::from(failed);
+    // Setup time is counted from the first attempt to open a GPU (driver start, context): any
+    // time at all means the driver's exit handlers have a context to tear down.
     if smemkit::internals::gpu::setup_time() > std::time::Duration::ZERO {
-        skip_driver_teardown(failed);
+        skip_driver_teardown(status);
     }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(status)
 }
 
 /// Ends a process that opened a GPU without the CUDA driver's user-space exit handlers (its
-/// context teardown); the kernel driver frees the GPU's memory of an ended process either way.
-/// Every output was written whole and renamed into place before this, and stdout is flushed here.
-/// Measured on the H100 (bench/NOTES.md, session 11): the wall time after `main` of a warm call
-/// stays 50-180 ms with it (it was 100-150 without), so most of the exit cost is the kernel
-/// driver's, at the device files' close.
-fn skip_driver_teardown(failed: bool) -> ! {
+/// context teardown, run by `exit` after `main`); the kernel driver frees the GPU's memory of an
+/// ended process either way. `std::process::exit` would still run them: `_exit` does not. On the
+/// H100 a process holding a primary context took 114-133 ms to exit normally and 88-104 ms with
+/// `_exit`, some 20 ms of a warm call's 300 (bench/NOTES.md, "Session 13 predictions (caches)").
+/// Nothing is lost: every output file was written whole and renamed into place and `main`'s
+/// buffered stdout flushed and dropped before this; std's stdout and stderr are flushed here.
+fn skip_driver_teardown(status: u8) -> ! {
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     // SAFETY: `_exit` ends the process at once; nothing of this process is left to run that the
     // results depend on (outputs closed and renamed, streams flushed above).
-    unsafe { libc::_exit(i32::from(failed)) }
+    unsafe { libc::_exit(i32::from(status)) }
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

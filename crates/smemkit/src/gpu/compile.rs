@@ -3,9 +3,9 @@
 //! Hopper), so that the driver loads it without compiling anything; PTX for the driver to compile
 //! is the fallback where the driver refuses the CUBIN. Sources built one kernel at a time
 //! (`KernelSource::one_kernel`) compile only the entry point a plan launches. Results are cached
-//! in memory and on disk (`SMEMKIT_CACHE_DIR`), keyed by the source and its headers, the options
-//! (the architecture among them), the output kind and the driver version, so a kernel is compiled
-//! once per machine. NVRTC's version is not in the key: asking it means loading NVRTC, which a
+//! in memory and on disk (`SMEMKIT_CACHE_DIR`, compressed: `cache_file`), keyed by the source and
+//! its headers, the options (the architecture among them), the output kind and the driver
+//! version, so a kernel is compiled once per machine. NVRTC's version is not in the key: asking it means loading NVRTC, which a
 //! call whose kernels are all cached would otherwise never do, and a cached CUBIN stays machine
 //! code the driver checks as it loads it (one it refuses is built anew). A new NVRTC's code is
 //! therefore taken up once the cache folder is emptied.
@@ -255,20 +255,15 @@ fn build_in(
         return Ok(image.clone());
     }
     let read_span = super::trace::span("kernel cache read");
-    let cached = disk
-        .as_ref()
-        .and_then(|p| std::fs::read(p).ok())
-        .and_then(|bytes| {
-            match output {
-                // A CUBIN is an ELF file; anything else (a torn write) is compiled anew.
-                Output::Cubin => bytes.starts_with(b"\x7fELF").then_some(Image::Cubin(bytes)),
-                Output::Ptx => String::from_utf8(bytes).ok().map(Image::Ptx),
-            }
-        });
+    let cached = disk.as_ref().and_then(|p| read_cache(p, output));
     drop(read_span);
     let (image, on_disk) = match cached {
-        Some(image) => {
+        Some((image, compressed)) => {
             FROM_DISK.fetch_add(1, Ordering::Relaxed);
+            if let (false, Some(path)) = (compressed, &disk) {
+                // Written before entries were compressed: rewritten once, smaller.
+                write_cache(path, &key, &image);
+            }
             (Arc::new(image), true)
         }
         None => {
@@ -331,18 +326,61 @@ fn cache_key(src: &KernelSource, options: &[String], output: Output, salt: &str)
         .collect()
 }
 
-/// The cache is an optimisation: a failure to write it is not an error. Written then renamed, so
-/// that a concurrent reader never sees half a file.
+/// The image of the cache file `path`, with whether it was stored compressed; `None` for a miss.
+/// A file that cannot be used whole (torn, corrupted, of another format version, not a CUBIN or
+/// not PTX as its name says) is a miss too, said in the trace: the kernel is built again and the
+/// file overwritten.
+fn read_cache(path: &std::path::Path, output: Output) -> Option<(Image, bool)> {
+    let unusable = |why: String| {
+        let what = format!(
+            "kernel cache entry {} unusable ({why}): built again",
+            path.display()
+        );
+        super::trace::record(&what, std::time::Duration::ZERO);
+        None
+    };
+    let file = match std::fs::read(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return unusable(e.to_string()),
+    };
+    let (bytes, compressed) = match super::cache_file::decode(file) {
+        Ok(super::cache_file::Entry::Compressed(b)) => (b, true),
+        Ok(super::cache_file::Entry::Uncompressed(b)) => (b, false),
+        Err(why) => return unusable(why.to_string()),
+    };
+    let image = match output {
+        // A CUBIN is an ELF file.
+        Output::Cubin if bytes.starts_with(b"\x7fELF") => Image::Cubin(bytes),
+        Output::Cubin => return unusable("not an ELF file".into()),
+        Output::Ptx => match String::from_utf8(bytes) {
+            Ok(text) => Image::Ptx(text),
+            Err(_) => return unusable("PTX that is not UTF-8".into()),
+        },
+    };
+    Some((image, compressed))
+}
+
+/// The cache is an optimisation: a failure to write it is not an error. Written compressed
+/// ([`super::cache_file`]) to a temporary file then renamed, so that a concurrent reader never
+/// sees half a file.
 fn write_cache(path: &std::path::Path, key: &str, image: &Image) {
     let Some(dir) = path.parent() else { return };
     let _ = std::fs::create_dir_all(dir);
-    let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+    // A name of this write's own: two threads of a process may write one key at once.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!("{key}.{}.{n}.tmp", std::process::id()));
     let bytes = match image {
         Image::Cubin(b) => b.as_slice(),
         Image::Ptx(t) => t.as_bytes(),
     };
-    if std::fs::write(&tmp, bytes).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
+    if std::fs::write(&tmp, super::cache_file::encode(bytes)).is_ok() {
+        if std::fs::rename(&tmp, path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    } else {
+        let _ = std::fs::remove_file(&tmp);
     }
 }
 
@@ -392,3 +430,7 @@ pub fn compile_uncached(src: &KernelSource, options: &[String]) -> Result<String
 #[cfg(test)]
 #[path = "compile_tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "compile_cache_tests.rs"]
+mod cache_tests;

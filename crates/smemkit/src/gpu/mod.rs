@@ -4,6 +4,7 @@
 //! limits ([`limits`]) and timing ([`timing`]). Everything is loaded dynamically: without a driver or a GPU the library still
 //! builds and runs, and [`is_available`] says false.
 
+mod cache_file;
 pub mod compile;
 pub mod device;
 pub mod driver_cache;
