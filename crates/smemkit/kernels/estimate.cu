@@ -9,16 +9,20 @@
 // - est_sum_nodes / est_combine / est_sequential: numpy's pairwise summation, the same tree as
 //   stats.rs, so the sums are identical bit for bit. numpy splits a block of m > 128 values at
 //   n2 = m / 2 rounded down to a multiple of 8 and sums blocks of at most 128 values with eight
-//   accumulators. The tree depends on m alone: each thread finds its node at a depth D from the
-//   root by following the bits of its index, sums that node (a few leaves) sequentially in numpy's
-//   numpy's order, and est_combine then adds the 2^D node sums pairwise, which is exactly the upper part of
-//   numpy's tree because every node above depth D is split (see estimate.rs for the choice of D).
+//   accumulators. The tree depends on m alone: each warp finds its node at a depth D from the
+//   root by following the bits of its index and sums that node (a few leaves) in numpy's order,
+//   its loads coalesced (see warp_leaf); est_combine then adds the 2^D node sums pairwise, which
+//   is exactly the upper part of numpy's tree because every node above depth D is split (see
+//   estimate_passes.rs for the choice of D). Without a range, the pass that sums the samples
+//   also finds their extremes (so that `scott` and `doane` read the samples once for both).
 //   Integer data is summed as numpy's casting reduction does: float64 blocks of 8192 values, each
 //   pairwise, added in order (est_sequential).
 // - est_tile_counts / est_scan / est_compact: the samples inside a range, packed in order, for
 //   the sums (numpy sums the trimmed array, whose tree differs from the full one).
 // - est_digits / est_select: exact order statistics by radix select over the same keys, 11 bits
-//   at a time from the top, for up to four ranks at once (the two neighbours of each quartile).
+//   at a time from the top, for up to four ranks at once (the two neighbours of each quartile);
+//   the first digit pass also finds the extremes (so that `fd` and `auto` need no pass of their
+//   own for them).
 //
 // Every add, subtract, multiply and divide of the sums is an explicitly rounded intrinsic, so that
 // NVRTC contracts nothing into a fused multiply-add.
@@ -31,6 +35,7 @@
 #endif
 typedef SAMPLE_T sample_t;
 typedef unsigned long long u64;
+#define FULL 0xffffffffu
 
 #if SAMPLE_KIND == 0
 typedef float acc_t;
@@ -76,6 +81,27 @@ __device__ __forceinline__ bool kept(sample_t v, int has_range, double lo, doubl
 #endif
 }
 
+// A warp's smallest and largest key, NaN count and count, added to ext = [count, smallest key,
+// largest key, NaN count] (set to [0, ~0, 0, 0] by the host) by its first lane.
+__device__ __forceinline__ void flush_extremes(u64 count, u64 lo_key, u64 hi_key, u64 nans, u64* ext) {
+    for (int o = 16; o > 0; o >>= 1) {
+        count += __shfl_down_sync(FULL, count, o);
+        nans += __shfl_down_sync(FULL, nans, o);
+        const u64 a = __shfl_down_sync(FULL, lo_key, o);
+        const u64 b = __shfl_down_sync(FULL, hi_key, o);
+        lo_key = a < lo_key ? a : lo_key;
+        hi_key = b > hi_key ? b : hi_key;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (count) {
+            atomicAdd(&ext[0], count);
+            atomicMin(&ext[1], lo_key);
+            atomicMax(&ext[2], hi_key);
+        }
+        if (nans) atomicAdd(&ext[3], nans);
+    }
+}
+
 // out: [kept count, smallest key, largest key, NaN count], set to [0, ~0, 0, 0] by the host.
 extern "C" __global__ void __launch_bounds__(256) est_extremes(const sample_t* __restrict__ in, u64 n,
                                                                int has_range, double lo, double hi,
@@ -94,22 +120,7 @@ extern "C" __global__ void __launch_bounds__(256) est_extremes(const sample_t* _
         lo_key = k < lo_key ? k : lo_key;
         hi_key = k > hi_key ? k : hi_key;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        count += __shfl_down_sync(0xffffffffu, count, o);
-        nans += __shfl_down_sync(0xffffffffu, nans, o);
-        const u64 a = __shfl_down_sync(0xffffffffu, lo_key, o);
-        const u64 b = __shfl_down_sync(0xffffffffu, hi_key, o);
-        lo_key = a < lo_key ? a : lo_key;
-        hi_key = b > hi_key ? b : hi_key;
-    }
-    if ((threadIdx.x & 31) == 0) {
-        if (count) {
-            atomicAdd(&out[0], count);
-            atomicMin(&out[1], lo_key);
-            atomicMax(&out[2], hi_key);
-        }
-        if (nans) atomicAdd(&out[3], nans);
-    }
+    flush_extremes(count, lo_key, hi_key, nans, out);
 }
 
 // The value numpy sums: the sample (TERM 0), its squared deviation from p1 (TERM 1, np.std), or
@@ -139,39 +150,57 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
 #endif
 }
 
-// numpy's pairwise_sum on a block of at most 128 values (or fewer than 8: in order from -0).
+// numpy's pairwise_sum on a block of at most 128 values (or fewer than 8: in order from -0), by
+// one warp. numpy's eight accumulators r[j] each add their rows in order; lane 8g + j loads
+// value j of rows g, g + 4, g + 8, g + 12 (so that a warp's load is 32 consecutive values) and
+// every lane adds the rows' values in order from the lanes holding them (each lane ends with
+// r[j] for its j). The eight are then added as numpy does, ((r0 + r1) + (r2 + r3)) + ((r4 + r5)
+// + (r6 + r7)): a butterfly over j, exact because one addition of two values commutes. Every lane
+// returns the sum.
 template <int TERM>
-__device__ __noinline__ acc_t leaf_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2) {
+__device__ acc_t warp_leaf(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
     if (m < 8) {
         acc_t res = (acc_t)-0.0;
         for (u64 i = 0; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
         return add((acc_t)0.0, res);
     }
-    acc_t r[8];
+    const unsigned j = lane & 7, g = lane >> 3;
+    const unsigned rows = (unsigned)(m >> 3);
+    acc_t v[4];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) r[j] = term<TERM>(a[j], p1, p2);
-    const u64 whole = m - m % 8;
-    u64 i = 8;
-    for (; i < whole; i += 8) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) r[j] = add(r[j], term<TERM>(a[i + j], p1, p2));
+    for (int k = 0; k < 4; ++k) {
+        const unsigned row = 4 * k + g;
+        v[k] = row < rows ? term<TERM>(a[8 * row + j], p1, p2) : (acc_t)0;
     }
-    acc_t res = add(add(add(r[0], r[1]), add(r[2], r[3])), add(add(r[4], r[5]), add(r[6], r[7])));
-    for (; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
-    return res;
+    acc_t r = __shfl_sync(FULL, v[0], j);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+            if (k == 0 && h == 0) continue;
+            const acc_t x = __shfl_sync(FULL, v[k], 8 * h + j);
+            if ((unsigned)(4 * k + h) < rows) r = add(r, x);
+        }
+    }
+    r = add(r, __shfl_xor_sync(FULL, r, 1));
+    r = add(r, __shfl_xor_sync(FULL, r, 2));
+    r = add(r, __shfl_xor_sync(FULL, r, 4));
+    for (u64 i = 8 * (u64)rows; i < m; ++i) r = add(r, term<TERM>(a[i], p1, p2));
+    return r;
 }
 
-// numpy's pairwise_sum of m values, at most LEVELS splits deep.
+// numpy's pairwise_sum of m values, at most LEVELS splits deep, by one warp (m is the same in
+// every lane, so the warp takes every branch together).
 template <int TERM, int LEVELS>
-__device__ acc_t node_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2) {
+__device__ acc_t node_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
     if constexpr (LEVELS == 0) {
-        return leaf_sum<TERM>(a, m, p1, p2);
+        return warp_leaf<TERM>(a, m, p1, p2, lane);
     } else {
-        if (m <= 128) return leaf_sum<TERM>(a, m, p1, p2);
+        if (m <= 128) return warp_leaf<TERM>(a, m, p1, p2, lane);
         u64 n2 = m / 2;
         n2 -= n2 % 8;
-        const acc_t left = node_sum<TERM, LEVELS - 1>(a, n2, p1, p2);
-        return add(left, node_sum<TERM, LEVELS - 1>(a + n2, m - n2, p1, p2));
+        const acc_t left = node_sum<TERM, LEVELS - 1>(a, n2, p1, p2, lane);
+        return add(left, node_sum<TERM, LEVELS - 1>(a + n2, m - n2, p1, p2, lane));
     }
 }
 
@@ -197,25 +226,46 @@ __device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64
 #define NODE_LEVELS 2
 
 // Problem p (`problems` of `m` values each, one after the other) at `depth`: out[(p << depth) + t]
-// is the sum of its node t.
+// is the sum of its node t, one warp per node (the grid strides over the nodes). With `ext`
+// non-null (no range: every sample is kept) the same pass adds the samples' extremes to it, as
+// est_extremes does, re-reading each node while the warp's loads are still cached.
 extern "C" __global__ void __launch_bounds__(256) est_sum_nodes(const sample_t* __restrict__ in, u64 m,
                                                                 u64 problems, int depth, int term_kind,
                                                                 acc_t p1, acc_t p2,
-                                                                acc_t* __restrict__ out) {
-    const u64 g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= (problems << depth)) return;
-    const u64 p = g >> depth, t = g & ((1ull << depth) - 1);
-    u64 start, size;
-    node_at(m, depth, t, &start, &size);
-    const sample_t* a = in + p * m + start;
-    acc_t s;
-    if (term_kind == 0)
-        s = node_sum<0, NODE_LEVELS>(a, size, p1, p2);
-    else if (term_kind == 1)
-        s = node_sum<1, NODE_LEVELS>(a, size, p1, p2);
-    else
-        s = node_sum<2, NODE_LEVELS>(a, size, p1, p2);
-    out[g] = s;
+                                                                acc_t* __restrict__ out,
+                                                                u64* __restrict__ ext) {
+    const unsigned lane = threadIdx.x & 31;
+    const u64 nodes = problems << depth;
+    const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
+    for (u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nodes; w += warps) {
+        const u64 p = w >> depth, t = w & ((1ull << depth) - 1);
+        u64 start, size;
+        node_at(m, depth, t, &start, &size);
+        const sample_t* a = in + p * m + start;
+        acc_t s;
+        if (term_kind == 0)
+            s = node_sum<0, NODE_LEVELS>(a, size, p1, p2, lane);
+        else if (term_kind == 1)
+            s = node_sum<1, NODE_LEVELS>(a, size, p1, p2, lane);
+        else
+            s = node_sum<2, NODE_LEVELS>(a, size, p1, p2, lane);
+        if (lane == 0) out[w] = s;
+        if (ext) {
+            for (u64 i = lane; i < size; i += 32) {
+                const sample_t v = a[i];
+                if (is_nan(v)) {
+                    ++nans;
+                    continue;
+                }
+                ++count;
+                const u64 k = key_of(v);
+                lo_key = k < lo_key ? k : lo_key;
+                hi_key = k > hi_key ? k : hi_key;
+            }
+        }
+    }
+    if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
 }
 
 // Groups of 2^k consecutive values (k <= 10) added pairwise as a perfect binary tree:
@@ -345,11 +395,16 @@ __device__ __forceinline__ int shares_with(const u64* prefix, int t) {
 
 // One radix-select pass: for each target t, hist[t][d] counts the samples inside the range whose
 // key agrees with prefix[t] above bit shift + bits and has digit d in bits [shift, shift + bits).
+// The first pass (`first`: the prefixes are all 0, every sample agrees) counts every sample into
+// one histogram, whose few busy digits the warp aggregates (one shared atomic per distinct digit);
+// later passes count the few samples that agree with a prefix one by one. With `ext` non-null the
+// pass also adds the extremes of the samples inside the range to it, as est_extremes does.
 extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __restrict__ in, u64 n,
                                                              int has_range, double lo, double hi,
-                                                             int shift, int bits,
+                                                             int shift, int bits, int first,
                                                              const u64* __restrict__ prefix,
-                                                             u64* __restrict__ hist) {
+                                                             u64* __restrict__ hist,
+                                                             u64* __restrict__ ext) {
     __shared__ unsigned counts[RANKS][DIGITS];
     __shared__ u64 pre[RANKS];
     __shared__ int owner[RANKS];
@@ -362,6 +417,7 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
     const u64 high = shift + bits >= 64 ? 0 : (~0ull << (shift + bits));
     const unsigned lane = threadIdx.x & 31;
     const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
     // Every thread of a block makes the same number of trips, so the warp-wide match is legal.
     for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
         const u64 i = i0 + threadIdx.x;
@@ -369,17 +425,28 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
         u64 key = 0;
         if (i < n) {
             const sample_t v = in[i];
-            valid = !is_nan(v) && kept(v, has_range, lo, hi);
+            const bool nan = is_nan(v);
+            nans += nan;
+            valid = !nan && kept(v, has_range, lo, hi);
             key = key_of(v);
         }
+        if (valid) {
+            ++count;
+            lo_key = key < lo_key ? key : lo_key;
+            hi_key = key > hi_key ? key : hi_key;
+        }
         const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
+        if (first) {
+            const unsigned peers = __match_any_sync(FULL, valid ? digit : 0xffffffffu);
+            if (valid && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[0][digit], __popc(peers));
+            continue;
+        }
         for (int t = 0; t < RANKS; ++t) {
             if (owner[t] != t) continue;
-            const bool match = valid && ((key ^ pre[t]) & high) == 0;
-            const unsigned peers = __match_any_sync(0xffffffffu, match ? digit : 0xffffffffu);
-            if (match && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[t][digit], __popc(peers));
+            if (valid && ((key ^ pre[t]) & high) == 0) atomicAdd(&counts[t][digit], 1u);
         }
     }
+    if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
     __syncthreads();
     for (int t = 0; t < RANKS; ++t) {
         if (owner[t] != t) continue;

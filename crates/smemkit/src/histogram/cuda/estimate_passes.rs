@@ -74,7 +74,8 @@ pub(crate) const ENTRIES: [&str; 9] = [
 /// Samples per tile of the packing kernels (`TILE` in estimate.cu).
 const TILE: usize = 256 * 16;
 /// Values per radix-select digit histogram (`DIGITS`), and the ranks selected at once (`RANKS`).
-const DIGITS: usize = 1 << 11;
+const DIGIT_BITS: usize = 11;
+const DIGITS: usize = 1 << DIGIT_BITS;
 const RANKS: usize = 4;
 
 /// The depth of numpy's tree at which one thread sums each node: nodes of 128 to 256 values
@@ -168,6 +169,18 @@ impl Passes {
             .collect())
     }
 
+    /// A fresh `[kept count, smallest key, largest key, NaN count, sum]` on the device, as the
+    /// kernels that find extremes expect it (the sum's word for the fused sum).
+    fn extremes_out(&self) -> Result<CudaSlice<u8>> {
+        let init: Vec<u8> = [0u64, u64::MAX, 0, 0, 0]
+            .iter()
+            .flat_map(|w| w.to_ne_bytes())
+            .collect();
+        self.stream
+            .clone_htod(&init)
+            .map_err(cuda_err("allocating the estimator's scratch"))
+    }
+
     /// `[kept count, smallest key, largest key, NaN count]` of the `n` samples at `input`
     /// (inside `[lo, hi]` when `range` is given).
     ///
@@ -179,14 +192,7 @@ impl Passes {
         n: usize,
         range: Option<(f64, f64)>,
     ) -> Result<[u64; 4]> {
-        let init: Vec<u8> = [0u64, u64::MAX, 0, 0]
-            .iter()
-            .flat_map(|w| w.to_ne_bytes())
-            .collect();
-        let out = self
-            .stream
-            .clone_htod(&init)
-            .map_err(cuda_err("allocating the estimator's scratch"))?;
+        let out = self.extremes_out()?;
         let (mut input, mut n64) = (input, n as u64);
         let mut has_range = range.is_some() as i32;
         let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
@@ -205,6 +211,35 @@ impl Passes {
         }
         let w = self.read_u64(&out, 4)?;
         Ok([w[0], w[1], w[2], w[3]])
+    }
+
+    /// [`Passes::extremes`] of all `n` samples (no range) and, from the same pass, numpy's sum
+    /// of them (`np.sum` as `np.mean` takes it: pairwise; integers in float64 blocks, see
+    /// [`Passes::buffered`]). One read back.
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`].
+    pub unsafe fn extremes_and_sum(&self, input: u64, n: usize) -> Result<([u64; 4], f64)> {
+        let out = self.extremes_out()?;
+        let ext = self.ptr(&out);
+        let sum_at = ext + 32;
+        if n > 0 {
+            // SAFETY: forwarded; `out` holds the four words and the sum's.
+            unsafe {
+                if matches!(self.kind, Kind::Signed | Kind::Unsigned) {
+                    self.buffered_into(input, n, ext, sum_at)?;
+                } else {
+                    self.sum_into(input, n, 1, (0, 0.0, 0.0), sum_at, ext)?;
+                }
+            }
+        }
+        let w = self.read_u64(&out, 5)?;
+        let sum = if self.kind == Kind::F32 {
+            f32::from_bits(w[4] as u32) as f64
+        } else {
+            f64::from_bits(w[4])
+        };
+        Ok(([w[0], w[1], w[2], w[3]], sum))
     }
 
     /// The samples of `[lo, hi]` packed in order into a new buffer (`kept` of them).
@@ -281,10 +316,13 @@ impl Passes {
     }
 
     /// Enqueues numpy's pairwise sum of `term` of the `m` values at `input` into the accumulator
-    /// at `out` (`problems` arrays of `m` values one after the other: one sum each).
+    /// at `out` (`problems` arrays of `m` values one after the other: one sum each); with `ext`
+    /// non-zero, the samples' extremes are added to the words there (see
+    /// [`Passes::extremes_out`]; only without a range: every sample counts).
     ///
     /// # Safety
-    /// `input` holds `problems * m` samples, `out` room for `problems` accumulators.
+    /// `input` holds `problems * m` samples, `out` room for `problems` accumulators, `ext` zero
+    /// or four words.
     unsafe fn sum_into(
         &self,
         input: u64,
@@ -292,6 +330,7 @@ impl Passes {
         problems: usize,
         term: (i32, f64, f64),
         out: u64,
+        ext: u64,
     ) -> Result<()> {
         let mut depth = node_depth(m);
         let a = self.acc_size();
@@ -311,12 +350,15 @@ impl Passes {
         } else {
             (arg(&mut p1_64), arg(&mut p2_64))
         };
-        let threads = problems << depth;
-        // SAFETY: est_sum_nodes(in, m, problems, depth, term, p1, p2, out) with `threads` outputs.
+        let mut ext = ext;
+        // One warp per node, the grid striding over them.
+        let threads = (problems << depth) * 32;
+        // SAFETY: est_sum_nodes(in, m, problems, depth, term, p1, p2, out, ext) with
+        // `problems << depth` outputs.
         unsafe {
             self.launch(
                 "est_sum_nodes",
-                threads.div_ceil(256) as u32,
+                self.grid_for(threads, 256),
                 256,
                 &mut [
                     arg(&mut input),
@@ -327,6 +369,7 @@ impl Passes {
                     p1,
                     p2,
                     arg(&mut nodes_ptr),
+                    arg(&mut ext),
                 ],
             )?
         };
@@ -377,7 +420,7 @@ impl Passes {
     pub unsafe fn pairwise(&self, input: u64, m: usize, term: (i32, f64, f64)) -> Result<f64> {
         let out = self.alloc(8)?;
         // SAFETY: forwarded; `out` holds one accumulator.
-        unsafe { self.sum_into(input, m, 1, term, self.ptr(&out))? };
+        unsafe { self.sum_into(input, m, 1, term, self.ptr(&out), 0)? };
         self.read_acc(&out)
     }
 
@@ -387,6 +430,18 @@ impl Passes {
     /// # Safety
     /// As [`Passes::pairwise`].
     pub unsafe fn buffered(&self, input: u64, m: usize) -> Result<f64> {
+        let out = self.alloc(8)?;
+        // SAFETY: forwarded; `out` holds one float64.
+        unsafe { self.buffered_into(input, m, 0, self.ptr(&out))? };
+        self.read_acc(&out)
+    }
+
+    /// Enqueues [`Passes::buffered`] into the float64 at `to` (and the extremes into `ext`, as
+    /// [`Passes::sum_into`]).
+    ///
+    /// # Safety
+    /// As [`Passes::sum_into`], with one float64 at `to`.
+    unsafe fn buffered_into(&self, input: u64, m: usize, ext: u64, to: u64) -> Result<()> {
         let (full, rest) = (m / CAST_BUFFER, m % CAST_BUFFER);
         let count = full + (rest > 0) as usize;
         let sums = self.alloc(count * 8)?;
@@ -394,15 +449,14 @@ impl Passes {
         // SAFETY: `full` blocks of CAST_BUFFER samples, then the rest, into `count` float64.
         unsafe {
             if full > 0 {
-                self.sum_into(input, CAST_BUFFER, full, (0, 0.0, 0.0), base)?;
+                self.sum_into(input, CAST_BUFFER, full, (0, 0.0, 0.0), base, ext)?;
             }
             if rest > 0 {
                 let at = input + (full * CAST_BUFFER * self.size) as u64;
-                self.sum_into(at, rest, 1, (0, 0.0, 0.0), base + (full * 8) as u64)?;
+                self.sum_into(at, rest, 1, (0, 0.0, 0.0), base + (full * 8) as u64, ext)?;
             }
         }
-        let out = self.alloc(8)?;
-        let (mut from, mut count64, mut to) = (base, count as u64, self.ptr(&out));
+        let (mut from, mut count64, mut to) = (base, count as u64, to);
         // SAFETY: est_sequential(in, count, out).
         unsafe {
             self.launch(
@@ -410,62 +464,109 @@ impl Passes {
                 1,
                 32,
                 &mut [arg(&mut from), arg(&mut count64), arg(&mut to)],
-            )?
-        };
-        self.read_acc(&out)
+            )
+        }
     }
 
-    /// The keys of the samples of the given 0-based ranks in sorted order, among the `n` at
-    /// `input` (those inside `range` when given), by radix select.
+    /// The first pass of a radix select (see [`Passes::select`]) over the `n` samples at `input`
+    /// (those inside `range` when given): the histogram of their top digit, kept on the device,
+    /// and from the same pass their [`Passes::extremes`] (read back: the ranks wanted depend on
+    /// the count).
     ///
     /// # Safety
-    /// As [`Passes::extremes`].
-    pub unsafe fn select(
+    /// As [`Passes::extremes`]; the samples must stay valid until [`Passes::select`] returns.
+    pub unsafe fn extremes_and_digits(
         &self,
         input: u64,
         n: usize,
         range: Option<(f64, f64)>,
-        ranks: [u64; RANKS],
-    ) -> Result<[u64; RANKS]> {
+    ) -> Result<([u64; 4], Selection)> {
         let width = 8 * self.size;
-        let passes = width.div_ceil(11);
-        let hist = self.alloc(passes * RANKS * DIGITS * 8)?;
-        let prefix = self.alloc(RANKS * 8)?;
+        let passes = width.div_ceil(DIGIT_BITS);
+        let sel = Selection {
+            input,
+            n,
+            range,
+            hist: self.alloc(passes * RANKS * DIGITS * 8)?,
+            prefix: self.alloc(RANKS * 8)?,
+        };
+        let out = self.extremes_out()?;
+        if n > 0 {
+            let (shift, bits) = digit_of(width, 0);
+            // SAFETY: forwarded; `out` holds four words, `sel` the first pass's histogram.
+            unsafe { self.digits(&sel, 0, shift, bits, self.ptr(&out))? };
+        }
+        let w = self.read_u64(&out, 4)?;
+        Ok(([w[0], w[1], w[2], w[3]], sel))
+    }
+
+    /// Enqueues radix-select pass `pass` (est_digits) of `sel`.
+    ///
+    /// # Safety
+    /// As [`Passes::extremes_and_digits`]; `ext` zero or four words.
+    unsafe fn digits(
+        &self,
+        sel: &Selection,
+        pass: usize,
+        shift: usize,
+        bits: usize,
+        ext: u64,
+    ) -> Result<()> {
+        let (mut input, mut n64) = (sel.input, sel.n as u64);
+        let mut has_range = sel.range.is_some() as i32;
+        let (mut lo, mut hi) = sel.range.unwrap_or((0.0, 0.0));
+        let (mut shift_arg, mut bits_arg) = (shift as i32, bits as i32);
+        let mut first = (pass == 0) as i32;
+        let mut prefix_ptr = self.ptr(&sel.prefix);
+        let mut hist_ptr = self.ptr(&sel.hist) + (pass * RANKS * DIGITS * 8) as u64;
+        let mut ext = ext;
+        // SAFETY: est_digits(in, n, has_range, lo, hi, shift, bits, first, prefix, hist, ext);
+        // the caller's samples, `sel`'s buffers.
+        unsafe {
+            self.launch(
+                "est_digits",
+                self.grid_for(sel.n, 256),
+                256,
+                &mut [
+                    arg(&mut input),
+                    arg(&mut n64),
+                    arg(&mut has_range),
+                    arg(&mut lo),
+                    arg(&mut hi),
+                    arg(&mut shift_arg),
+                    arg(&mut bits_arg),
+                    arg(&mut first),
+                    arg(&mut prefix_ptr),
+                    arg(&mut hist_ptr),
+                    arg(&mut ext),
+                ],
+            )
+        }
+    }
+
+    /// The keys of the samples of the given 0-based ranks in sorted order, among those of `sel`
+    /// (its first pass done), by radix select: each later pass counts the digits of the samples
+    /// that agree with a rank's digits so far.
+    ///
+    /// # Safety
+    /// As [`Passes::extremes_and_digits`].
+    pub unsafe fn select(&self, sel: Selection, ranks: [u64; RANKS]) -> Result<[u64; RANKS]> {
+        let width = 8 * self.size;
         let rank_bytes: Vec<u8> = ranks.iter().flat_map(|r| r.to_ne_bytes()).collect();
         let rank = self
             .stream
             .clone_htod(&rank_bytes)
             .map_err(cuda_err("allocating the estimator's scratch"))?;
-        let (mut input, mut n64) = (input, n as u64);
-        let mut has_range = range.is_some() as i32;
-        let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
-        let (mut prefix_ptr, mut rank_ptr) = (self.ptr(&prefix), rank.device_ptr(&self.stream).0);
-        let mut shift = width;
-        let mut pass = 0;
-        while shift > 0 {
-            let bits = shift.min(11);
-            shift -= bits;
+        let (mut prefix_ptr, mut rank_ptr) =
+            (self.ptr(&sel.prefix), rank.device_ptr(&self.stream).0);
+        for pass in 0..width.div_ceil(DIGIT_BITS) {
+            let (shift, bits) = digit_of(width, pass);
+            if pass > 0 {
+                // SAFETY: forwarded.
+                unsafe { self.digits(&sel, pass, shift, bits, 0)? };
+            }
             let (mut shift_arg, mut bits_arg) = (shift as i32, bits as i32);
-            let mut hist_ptr = self.ptr(&hist) + (pass * RANKS * DIGITS * 8) as u64;
-            // SAFETY: est_digits(in, n, has_range, lo, hi, shift, bits, prefix, hist).
-            unsafe {
-                self.launch(
-                    "est_digits",
-                    self.grid_for(n, 256),
-                    256,
-                    &mut [
-                        arg(&mut input),
-                        arg(&mut n64),
-                        arg(&mut has_range),
-                        arg(&mut lo),
-                        arg(&mut hi),
-                        arg(&mut shift_arg),
-                        arg(&mut bits_arg),
-                        arg(&mut prefix_ptr),
-                        arg(&mut hist_ptr),
-                    ],
-                )?
-            };
+            let mut hist_ptr = self.ptr(&sel.hist) + (pass * RANKS * DIGITS * 8) as u64;
             // SAFETY: est_select(shift, bits, prefix, rank, hist).
             unsafe {
                 self.launch(
@@ -481,9 +582,26 @@ impl Passes {
                     ],
                 )?
             };
-            pass += 1;
         }
-        let keys = self.read_u64(&prefix, RANKS)?;
+        let keys = self.read_u64(&sel.prefix, RANKS)?;
         Ok([keys[0], keys[1], keys[2], keys[3]])
     }
+}
+
+/// A radix select under way: the samples it selects among and its device buffers (a digit
+/// histogram per pass and rank, the ranks' digits found so far).
+pub(crate) struct Selection {
+    input: u64,
+    n: usize,
+    range: Option<(f64, f64)>,
+    hist: CudaSlice<u8>,
+    prefix: CudaSlice<u8>,
+}
+
+/// The bits (shift, width) of radix-select pass `pass` over keys of `width` bits: 11 bits at a
+/// time from the top, the last pass taking what is left.
+pub(crate) fn digit_of(width: usize, pass: usize) -> (usize, usize) {
+    let top = width - (pass * DIGIT_BITS).min(width);
+    let bits = top.min(DIGIT_BITS);
+    (top - bits, bits)
 }
