@@ -6,7 +6,7 @@
 //
 // - est_extremes: the count of samples inside the range, their extremes (as order-preserving
 //   integer keys, so that atomicMin/Max are exact) and the number of NaN.
-// - est_sum_nodes / est_combine / est_sequential: numpy's pairwise summation, the same tree as
+// - est_sum_values / est_sum_squares / est_sum_cubes / est_combine / est_sequential: numpy's pairwise summation, the same tree as
 //   stats.rs, so the sums are identical bit for bit. numpy splits a block of m > 128 values at
 //   n2 = m / 2 rounded down to a multiple of 8 and sums blocks of at most 128 values with eight
 //   accumulators. The tree depends on m alone: each warp finds its node at a depth D from the
@@ -226,14 +226,13 @@ __device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64
 #define NODE_LEVELS 2
 
 // Problem p (`problems` of `m` values each, one after the other) at `depth`: out[(p << depth) + t]
-// is the sum of its node t, one warp per node (the grid strides over the nodes). With `ext`
-// non-null (no range: every sample is kept) the same pass adds the samples' extremes to it, as
-// est_extremes does, re-reading each node while the warp's loads are still cached.
-extern "C" __global__ void __launch_bounds__(256) est_sum_nodes(const sample_t* __restrict__ in, u64 m,
-                                                                u64 problems, int depth, int term_kind,
-                                                                acc_t p1, acc_t p2,
-                                                                acc_t* __restrict__ out,
-                                                                u64* __restrict__ ext) {
+// is the sum of TERM of its node t, one warp per node (the grid strides over the nodes). With
+// `ext` non-null (no range: every sample is kept) the same pass adds the samples' extremes to it,
+// as est_extremes does, re-reading each node while the warp's loads are still cached.
+template <int TERM>
+__device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m, u64 problems, int depth,
+                                          acc_t p1, acc_t p2, acc_t* __restrict__ out,
+                                          u64* __restrict__ ext) {
     const unsigned lane = threadIdx.x & 31;
     const u64 nodes = problems << depth;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
@@ -243,13 +242,7 @@ extern "C" __global__ void __launch_bounds__(256) est_sum_nodes(const sample_t* 
         u64 start, size;
         node_at(m, depth, t, &start, &size);
         const sample_t* a = in + p * m + start;
-        acc_t s;
-        if (term_kind == 0)
-            s = node_sum<0, NODE_LEVELS>(a, size, p1, p2, lane);
-        else if (term_kind == 1)
-            s = node_sum<1, NODE_LEVELS>(a, size, p1, p2, lane);
-        else
-            s = node_sum<2, NODE_LEVELS>(a, size, p1, p2, lane);
+        const acc_t s = node_sum<TERM, NODE_LEVELS>(a, size, p1, p2, lane);
         if (lane == 0) out[w] = s;
         if (ext) {
             for (u64 i = lane; i < size; i += 32) {
@@ -266,6 +259,28 @@ extern "C" __global__ void __launch_bounds__(256) est_sum_nodes(const sample_t* 
         }
     }
     if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
+}
+
+// One kernel per term, so that the cubes' division does not set the registers of the others.
+extern "C" __global__ void __launch_bounds__(256) est_sum_values(const sample_t* __restrict__ in, u64 m,
+                                                                 u64 problems, int depth, acc_t p1, acc_t p2,
+                                                                 acc_t* __restrict__ out,
+                                                                 u64* __restrict__ ext) {
+    sum_nodes<0>(in, m, problems, depth, p1, p2, out, ext);
+}
+
+extern "C" __global__ void __launch_bounds__(256) est_sum_squares(const sample_t* __restrict__ in, u64 m,
+                                                                  u64 problems, int depth, acc_t p1, acc_t p2,
+                                                                  acc_t* __restrict__ out,
+                                                                  u64* __restrict__ ext) {
+    sum_nodes<1>(in, m, problems, depth, p1, p2, out, ext);
+}
+
+extern "C" __global__ void __launch_bounds__(256) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
+                                                                u64 problems, int depth, acc_t p1, acc_t p2,
+                                                                acc_t* __restrict__ out,
+                                                                u64* __restrict__ ext) {
+    sum_nodes<2>(in, m, problems, depth, p1, p2, out, ext);
 }
 
 // Groups of 2^k consecutive values (k <= 10) added pairwise as a perfect binary tree:

@@ -59,9 +59,11 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
 }
 
 /// The kernels' entry points.
-pub(crate) const ENTRIES: [&str; 9] = [
+pub(crate) const ENTRIES: [&str; 11] = [
     "est_extremes",
-    "est_sum_nodes",
+    "est_sum_values",
+    "est_sum_squares",
+    "est_sum_cubes",
     "est_combine",
     "est_sequential",
     "est_tile_counts",
@@ -234,10 +236,12 @@ impl Passes {
             }
         }
         let w = self.read_u64(&out, 5)?;
+        // The sum's word holds the accumulator's bytes from its start (float32: the first four).
+        let bytes = w[4].to_ne_bytes();
         let sum = if self.kind == Kind::F32 {
-            f32::from_bits(w[4] as u32) as f64
+            f32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes")) as f64
         } else {
-            f64::from_bits(w[4])
+            f64::from_ne_bytes(bytes)
         };
         Ok(([w[0], w[1], w[2], w[3]], sum))
     }
@@ -341,7 +345,12 @@ impl Passes {
             Some(self.alloc((problems << depth) * a)?)
         };
         let (mut input, mut m64, mut problems64) = (input, m as u64, problems as u64);
-        let (mut depth_arg, mut term_kind) = (depth as i32, term.0);
+        let mut depth_arg = depth as i32;
+        let kernel = match term.0 {
+            0 => "est_sum_values",
+            1 => "est_sum_squares",
+            _ => "est_sum_cubes",
+        };
         let (mut p1_32, mut p2_32) = (term.1 as f32, term.2 as f32);
         let (mut p1_64, mut p2_64) = (term.1, term.2);
         let mut nodes_ptr = nodes.as_ref().map_or(out, |s| self.ptr(s));
@@ -353,11 +362,11 @@ impl Passes {
         let mut ext = ext;
         // One warp per node, the grid striding over them.
         let threads = (problems << depth) * 32;
-        // SAFETY: est_sum_nodes(in, m, problems, depth, term, p1, p2, out, ext) with
+        // SAFETY: est_sum_<term>(in, m, problems, depth, p1, p2, out, ext) with
         // `problems << depth` outputs.
         unsafe {
             self.launch(
-                "est_sum_nodes",
+                kernel,
                 self.grid_for(threads, 256),
                 256,
                 &mut [
@@ -365,7 +374,6 @@ impl Passes {
                     arg(&mut m64),
                     arg(&mut problems64),
                     arg(&mut depth_arg),
-                    arg(&mut term_kind),
                     p1,
                     p2,
                     arg(&mut nodes_ptr),
