@@ -6,17 +6,17 @@
 //
 // - est_extremes: the count of samples inside the range, their extremes (as order-preserving
 //   integer keys, so that atomicMin/Max are exact) and the number of NaN.
-// - est_sum_values / est_sum_squares / est_sum_cubes / est_combine / est_sequential: numpy's pairwise summation, the same tree as
-//   stats.rs, so the sums are identical bit for bit. numpy splits a block of m > 128 values at
-//   n2 = m / 2 rounded down to a multiple of 8 and sums blocks of at most 128 values with eight
-//   accumulators. The tree depends on m alone: each warp finds its node at a depth D from the
-//   root by following the bits of its index and sums that node (a few leaves) in numpy's order,
-//   its loads coalesced (see warp_leaf); est_combine then adds the 2^D node sums pairwise, which
-//   is exactly the upper part of numpy's tree because every node above depth D is split (see
-//   estimate_passes.rs for the choice of D). Without a range, the pass that sums the samples
-//   also finds their extremes (so that `scott` and `doane` read the samples once for both).
-//   Integer data is summed as numpy's casting reduction does: float64 blocks of 8192 values, each
-//   pairwise, added in order (est_sequential).
+// - est_sum_values / est_sum_squares / est_sum_cubes / est_combine / est_sequential: numpy's
+//   pairwise summation, the same tree as stats.rs, so the sums are identical bit for bit. numpy
+//   splits a block of m > 128 values at n2 = m / 2 rounded down to a multiple of 8 and sums blocks
+//   of at most 128 values with eight accumulators. The tree depends on m alone: each warp finds its
+//   node at a depth D from the root by following the bits of its index and sums that node (a few
+//   leaves) in numpy's order, its loads coalesced (see warp_leaf); est_combine then adds the 2^D
+//   node sums pairwise, which is exactly the upper part of numpy's tree because every node above
+//   depth D is split (see estimate_passes.rs for the choice of D). Without a range, the pass that
+//   sums the samples also finds their extremes (so that `scott` and `doane` read the samples once
+//   for both). Integer data is summed as numpy's casting reduction does: float64 blocks of 8192
+//   values, each pairwise, added in order (est_sequential).
 // - est_tile_counts / est_scan / est_compact: the samples inside a range, packed in order, for
 //   the sums (numpy sums the trimmed array, whose tree differs from the full one).
 // - est_digits / est_select: exact order statistics by radix select over the same keys, 11 bits
