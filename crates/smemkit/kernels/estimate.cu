@@ -22,7 +22,8 @@
 // - est_digits / est_select: exact order statistics by radix select over the same keys, 11 bits
 //   at a time from the top, for up to four ranks at once (the two neighbours of each quartile);
 //   the first digit pass also finds the extremes (so that `fd` and `auto` need no pass of their
-//   own for them).
+//   own for them). When the samples that agree with the ranks' first digits are few, est_gather
+//   copies them out in one pass and the later digit passes read only the copy.
 //
 // Every add, subtract, multiply and divide of the sums is an explicitly rounded intrinsic, so that
 // NVRTC contracts nothing into a fused multiply-add.
@@ -473,9 +474,10 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
 }
 
 // After est_digits: each target's digit is the one holding its rank (0-based among the samples
-// that agree with its prefix); the rank becomes the rank inside that digit. One thread.
+// that agree with its prefix); the rank becomes the rank inside that digit, and sizes[t] the
+// number of samples agreeing with the longer prefix. One thread.
 extern "C" __global__ void est_select(int shift, int bits, u64* __restrict__ prefix, u64* __restrict__ rank,
-                                      const u64* __restrict__ hist) {
+                                      const u64* __restrict__ hist, u64* __restrict__ sizes) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     u64 pre[RANKS];
     for (int t = 0; t < RANKS; ++t) pre[t] = prefix[t];
@@ -486,10 +488,71 @@ extern "C" __global__ void est_select(int shift, int bits, u64* __restrict__ pre
         for (unsigned d = 0; d < digits; ++d) {
             if (r < h[d]) {
                 prefix[t] = pre[t] | ((u64)d << shift);
+                sizes[t] = h[d];
                 break;
             }
             r -= h[d];
         }
         rank[t] = r;
+    }
+}
+
+#define GATHER 256
+
+// The samples inside the range whose key agrees with one of the prefixes in its bits from `shift`
+// up, copied (in no particular order) to out[0..cap) for the remaining radix-select passes, which
+// then read only them. Each warp stages what it takes in shared memory and claims room in `out`
+// (counter: the samples written, 0 from the host) once per GATHER samples, not once per sample.
+extern "C" __global__ void __launch_bounds__(256) est_gather(const sample_t* __restrict__ in, u64 n,
+                                                             int has_range, double lo, double hi, int shift,
+                                                             const u64* __restrict__ prefix,
+                                                             sample_t* __restrict__ out, u64 cap,
+                                                             u64* __restrict__ counter) {
+    __shared__ sample_t stage[256 / 32][GATHER];
+    __shared__ u64 pre[RANKS];
+    __shared__ int owner[RANKS];
+    if (threadIdx.x < RANKS) pre[threadIdx.x] = prefix[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x < RANKS) owner[threadIdx.x] = shares_with(pre, threadIdx.x);
+    __syncthreads();
+    const u64 high = shift >= 64 ? 0 : (~0ull << shift);
+    const unsigned lane = threadIdx.x & 31;
+    sample_t* mine = stage[threadIdx.x >> 5];
+    unsigned held = 0;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal.
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
+        const u64 i = i0 + threadIdx.x;
+        bool take = false;
+        sample_t v = 0;
+        if (i < n) {
+            v = in[i];
+            if (!is_nan(v) && kept(v, has_range, lo, hi)) {
+                const u64 key = key_of(v);
+                for (int t = 0; t < RANKS; ++t)
+                    if (owner[t] == t && ((key ^ pre[t]) & high) == 0) take = true;
+            }
+        }
+        const unsigned votes = __ballot_sync(FULL, take);
+        if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
+        held += __popc(votes);
+        if (held > GATHER - 32) {
+            __syncwarp();
+            u64 base = 0;
+            if (lane == 0) base = atomicAdd(counter, (u64)held);
+            base = __shfl_sync(FULL, base, 0);
+            for (unsigned j = lane; j < held; j += 32)
+                if (base + j < cap) out[base + j] = mine[j];
+            held = 0;
+            __syncwarp();
+        }
+    }
+    __syncwarp();
+    if (held) {
+        u64 base = 0;
+        if (lane == 0) base = atomicAdd(counter, (u64)held);
+        base = __shfl_sync(FULL, base, 0);
+        for (unsigned j = lane; j < held; j += 32)
+            if (base + j < cap) out[base + j] = mine[j];
     }
 }

@@ -6,14 +6,16 @@
 //!
 //! The number of bins decides the shape of the result, so the host must learn it: these functions
 //! synchronise the stream (after the first pass, which brings the count and the extremes; after
-//! each further sum; once after the radix select) and return when the bins are known. Only a few
-//! numbers cross to the host, never the samples. Their cost in passes over the samples (without a
-//! range): `sqrt`, `sturges` and `rice` one (the extremes); `scott` two (the extremes with the
-//! sum of the samples, then the squared deviations); `doane` three (and the cubes, which need the
-//! standard deviation); `fd` and `auto` one radix-select pass per 11 bits of the sample type
-//! (three for float32), the first of them also finding the extremes. With a range, `scott` and
-//! `doane` find the extremes alone and pack the samples inside the range (two more passes),
-//! since numpy sums the trimmed array, whose summation tree differs.
+//! each further sum; for the quartiles after the first digits are chosen and once at the end)
+//! and return when the bins are known. Only a few numbers cross to the host, never the samples.
+//! Their cost in passes over the samples (without a range): `sqrt`, `sturges` and `rice` one
+//! (the extremes); `scott` two (the extremes with the sum of the samples, then the squared
+//! deviations); `doane` three (and the cubes, which need the standard deviation); `fd` and
+//! `auto` a radix select whose first pass also finds the extremes, then either one pass that
+//! copies out the samples agreeing with the quartiles' first digits (when few do: the later
+//! digit passes read only them) or one pass per further 11 bits of the sample type. With a
+//! range, `scott` and `doane` find the extremes alone and pack the samples inside the range (two
+//! more passes), since numpy sums the trimmed array, whose summation tree differs.
 //!
 //! `'stone'` is not computed on the GPU: it histograms the data at up to `max(100, sqrt(n))` bin
 //! counts, each a full pass, and is refused with a clear error naming the alternatives.

@@ -59,7 +59,7 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
 }
 
 /// The kernels' entry points.
-pub(crate) const ENTRIES: [&str; 11] = [
+pub(crate) const ENTRIES: [&str; 12] = [
     "est_extremes",
     "est_sum_values",
     "est_sum_squares",
@@ -71,6 +71,7 @@ pub(crate) const ENTRIES: [&str; 11] = [
     "est_compact",
     "est_digits",
     "est_select",
+    "est_gather",
 ];
 
 /// Samples per tile of the packing kernels (`TILE` in estimate.cu).
@@ -496,7 +497,8 @@ impl Passes {
             n,
             range,
             hist: self.alloc(passes * RANKS * DIGITS * 8)?,
-            prefix: self.alloc(RANKS * 8)?,
+            prefix: self.alloc(2 * RANKS * 8)?,
+            _copy: None,
         };
         let out = self.extremes_out()?;
         if n > 0 {
@@ -554,12 +556,15 @@ impl Passes {
 
     /// The keys of the samples of the given 0-based ranks in sorted order, among those of `sel`
     /// (its first pass done), by radix select: each later pass counts the digits of the samples
-    /// that agree with a rank's digits so far.
+    /// that agree with a rank's digits so far. After the first pass, when the samples agreeing
+    /// with the ranks' first digits are few enough ([`gather_pays`]), they are copied out in one
+    /// pass and the later passes read only the copy.
     ///
     /// # Safety
     /// As [`Passes::extremes_and_digits`].
-    pub unsafe fn select(&self, sel: Selection, ranks: [u64; RANKS]) -> Result<[u64; RANKS]> {
+    pub unsafe fn select(&self, mut sel: Selection, ranks: [u64; RANKS]) -> Result<[u64; RANKS]> {
         let width = 8 * self.size;
+        let passes = width.div_ceil(DIGIT_BITS);
         let rank_bytes: Vec<u8> = ranks.iter().flat_map(|r| r.to_ne_bytes()).collect();
         let rank = self
             .stream
@@ -567,15 +572,16 @@ impl Passes {
             .map_err(cuda_err("allocating the estimator's scratch"))?;
         let (mut prefix_ptr, mut rank_ptr) =
             (self.ptr(&sel.prefix), rank.device_ptr(&self.stream).0);
-        for pass in 0..width.div_ceil(DIGIT_BITS) {
+        let mut sizes_ptr = prefix_ptr + (RANKS * 8) as u64;
+        for pass in 0..passes {
             let (shift, bits) = digit_of(width, pass);
             if pass > 0 {
-                // SAFETY: forwarded.
+                // SAFETY: forwarded (a copy, when gathered, lives in `sel`).
                 unsafe { self.digits(&sel, pass, shift, bits, 0)? };
             }
             let (mut shift_arg, mut bits_arg) = (shift as i32, bits as i32);
             let mut hist_ptr = self.ptr(&sel.hist) + (pass * RANKS * DIGITS * 8) as u64;
-            // SAFETY: est_select(shift, bits, prefix, rank, hist).
+            // SAFETY: est_select(shift, bits, prefix, rank, hist, sizes).
             unsafe {
                 self.launch(
                     "est_select",
@@ -587,23 +593,97 @@ impl Passes {
                         arg(&mut prefix_ptr),
                         arg(&mut rank_ptr),
                         arg(&mut hist_ptr),
+                        arg(&mut sizes_ptr),
                     ],
                 )?
             };
+            if pass == 0 && passes > 1 {
+                let words = self.read_u64(&sel.prefix, 2 * RANKS)?;
+                let agreeing = agreeing(&words[..RANKS], &words[RANKS..]);
+                if gather_pays(agreeing, sel.n, passes - 1) {
+                    // SAFETY: forwarded.
+                    sel = unsafe { self.gather(sel, shift, agreeing)? };
+                }
+            }
         }
         let keys = self.read_u64(&sel.prefix, RANKS)?;
         Ok([keys[0], keys[1], keys[2], keys[3]])
     }
+
+    /// `sel` over a copy of its `count` samples that agree with the ranks' digits from bit
+    /// `shift` up (est_gather).
+    ///
+    /// # Safety
+    /// As [`Passes::select`].
+    unsafe fn gather(&self, sel: Selection, shift: usize, count: usize) -> Result<Selection> {
+        let copy = self.alloc(count * self.size)?;
+        let counter = self.alloc(8)?;
+        let (mut input, mut n64) = (sel.input, sel.n as u64);
+        let mut has_range = sel.range.is_some() as i32;
+        let (mut lo, mut hi) = sel.range.unwrap_or((0.0, 0.0));
+        let mut shift_arg = shift as i32;
+        let mut prefix_ptr = self.ptr(&sel.prefix);
+        let (mut out, mut cap, mut counter_ptr) =
+            (self.ptr(&copy), count as u64, self.ptr(&counter));
+        // SAFETY: est_gather(in, n, has_range, lo, hi, shift, prefix, out, cap, counter): `copy`
+        // holds `cap` samples (the kernel writes no more), `counter` one word.
+        unsafe {
+            self.launch(
+                "est_gather",
+                self.grid_for(sel.n, 256),
+                256,
+                &mut [
+                    arg(&mut input),
+                    arg(&mut n64),
+                    arg(&mut has_range),
+                    arg(&mut lo),
+                    arg(&mut hi),
+                    arg(&mut shift_arg),
+                    arg(&mut prefix_ptr),
+                    arg(&mut out),
+                    arg(&mut cap),
+                    arg(&mut counter_ptr),
+                ],
+            )?
+        };
+        Ok(Selection {
+            input: out,
+            n: count,
+            range: None,
+            _copy: Some(copy),
+            ..sel
+        })
+    }
+}
+
+/// How many samples agree with the ranks' digits: the sizes of the distinct prefixes (ranks that
+/// share a prefix share its samples).
+pub(crate) fn agreeing(prefixes: &[u64], sizes: &[u64]) -> usize {
+    (0..prefixes.len())
+        .filter(|&t| !prefixes[..t].contains(&prefixes[t]))
+        .map(|t| sizes[t] as usize)
+        .sum()
+}
+
+/// Whether copying out the `count` of `n` samples that agree with the ranks' first digits (a
+/// pass over the `n`, writing the `count`) and reading only the copy in the `rest` later passes
+/// moves fewer bytes than those passes over the `n`.
+pub(crate) fn gather_pays(count: usize, n: usize, rest: usize) -> bool {
+    let (count, n, rest) = (count as u128, n as u128, rest as u128);
+    n + count * (rest + 1) < n * rest
 }
 
 /// A radix select under way: the samples it selects among and its device buffers (a digit
-/// histogram per pass and rank, the ranks' digits found so far).
+/// histogram per pass and rank; the ranks' digits found so far, then the number of samples that
+/// agree with each).
 pub(crate) struct Selection {
     input: u64,
     n: usize,
     range: Option<(f64, f64)>,
     hist: CudaSlice<u8>,
     prefix: CudaSlice<u8>,
+    /// The gathered samples `input` points into, once gathered (held for as long as `input`).
+    _copy: Option<CudaSlice<u8>>,
 }
 
 /// The bits (shift, width) of radix-select pass `pass` over keys of `width` bits: 11 bits at a

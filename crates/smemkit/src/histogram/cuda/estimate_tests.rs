@@ -5,7 +5,9 @@
 use super::*;
 use crate::histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges};
 use crate::histogram::bins::stats::{pairwise_f32, pairwise_f64};
-use crate::histogram::cuda::estimate_passes::{defines, digit_of, node_depth, ENTRIES};
+use crate::histogram::cuda::estimate_passes::{
+    agreeing, defines, digit_of, gather_pays, node_depth, ENTRIES,
+};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -174,6 +176,22 @@ fn radix_select_passes_cover_the_keys_from_the_top() {
         assert_eq!(top, 0, "width {width}");
         assert_eq!(covered, (1u128 << width) - 1, "width {width}");
     }
+}
+
+#[test]
+fn gathering_pays_only_when_the_agreeing_samples_are_few() {
+    // Ranks sharing a prefix share its samples: counted once.
+    assert_eq!(agreeing(&[7, 7, 3, 3], &[10, 10, 4, 4]), 14);
+    assert_eq!(agreeing(&[1, 2, 3, 4], &[1, 2, 3, 4]), 10);
+    // float32: two passes left, worth it below a third of the samples; one pass left: never.
+    let n = 3_000_000;
+    assert!(gather_pays(n / 3 - 1, n, 2));
+    assert!(!gather_pays(n / 3, n, 2));
+    assert!(!gather_pays(0, n, 1));
+    // float64: five passes left, worth it below two thirds.
+    assert!(gather_pays(2 * n / 3 - 1, n, 5));
+    assert!(!gather_pays(2 * n / 3 + 1, n, 5));
+    assert!(!gather_pays(n, n, 5));
 }
 
 #[test]
@@ -574,5 +592,69 @@ fn gpu_first_passes_find_the_extremes_the_plain_pass_finds() {
         first_passes_agree(&gpu, &i, &format!("i16 n {n}"));
         let u = samples::<u64>("ties", n, &mut r);
         first_passes_agree(&gpu, &u, &format!("u64 n {n}"));
+    }
+}
+
+/// The device's radix select of the quartiles' neighbours against the host's sorted keys.
+fn select_agrees<T: Draw>(gpu: &Arc<Gpu>, host: &[T], range: Option<(f64, f64)>, what: &str)
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let stream = &gpu.stream;
+    let dev = stream.clone_htod(host).unwrap();
+    let passes = Passes::new(gpu, stream.clone(), T::TYPE).unwrap();
+    let (ptr, _guard) = dev.device_ptr(stream);
+    let kind = passes.kind;
+    let mut keys: Vec<u64> = host
+        .iter()
+        .filter(|x| {
+            !x.is_nan()
+                && range.is_none_or(|(lo, hi)| match T::TYPE {
+                    SampleType::F32 => x.to_f32() >= lo as f32 && x.to_f32() <= hi as f32,
+                    _ => x.to_f64() >= lo && x.to_f64() <= hi,
+                })
+        })
+        .map(|&x| key_of(kind, x))
+        .collect();
+    keys.sort_unstable();
+    let n = keys.len();
+    let (a75, b75) = stats::percentile_ranks(n, 0.75);
+    let (a25, b25) = stats::percentile_ranks(n, 0.25);
+    let ranks = [a75, b75, a25, b25].map(|r| r as u64);
+    // SAFETY: `dev` holds the samples until the end of this function, after every read back.
+    let got = unsafe {
+        let (ext, sel) = passes.extremes_and_digits(ptr, host.len(), range).unwrap();
+        assert_eq!(ext[0] as usize, n, "{what}: count");
+        passes.select(sel, ranks).unwrap()
+    };
+    assert_eq!(got, ranks.map(|r| keys[r as usize]), "{what}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_radix_select_with_and_without_gathering_finds_the_quartiles() {
+    // Normal samples: few agree with the quartiles' first digits (gathered); samples within one
+    // first digit (all agree: not gathered); heavy ties; a range.
+    let gpu = crate::gpu::gpu().unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(21);
+    for n in [1000, 1_000_003] {
+        let v = samples::<f32>("normal", n, &mut r);
+        select_agrees(&gpu, &v, None, &format!("f32 normal n {n}"));
+        select_agrees(
+            &gpu,
+            &v,
+            Some((-1.0, 2.5)),
+            &format!("f32 normal range n {n}"),
+        );
+        let narrow: Vec<f32> = (0..n).map(|_| r.gen_range(1.0f32..1.1)).collect();
+        select_agrees(&gpu, &narrow, None, &format!("f32 narrow n {n}"));
+        let ties = samples::<f32>("ties", n, &mut r);
+        select_agrees(&gpu, &ties, None, &format!("f32 ties n {n}"));
+        let w = samples::<f64>("normal", n, &mut r);
+        select_agrees(&gpu, &w, None, &format!("f64 normal n {n}"));
+        let i = samples::<i32>("normal", n, &mut r);
+        select_agrees(&gpu, &i, None, &format!("i32 normal n {n}"));
+        let u = samples::<u64>("uniform", n, &mut r);
+        select_agrees(&gpu, &u, None, &format!("u64 uniform n {n}"));
     }
 }
