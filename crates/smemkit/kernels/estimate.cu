@@ -411,9 +411,11 @@ __device__ __forceinline__ int shares_with(const u64* prefix, int t) {
 
 // One radix-select pass: for each target t, hist[t][d] counts the samples inside the range whose
 // key agrees with prefix[t] above bit shift + bits and has digit d in bits [shift, shift + bits).
-// The first pass (`first`: the prefixes are all 0, every sample agrees) counts every sample into
-// one histogram, whose few busy digits the warp aggregates (one shared atomic per distinct digit);
-// later passes count the few samples that agree with a prefix one by one. With `ext` non-null the
+// The first pass (`first` 1 or 2: the prefixes are all 0, every sample agrees) counts every sample
+// into one histogram, whose few busy digits the warp aggregates: 1, by a warp match (one shared
+// atomic per distinct digit); 2, only the lanes sharing lane 0's digit (one warp vote; the others
+// add one by one). Later passes (`first` 0) count the few samples that agree with a prefix one
+// by one. With `ext` non-null the
 // pass also adds the extremes of the samples inside the range to it, as est_extremes does.
 extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __restrict__ in, u64 n,
                                                              int has_range, double lo, double hi,
@@ -452,9 +454,23 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
             hi_key = key > hi_key ? key : hi_key;
         }
         const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
-        if (first) {
+        if (first == 1) {
             const unsigned peers = __match_any_sync(FULL, valid ? digit : 0xffffffffu);
             if (valid && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[0][digit], __popc(peers));
+            continue;
+        }
+        if (first == 2) {
+            // The lanes sharing lane 0's digit (all of them when the samples are tied) add
+            // together; the others, whose digits repeat only a few times in a warp of samples
+            // from a spread distribution, add one by one.
+            const unsigned d0 = __shfl_sync(FULL, valid ? digit : 0xffffffffu, 0);
+            const bool with0 = valid && digit == d0;
+            const unsigned same = __ballot_sync(FULL, with0);
+            if (with0) {
+                if ((unsigned)(__ffs(same) - 1) == lane) atomicAdd(&counts[0][digit], __popc(same));
+            } else if (valid) {
+                atomicAdd(&counts[0][digit], 1u);
+            }
             continue;
         }
         for (int t = 0; t < RANKS; ++t) {

@@ -74,6 +74,11 @@ pub(crate) const ENTRIES: [&str; 12] = [
     "est_gather",
 ];
 
+/// How the first radix-select pass counts its digits (`est_digits`'s `first`): 1, a warp match
+/// per sample (robust to any ties, but a slow instruction); 2, lane 0's digit together and the
+/// others one by one (cheap for spread samples and for samples all tied).
+pub(crate) const FIRST_DIGITS: i32 = 1;
+
 /// Samples per tile of the packing kernels (`TILE` in estimate.cu).
 const TILE: usize = 256 * 16;
 /// Values per radix-select digit histogram (`DIGITS`), and the ranks selected at once (`RANKS`).
@@ -490,6 +495,22 @@ impl Passes {
         n: usize,
         range: Option<(f64, f64)>,
     ) -> Result<([u64; 4], Selection)> {
+        // SAFETY: forwarded.
+        unsafe { self.extremes_and_digits_by(input, n, range, FIRST_DIGITS) }
+    }
+
+    /// [`Passes::extremes_and_digits`] with the first pass's way of counting (`est_digits`'s
+    /// `first`: 1 warp match, 2 lane 0's digit together).
+    ///
+    /// # Safety
+    /// As [`Passes::extremes_and_digits`].
+    pub(crate) unsafe fn extremes_and_digits_by(
+        &self,
+        input: u64,
+        n: usize,
+        range: Option<(f64, f64)>,
+        first: i32,
+    ) -> Result<([u64; 4], Selection)> {
         let width = 8 * self.size;
         let passes = width.div_ceil(DIGIT_BITS);
         let sel = Selection {
@@ -504,13 +525,14 @@ impl Passes {
         if n > 0 {
             let (shift, bits) = digit_of(width, 0);
             // SAFETY: forwarded; `out` holds four words, `sel` the first pass's histogram.
-            unsafe { self.digits(&sel, 0, shift, bits, self.ptr(&out))? };
+            unsafe { self.digits(&sel, 0, shift, bits, first, self.ptr(&out))? };
         }
         let w = self.read_u64(&out, 4)?;
         Ok(([w[0], w[1], w[2], w[3]], sel))
     }
 
-    /// Enqueues radix-select pass `pass` (est_digits) of `sel`.
+    /// Enqueues radix-select pass `pass` (est_digits) of `sel`: `first` 0 for a later pass, else
+    /// the first pass's way of counting ([`FIRST_DIGITS`]).
     ///
     /// # Safety
     /// As [`Passes::extremes_and_digits`]; `ext` zero or four words.
@@ -520,13 +542,14 @@ impl Passes {
         pass: usize,
         shift: usize,
         bits: usize,
+        first: i32,
         ext: u64,
     ) -> Result<()> {
         let (mut input, mut n64) = (sel.input, sel.n as u64);
         let mut has_range = sel.range.is_some() as i32;
         let (mut lo, mut hi) = sel.range.unwrap_or((0.0, 0.0));
         let (mut shift_arg, mut bits_arg) = (shift as i32, bits as i32);
-        let mut first = (pass == 0) as i32;
+        let mut first = first;
         let mut prefix_ptr = self.ptr(&sel.prefix);
         let mut hist_ptr = self.ptr(&sel.hist) + (pass * RANKS * DIGITS * 8) as u64;
         let mut ext = ext;
@@ -577,7 +600,7 @@ impl Passes {
             let (shift, bits) = digit_of(width, pass);
             if pass > 0 {
                 // SAFETY: forwarded (a copy, when gathered, lives in `sel`).
-                unsafe { self.digits(&sel, pass, shift, bits, 0)? };
+                unsafe { self.digits(&sel, pass, shift, bits, 0, 0)? };
             }
             let (mut shift_arg, mut bits_arg) = (shift as i32, bits as i32);
             let mut hist_ptr = self.ptr(&sel.hist) + (pass * RANKS * DIGITS * 8) as u64;

@@ -621,13 +621,17 @@ where
     let (a75, b75) = stats::percentile_ranks(n, 0.75);
     let (a25, b25) = stats::percentile_ranks(n, 0.25);
     let ranks = [a75, b75, a25, b25].map(|r| r as u64);
-    // SAFETY: `dev` holds the samples until the end of this function, after every read back.
-    let got = unsafe {
-        let (ext, sel) = passes.extremes_and_digits(ptr, host.len(), range).unwrap();
-        assert_eq!(ext[0] as usize, n, "{what}: count");
-        passes.select(sel, ranks).unwrap()
-    };
-    assert_eq!(got, ranks.map(|r| keys[r as usize]), "{what}");
+    for first in [1, 2] {
+        // SAFETY: `dev` holds the samples until the end of this function, after every read back.
+        let got = unsafe {
+            let (ext, sel) = passes
+                .extremes_and_digits_by(ptr, host.len(), range, first)
+                .unwrap();
+            assert_eq!(ext[0] as usize, n, "{what}: count");
+            passes.select(sel, ranks).unwrap()
+        };
+        assert_eq!(got, ranks.map(|r| keys[r as usize]), "{what} first {first}");
+    }
 }
 
 #[test]
@@ -657,4 +661,65 @@ fn gpu_radix_select_with_and_without_gathering_finds_the_quartiles() {
         let u = samples::<u64>("uniform", n, &mut r);
         select_agrees(&gpu, &u, None, &format!("u64 uniform n {n}"));
     }
+}
+
+/// The fastest of three runs of `f`, in milliseconds (each run ends with a read back).
+fn best_ms(mut f: impl FnMut()) -> f64 {
+    (0..3)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_estimator_passes_timing() {
+    // Each pass of the estimators on 2^26 float32 normal samples (a block of 2^20 repeated),
+    // printed (run with --nocapture) for bench/NOTES.md; the two ways of counting the first
+    // digits must select the same samples.
+    let gpu = crate::gpu::gpu().unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(22);
+    let block = samples::<f32>("normal", 1 << 20, &mut r);
+    let host: Vec<f32> = block.iter().copied().cycle().take(1 << 26).collect();
+    let n = host.len();
+    let stream = &gpu.stream;
+    let dev = stream.clone_htod(&host).unwrap();
+    let passes = Passes::new(&gpu, stream.clone(), SampleType::F32).unwrap();
+    let (ptr, _guard) = dev.device_ptr(stream);
+    let (a75, b75) = stats::percentile_ranks(n, 0.75);
+    let (a25, b25) = stats::percentile_ranks(n, 0.25);
+    let ranks = [a75, b75, a25, b25].map(|r| r as u64);
+    let mut picked = Vec::new();
+    // SAFETY: `dev` holds the samples until the end of this function, after every read back.
+    unsafe {
+        let ms = best_ms(|| {
+            passes.extremes(ptr, n, None).unwrap();
+        });
+        println!("extremes: {ms:.3} ms");
+        let ms = best_ms(|| {
+            passes.extremes_and_sum(ptr, n).unwrap();
+        });
+        println!("extremes and sum: {ms:.3} ms");
+        let ms = best_ms(|| {
+            passes.pairwise(ptr, n, (1, 0.5, 0.0)).unwrap();
+        });
+        println!("squared deviations: {ms:.3} ms");
+        let ms = best_ms(|| {
+            passes.pairwise(ptr, n, (2, 0.5, 1.5)).unwrap();
+        });
+        println!("cubes: {ms:.3} ms");
+        for first in [1, 2] {
+            let ms = best_ms(|| drop(passes.extremes_and_digits_by(ptr, n, None, first).unwrap()));
+            println!("extremes and first digits (first {first}): {ms:.3} ms");
+            let ms = best_ms(|| {
+                let (_, sel) = passes.extremes_and_digits_by(ptr, n, None, first).unwrap();
+                picked.push(passes.select(sel, ranks).unwrap());
+            });
+            println!("whole select (first {first}): {ms:.3} ms");
+        }
+    }
+    assert!(picked.windows(2).all(|w| w[0] == w[1]), "{picked:?}");
 }
