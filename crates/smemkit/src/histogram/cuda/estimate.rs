@@ -29,7 +29,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
-use super::estimate_passes::{Kind, Passes, Selection};
+use super::estimate_passes::{Kind, Passes};
+use super::estimate_select::Selection;
 use crate::error::{Error, Result};
 use crate::gpu::device::Gpu;
 use crate::histogram::bins::estimators::{

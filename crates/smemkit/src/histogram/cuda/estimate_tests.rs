@@ -5,9 +5,8 @@
 use super::*;
 use crate::histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges};
 use crate::histogram::bins::stats::{pairwise_f32, pairwise_f64};
-use crate::histogram::cuda::estimate_passes::{
-    agreeing, defines, digit_of, gather_pays, node_depth, ENTRIES,
-};
+use crate::histogram::cuda::estimate_passes::{defines, node_depth, ENTRIES};
+use crate::histogram::cuda::estimate_select::{agreeing, digit_of, gather_pays};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
