@@ -304,12 +304,24 @@ extern "C" __global__ void __launch_bounds__(512) est_combine(const acc_t* __res
     if (threadIdx.x == 0) out[blockIdx.x] = s[0];
 }
 
-// numpy's running total of a casting reduction: 0.0 plus each block's sum, in order.
+// numpy's running total of a casting reduction: 0.0 plus each block's sum, in order. One warp:
+// the lanes load 32 sums at a time (the next 32 while these are added) and every lane adds them
+// in order from the lanes holding them, so that the chain of additions waits on no load.
 extern "C" __global__ void est_sequential(const acc_t* __restrict__ in, u64 count, acc_t* __restrict__ out) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+    const unsigned lane = threadIdx.x;
     acc_t acc = 0;
-    for (u64 i = 0; i < count; ++i) acc = add(acc, in[i]);
-    out[0] = acc;
+    acc_t next = lane < count ? in[lane] : (acc_t)0;
+    for (u64 i = 0; i < count; i += 32) {
+        const acc_t v = next;
+        next = i + 32 + lane < count ? in[i + 32 + lane] : (acc_t)0;
+        const u64 here = count - i < 32 ? count - i : 32;
+        for (unsigned j = 0; j < 32; ++j) {
+            const acc_t x = __shfl_sync(FULL, v, j);
+            if (j < here) acc = add(acc, x);
+        }
+    }
+    if (lane == 0) out[0] = acc;
 }
 
 #define TILE_THREADS 256

@@ -1,7 +1,8 @@
 //! The device passes of numpy's bin estimators (`kernels/estimate.cu`): each function enqueues
 //! kernels on one stream and reads back the few numbers it computes. The samples never leave the
 //! device; the reads back are the synchronisations the estimators cannot avoid (the number of bins
-//! decides the shape of the result).
+//! decides the shape of the result). The radix select of the percentiles is in
+//! [`super::estimate_select`].
 
 use std::ffi::c_void;
 use std::sync::Arc;
