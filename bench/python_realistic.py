@@ -18,7 +18,9 @@
   min/max pass and a synchronisation), smemkit.histogram(x, N, density=True), and
   torch.aminmax (`impl` = `one_pass`: the cost of reading the samples once). Issue 23's target:
   an estimator's row minus the plain row is no more than the extra passes its statistics need
-  (sqrt/sturges/rice none beyond min/max, scott 2, doane 3, fd/auto 3 radix-select passes).
+  (sqrt/sturges/rice none beyond min/max; scott 1, the squared deviations, its sum of the
+  samples coming with min/max; doane 2, the cubes needing the standard deviation first; fd/auto
+  2 more radix-select passes after a first that also finds min/max).
 - bf16, f16: normal samples rounded to bfloat16 / float16, 256, 1000 and 4096 bins over [-4, 4]:
   smemkit.histogram, torch.histc, cupy.histogram (f16), and `copy_d2d` (a device copy of the same
   bytes: the bar of issue 23's target).

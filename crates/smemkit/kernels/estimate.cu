@@ -6,19 +6,24 @@
 //
 // - est_extremes: the count of samples inside the range, their extremes (as order-preserving
 //   integer keys, so that atomicMin/Max are exact) and the number of NaN.
-// - est_sum_nodes / est_combine / est_sequential: numpy's pairwise summation, the same tree as
-//   stats.rs, so the sums are identical bit for bit. numpy splits a block of m > 128 values at
-//   n2 = m / 2 rounded down to a multiple of 8 and sums blocks of at most 128 values with eight
-//   accumulators. The tree depends on m alone: each thread finds its node at a depth D from the
-//   root by following the bits of its index, sums that node (a few leaves) sequentially in numpy's
-//   numpy's order, and est_combine then adds the 2^D node sums pairwise, which is exactly the upper part of
-//   numpy's tree because every node above depth D is split (see estimate.rs for the choice of D).
-//   Integer data is summed as numpy's casting reduction does: float64 blocks of 8192 values, each
-//   pairwise, added in order (est_sequential).
+// - est_sum_values / est_sum_squares / est_sum_cubes / est_combine / est_sequential: numpy's
+//   pairwise summation, the same tree as stats.rs, so the sums are identical bit for bit. numpy
+//   splits a block of m > 128 values at n2 = m / 2 rounded down to a multiple of 8 and sums blocks
+//   of at most 128 values with eight accumulators. The tree depends on m alone: each warp finds its
+//   node at a depth D from the root by following the bits of its index and sums that node (a few
+//   leaves) in numpy's order, its loads coalesced (see warp_leaf); est_combine then adds the 2^D
+//   node sums pairwise, which is exactly the upper part of numpy's tree because every node above
+//   depth D is split (see estimate_passes.rs for the choice of D). Without a range, the pass that
+//   sums the samples also finds their extremes (so that `scott` and `doane` read the samples once
+//   for both). Integer data is summed as numpy's casting reduction does: float64 blocks of 8192
+//   values, each pairwise, added in order (est_sequential).
 // - est_tile_counts / est_scan / est_compact: the samples inside a range, packed in order, for
 //   the sums (numpy sums the trimmed array, whose tree differs from the full one).
 // - est_digits / est_select: exact order statistics by radix select over the same keys, 11 bits
-//   at a time from the top, for up to four ranks at once (the two neighbours of each quartile).
+//   at a time from the top, for up to four ranks at once (the two neighbours of each quartile);
+//   the first digit pass also finds the extremes (so that `fd` and `auto` need no pass of their
+//   own for them). When the samples that agree with the ranks' first digits are few, est_gather
+//   copies them out in one pass and the later digit passes read only the copy.
 //
 // Every add, subtract, multiply and divide of the sums is an explicitly rounded intrinsic, so that
 // NVRTC contracts nothing into a fused multiply-add.
@@ -31,6 +36,7 @@
 #endif
 typedef SAMPLE_T sample_t;
 typedef unsigned long long u64;
+#define FULL 0xffffffffu
 
 #if SAMPLE_KIND == 0
 typedef float acc_t;
@@ -76,6 +82,27 @@ __device__ __forceinline__ bool kept(sample_t v, int has_range, double lo, doubl
 #endif
 }
 
+// A warp's smallest and largest key, NaN count and count, added to ext = [count, smallest key,
+// largest key, NaN count] (set to [0, ~0, 0, 0] by the host) by its first lane.
+__device__ __forceinline__ void flush_extremes(u64 count, u64 lo_key, u64 hi_key, u64 nans, u64* ext) {
+    for (int o = 16; o > 0; o >>= 1) {
+        count += __shfl_down_sync(FULL, count, o);
+        nans += __shfl_down_sync(FULL, nans, o);
+        const u64 a = __shfl_down_sync(FULL, lo_key, o);
+        const u64 b = __shfl_down_sync(FULL, hi_key, o);
+        lo_key = a < lo_key ? a : lo_key;
+        hi_key = b > hi_key ? b : hi_key;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (count) {
+            atomicAdd(&ext[0], count);
+            atomicMin(&ext[1], lo_key);
+            atomicMax(&ext[2], hi_key);
+        }
+        if (nans) atomicAdd(&ext[3], nans);
+    }
+}
+
 // out: [kept count, smallest key, largest key, NaN count], set to [0, ~0, 0, 0] by the host.
 extern "C" __global__ void __launch_bounds__(256) est_extremes(const sample_t* __restrict__ in, u64 n,
                                                                int has_range, double lo, double hi,
@@ -94,22 +121,7 @@ extern "C" __global__ void __launch_bounds__(256) est_extremes(const sample_t* _
         lo_key = k < lo_key ? k : lo_key;
         hi_key = k > hi_key ? k : hi_key;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        count += __shfl_down_sync(0xffffffffu, count, o);
-        nans += __shfl_down_sync(0xffffffffu, nans, o);
-        const u64 a = __shfl_down_sync(0xffffffffu, lo_key, o);
-        const u64 b = __shfl_down_sync(0xffffffffu, hi_key, o);
-        lo_key = a < lo_key ? a : lo_key;
-        hi_key = b > hi_key ? b : hi_key;
-    }
-    if ((threadIdx.x & 31) == 0) {
-        if (count) {
-            atomicAdd(&out[0], count);
-            atomicMin(&out[1], lo_key);
-            atomicMax(&out[2], hi_key);
-        }
-        if (nans) atomicAdd(&out[3], nans);
-    }
+    flush_extremes(count, lo_key, hi_key, nans, out);
 }
 
 // The value numpy sums: the sample (TERM 0), its squared deviation from p1 (TERM 1, np.std), or
@@ -139,39 +151,57 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
 #endif
 }
 
-// numpy's pairwise_sum on a block of at most 128 values (or fewer than 8: in order from -0).
+// numpy's pairwise_sum on a block of at most 128 values (or fewer than 8: in order from -0), by
+// one warp. numpy's eight accumulators r[j] each add their rows in order; lane 8g + j loads
+// value j of rows g, g + 4, g + 8, g + 12 (so that a warp's load is 32 consecutive values) and
+// every lane adds the rows' values in order from the lanes holding them (each lane ends with
+// r[j] for its j). The eight are then added as numpy does, ((r0 + r1) + (r2 + r3)) + ((r4 + r5)
+// + (r6 + r7)): a butterfly over j, exact because one addition of two values commutes. Every lane
+// returns the sum.
 template <int TERM>
-__device__ __noinline__ acc_t leaf_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2) {
+__device__ acc_t warp_leaf(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
     if (m < 8) {
         acc_t res = (acc_t)-0.0;
         for (u64 i = 0; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
         return add((acc_t)0.0, res);
     }
-    acc_t r[8];
+    const unsigned j = lane & 7, g = lane >> 3;
+    const unsigned rows = (unsigned)(m >> 3);
+    acc_t v[4];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) r[j] = term<TERM>(a[j], p1, p2);
-    const u64 whole = m - m % 8;
-    u64 i = 8;
-    for (; i < whole; i += 8) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) r[j] = add(r[j], term<TERM>(a[i + j], p1, p2));
+    for (int k = 0; k < 4; ++k) {
+        const unsigned row = 4 * k + g;
+        v[k] = row < rows ? term<TERM>(a[8 * row + j], p1, p2) : (acc_t)0;
     }
-    acc_t res = add(add(add(r[0], r[1]), add(r[2], r[3])), add(add(r[4], r[5]), add(r[6], r[7])));
-    for (; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
-    return res;
+    acc_t r = __shfl_sync(FULL, v[0], j);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+            if (k == 0 && h == 0) continue;
+            const acc_t x = __shfl_sync(FULL, v[k], 8 * h + j);
+            if ((unsigned)(4 * k + h) < rows) r = add(r, x);
+        }
+    }
+    r = add(r, __shfl_xor_sync(FULL, r, 1));
+    r = add(r, __shfl_xor_sync(FULL, r, 2));
+    r = add(r, __shfl_xor_sync(FULL, r, 4));
+    for (u64 i = 8 * (u64)rows; i < m; ++i) r = add(r, term<TERM>(a[i], p1, p2));
+    return r;
 }
 
-// numpy's pairwise_sum of m values, at most LEVELS splits deep.
+// numpy's pairwise_sum of m values, at most LEVELS splits deep, by one warp (m is the same in
+// every lane, so the warp takes every branch together).
 template <int TERM, int LEVELS>
-__device__ acc_t node_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2) {
+__device__ acc_t node_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
     if constexpr (LEVELS == 0) {
-        return leaf_sum<TERM>(a, m, p1, p2);
+        return warp_leaf<TERM>(a, m, p1, p2, lane);
     } else {
-        if (m <= 128) return leaf_sum<TERM>(a, m, p1, p2);
+        if (m <= 128) return warp_leaf<TERM>(a, m, p1, p2, lane);
         u64 n2 = m / 2;
         n2 -= n2 % 8;
-        const acc_t left = node_sum<TERM, LEVELS - 1>(a, n2, p1, p2);
-        return add(left, node_sum<TERM, LEVELS - 1>(a + n2, m - n2, p1, p2));
+        const acc_t left = node_sum<TERM, LEVELS - 1>(a, n2, p1, p2, lane);
+        return add(left, node_sum<TERM, LEVELS - 1>(a + n2, m - n2, p1, p2, lane));
     }
 }
 
@@ -197,25 +227,61 @@ __device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64
 #define NODE_LEVELS 2
 
 // Problem p (`problems` of `m` values each, one after the other) at `depth`: out[(p << depth) + t]
-// is the sum of its node t.
-extern "C" __global__ void __launch_bounds__(256) est_sum_nodes(const sample_t* __restrict__ in, u64 m,
-                                                                u64 problems, int depth, int term_kind,
-                                                                acc_t p1, acc_t p2,
-                                                                acc_t* __restrict__ out) {
-    const u64 g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= (problems << depth)) return;
-    const u64 p = g >> depth, t = g & ((1ull << depth) - 1);
-    u64 start, size;
-    node_at(m, depth, t, &start, &size);
-    const sample_t* a = in + p * m + start;
-    acc_t s;
-    if (term_kind == 0)
-        s = node_sum<0, NODE_LEVELS>(a, size, p1, p2);
-    else if (term_kind == 1)
-        s = node_sum<1, NODE_LEVELS>(a, size, p1, p2);
-    else
-        s = node_sum<2, NODE_LEVELS>(a, size, p1, p2);
-    out[g] = s;
+// is the sum of TERM of its node t, one warp per node (the grid strides over the nodes). With
+// `ext` non-null (no range: every sample is kept) the same pass adds the samples' extremes to it,
+// as est_extremes does, re-reading each node while the warp's loads are still cached.
+template <int TERM>
+__device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m, u64 problems, int depth,
+                                          acc_t p1, acc_t p2, acc_t* __restrict__ out,
+                                          u64* __restrict__ ext) {
+    const unsigned lane = threadIdx.x & 31;
+    const u64 nodes = problems << depth;
+    const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
+    for (u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nodes; w += warps) {
+        const u64 p = w >> depth, t = w & ((1ull << depth) - 1);
+        u64 start, size;
+        node_at(m, depth, t, &start, &size);
+        const sample_t* a = in + p * m + start;
+        const acc_t s = node_sum<TERM, NODE_LEVELS>(a, size, p1, p2, lane);
+        if (lane == 0) out[w] = s;
+        if (ext) {
+            for (u64 i = lane; i < size; i += 32) {
+                const sample_t v = a[i];
+                if (is_nan(v)) {
+                    ++nans;
+                    continue;
+                }
+                ++count;
+                const u64 k = key_of(v);
+                lo_key = k < lo_key ? k : lo_key;
+                hi_key = k > hi_key ? k : hi_key;
+            }
+        }
+    }
+    if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
+}
+
+// One kernel per term, so that the cubes' division does not set the registers of the others.
+extern "C" __global__ void __launch_bounds__(256) est_sum_values(const sample_t* __restrict__ in, u64 m,
+                                                                 u64 problems, int depth, acc_t p1, acc_t p2,
+                                                                 acc_t* __restrict__ out,
+                                                                 u64* __restrict__ ext) {
+    sum_nodes<0>(in, m, problems, depth, p1, p2, out, ext);
+}
+
+extern "C" __global__ void __launch_bounds__(256) est_sum_squares(const sample_t* __restrict__ in, u64 m,
+                                                                  u64 problems, int depth, acc_t p1, acc_t p2,
+                                                                  acc_t* __restrict__ out,
+                                                                  u64* __restrict__ ext) {
+    sum_nodes<1>(in, m, problems, depth, p1, p2, out, ext);
+}
+
+extern "C" __global__ void __launch_bounds__(256) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
+                                                                u64 problems, int depth, acc_t p1, acc_t p2,
+                                                                acc_t* __restrict__ out,
+                                                                u64* __restrict__ ext) {
+    sum_nodes<2>(in, m, problems, depth, p1, p2, out, ext);
 }
 
 // Groups of 2^k consecutive values (k <= 10) added pairwise as a perfect binary tree:
@@ -238,12 +304,24 @@ extern "C" __global__ void __launch_bounds__(512) est_combine(const acc_t* __res
     if (threadIdx.x == 0) out[blockIdx.x] = s[0];
 }
 
-// numpy's running total of a casting reduction: 0.0 plus each block's sum, in order.
+// numpy's running total of a casting reduction: 0.0 plus each block's sum, in order. One warp:
+// the lanes load 32 sums at a time (the next 32 while these are added) and every lane adds them
+// in order from the lanes holding them, so that the chain of additions waits on no load.
 extern "C" __global__ void est_sequential(const acc_t* __restrict__ in, u64 count, acc_t* __restrict__ out) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+    const unsigned lane = threadIdx.x;
     acc_t acc = 0;
-    for (u64 i = 0; i < count; ++i) acc = add(acc, in[i]);
-    out[0] = acc;
+    acc_t next = lane < count ? in[lane] : (acc_t)0;
+    for (u64 i = 0; i < count; i += 32) {
+        const acc_t v = next;
+        next = i + 32 + lane < count ? in[i + 32 + lane] : (acc_t)0;
+        const u64 here = count - i < 32 ? count - i : 32;
+        for (unsigned j = 0; j < 32; ++j) {
+            const acc_t x = __shfl_sync(FULL, v, j);
+            if (j < here) acc = add(acc, x);
+        }
+    }
+    if (lane == 0) out[0] = acc;
 }
 
 #define TILE_THREADS 256
@@ -345,11 +423,18 @@ __device__ __forceinline__ int shares_with(const u64* prefix, int t) {
 
 // One radix-select pass: for each target t, hist[t][d] counts the samples inside the range whose
 // key agrees with prefix[t] above bit shift + bits and has digit d in bits [shift, shift + bits).
+// The first pass (`first` 1 or 2: the prefixes are all 0, every sample agrees) counts every sample
+// into one histogram, whose few busy digits the warp aggregates: 1, by a warp match (one shared
+// atomic per distinct digit); 2, only the lanes sharing lane 0's digit (one warp vote; the others
+// add one by one). Later passes (`first` 0) count the few samples that agree with a prefix one
+// by one. With `ext` non-null the
+// pass also adds the extremes of the samples inside the range to it, as est_extremes does.
 extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __restrict__ in, u64 n,
                                                              int has_range, double lo, double hi,
-                                                             int shift, int bits,
+                                                             int shift, int bits, int first,
                                                              const u64* __restrict__ prefix,
-                                                             u64* __restrict__ hist) {
+                                                             u64* __restrict__ hist,
+                                                             u64* __restrict__ ext) {
     __shared__ unsigned counts[RANKS][DIGITS];
     __shared__ u64 pre[RANKS];
     __shared__ int owner[RANKS];
@@ -362,6 +447,7 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
     const u64 high = shift + bits >= 64 ? 0 : (~0ull << (shift + bits));
     const unsigned lane = threadIdx.x & 31;
     const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
     // Every thread of a block makes the same number of trips, so the warp-wide match is legal.
     for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
         const u64 i = i0 + threadIdx.x;
@@ -369,17 +455,42 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
         u64 key = 0;
         if (i < n) {
             const sample_t v = in[i];
-            valid = !is_nan(v) && kept(v, has_range, lo, hi);
+            const bool nan = is_nan(v);
+            nans += nan;
+            valid = !nan && kept(v, has_range, lo, hi);
             key = key_of(v);
         }
+        if (valid) {
+            ++count;
+            lo_key = key < lo_key ? key : lo_key;
+            hi_key = key > hi_key ? key : hi_key;
+        }
         const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
+        if (first == 1) {
+            const unsigned peers = __match_any_sync(FULL, valid ? digit : 0xffffffffu);
+            if (valid && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[0][digit], __popc(peers));
+            continue;
+        }
+        if (first == 2) {
+            // The lanes sharing lane 0's digit (all of them when the samples are tied) add
+            // together; the others, whose digits repeat only a few times in a warp of samples
+            // from a spread distribution, add one by one.
+            const unsigned d0 = __shfl_sync(FULL, valid ? digit : 0xffffffffu, 0);
+            const bool with0 = valid && digit == d0;
+            const unsigned same = __ballot_sync(FULL, with0);
+            if (with0) {
+                if ((unsigned)(__ffs(same) - 1) == lane) atomicAdd(&counts[0][digit], __popc(same));
+            } else if (valid) {
+                atomicAdd(&counts[0][digit], 1u);
+            }
+            continue;
+        }
         for (int t = 0; t < RANKS; ++t) {
             if (owner[t] != t) continue;
-            const bool match = valid && ((key ^ pre[t]) & high) == 0;
-            const unsigned peers = __match_any_sync(0xffffffffu, match ? digit : 0xffffffffu);
-            if (match && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[t][digit], __popc(peers));
+            if (valid && ((key ^ pre[t]) & high) == 0) atomicAdd(&counts[t][digit], 1u);
         }
     }
+    if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
     __syncthreads();
     for (int t = 0; t < RANKS; ++t) {
         if (owner[t] != t) continue;
@@ -391,9 +502,10 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
 }
 
 // After est_digits: each target's digit is the one holding its rank (0-based among the samples
-// that agree with its prefix); the rank becomes the rank inside that digit. One thread.
+// that agree with its prefix); the rank becomes the rank inside that digit, and sizes[t] the
+// number of samples agreeing with the longer prefix. One thread.
 extern "C" __global__ void est_select(int shift, int bits, u64* __restrict__ prefix, u64* __restrict__ rank,
-                                      const u64* __restrict__ hist) {
+                                      const u64* __restrict__ hist, u64* __restrict__ sizes) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     u64 pre[RANKS];
     for (int t = 0; t < RANKS; ++t) pre[t] = prefix[t];
@@ -404,10 +516,71 @@ extern "C" __global__ void est_select(int shift, int bits, u64* __restrict__ pre
         for (unsigned d = 0; d < digits; ++d) {
             if (r < h[d]) {
                 prefix[t] = pre[t] | ((u64)d << shift);
+                sizes[t] = h[d];
                 break;
             }
             r -= h[d];
         }
         rank[t] = r;
+    }
+}
+
+#define GATHER 256
+
+// The samples inside the range whose key agrees with one of the prefixes in its bits from `shift`
+// up, copied (in no particular order) to out[0..cap) for the remaining radix-select passes, which
+// then read only them. Each warp stages what it takes in shared memory and claims room in `out`
+// (counter: the samples written, 0 from the host) once per GATHER samples, not once per sample.
+extern "C" __global__ void __launch_bounds__(256) est_gather(const sample_t* __restrict__ in, u64 n,
+                                                             int has_range, double lo, double hi, int shift,
+                                                             const u64* __restrict__ prefix,
+                                                             sample_t* __restrict__ out, u64 cap,
+                                                             u64* __restrict__ counter) {
+    __shared__ sample_t stage[256 / 32][GATHER];
+    __shared__ u64 pre[RANKS];
+    __shared__ int owner[RANKS];
+    if (threadIdx.x < RANKS) pre[threadIdx.x] = prefix[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x < RANKS) owner[threadIdx.x] = shares_with(pre, threadIdx.x);
+    __syncthreads();
+    const u64 high = shift >= 64 ? 0 : (~0ull << shift);
+    const unsigned lane = threadIdx.x & 31;
+    sample_t* mine = stage[threadIdx.x >> 5];
+    unsigned held = 0;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal.
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
+        const u64 i = i0 + threadIdx.x;
+        bool take = false;
+        sample_t v = 0;
+        if (i < n) {
+            v = in[i];
+            if (!is_nan(v) && kept(v, has_range, lo, hi)) {
+                const u64 key = key_of(v);
+                for (int t = 0; t < RANKS; ++t)
+                    if (owner[t] == t && ((key ^ pre[t]) & high) == 0) take = true;
+            }
+        }
+        const unsigned votes = __ballot_sync(FULL, take);
+        if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
+        held += __popc(votes);
+        if (held > GATHER - 32) {
+            __syncwarp();
+            u64 base = 0;
+            if (lane == 0) base = atomicAdd(counter, (u64)held);
+            base = __shfl_sync(FULL, base, 0);
+            for (unsigned j = lane; j < held; j += 32)
+                if (base + j < cap) out[base + j] = mine[j];
+            held = 0;
+            __syncwarp();
+        }
+    }
+    __syncwarp();
+    if (held) {
+        u64 base = 0;
+        if (lane == 0) base = atomicAdd(counter, (u64)held);
+        base = __shfl_sync(FULL, base, 0);
+        for (unsigned j = lane; j < held; j += 32)
+            if (base + j < cap) out[base + j] = mine[j];
     }
 }

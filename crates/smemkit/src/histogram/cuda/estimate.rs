@@ -5,12 +5,17 @@
 //! the same bins bit for bit.
 //!
 //! The number of bins decides the shape of the result, so the host must learn it: these functions
-//! synchronise the stream (several times: after the extremes, after each sum, after the radix
-//! select) and return when the bins are known. Only a few numbers cross to the host, never the
-//! samples. Their cost: one pass for the extremes (and a count inside the range); `scott` two
-//! more passes (mean, squared deviations), `doane` three (and the cubes), `fd` and `auto` one
-//! radix-select pass per 11 bits of the sample type (three for float32); with a range, `scott` and
-//! `doane` first pack the samples inside it (two passes), since numpy sums the trimmed array.
+//! synchronise the stream (after the first pass, which brings the count and the extremes; after
+//! each further sum; for the quartiles after the first digits are chosen and once at the end)
+//! and return when the bins are known. Only a few numbers cross to the host, never the samples.
+//! Their cost in passes over the samples (without a range): `sqrt`, `sturges` and `rice` one
+//! (the extremes); `scott` two (the extremes with the sum of the samples, then the squared
+//! deviations); `doane` three (and the cubes, which need the standard deviation); `fd` and
+//! `auto` a radix select whose first pass also finds the extremes, then either one pass that
+//! copies out the samples agreeing with the quartiles' first digits (when few do: the later
+//! digit passes read only them) or one pass per further 11 bits of the sample type. With a
+//! range, `scott` and `doane` find the extremes alone and pack the samples inside the range (two
+//! more passes), since numpy sums the trimmed array, whose summation tree differs.
 //!
 //! `'stone'` is not computed on the GPU: it histograms the data at up to `max(100, sqrt(n))` bin
 //! counts, each a full pass, and is refused with a clear error naming the alternatives.
@@ -25,6 +30,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
 use super::estimate_passes::{Kind, Passes};
+use super::estimate_select::Selection;
 use crate::error::{Error, Result};
 use crate::gpu::device::Gpu;
 use crate::histogram::bins::estimators::{
@@ -187,8 +193,25 @@ where
         None => None,
     };
     let trim = checked.as_ref().map(|o| (o.lo, o.hi));
-    // SAFETY: forwarded from the caller.
-    let [count, lo_key, hi_key, nans] = unsafe { passes.extremes(input, n, trim)? };
+    // The first pass finds the count and the extremes, and with them what the rule needs first.
+    let (mut total, mut selection) = (None, None);
+    let [count, lo_key, hi_key, nans] = match first_pass(rule, trim.is_some()) {
+        // SAFETY: forwarded from the caller.
+        First::Extremes => unsafe { passes.extremes(input, n, trim)? },
+        First::Sum => {
+            // SAFETY: forwarded from the caller.
+            let (ext, sum) = unsafe { passes.extremes_and_sum(input, n)? };
+            total = Some(sum);
+            ext
+        }
+        First::Digits => {
+            // SAFETY: forwarded from the caller (the selection reads the samples until the
+            // quartiles are known, within this call).
+            let (ext, sel) = unsafe { passes.extremes_and_digits(input, n, trim)? };
+            selection = Some(sel);
+            ext
+        }
+    };
     if range.is_none() && nans > 0 {
         return Err(Error::NonFiniteData {
             lo: f64::NAN,
@@ -219,6 +242,8 @@ where
             min,
             max,
             packed: None,
+            total,
+            selection,
             moments: None,
         };
         let width = width_of(&mut x, rule, range)?;
@@ -237,6 +262,27 @@ where
     })
 }
 
+/// What the first pass over the samples computes besides their count and extremes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum First {
+    /// Nothing: the rule needs no more (or sums a trimmed array, packed later).
+    Extremes,
+    /// numpy's sum of the samples, for the mean of `scott` and `doane` (no range: every sample
+    /// is summed, in the tree of the whole array).
+    Sum,
+    /// The first radix-select digits, for the quartiles of `fd` and `auto`.
+    Digits,
+}
+
+/// The first pass for `rule`, with or without a range.
+fn first_pass(rule: BinRule, trimmed: bool) -> First {
+    match rule {
+        BinRule::Fd | BinRule::Auto => First::Digits,
+        BinRule::Scott | BinRule::Doane if !trimmed => First::Sum,
+        _ => First::Extremes,
+    }
+}
+
 /// The trimmed samples' statistics, computed on the device as they are asked for.
 struct DeviceStats<'p, T> {
     passes: &'p Passes,
@@ -249,6 +295,10 @@ struct DeviceStats<'p, T> {
     max: T,
     /// The trimmed samples packed in order (for the sums), once packed.
     packed: Option<CudaSlice<u8>>,
+    /// numpy's sum of the samples, when the first pass computed it.
+    total: Option<f64>,
+    /// The radix select of the quartiles, its first pass done with the extremes.
+    selection: Option<Selection>,
     /// (mean, standard deviation) in numpy's types, held in f64 (float32 exactly).
     moments: Option<(f64, f64)>,
 }
@@ -287,11 +337,17 @@ impl<T: Sample> DeviceStats<'_, T> {
         }
         let n = self.count as f64;
         let m = if self.is_f32() {
-            let mean = (self.sum((0, 0.0, 0.0))? / n) as f32;
+            let total = match self.total {
+                Some(t) => t,
+                None => self.sum((0, 0.0, 0.0))?,
+            };
+            let mean = (total / n) as f32;
             let squares = self.sum((1, mean as f64, 0.0))?;
             (mean as f64, ((squares / n) as f32).sqrt() as f64)
         } else {
-            let total = if stats::class_of(T::TYPE) == Class::Int {
+            let total = if let Some(t) = self.total {
+                t
+            } else if stats::class_of(T::TYPE) == Class::Int {
                 let at = self.summed()?;
                 // SAFETY: as in `sum`.
                 unsafe { self.passes.buffered(at, self.count)? }
@@ -349,8 +405,17 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
         let (a75, b75) = stats::percentile_ranks(n, 0.75);
         let (a25, b25) = stats::percentile_ranks(n, 0.25);
         let ranks = [a75, b75, a25, b25].map(|r| r as u64);
-        // SAFETY: the input's `n` samples are valid for the whole estimate.
-        let keys = unsafe { self.passes.select(self.input, self.n, self.trim, ranks)? };
+        let sel = match self.selection.take() {
+            Some(sel) => sel,
+            // SAFETY: the input's `n` samples are valid for the whole estimate.
+            None => unsafe {
+                self.passes
+                    .extremes_and_digits(self.input, self.n, self.trim)?
+                    .1
+            },
+        };
+        // SAFETY: as above.
+        let keys = unsafe { self.passes.select(sel, ranks)? };
         let kind = self.passes.kind;
         let at = |i: usize| {
             let slot = ranks

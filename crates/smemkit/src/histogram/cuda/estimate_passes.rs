@@ -1,7 +1,8 @@
 //! The device passes of numpy's bin estimators (`kernels/estimate.cu`): each function enqueues
 //! kernels on one stream and reads back the few numbers it computes. The samples never leave the
 //! device; the reads back are the synchronisations the estimators cannot avoid (the number of bins
-//! decides the shape of the result).
+//! decides the shape of the result). The radix select of the percentiles is in
+//! [`super::estimate_select`].
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -59,9 +60,11 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
 }
 
 /// The kernels' entry points.
-pub(crate) const ENTRIES: [&str; 9] = [
+pub(crate) const ENTRIES: [&str; 12] = [
     "est_extremes",
-    "est_sum_nodes",
+    "est_sum_values",
+    "est_sum_squares",
+    "est_sum_cubes",
     "est_combine",
     "est_sequential",
     "est_tile_counts",
@@ -69,13 +72,15 @@ pub(crate) const ENTRIES: [&str; 9] = [
     "est_compact",
     "est_digits",
     "est_select",
+    "est_gather",
 ];
 
 /// Samples per tile of the packing kernels (`TILE` in estimate.cu).
 const TILE: usize = 256 * 16;
 /// Values per radix-select digit histogram (`DIGITS`), and the ranks selected at once (`RANKS`).
-const DIGITS: usize = 1 << 11;
-const RANKS: usize = 4;
+pub(super) const DIGIT_BITS: usize = 11;
+pub(super) const DIGITS: usize = 1 << DIGIT_BITS;
+pub(super) const RANKS: usize = 4;
 
 /// The depth of numpy's tree at which one thread sums each node: nodes of 128 to 256 values
 /// (give or take 17: each split moves a half by at most 8.5 values from m / 2), so every node above
@@ -99,7 +104,7 @@ pub(crate) struct Passes {
 }
 
 /// A kernel argument, as `cuLaunchKernelEx` takes it.
-fn arg<T>(v: &mut T) -> *mut c_void {
+pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
     v as *mut T as *mut c_void
 }
 
@@ -127,7 +132,7 @@ impl Passes {
 
     /// # Safety
     /// `args` must match the kernel's parameters, pointing at memory alive until the stream runs.
-    unsafe fn launch(
+    pub(super) unsafe fn launch(
         &self,
         name: &str,
         grid: u32,
@@ -144,21 +149,21 @@ impl Passes {
         unsafe { launch::launch(self.func(name), &self.stream, &shape, args) }
     }
 
-    fn grid_for(&self, n: usize, block: usize) -> u32 {
+    pub(super) fn grid_for(&self, n: usize, block: usize) -> u32 {
         (n.div_ceil(block) as u64).min(self.grid as u64) as u32
     }
 
-    fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+    pub(super) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
         self.stream
             .alloc_zeros::<u8>(bytes.max(8))
             .map_err(cuda_err("allocating the estimator's scratch"))
     }
 
-    fn ptr(&self, s: &CudaSlice<u8>) -> u64 {
+    pub(super) fn ptr(&self, s: &CudaSlice<u8>) -> u64 {
         s.device_ptr(&self.stream).0
     }
 
-    fn read_u64(&self, s: &CudaSlice<u8>, count: usize) -> Result<Vec<u64>> {
+    pub(super) fn read_u64(&self, s: &CudaSlice<u8>, count: usize) -> Result<Vec<u64>> {
         let bytes = self.stream.clone_dtoh(s).map_err(cuda_err(
             "reading the estimator's statistics back (a kernel may have failed)",
         ))?;
@@ -166,6 +171,18 @@ impl Passes {
             .chunks_exact(8)
             .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
             .collect())
+    }
+
+    /// A fresh `[kept count, smallest key, largest key, NaN count, sum]` on the device, as the
+    /// kernels that find extremes expect it (the sum's word for the fused sum).
+    pub(super) fn extremes_out(&self) -> Result<CudaSlice<u8>> {
+        let init: Vec<u8> = [0u64, u64::MAX, 0, 0, 0]
+            .iter()
+            .flat_map(|w| w.to_ne_bytes())
+            .collect();
+        self.stream
+            .clone_htod(&init)
+            .map_err(cuda_err("allocating the estimator's scratch"))
     }
 
     /// `[kept count, smallest key, largest key, NaN count]` of the `n` samples at `input`
@@ -179,14 +196,7 @@ impl Passes {
         n: usize,
         range: Option<(f64, f64)>,
     ) -> Result<[u64; 4]> {
-        let init: Vec<u8> = [0u64, u64::MAX, 0, 0]
-            .iter()
-            .flat_map(|w| w.to_ne_bytes())
-            .collect();
-        let out = self
-            .stream
-            .clone_htod(&init)
-            .map_err(cuda_err("allocating the estimator's scratch"))?;
+        let out = self.extremes_out()?;
         let (mut input, mut n64) = (input, n as u64);
         let mut has_range = range.is_some() as i32;
         let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
@@ -205,6 +215,37 @@ impl Passes {
         }
         let w = self.read_u64(&out, 4)?;
         Ok([w[0], w[1], w[2], w[3]])
+    }
+
+    /// [`Passes::extremes`] of all `n` samples (no range) and, from the same pass, numpy's sum
+    /// of them (`np.sum` as `np.mean` takes it: pairwise; integers in float64 blocks, see
+    /// [`Passes::buffered`]). One read back.
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`].
+    pub unsafe fn extremes_and_sum(&self, input: u64, n: usize) -> Result<([u64; 4], f64)> {
+        let out = self.extremes_out()?;
+        let ext = self.ptr(&out);
+        let sum_at = ext + 32;
+        if n > 0 {
+            // SAFETY: forwarded; `out` holds the four words and the sum's.
+            unsafe {
+                if matches!(self.kind, Kind::Signed | Kind::Unsigned) {
+                    self.buffered_into(input, n, ext, sum_at)?;
+                } else {
+                    self.sum_into(input, n, 1, (0, 0.0, 0.0), sum_at, ext)?;
+                }
+            }
+        }
+        let w = self.read_u64(&out, 5)?;
+        // The sum's word holds the accumulator's bytes from its start (float32: the first four).
+        let bytes = w[4].to_ne_bytes();
+        let sum = if self.kind == Kind::F32 {
+            f32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes")) as f64
+        } else {
+            f64::from_ne_bytes(bytes)
+        };
+        Ok(([w[0], w[1], w[2], w[3]], sum))
     }
 
     /// The samples of `[lo, hi]` packed in order into a new buffer (`kept` of them).
@@ -281,10 +322,13 @@ impl Passes {
     }
 
     /// Enqueues numpy's pairwise sum of `term` of the `m` values at `input` into the accumulator
-    /// at `out` (`problems` arrays of `m` values one after the other: one sum each).
+    /// at `out` (`problems` arrays of `m` values one after the other: one sum each); with `ext`
+    /// non-zero, the samples' extremes are added to the words there (see
+    /// [`Passes::extremes_out`]; only without a range: every sample counts).
     ///
     /// # Safety
-    /// `input` holds `problems * m` samples, `out` room for `problems` accumulators.
+    /// `input` holds `problems * m` samples, `out` room for `problems` accumulators, `ext` zero
+    /// or four words.
     unsafe fn sum_into(
         &self,
         input: u64,
@@ -292,6 +336,7 @@ impl Passes {
         problems: usize,
         term: (i32, f64, f64),
         out: u64,
+        ext: u64,
     ) -> Result<()> {
         let mut depth = node_depth(m);
         let a = self.acc_size();
@@ -302,7 +347,12 @@ impl Passes {
             Some(self.alloc((problems << depth) * a)?)
         };
         let (mut input, mut m64, mut problems64) = (input, m as u64, problems as u64);
-        let (mut depth_arg, mut term_kind) = (depth as i32, term.0);
+        let mut depth_arg = depth as i32;
+        let kernel = match term.0 {
+            0 => "est_sum_values",
+            1 => "est_sum_squares",
+            _ => "est_sum_cubes",
+        };
         let (mut p1_32, mut p2_32) = (term.1 as f32, term.2 as f32);
         let (mut p1_64, mut p2_64) = (term.1, term.2);
         let mut nodes_ptr = nodes.as_ref().map_or(out, |s| self.ptr(s));
@@ -311,22 +361,25 @@ impl Passes {
         } else {
             (arg(&mut p1_64), arg(&mut p2_64))
         };
-        let threads = problems << depth;
-        // SAFETY: est_sum_nodes(in, m, problems, depth, term, p1, p2, out) with `threads` outputs.
+        let mut ext = ext;
+        // One warp per node, the grid striding over them.
+        let threads = (problems << depth) * 32;
+        // SAFETY: est_sum_<term>(in, m, problems, depth, p1, p2, out, ext) with
+        // `problems << depth` outputs.
         unsafe {
             self.launch(
-                "est_sum_nodes",
-                threads.div_ceil(256) as u32,
+                kernel,
+                self.grid_for(threads, 256),
                 256,
                 &mut [
                     arg(&mut input),
                     arg(&mut m64),
                     arg(&mut problems64),
                     arg(&mut depth_arg),
-                    arg(&mut term_kind),
                     p1,
                     p2,
                     arg(&mut nodes_ptr),
+                    arg(&mut ext),
                 ],
             )?
         };
@@ -377,7 +430,7 @@ impl Passes {
     pub unsafe fn pairwise(&self, input: u64, m: usize, term: (i32, f64, f64)) -> Result<f64> {
         let out = self.alloc(8)?;
         // SAFETY: forwarded; `out` holds one accumulator.
-        unsafe { self.sum_into(input, m, 1, term, self.ptr(&out))? };
+        unsafe { self.sum_into(input, m, 1, term, self.ptr(&out), 0)? };
         self.read_acc(&out)
     }
 
@@ -387,6 +440,18 @@ impl Passes {
     /// # Safety
     /// As [`Passes::pairwise`].
     pub unsafe fn buffered(&self, input: u64, m: usize) -> Result<f64> {
+        let out = self.alloc(8)?;
+        // SAFETY: forwarded; `out` holds one float64.
+        unsafe { self.buffered_into(input, m, 0, self.ptr(&out))? };
+        self.read_acc(&out)
+    }
+
+    /// Enqueues [`Passes::buffered`] into the float64 at `to` (and the extremes into `ext`, as
+    /// [`Passes::sum_into`]).
+    ///
+    /// # Safety
+    /// As [`Passes::sum_into`], with one float64 at `to`.
+    unsafe fn buffered_into(&self, input: u64, m: usize, ext: u64, to: u64) -> Result<()> {
         let (full, rest) = (m / CAST_BUFFER, m % CAST_BUFFER);
         let count = full + (rest > 0) as usize;
         let sums = self.alloc(count * 8)?;
@@ -394,15 +459,14 @@ impl Passes {
         // SAFETY: `full` blocks of CAST_BUFFER samples, then the rest, into `count` float64.
         unsafe {
             if full > 0 {
-                self.sum_into(input, CAST_BUFFER, full, (0, 0.0, 0.0), base)?;
+                self.sum_into(input, CAST_BUFFER, full, (0, 0.0, 0.0), base, ext)?;
             }
             if rest > 0 {
                 let at = input + (full * CAST_BUFFER * self.size) as u64;
-                self.sum_into(at, rest, 1, (0, 0.0, 0.0), base + (full * 8) as u64)?;
+                self.sum_into(at, rest, 1, (0, 0.0, 0.0), base + (full * 8) as u64, ext)?;
             }
         }
-        let out = self.alloc(8)?;
-        let (mut from, mut count64, mut to) = (base, count as u64, self.ptr(&out));
+        let (mut from, mut count64, mut to) = (base, count as u64, to);
         // SAFETY: est_sequential(in, count, out).
         unsafe {
             self.launch(
@@ -410,80 +474,7 @@ impl Passes {
                 1,
                 32,
                 &mut [arg(&mut from), arg(&mut count64), arg(&mut to)],
-            )?
-        };
-        self.read_acc(&out)
-    }
-
-    /// The keys of the samples of the given 0-based ranks in sorted order, among the `n` at
-    /// `input` (those inside `range` when given), by radix select.
-    ///
-    /// # Safety
-    /// As [`Passes::extremes`].
-    pub unsafe fn select(
-        &self,
-        input: u64,
-        n: usize,
-        range: Option<(f64, f64)>,
-        ranks: [u64; RANKS],
-    ) -> Result<[u64; RANKS]> {
-        let width = 8 * self.size;
-        let passes = width.div_ceil(11);
-        let hist = self.alloc(passes * RANKS * DIGITS * 8)?;
-        let prefix = self.alloc(RANKS * 8)?;
-        let rank_bytes: Vec<u8> = ranks.iter().flat_map(|r| r.to_ne_bytes()).collect();
-        let rank = self
-            .stream
-            .clone_htod(&rank_bytes)
-            .map_err(cuda_err("allocating the estimator's scratch"))?;
-        let (mut input, mut n64) = (input, n as u64);
-        let mut has_range = range.is_some() as i32;
-        let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
-        let (mut prefix_ptr, mut rank_ptr) = (self.ptr(&prefix), rank.device_ptr(&self.stream).0);
-        let mut shift = width;
-        let mut pass = 0;
-        while shift > 0 {
-            let bits = shift.min(11);
-            shift -= bits;
-            let (mut shift_arg, mut bits_arg) = (shift as i32, bits as i32);
-            let mut hist_ptr = self.ptr(&hist) + (pass * RANKS * DIGITS * 8) as u64;
-            // SAFETY: est_digits(in, n, has_range, lo, hi, shift, bits, prefix, hist).
-            unsafe {
-                self.launch(
-                    "est_digits",
-                    self.grid_for(n, 256),
-                    256,
-                    &mut [
-                        arg(&mut input),
-                        arg(&mut n64),
-                        arg(&mut has_range),
-                        arg(&mut lo),
-                        arg(&mut hi),
-                        arg(&mut shift_arg),
-                        arg(&mut bits_arg),
-                        arg(&mut prefix_ptr),
-                        arg(&mut hist_ptr),
-                    ],
-                )?
-            };
-            // SAFETY: est_select(shift, bits, prefix, rank, hist).
-            unsafe {
-                self.launch(
-                    "est_select",
-                    1,
-                    32,
-                    &mut [
-                        arg(&mut shift_arg),
-                        arg(&mut bits_arg),
-                        arg(&mut prefix_ptr),
-                        arg(&mut rank_ptr),
-                        arg(&mut hist_ptr),
-                    ],
-                )?
-            };
-            pass += 1;
+            )
         }
-        let keys = self.read_u64(&prefix, RANKS)?;
-        Ok([keys[0], keys[1], keys[2], keys[3]])
     }
 }

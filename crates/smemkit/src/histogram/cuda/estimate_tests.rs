@@ -4,8 +4,9 @@
 
 use super::*;
 use crate::histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges};
-use crate::histogram::bins::stats::pairwise_f64;
+use crate::histogram::bins::stats::{pairwise_f32, pairwise_f64};
 use crate::histogram::cuda::estimate_passes::{defines, node_depth, ENTRIES};
+use crate::histogram::cuda::estimate_select::{agreeing, digit_of, gather_pays};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -67,6 +68,150 @@ fn the_device_tree_is_numpys_pairwise_sum() {
             level = level.chunks(2).map(|p| p[0] + p[1]).collect();
         }
         assert_eq!(level[0].to_bits(), pairwise_f64(&v).to_bits(), "m {m}");
+    }
+}
+
+/// The host's replay of `warp_leaf` in estimate.cu: what each of the 32 lanes loads and adds,
+/// in the kernel's order; every lane's result.
+fn warp_leaf<F>(a: &[F]) -> [F; 32]
+where
+    F: Copy + std::ops::Add<Output = F> + From<f32>,
+{
+    let m = a.len();
+    if m < 8 {
+        let mut res = F::from(-0.0);
+        for &x in a {
+            res = res + x;
+        }
+        return [F::from(0.0) + res; 32];
+    }
+    let rows = m >> 3;
+    // v[lane][k]: lane 8g + j loads value j of row 4k + g (a warp's load is 32 consecutive
+    // values).
+    let v: Vec<[F; 4]> = (0..32)
+        .map(|lane| {
+            let (j, g) = (lane & 7, lane >> 3);
+            std::array::from_fn(|k| {
+                let row = 4 * k + g;
+                if row < rows {
+                    a[8 * row + j]
+                } else {
+                    F::from(0.0)
+                }
+            })
+        })
+        .collect();
+    let mut r: [F; 32] = std::array::from_fn(|lane| v[lane & 7][0]);
+    // Row 4k + h comes from lane 8h + j's k-th load (the kernel's loops over k, then h).
+    for row in 1..16 {
+        let (k, h) = (row / 4, row % 4);
+        let x: [F; 32] = std::array::from_fn(|lane| v[8 * h + (lane & 7)][k]);
+        if row < rows {
+            r.iter_mut().zip(x).for_each(|(a, b)| *a = *a + b);
+        }
+    }
+    for mask in [1, 2, 4] {
+        let before = r;
+        for (lane, a) in r.iter_mut().enumerate() {
+            *a = before[lane] + before[lane ^ mask];
+        }
+    }
+    for &x in &a[8 * rows..] {
+        for lane in r.iter_mut() {
+            *lane = *lane + x;
+        }
+    }
+    r
+}
+
+#[test]
+fn the_warps_leaf_is_numpys_leaf_in_every_lane() {
+    // Every block size a leaf can have, values over many magnitudes and signs (any other order
+    // of the additions rounds differently), and -0.0 alone (numpy's `-0.0 + ...` start).
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(231);
+    for m in 0..=128 {
+        for _ in 0..20 {
+            let v: Vec<f64> = (0..m)
+                .map(|_| r.gen_range(-1.0..1.0) * 10f64.powi(r.gen_range(-12..12)))
+                .collect();
+            let want = pairwise_f64(&v).to_bits();
+            assert!(
+                warp_leaf(&v).iter().all(|x| x.to_bits() == want),
+                "f64 m {m}"
+            );
+            let w: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+            let want = pairwise_f32(&w).to_bits();
+            assert!(
+                warp_leaf(&w).iter().all(|x| x.to_bits() == want),
+                "f32 m {m}"
+            );
+        }
+        let zeros = vec![-0.0f32; m];
+        let want = pairwise_f32(&zeros).to_bits();
+        assert!(
+            warp_leaf(&zeros).iter().all(|x| x.to_bits() == want),
+            "-0 m {m}"
+        );
+    }
+}
+
+#[test]
+fn radix_select_passes_cover_the_keys_from_the_top() {
+    for width in [8usize, 16, 32, 64] {
+        let passes = width.div_ceil(11);
+        let mut covered = 0u128;
+        let mut top = width;
+        for pass in 0..passes {
+            let (shift, bits) = digit_of(width, pass);
+            assert!(bits > 0 && bits <= 11, "width {width} pass {pass}");
+            assert_eq!(
+                shift + bits,
+                top,
+                "width {width} pass {pass}: from the top down"
+            );
+            covered |= ((1u128 << bits) - 1) << shift;
+            top = shift;
+        }
+        assert_eq!(top, 0, "width {width}");
+        assert_eq!(covered, (1u128 << width) - 1, "width {width}");
+    }
+}
+
+#[test]
+fn gathering_pays_only_when_the_agreeing_samples_are_few() {
+    // Ranks sharing a prefix share its samples: counted once.
+    assert_eq!(agreeing(&[7, 7, 3, 3], &[10, 10, 4, 4]), 14);
+    assert_eq!(agreeing(&[1, 2, 3, 4], &[1, 2, 3, 4]), 10);
+    // float32: two passes left, worth it below a third of the samples; one pass left: never.
+    let n = 3_000_000;
+    assert!(gather_pays(n / 3 - 1, n, 2));
+    assert!(!gather_pays(n / 3, n, 2));
+    assert!(!gather_pays(0, n, 1));
+    // float64: five passes left, worth it below two thirds.
+    assert!(gather_pays(2 * n / 3 - 1, n, 5));
+    assert!(!gather_pays(2 * n / 3 + 1, n, 5));
+    assert!(!gather_pays(n, n, 5));
+}
+
+#[test]
+fn only_estimators_that_sum_the_whole_array_fuse_the_sum_into_the_first_pass() {
+    // numpy sums the trimmed array when a range is given: its tree is not the whole array's, so
+    // the sum waits for the packed samples; the quartiles' first digits fuse either way.
+    for rule in GPU_RULES {
+        let (free, trimmed) = (first_pass(rule, false), first_pass(rule, true));
+        match rule {
+            BinRule::Scott | BinRule::Doane => {
+                assert_eq!((free, trimmed), (First::Sum, First::Extremes), "{rule:?}")
+            }
+            BinRule::Fd | BinRule::Auto => {
+                assert_eq!((free, trimmed), (First::Digits, First::Digits), "{rule:?}")
+            }
+            _ => assert_eq!(
+                (free, trimmed),
+                (First::Extremes, First::Extremes),
+                "{rule:?}"
+            ),
+        }
     }
 }
 
@@ -349,4 +494,231 @@ fn gpu_refuses_stone_and_bad_ranges_clearly() {
     )
     .unwrap_err();
     assert!(matches!(e, Error::InvertedRange { .. }), "{e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_estimates_at_the_summation_trees_thresholds_are_the_cpu_engines() {
+    // Leaves of every shape (tails of 1 to 7 values, fewer than 8 values), the first splits,
+    // nodes at depth 0 and 1, integer cast blocks of 8192 with and without a rest.
+    let gpu = crate::gpu::gpu().unwrap();
+    let sizes = [
+        7, 8, 15, 127, 128, 129, 136, 255, 256, 257, 273, 8191, 8192, 8193, 16_391, 65_537,
+    ];
+    compare_type::<f32>(&gpu, &sizes, 16);
+    compare_type::<f64>(&gpu, &sizes, 17);
+    compare_type::<i32>(&gpu, &sizes, 18);
+    compare_type::<u8>(&gpu, &sizes, 19);
+}
+
+/// The fused first passes against the plain extremes pass and the unfused sums, on `host`.
+fn first_passes_agree<T: Draw>(gpu: &Arc<Gpu>, host: &[T], what: &str)
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let stream = &gpu.stream;
+    let dev = stream.clone_htod(host).unwrap();
+    let passes = Passes::new(gpu, stream.clone(), T::TYPE).unwrap();
+    let (ptr, _guard) = dev.device_ptr(stream);
+    let n = host.len();
+    let (lo, hi) = T::SPAN;
+    let inner = Some((lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.6));
+    // The host's count, extremes and NaN count, as keys.
+    let kind = passes.kind;
+    let finite: Vec<u64> = host
+        .iter()
+        .filter(|x| !x.is_nan())
+        .map(|&x| key_of(kind, x))
+        .collect();
+    let want = [
+        finite.len() as u64,
+        finite.iter().copied().min().unwrap_or(u64::MAX),
+        finite.iter().copied().max().unwrap_or(0),
+        (n - finite.len()) as u64,
+    ];
+    // SAFETY: `dev` holds the `n` samples until the end of this function, after every read back.
+    unsafe {
+        let plain = passes.extremes(ptr, n, None).unwrap();
+        assert_eq!(plain, want, "{what}: extremes");
+        let (summed, sum) = passes.extremes_and_sum(ptr, n).unwrap();
+        assert_eq!(summed, want, "{what}: extremes with the sum");
+        let (digits, _) = passes.extremes_and_digits(ptr, n, None).unwrap();
+        assert_eq!(digits, want, "{what}: extremes with the digits");
+        let trimmed = passes.extremes(ptr, n, inner).unwrap();
+        let (trimmed_digits, _) = passes.extremes_and_digits(ptr, n, inner).unwrap();
+        assert_eq!(
+            trimmed_digits, trimmed,
+            "{what}: trimmed extremes with the digits"
+        );
+        let alone = match kind {
+            Kind::Signed | Kind::Unsigned => passes.buffered(ptr, n).unwrap(),
+            _ => passes.pairwise(ptr, n, (0, 0.0, 0.0)).unwrap(),
+        };
+        assert_eq!(sum.to_bits(), alone.to_bits(), "{what}: the fused sum");
+    }
+    if finite.len() == n {
+        let host_sum = match T::TYPE {
+            SampleType::F32 => {
+                let v: Vec<f32> = host.iter().map(|x| x.to_f32()).collect();
+                Some(pairwise_f32(&v) as f64)
+            }
+            SampleType::F64 => Some(pairwise_f64(
+                &host.iter().map(|x| x.to_f64()).collect::<Vec<_>>(),
+            )),
+            _ => None,
+        };
+        if let Some(h) = host_sum {
+            // SAFETY: as above.
+            let (_, sum) = unsafe { passes.extremes_and_sum(ptr, n).unwrap() };
+            assert_eq!(sum.to_bits(), h.to_bits(), "{what}: numpy's sum");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_first_passes_find_the_extremes_the_plain_pass_finds() {
+    let gpu = crate::gpu::gpu().unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(20);
+    for n in [1, 7, 129, 8193, 1_000_003] {
+        let mut v = samples::<f32>("normal", n, &mut r);
+        first_passes_agree(&gpu, &v, &format!("f32 n {n}"));
+        v[n / 2] = f32::NAN;
+        first_passes_agree(&gpu, &v, &format!("f32 NaN n {n}"));
+        let w = samples::<f64>("uniform", n, &mut r);
+        first_passes_agree(&gpu, &w, &format!("f64 n {n}"));
+        let i = samples::<i16>("normal", n, &mut r);
+        first_passes_agree(&gpu, &i, &format!("i16 n {n}"));
+        let u = samples::<u64>("ties", n, &mut r);
+        first_passes_agree(&gpu, &u, &format!("u64 n {n}"));
+    }
+}
+
+/// The device's radix select of the quartiles' neighbours against the host's sorted keys.
+fn select_agrees<T: Draw>(gpu: &Arc<Gpu>, host: &[T], range: Option<(f64, f64)>, what: &str)
+where
+    for<'a> &'a [T]: Into<Samples<'a>>,
+{
+    let stream = &gpu.stream;
+    let dev = stream.clone_htod(host).unwrap();
+    let passes = Passes::new(gpu, stream.clone(), T::TYPE).unwrap();
+    let (ptr, _guard) = dev.device_ptr(stream);
+    let kind = passes.kind;
+    let mut keys: Vec<u64> = host
+        .iter()
+        .filter(|x| {
+            !x.is_nan()
+                && range.is_none_or(|(lo, hi)| match T::TYPE {
+                    SampleType::F32 => x.to_f32() >= lo as f32 && x.to_f32() <= hi as f32,
+                    _ => x.to_f64() >= lo && x.to_f64() <= hi,
+                })
+        })
+        .map(|&x| key_of(kind, x))
+        .collect();
+    keys.sort_unstable();
+    let n = keys.len();
+    let (a75, b75) = stats::percentile_ranks(n, 0.75);
+    let (a25, b25) = stats::percentile_ranks(n, 0.25);
+    let ranks = [a75, b75, a25, b25].map(|r| r as u64);
+    for first in [1, 2] {
+        // SAFETY: `dev` holds the samples until the end of this function, after every read back.
+        let got = unsafe {
+            let (ext, sel) = passes
+                .extremes_and_digits_by(ptr, host.len(), range, first)
+                .unwrap();
+            assert_eq!(ext[0] as usize, n, "{what}: count");
+            passes.select(sel, ranks).unwrap()
+        };
+        assert_eq!(got, ranks.map(|r| keys[r as usize]), "{what} first {first}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_radix_select_with_and_without_gathering_finds_the_quartiles() {
+    // Normal samples: few agree with the quartiles' first digits (gathered); samples within one
+    // first digit (all agree: not gathered); heavy ties; a range.
+    let gpu = crate::gpu::gpu().unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(21);
+    for n in [1000, 1_000_003] {
+        let v = samples::<f32>("normal", n, &mut r);
+        select_agrees(&gpu, &v, None, &format!("f32 normal n {n}"));
+        select_agrees(
+            &gpu,
+            &v,
+            Some((-1.0, 2.5)),
+            &format!("f32 normal range n {n}"),
+        );
+        let narrow: Vec<f32> = (0..n).map(|_| r.gen_range(1.0f32..1.1)).collect();
+        select_agrees(&gpu, &narrow, None, &format!("f32 narrow n {n}"));
+        let ties = samples::<f32>("ties", n, &mut r);
+        select_agrees(&gpu, &ties, None, &format!("f32 ties n {n}"));
+        let w = samples::<f64>("normal", n, &mut r);
+        select_agrees(&gpu, &w, None, &format!("f64 normal n {n}"));
+        let i = samples::<i32>("normal", n, &mut r);
+        select_agrees(&gpu, &i, None, &format!("i32 normal n {n}"));
+        let u = samples::<u64>("uniform", n, &mut r);
+        select_agrees(&gpu, &u, None, &format!("u64 uniform n {n}"));
+    }
+}
+
+/// The fastest of three runs of `f`, in milliseconds (each run ends with a read back).
+fn best_ms(mut f: impl FnMut()) -> f64 {
+    (0..3)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_estimator_passes_timing() {
+    // Each pass of the estimators on 2^26 float32 normal samples (a block of 2^20 repeated),
+    // printed (run with --nocapture) for bench/NOTES.md; the two ways of counting the first
+    // digits must select the same samples.
+    let gpu = crate::gpu::gpu().unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(22);
+    let block = samples::<f32>("normal", 1 << 20, &mut r);
+    let host: Vec<f32> = block.iter().copied().cycle().take(1 << 26).collect();
+    let n = host.len();
+    let stream = &gpu.stream;
+    let dev = stream.clone_htod(&host).unwrap();
+    let passes = Passes::new(&gpu, stream.clone(), SampleType::F32).unwrap();
+    let (ptr, _guard) = dev.device_ptr(stream);
+    let (a75, b75) = stats::percentile_ranks(n, 0.75);
+    let (a25, b25) = stats::percentile_ranks(n, 0.25);
+    let ranks = [a75, b75, a25, b25].map(|r| r as u64);
+    let mut picked = Vec::new();
+    // SAFETY: `dev` holds the samples until the end of this function, after every read back.
+    unsafe {
+        let ms = best_ms(|| {
+            passes.extremes(ptr, n, None).unwrap();
+        });
+        println!("extremes: {ms:.3} ms");
+        let ms = best_ms(|| {
+            passes.extremes_and_sum(ptr, n).unwrap();
+        });
+        println!("extremes and sum: {ms:.3} ms");
+        let ms = best_ms(|| {
+            passes.pairwise(ptr, n, (1, 0.5, 0.0)).unwrap();
+        });
+        println!("squared deviations: {ms:.3} ms");
+        let ms = best_ms(|| {
+            passes.pairwise(ptr, n, (2, 0.5, 1.5)).unwrap();
+        });
+        println!("cubes: {ms:.3} ms");
+        for first in [1, 2] {
+            let ms = best_ms(|| drop(passes.extremes_and_digits_by(ptr, n, None, first).unwrap()));
+            println!("extremes and first digits (first {first}): {ms:.3} ms");
+            let ms = best_ms(|| {
+                let (_, sel) = passes.extremes_and_digits_by(ptr, n, None, first).unwrap();
+                picked.push(passes.select(sel, ranks).unwrap());
+            });
+            println!("whole select (first {first}): {ms:.3} ms");
+        }
+    }
+    assert!(picked.windows(2).all(|w| w[0] == w[1]), "{picked:?}");
 }

@@ -18,6 +18,7 @@ pub mod device_histogram;
 pub mod device_samples;
 pub mod estimate;
 pub(crate) mod estimate_passes;
+pub(crate) mod estimate_select;
 #[doc(hidden)]
 pub mod exact_sums;
 #[cfg(test)]
