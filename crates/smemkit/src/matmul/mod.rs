@@ -9,7 +9,7 @@
 //! ([`MatrixRef::col_major`]).
 //!
 //! ```
-//! use smemkit::{matmul, Backend, MatmulKernel, MatrixMut, MatrixRef};
+//! use smemkit::{matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef}, Backend};
 //! let a = [1.0f32, 2.0, 3.0, 4.0]; // 2 x 2
 //! let b = [1.0f32, 0.0, 0.0, 1.0]; // identity
 //! let mut c = [0.0f32; 4];
@@ -22,6 +22,7 @@
 pub mod cpu;
 #[doc(hidden)]
 pub mod cuda;
+#[doc(hidden)]
 pub mod matrix;
 
 use crate::backend::Backend;

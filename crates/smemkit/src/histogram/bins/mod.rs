@@ -373,7 +373,7 @@ impl Binning {
                     }
                     Samples::F16(s) => half::resolve(half::HalfFormat::F16, *nbins, *range, s),
                     Samples::BF16(s) => half::resolve(half::HalfFormat::BF16, *nbins, *range, s),
-                    _ => crate::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
+                    _ => crate::sample::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
                         .map(Binning::UniformF64),
                 }
             }

@@ -88,7 +88,7 @@ pub fn shards(n: usize, parts: usize) -> Vec<Range<usize>> {
 }
 
 pub(super) fn slice_samples<'a>(s: Samples<'a>, r: Range<usize>) -> Samples<'a> {
-    crate::with_samples!(s, x => Samples::from(&x[r]))
+    crate::sample::with_samples!(s, x => Samples::from(&x[r]))
 }
 
 pub(super) fn slice_weights<'a>(w: Option<Weights<'a>>, r: Range<usize>) -> Option<Weights<'a>> {
