@@ -19,8 +19,10 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
 use smemkit::{
-    BinSpec, DeviceHistogram, DeviceHistogramSpec, OutOfRange, RawBuffers, SampleType,
-    StrategyChoice, WeightKind,
+    bins::{BinSpec, OutOfRange},
+    device::{DeviceHistogram, DeviceHistogramSpec, RawBuffers, WeightKind},
+    histogram::StrategyChoice,
+    sample::SampleType,
 };
 
 use crate::errors::IntoPy;

@@ -7,7 +7,7 @@ use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
 use smemkit::internals::digitize::cuda::DeviceDigitize;
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use crate::errors::IntoPy;
 

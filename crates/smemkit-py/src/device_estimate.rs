@@ -1,11 +1,11 @@
 //! numpy's bin estimators for GPU arrays, read in place by the library's device estimate
-//! ([`smemkit::estimate_bins_raw`]) on the stream the Python layer names. It synchronises that
+//! ([`smemkit::device::estimate_bins_raw`]) on the stream the Python layer names. It synchronises that
 //! stream: the number of bins is the shape of the result.
 
 use numpy::{PyArray1, ToPyArray};
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
-use smemkit::{BinRule, SampleType};
+use smemkit::{bins::BinRule, sample::SampleType};
 
 use crate::errors::IntoPy;
 
@@ -34,7 +34,7 @@ pub fn device_estimate<'py>(
             // holding `n` samples of `dtype`, kept alive by its framework for this call (which
             // waits for the stream), and a live stream of the device.
             unsafe {
-                smemkit::estimate_bins_raw(
+                smemkit::device::estimate_bins_raw(
                     &gpu,
                     input,
                     n,

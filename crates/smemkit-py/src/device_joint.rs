@@ -10,7 +10,7 @@ use smemkit::cudarc::driver::sys;
 use smemkit::internals::histogramdd::cuda::{
     data_range_bins, DeviceAxis, DeviceJoint, JointRun, JointSpec,
 };
-use smemkit::{BinSpec, SampleType, StrategyChoice, WeightKind};
+use smemkit::{bins::BinSpec, device::WeightKind, histogram::StrategyChoice, sample::SampleType};
 
 use crate::errors::IntoPy;
 use crate::joint::{axis_spec, AxisBins};

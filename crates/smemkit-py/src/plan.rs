@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use smemkit::internals::histogram::plan::{plan as make_plan, DeviceLimits, Workload};
-use smemkit::{SampleType, StrategyChoice};
+use smemkit::{histogram::StrategyChoice, sample::SampleType};
 
 use crate::errors::IntoPy;
 

@@ -8,8 +8,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use smemkit::{
-    bincount, digitize, histogram, histogram_bin_edges, Backend, BinRule, BinSpec, Counts,
-    HistogramOptions, IntEdges, Samples,
+    bins::{histogram_bin_edges, BinRule, BinSpec, IntEdges},
+    digitize::digitize,
+    histogram::{bincount, histogram, Counts, HistogramOptions},
+    sample::Samples,
+    Backend,
 };
 
 mod common;

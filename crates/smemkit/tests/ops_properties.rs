@@ -3,7 +3,10 @@
 //! `gpu_ops.rs`.
 
 use proptest::prelude::*;
-use smemkit::{reverse, stencil1d, transpose, Backend, Boundary, ReverseKernel};
+use smemkit::{
+    ops::{reverse, stencil1d, transpose, Boundary, ReverseKernel},
+    Backend,
+};
 
 fn boundary() -> impl Strategy<Value = Boundary> {
     prop_oneof![

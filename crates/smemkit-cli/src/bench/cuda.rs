@@ -7,7 +7,12 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median};
 use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
-use smemkit::{Binning, Counts, Error, OutOfRange, SampleType, StrategyChoice};
+use smemkit::{
+    bins::{Binning, OutOfRange},
+    histogram::{Counts, StrategyChoice},
+    sample::SampleType,
+    Error,
+};
 
 use crate::bench::{rows, workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;
@@ -169,7 +174,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                 let data = dev::generate(&gpu, ty, n, nbins, hot, args.seed)?;
                 let host = data.to_host(&gpu)?;
                 let binning = Binning::resolve(&workload_spec(ty, nbins), host.as_samples())?;
-                let reference = smemkit::with_samples!(host.as_samples(), s =>
+                let reference = smemkit::sample::with_samples!(host.as_samples(), s =>
                     smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                 drop(host);
                 for &choice in &strategies {

@@ -27,8 +27,12 @@ use smemkit::internals::histogramdd::cuda::{
     DeviceAxis, DeviceJoint, JointRun, JointSpec, JointVariant,
 };
 use smemkit::{
-    histogramdd, Backend, BinSpec, Counts, Error, JointOptions, JointSamples, SampleType, Samples,
-    StrategyChoice, WeightKind,
+    bins::BinSpec,
+    device::WeightKind,
+    histogram::{Counts, StrategyChoice},
+    histogramdd::{histogramdd, JointOptions, JointSamples},
+    sample::{SampleType, Samples},
+    Backend, Error,
 };
 
 use crate::bench::MIN_RUNS;

@@ -22,7 +22,9 @@ use smemkit::internals::histogram::cuda::multi::{open, MultiPrepared};
 use smemkit::internals::histogram::cuda::prepared::{EngineOutput, WeightKind};
 use smemkit::internals::histogram::cuda::stream::{StreamInput, StreamOptions};
 use smemkit::{
-    Binning, Counts, DeviceSet, OutOfRange, SampleType, StrategyChoice, Tallies, Weights,
+    bins::{Binning, OutOfRange},
+    histogram::{Counts, DeviceSet, StrategyChoice, Tallies},
+    sample::{SampleType, Weights},
 };
 
 use crate::bench::{rows, workload_spec, MIN_RUNS};
@@ -115,7 +117,7 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                 let refs: Vec<(Vec<u64>, Tallies)> = hosts
                     .iter()
                     .map(|h| {
-                        let r = smemkit::with_samples!(h.as_samples(), s =>
+                        let r = smemkit::sample::with_samples!(h.as_samples(), s =>
                             smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                         match r.counts {
                             Counts::Unweighted(c) => (c, r.tallies),

@@ -20,7 +20,7 @@ use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::median;
 use smemkit::internals::matmul::cuda::cublas::{Cublas, CublasMath};
 use smemkit::internals::matmul::cuda::{self as gm, DenseProduct};
-use smemkit::MatmulKernel;
+use smemkit::matmul::MatmulKernel;
 
 use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;

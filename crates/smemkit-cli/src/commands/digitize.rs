@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use npyz::WriterBuilder;
-use smemkit::{Backend, SampleType};
+use smemkit::{sample::SampleType, Backend};
 
 use crate::commands::hist::config::check_folder;
 use crate::input::{edges, read_file};
@@ -64,7 +64,7 @@ pub fn run(a: &DigitizeArgs, out: &mut dyn Write) -> Result<()> {
         .values
         .to_f64();
     let data = read_file(&a.input, dtype, a.column.as_deref())?;
-    let indices = smemkit::digitize_on(data.values.samples(), &bins, a.right, backend)
+    let indices = smemkit::digitize::digitize_on(data.values.samples(), &bins, a.right, backend)
         .with_context(|| format!("--bins {}", a.bins.display()))?;
     write_atomic(&a.out, |w: &mut dyn Write| {
         let mut npy = npyz::WriteOptions::<i64>::new()

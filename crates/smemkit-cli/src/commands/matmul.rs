@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use smemkit::{Backend, MatmulKernel, MatrixMut, MatrixRef};
+use smemkit::{
+    matmul::{MatmulKernel, MatrixMut, MatrixRef},
+    Backend,
+};
 
 use crate::commands::ops::{check_out, open, read, type_code, write, Array};
 
@@ -82,7 +85,7 @@ pub fn run(a: &MatmulArgs) -> Result<()> {
         .checked_mul(n)
         .context("the product is too large to allocate")?;
     let mut c = crate::oom::try_vec(&format!("the {m} x {n} float32 product"), len, 0.0f32)?;
-    smemkit::matmul(
+    smemkit::matmul::matmul(
         va,
         vb,
         MatrixMut::new(&mut c, m, n),

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use npyz::{Deserialize, NpyFile, Order, WriterBuilder};
-use smemkit::{Backend, Boundary, Element, ReverseKernel, StencilElement};
+use smemkit::{
+    ops::{Boundary, Element, ReverseKernel, StencilElement},
+    Backend,
+};
 
 use crate::output::write_atomic;
 
@@ -244,7 +247,7 @@ pub fn stencil(a: &StencilArgs) -> Result<()> {
         let arr = read::<T>(npy, &a.input)?;
         let shape = arr.shape.clone();
         let data = logical(arr);
-        let out = smemkit::stencil1d(&data, a.radius, weights.as_deref(), boundary, backend)?;
+        let out = smemkit::ops::stencil1d(&data, a.radius, weights.as_deref(), boundary, backend)?;
         write(&a.out, &out, &shape)
     }
     let no_weights = |kind: &str| -> Result<()> {
@@ -331,7 +334,7 @@ pub fn transpose(a: &TransposeArgs) -> Result<()> {
         };
         // A Fortran-order (r, c) array is stored as its transpose in C order: the bytes are the
         // answer already.
-        let out = if arr.fortran { arr.data } else { smemkit::transpose(&arr.data, rows as usize, cols as usize, backend)? };
+        let out = if arr.fortran { arr.data } else { smemkit::ops::transpose(&arr.data, rows as usize, cols as usize, backend)? };
         write(&a.out, &out, &[cols, rows])
     })
 }
@@ -343,7 +346,7 @@ pub fn reverse(a: &ReverseArgs) -> Result<()> {
     let npy = open(&a.input)?;
     by_type!(npy, T => {
         let data = logical(read::<T>(npy, &a.input)?);
-        let out = smemkit::reverse(&data, backend, kernel)?;
+        let out = smemkit::ops::reverse(&data, backend, kernel)?;
         write(&a.out, &out, &[data.len() as u64])
     })
 }

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use smemkit::internals::histogram::plan::{
     plan, skew_probe_threshold, Workload, SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
 };
-use smemkit::{SampleType, StrategyChoice};
+use smemkit::{histogram::StrategyChoice, sample::SampleType};
 
 use crate::cli::PlanArgs;
 use crate::device::device_limits;

@@ -9,7 +9,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
-use smemkit::{BinSpec, Binning, OutOfRange, SampleType, Samples, StrategyChoice};
+use smemkit::{
+    bins::{BinSpec, Binning, OutOfRange},
+    histogram::StrategyChoice,
+    sample::{SampleType, Samples},
+};
 
 #[derive(Debug, Args)]
 pub struct WarmupArgs {

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use smemkit::{
-    Backend, BinRule, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode,
+    bins::{BinRule, BinSpec, OutOfRange},
+    histogram::{DeviceSet, StrategyChoice, StreamMode},
+    sample::SampleType,
+    Backend,
 };
 
 use crate::cli::HistArgs;
@@ -479,7 +482,7 @@ mod tests {
     /// samples.
     #[test]
     fn empty_ranges_widen_as_numpy_or_name_a_range_that_works() {
-        use smemkit::{Binning, Samples};
+        use smemkit::{bins::Binning, sample::Samples};
         let mut refused = 0;
         for v in [
             0.0,

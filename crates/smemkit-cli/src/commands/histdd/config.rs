@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use smemkit::{Backend, BinSpec, SampleType};
+use smemkit::{bins::BinSpec, sample::SampleType, Backend};
 
 use super::JointArgs;
 use crate::commands::hist::config::{check_folder, parse_range};
