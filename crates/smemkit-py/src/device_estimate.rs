@@ -25,8 +25,8 @@ pub fn device_estimate<'py>(
     rule: &str,
     range: Option<(f64, f64)>,
 ) -> PyResult<(usize, Bound<'py, PyArray1<f64>>)> {
-    let sample_type = SampleType::parse(dtype).py_err()?;
-    let rule = BinRule::parse(rule).py_err()?;
+    let sample_type = dtype.parse::<SampleType>().py_err()?;
+    let rule = rule.parse::<BinRule>().py_err()?;
     let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
     let estimate = py
         .detach(|| {

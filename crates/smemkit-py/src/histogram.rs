@@ -26,11 +26,11 @@ fn options(
 ) -> PyResult<HistogramOptions> {
     let strategy = match strategy {
         None => StrategyChoice::Auto,
-        Some(s) => StrategyChoice::parse(s, None).py_err()?,
+        Some(s) => s.parse::<StrategyChoice>().py_err()?,
     };
     Ok(HistogramOptions::new(bins)
-        .policy(OutOfRange::parse(out_of_range).py_err()?)
-        .backend(Backend::parse(backend).py_err()?)
+        .policy(out_of_range.parse::<OutOfRange>().py_err()?)
+        .backend(backend.parse::<Backend>().py_err()?)
         .strategy(strategy))
 }
 
@@ -127,7 +127,7 @@ pub fn estimate_bins(
 ) -> PyResult<usize> {
     let held = Held::of(a, "a")?;
     let samples = held.samples()?;
-    let rule = smemkit::bins::BinRule::parse(rule).py_err()?;
+    let rule = rule.parse::<smemkit::bins::BinRule>().py_err()?;
     py.detach(|| smemkit::bins::estimate_bin_count(samples, rule, range))
         .py_err()
 }

@@ -82,7 +82,7 @@ pub fn histogramdd<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     let opts = JointOptions::new(specs)
         .density(density)
-        .backend(Backend::parse(backend).py_err()?);
+        .backend(backend.parse::<Backend>().py_err()?);
     let h = py
         .detach(|| smemkit::histogramdd::histogramdd(&samples, w, &opts))
         .py_err()?;

@@ -50,7 +50,7 @@ impl SampleType {
         SampleType::F64,
     ];
 
-    /// The numpy-style name (`u8` style names are accepted by [`SampleType::parse`] too).
+    /// The numpy-style name (`u8` style names are accepted by [`str::parse`] too).
     pub fn name(self) -> &'static str {
         match self {
             SampleType::U8 => "uint8",
@@ -84,12 +84,6 @@ impl SampleType {
             self,
             SampleType::F32 | SampleType::F64 | SampleType::F16 | SampleType::BF16
         )
-    }
-
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
     }
 }
 

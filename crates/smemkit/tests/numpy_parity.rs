@@ -110,7 +110,7 @@ fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), Stri
             range,
         },
         (Value::String(rule), _) => BinSpec::Estimated {
-            rule: BinRule::parse(rule).unwrap(),
+            rule: rule.parse::<BinRule>().unwrap(),
             range,
         },
         (_, key) => edge_bins(&doc.array(key)),
@@ -174,7 +174,7 @@ fn check_width(
     want_type: &Value,
 ) -> Result<(), String> {
     let want = scalar(want);
-    let rule = BinRule::parse(rule).unwrap();
+    let rule = rule.parse::<BinRule>().unwrap();
     let ours = smemkit::internals::histogram::bins::estimators::estimator_width(
         data.samples(),
         rule,

@@ -73,7 +73,8 @@ fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
         .map(
             |name| match name.strip_prefix("cluster").map(str::parse::<u32>) {
                 Some(Ok(k)) => Ok(StrategyChoice::Cluster(Some(k))),
-                _ => StrategyChoice::parse(name, None)
+                _ => name
+                    .parse::<StrategyChoice>()
                     .with_context(|| format!("--strategies {name}")),
             },
         )
@@ -162,7 +163,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
-        let ty = SampleType::parse(dtype).context("--dtype")?;
+        let ty = dtype.parse::<SampleType>().context("--dtype")?;
         let bins = if args.sweep {
             sweep_bins()
         } else {

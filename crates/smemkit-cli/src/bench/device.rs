@@ -44,7 +44,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
-        let ty = SampleType::parse(dtype).context("--dtype")?;
+        let ty = dtype.parse::<SampleType>().context("--dtype")?;
         for log2 in LOG2_SIZES {
             let n = 1usize << log2;
             for nbins in BINS {

@@ -91,7 +91,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     let types = args
         .dtype
         .iter()
-        .map(|d| SampleType::parse(d).context("--dtype"))
+        .map(|d| d.parse::<SampleType>().context("--dtype"))
         .collect::<Result<Vec<_>>>()?;
     if let Some(t) = types
         .iter()

@@ -65,7 +65,8 @@ fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
         .map(
             |name| match name.strip_prefix("cluster").map(str::parse::<u32>) {
                 Some(Ok(k)) => Ok(StrategyChoice::Cluster(Some(k))),
-                _ => StrategyChoice::parse(name, None)
+                _ => name
+                    .parse::<StrategyChoice>()
                     .with_context(|| format!("--strategies {name}")),
             },
         )

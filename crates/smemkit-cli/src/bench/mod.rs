@@ -98,7 +98,7 @@ pub fn check_sizes(args: &BenchArgs) -> Result<()> {
     let size = args
         .dtype
         .iter()
-        .filter_map(|t| SampleType::parse(t).ok())
+        .filter_map(|t| t.parse::<SampleType>().ok())
         .map(|t| t.size())
         .max()
         .unwrap_or(4) as u128;
@@ -131,7 +131,7 @@ fn bench_cpu(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let types: Vec<SampleType> = args
         .dtype
         .iter()
-        .map(|t| SampleType::parse(t).context("--dtype"))
+        .map(|t| t.parse::<SampleType>().context("--dtype"))
         .collect::<Result<_>>()?;
     let dists: Vec<Dist> = args
         .dist

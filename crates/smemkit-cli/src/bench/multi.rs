@@ -82,20 +82,20 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
             args.log2_n
         );
     }
-    let set = DeviceSet::parse(devices).context("--devices")?;
+    let set = devices.parse::<DeviceSet>().context("--devices")?;
     let ordinals = set.resolve().context("--devices")?;
     let gpus = open(&ordinals).context("opening the GPUs")?;
     let n = 1usize << args.log2_n;
     let choice = match args.strategies.as_slice() {
         [] => StrategyChoice::Auto,
-        [one] => StrategyChoice::parse(one, None).context("--strategies")?,
+        [one] => one.parse::<StrategyChoice>().context("--strategies")?,
         _ => bail!("--devices times one strategy (give at most one with --strategies)"),
     };
     let opts = StreamOptions::default();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
-        let ty = SampleType::parse(dtype).context("--dtype")?;
+        let ty = dtype.parse::<SampleType>().context("--dtype")?;
         for &nbins in &args.bins {
             for dist in &args.dist {
                 let hot = match dist.as_str() {

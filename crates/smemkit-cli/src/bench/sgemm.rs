@@ -115,7 +115,7 @@ fn impls(names: &[String], tf32: bool) -> Result<Vec<Impl>> {
                         ),
                     }
                 }
-                other => Impl::Ours(MatmulKernel::parse(other).context("--kernel")?),
+                other => Impl::Ours(other.parse::<MatmulKernel>().context("--kernel")?),
             };
             if !all.contains(&i) && !matches!(i, Impl::Candidate(_)) {
                 bail!(

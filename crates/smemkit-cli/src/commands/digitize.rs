@@ -40,7 +40,7 @@ pub struct DigitizeArgs {
 }
 
 pub fn run(a: &DigitizeArgs, out: &mut dyn Write) -> Result<()> {
-    let backend = Backend::parse(&a.backend).context("--backend")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
     if a.out.extension().and_then(|e| e.to_str()) != Some("npy") {
         bail!("--out {}: digitize writes a .npy file", a.out.display());
     }
@@ -57,7 +57,7 @@ pub fn run(a: &DigitizeArgs, out: &mut dyn Write) -> Result<()> {
     let dtype = a
         .dtype
         .as_deref()
-        .map(|t| SampleType::parse(t).context("--dtype"))
+        .map(|t| t.parse::<SampleType>().context("--dtype"))
         .transpose()?;
     let bins = edges::read(&a.bins)
         .with_context(|| format!("cannot use --bins {}", a.bins.display()))?

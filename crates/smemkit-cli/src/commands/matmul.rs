@@ -76,8 +76,8 @@ fn view(arr: &Array<f32>, transpose: bool) -> MatrixRef<'_, f32> {
 
 pub fn run(a: &MatmulArgs) -> Result<()> {
     check_out(&a.out, &[("A", &a.a), ("B", &a.b)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
-    let kernel = MatmulKernel::parse(&a.kernel).context("--kernel")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
+    let kernel = a.kernel.parse::<MatmulKernel>().context("--kernel")?;
     let (am, bm) = (load(&a.a, "A")?, load(&a.b, "B")?);
     let (va, vb) = (view(&am, a.transpose_a), view(&bm, a.transpose_b));
     let (m, n) = (va.op_shape().0, vb.op_shape().1);

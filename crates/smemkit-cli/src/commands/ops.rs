@@ -234,8 +234,8 @@ pub(crate) fn type_code(npy: &NpyReader) -> Result<(char, u64)> {
 
 pub fn stencil(a: &StencilArgs) -> Result<()> {
     check_out(&a.out, &[("the input", &a.input)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
-    let boundary = Boundary::parse(&a.boundary).context("--boundary")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
+    let boundary = a.boundary.parse::<Boundary>().context("--boundary")?;
     let npy = open(&a.input)?;
     fn go<T: StencilElement + Deserialize + npyz::AutoSerialize>(
         a: &StencilArgs,
@@ -325,7 +325,7 @@ macro_rules! by_type {
 
 pub fn transpose(a: &TransposeArgs) -> Result<()> {
     check_out(&a.out, &[("the input", &a.input)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
     let npy = open(&a.input)?;
     by_type!(npy, T => {
         let arr = read::<T>(npy, &a.input)?;
@@ -341,8 +341,8 @@ pub fn transpose(a: &TransposeArgs) -> Result<()> {
 
 pub fn reverse(a: &ReverseArgs) -> Result<()> {
     check_out(&a.out, &[("the input", &a.input)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
-    let kernel = ReverseKernel::parse(&a.kernel).context("--kernel")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
+    let kernel = a.kernel.parse::<ReverseKernel>().context("--kernel")?;
     let npy = open(&a.input)?;
     by_type!(npy, T => {
         let data = logical(read::<T>(npy, &a.input)?);

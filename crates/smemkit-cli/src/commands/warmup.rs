@@ -94,7 +94,10 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
     let types = args
         .dtype
         .iter()
-        .map(|d| SampleType::parse(d).with_context(|| format!("--dtype {d}")))
+        .map(|d| {
+            d.parse::<SampleType>()
+                .with_context(|| format!("--dtype {d}"))
+        })
         .collect::<Result<Vec<_>>>()?;
     let gpu = smemkit::internals::gpu::gpu().context("warmup builds kernels for a GPU")?;
     let weights: &[WeightKind] = if args.weighted {

@@ -188,8 +188,8 @@ mod tests {
         run(v, MatrixRef::new(&ones, 3, 1), MatrixMut::new(&mut c, 2, 1)).unwrap();
         assert_eq!(c, [6.0, 15.0]);
         for k in MatmulKernel::ALL {
-            assert_eq!(MatmulKernel::parse(k.name()).unwrap(), k);
+            assert_eq!(k.name().parse::<MatmulKernel>().unwrap(), k);
         }
-        assert!(MatmulKernel::parse("cublas").is_err());
+        assert!("cublas".parse::<MatmulKernel>().is_err());
     }
 }

@@ -172,7 +172,8 @@ pub fn parse_range(text: &str, nbins: usize) -> Result<(f64, f64)> {
 }
 
 fn parse_dtype(text: Option<&str>, flag: &'static str) -> Result<Option<SampleType>> {
-    text.map(|t| SampleType::parse(t).context(flag)).transpose()
+    text.map(|t| t.parse::<SampleType>().context(flag))
+        .transpose()
 }
 
 /// Refuses, before anything is read, flags that mean nothing for the inputs as their names (or,
@@ -278,7 +279,9 @@ fn parse_bins(text: Option<&str>) -> Result<(Option<usize>, Option<BinRule>)> {
         }
         return Ok((Some(n), None));
     }
-    let rule = BinRule::parse(text.trim())
+    let rule = text
+        .trim()
+        .parse::<BinRule>()
         .with_context(|| format!("--bins `{text}` is neither a number of bins nor an estimator"))?;
     Ok((None, Some(rule)))
 }
@@ -355,9 +358,16 @@ impl HistConfig {
             edges,
             integer: a.integer,
         };
-        let policy = OutOfRange::parse(&a.out_of_range).context("--out-of-range")?;
-        let backend = Backend::parse(&a.backend).context("--backend")?;
-        let strategy = StrategyChoice::parse(&a.strategy, a.cluster_size).context("--strategy")?;
+        let policy = a
+            .out_of_range
+            .parse::<OutOfRange>()
+            .context("--out-of-range")?;
+        let backend = a.backend.parse::<Backend>().context("--backend")?;
+        let strategy = a
+            .strategy
+            .parse::<StrategyChoice>()
+            .and_then(|s| s.with_cluster_size(a.cluster_size))
+            .context("--strategy")?;
         let out = a
             .out
             .as_ref()
@@ -393,7 +403,7 @@ impl HistConfig {
         };
         let devices = match &a.devices {
             None => DeviceSet::Default,
-            Some(d) => DeviceSet::parse(d).context("--devices")?,
+            Some(d) => d.parse::<DeviceSet>().context("--devices")?,
         };
         if a.devices.is_some() && backend == Backend::Cpu {
             bail!("--devices applies to the GPU engine, not --backend cpu");

@@ -58,9 +58,13 @@ impl BinRule {
             BinRule::Sqrt => "sqrt",
         }
     }
+}
+
+impl std::str::FromStr for BinRule {
+    type Err = Error;
 
     /// The rule named `text` (numpy's names).
-    pub fn parse(text: &str) -> Result<BinRule> {
+    fn from_str(text: &str) -> Result<BinRule> {
         BinRule::ALL
             .into_iter()
             .find(|r| r.name() == text)

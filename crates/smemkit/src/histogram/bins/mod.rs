@@ -64,11 +64,6 @@ pub enum OutOfRange {
 }
 
 impl OutOfRange {
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
     /// The policy's name, as the CLI spells it.
     pub fn name(self) -> &'static str {
         match self {

@@ -15,12 +15,6 @@ pub enum DeviceSet {
 }
 
 impl DeviceSet {
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
-
     /// The ordinals, checked against the driver's count.
     pub fn resolve(&self) -> Result<Vec<usize>> {
         match self {
