@@ -9,22 +9,23 @@ use smemkit::{bins::BinRule, sample::SampleType};
 
 use crate::errors::IntoPy;
 
-/// numpy's number of bins and their edges (float64) for the estimator `rule` on the `n` samples
-/// of `dtype` at `input` on device `device`, over `range` (the data's extremes when `None`),
-/// computed on `stream` (a `cudaStream_t`).
+/// A GPU array as the Python layer describes it: `(device, stream, ptr, n, dtype)`, the `n`
+/// samples of `dtype` at device address `ptr` on device `device`, read on `stream` (a
+/// `cudaStream_t`).
+#[derive(FromPyObject)]
+pub struct DeviceArrayArg(usize, usize, u64, usize, String);
+
+/// numpy's number of bins and their edges (float64) for the estimator `rule` on the samples of
+/// `array`, over `range` (the data's extremes when `None`), computed on the array's stream.
 #[pyfunction]
-#[pyo3(signature = (device, stream, input, n, dtype, rule, range))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (array, rule, range))]
 pub fn device_estimate<'py>(
     py: Python<'py>,
-    device: usize,
-    stream: usize,
-    input: u64,
-    n: usize,
-    dtype: &str,
+    array: DeviceArrayArg,
     rule: &str,
     range: Option<(f64, f64)>,
 ) -> PyResult<(usize, Bound<'py, PyArray1<f64>>)> {
+    let DeviceArrayArg(device, stream, input, n, dtype) = array;
     let sample_type = dtype.parse::<SampleType>().py_err()?;
     let rule = rule.parse::<BinRule>().py_err()?;
     let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
