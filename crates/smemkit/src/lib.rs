@@ -14,7 +14,8 @@
 //! - [`ops`]: stencil, transpose and reverse; [`matmul`]: matrix multiply;
 //! - [`sample`]: the sample and weight slices the operations take.
 //!
-//! Every operation takes a [`Backend`] and answers with this crate's [`Result`].
+//! Operations on host memory take a [`Backend`] (the CPU, CUDA, or a choice by size); every call
+//! answers with this crate's [`Result`] and its typed [`Error`].
 //!
 //! ```
 //! use smemkit::bins::BinSpec;
