@@ -267,7 +267,8 @@ pub struct BenchArgs {
 /// `--bins`: a number or an estimator's name, checked while the command line is parsed (so a
 /// typo is a usage error, exit status 2); `hist`'s configuration reads it.
 fn bins_value(text: &str) -> Result<String, String> {
-    if text.trim().parse::<usize>().is_ok() || smemkit::BinRule::parse(text.trim()).is_ok() {
+    if text.trim().parse::<usize>().is_ok() || text.trim().parse::<smemkit::bins::BinRule>().is_ok()
+    {
         Ok(text.to_string())
     } else {
         Err(format!(

@@ -5,7 +5,7 @@
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use smemkit::{Samples, Weights};
+use smemkit::sample::{Samples, Weights};
 
 /// A read-only borrow of a 1-D numpy array of one of the library's sample types.
 pub enum Held<'py> {

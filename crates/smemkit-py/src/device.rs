@@ -19,8 +19,10 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
 use smemkit::{
-    BinSpec, DeviceHistogram, DeviceHistogramSpec, OutOfRange, RawBuffers, SampleType,
-    StrategyChoice, WeightKind,
+    bins::{BinSpec, OutOfRange},
+    device::{DeviceHistogram, DeviceHistogramSpec, RawBuffers, WeightKind},
+    histogram::StrategyChoice,
+    sample::SampleType,
 };
 
 use crate::errors::IntoPy;
@@ -152,12 +154,12 @@ impl Call {
         let RunArg(out_of_range, strategy, deterministic) = run;
         let (out_of_range, strategy, deterministic) =
             (out_of_range.as_str(), strategy.as_deref(), *deterministic);
-        let sample_type = SampleType::parse(dtype).py_err()?;
+        let sample_type = dtype.parse::<SampleType>().py_err()?;
         let weight = weight_kind(weights_dtype)?;
-        let policy = OutOfRange::parse(out_of_range).py_err()?;
+        let policy = out_of_range.parse::<OutOfRange>().py_err()?;
         let choice = match strategy {
             None => StrategyChoice::Auto,
-            Some(s) => StrategyChoice::parse(s, None).py_err()?,
+            Some(s) => s.parse::<StrategyChoice>().py_err()?,
         };
         let (bins, bins_key) = bins;
         Ok(Call {

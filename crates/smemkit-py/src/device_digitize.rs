@@ -7,7 +7,7 @@ use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
 use smemkit::internals::digitize::cuda::DeviceDigitize;
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use crate::errors::IntoPy;
 
@@ -46,7 +46,7 @@ pub fn device_digitize(
     bins: PyReadonlyArray1<'_, f64>,
     right: bool,
 ) -> PyResult<DeviceDigitizeCall> {
-    let sample_type = SampleType::parse(dtype).py_err()?;
+    let sample_type = dtype.parse::<SampleType>().py_err()?;
     let bins = bins.as_array().to_vec();
     let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
     let digitize = py

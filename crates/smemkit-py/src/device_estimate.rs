@@ -1,32 +1,33 @@
 //! numpy's bin estimators for GPU arrays, read in place by the library's device estimate
-//! ([`smemkit::estimate_bins_raw`]) on the stream the Python layer names. It synchronises that
+//! ([`smemkit::device::estimate_bins_raw`]) on the stream the Python layer names. It synchronises that
 //! stream: the number of bins is the shape of the result.
 
 use numpy::{PyArray1, ToPyArray};
 use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
-use smemkit::{BinRule, SampleType};
+use smemkit::{bins::BinRule, sample::SampleType};
 
 use crate::errors::IntoPy;
 
-/// numpy's number of bins and their edges (float64) for the estimator `rule` on the `n` samples
-/// of `dtype` at `input` on device `device`, over `range` (the data's extremes when `None`),
-/// computed on `stream` (a `cudaStream_t`).
+/// A GPU array as the Python layer describes it: `(device, stream, ptr, n, dtype)`, the `n`
+/// samples of `dtype` at device address `ptr` on device `device`, read on `stream` (a
+/// `cudaStream_t`).
+#[derive(FromPyObject)]
+pub struct DeviceArrayArg(usize, usize, u64, usize, String);
+
+/// numpy's number of bins and their edges (float64) for the estimator `rule` on the samples of
+/// `array`, over `range` (the data's extremes when `None`), computed on the array's stream.
 #[pyfunction]
-#[pyo3(signature = (device, stream, input, n, dtype, rule, range))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (array, rule, range))]
 pub fn device_estimate<'py>(
     py: Python<'py>,
-    device: usize,
-    stream: usize,
-    input: u64,
-    n: usize,
-    dtype: &str,
+    array: DeviceArrayArg,
     rule: &str,
     range: Option<(f64, f64)>,
 ) -> PyResult<(usize, Bound<'py, PyArray1<f64>>)> {
-    let sample_type = SampleType::parse(dtype).py_err()?;
-    let rule = BinRule::parse(rule).py_err()?;
+    let DeviceArrayArg(device, stream, input, n, dtype) = array;
+    let sample_type = dtype.parse::<SampleType>().py_err()?;
+    let rule = rule.parse::<BinRule>().py_err()?;
     let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
     let estimate = py
         .detach(|| {
@@ -34,7 +35,7 @@ pub fn device_estimate<'py>(
             // holding `n` samples of `dtype`, kept alive by its framework for this call (which
             // waits for the stream), and a live stream of the device.
             unsafe {
-                smemkit::estimate_bins_raw(
+                smemkit::device::estimate_bins_raw(
                     &gpu,
                     input,
                     n,

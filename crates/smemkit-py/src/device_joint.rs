@@ -10,7 +10,7 @@ use smemkit::cudarc::driver::sys;
 use smemkit::internals::histogramdd::cuda::{
     data_range_bins, DeviceAxis, DeviceJoint, JointRun, JointSpec,
 };
-use smemkit::{BinSpec, SampleType, StrategyChoice, WeightKind};
+use smemkit::{bins::BinSpec, device::WeightKind, histogram::StrategyChoice, sample::SampleType};
 
 use crate::errors::IntoPy;
 use crate::joint::{axis_spec, AxisBins};
@@ -104,7 +104,7 @@ pub fn device_joint(
     bins: Vec<AxisBins<'_>>,
     strategy: Option<&str>,
 ) -> PyResult<DeviceJointCall> {
-    let sample_type = SampleType::parse(dtype).py_err()?;
+    let sample_type = dtype.parse::<SampleType>().py_err()?;
     let weights = match weights_dtype {
         None => WeightKind::None,
         Some("float32") => WeightKind::F32,
@@ -117,7 +117,7 @@ pub fn device_joint(
     };
     let strategy = match strategy {
         None => StrategyChoice::Auto,
-        Some(s) => StrategyChoice::parse(s, None).py_err()?,
+        Some(s) => s.parse::<StrategyChoice>().py_err()?,
     };
     let bins = bins
         .into_iter()
@@ -155,7 +155,7 @@ pub fn device_joint_data_edges<'py>(
     nbins: usize,
     extremes: Option<(f64, f64, bool)>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let sample_type = SampleType::parse(dtype).py_err()?;
+    let sample_type = dtype.parse::<SampleType>().py_err()?;
     match data_range_bins(sample_type, nbins, extremes).py_err()? {
         BinSpec::Edges(e) => Ok(PyArray1::from_vec(py, e)),
         _ => Err(pyo3::exceptions::PyValueError::new_err(

@@ -6,7 +6,7 @@
 //! of up to [`SMALL_MAX_SAMPLES`] samples (fewer beyond a million bins: `small_takes`), where those
 //! three enqueues are the call's whole cost,
 //! take one launch of the library's small kernel instead, which writes every count and copies the
-//! edges itself ([`smemkit::DeviceHistogram::run_small_raw`]).
+//! edges itself ([`smemkit::device::DeviceHistogram::run_small_raw`]).
 //!
 //! Outputs are exactly the result's size (no tallies after the counts, no slicing in Python): the
 //! tallies go to a scratch buffer that is never cleared nor read, which is why policies that read
@@ -284,7 +284,7 @@ impl FastCall {
 /// its kernel where needed, except while `stream` is being captured (making it may load a
 /// module): that call then takes the usual launches, and a later one makes it.
 ///
-/// [`DeviceHistogram::prepare_small`]: smemkit::DeviceHistogram::prepare_small
+/// [`DeviceHistogram::prepare_small`]: smemkit::device::DeviceHistogram::prepare_small
 fn small_kernel(py: Python<'_>, entry: &Entry, stream: usize) -> PyResult<Small> {
     if entry.hist.small_ready() {
         return Ok(Small::Yes);

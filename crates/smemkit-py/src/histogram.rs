@@ -8,7 +8,10 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use smemkit::{
-    Backend, BinSpec, Binning, Counts, HistogramOptions, OutOfRange, Samples, StrategyChoice,
+    bins::{BinSpec, Binning, OutOfRange},
+    histogram::{Counts, HistogramOptions, StrategyChoice},
+    sample::Samples,
+    Backend,
 };
 
 use crate::arrays::{Held, HeldWeights};
@@ -23,11 +26,11 @@ fn options(
 ) -> PyResult<HistogramOptions> {
     let strategy = match strategy {
         None => StrategyChoice::Auto,
-        Some(s) => StrategyChoice::parse(s, None).py_err()?,
+        Some(s) => s.parse::<StrategyChoice>().py_err()?,
     };
     Ok(HistogramOptions::new(bins)
-        .policy(OutOfRange::parse(out_of_range).py_err()?)
-        .backend(Backend::parse(backend).py_err()?)
+        .policy(out_of_range.parse::<OutOfRange>().py_err()?)
+        .backend(backend.parse::<Backend>().py_err()?)
         .strategy(strategy))
 }
 
@@ -89,7 +92,7 @@ pub fn histogram<'py>(
         strategy.as_deref(),
     )?;
     let h = py
-        .detach(|| smemkit::histogram(samples, w, &opts))
+        .detach(|| smemkit::histogram::histogram(samples, w, &opts))
         .py_err()?;
     Ok((counts_array(py, h.counts), PyArray1::from_vec(py, h.edges)))
 }
@@ -124,8 +127,8 @@ pub fn estimate_bins(
 ) -> PyResult<usize> {
     let held = Held::of(a, "a")?;
     let samples = held.samples()?;
-    let rule = smemkit::BinRule::parse(rule).py_err()?;
-    py.detach(|| smemkit::estimate_bin_count(samples, rule, range))
+    let rule = rule.parse::<smemkit::bins::BinRule>().py_err()?;
+    py.detach(|| smemkit::bins::estimate_bin_count(samples, rule, range))
         .py_err()
 }
 
@@ -197,7 +200,7 @@ pub fn bincount<'py>(
             strategy,
         )?;
         let h = py
-            .detach(|| smemkit::histogram(samples, w, &opts))
+            .detach(|| smemkit::histogram::histogram(samples, w, &opts))
             .py_err()?;
         return Ok(counts_array(py, h.counts));
     }
@@ -225,7 +228,7 @@ pub fn bincount<'py>(
     }
     let opts = options(BinSpec::Integer { nbins }, "ignore", backend, strategy)?;
     let h = py
-        .detach(|| smemkit::histogram(samples, w, &opts))
+        .detach(|| smemkit::histogram::histogram(samples, w, &opts))
         .py_err()?;
     Ok(counts_array(py, h.counts))
 }

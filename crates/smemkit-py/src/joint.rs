@@ -6,7 +6,12 @@
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use smemkit::{Backend, BinSpec, Counts, JointOptions, JointSamples};
+use smemkit::{
+    bins::BinSpec,
+    histogram::Counts,
+    histogramdd::{JointOptions, JointSamples},
+    Backend,
+};
 
 use crate::arrays::{Held, HeldWeights};
 use crate::errors::IntoPy;
@@ -77,9 +82,9 @@ pub fn histogramdd<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     let opts = JointOptions::new(specs)
         .density(density)
-        .backend(Backend::parse(backend).py_err()?);
+        .backend(backend.parse::<Backend>().py_err()?);
     let h = py
-        .detach(|| smemkit::histogramdd(&samples, w, &opts))
+        .detach(|| smemkit::histogramdd::histogramdd(&samples, w, &opts))
         .py_err()?;
     let counts = match h.counts {
         Counts::Unweighted(c) => PyArray1::from_vec(py, c).into_any(),
@@ -109,7 +114,7 @@ pub fn digitize<'py>(
         .as_slice()
         .map_err(|_| PyValueError::new_err("internal: the bins are not contiguous"))?;
     let out = py
-        .detach(|| smemkit::digitize(samples, bins, right))
+        .detach(|| smemkit::digitize::digitize(samples, bins, right))
         .py_err()?;
     Ok(PyArray1::from_vec(py, out))
 }

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use smemkit::internals::histogram::plan::{plan as make_plan, DeviceLimits, Workload};
-use smemkit::{SampleType, StrategyChoice};
+use smemkit::{histogram::StrategyChoice, sample::SampleType};
 
 use crate::errors::IntoPy;
 
@@ -21,8 +21,8 @@ pub fn plan<'py>(
     if bins == 0 {
         return Err(smemkit::Error::ZeroBins).py_err();
     }
-    let sample_type = SampleType::parse(dtype).py_err()?;
-    let choice = StrategyChoice::parse(strategy, None).py_err()?;
+    let sample_type = dtype.parse::<SampleType>().py_err()?;
+    let choice = strategy.parse::<StrategyChoice>().py_err()?;
     let (limits, device) = match smemkit::internals::gpu::gpu() {
         Ok(gpu) => (gpu.limits, gpu.name.clone()),
         Err(e) => (

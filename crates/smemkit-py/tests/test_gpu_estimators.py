@@ -31,7 +31,8 @@ GPU_RULES = ["auto", "fd", "doane", "scott", "rice", "sturges", "sqrt"]
 estimates = []
 
 
-def _fake_estimate(device, stream, input, n, dtype, rule, range):
+def _fake_estimate(array, rule, range):
+    device, stream, input, n, dtype = array
     estimates.append(dict(n=n, dtype=dtype, rule=rule, range=range))
     x = _read(input, n, dtype)
     nbins = _native.estimate_bins(x, rule, range)

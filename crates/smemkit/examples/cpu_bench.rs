@@ -10,7 +10,12 @@ use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smemkit::{histogram, Backend, BinSpec, HistogramOptions, Samples};
+use smemkit::{
+    bins::BinSpec,
+    histogram::{histogram, HistogramOptions},
+    sample::Samples,
+    Backend,
+};
 
 fn arg(name: &str, default: &str) -> String {
     std::env::args()

@@ -15,14 +15,6 @@ pub enum Backend {
     Cuda,
 }
 
-impl Backend {
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
-}
-
 impl std::str::FromStr for Backend {
     type Err = crate::error::Error;
 

@@ -1,5 +1,5 @@
 //! Element types of the array operations (stencil, transpose, reverse): the Rust type, its C name for
-//! the kernels, and the arithmetic the stencil needs. Histograms have their own [`crate::Sample`].
+//! the kernels, and the arithmetic the stencil needs. Histograms have their own [`crate::sample::Sample`].
 
 use cudarc::driver::DeviceRepr;
 

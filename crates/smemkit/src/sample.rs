@@ -1,6 +1,7 @@
-//! Sample types of the histogram contract. The engines are generic over [`Sample`]; the public API
-//! takes a [`Samples`] slice enum so that callers holding data of a type known only at run time (a
-//! `.npy` file, a `--dtype` flag) can pass it without generics.
+//! The samples and weights every operation takes (histograms, joint histograms, digitize). The
+//! engines are generic over [`Sample`]; the public API takes a [`Samples`] slice enum so that
+//! callers holding data of a type known only at run time (a `.npy` file, a `--dtype` flag) can pass
+//! it without generics ([`with_samples!`] opens one again).
 
 use crate::error::Error;
 
@@ -49,7 +50,7 @@ impl SampleType {
         SampleType::F64,
     ];
 
-    /// The numpy-style name (`u8` style names are accepted by [`SampleType::parse`] too).
+    /// The numpy-style name (`u8` style names are accepted by [`str::parse`] too).
     pub fn name(self) -> &'static str {
         match self {
             SampleType::U8 => "uint8",
@@ -83,12 +84,6 @@ impl SampleType {
             self,
             SampleType::F32 | SampleType::F64 | SampleType::F16 | SampleType::BF16
         )
-    }
-
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
     }
 }
 
@@ -317,25 +312,32 @@ pub enum Samples<'a> {
 }
 
 /// Runs `$body` with `$s` bound to the typed slice inside a [`Samples`] value.
+///
+/// Its one public path is `smemkit::sample::with_samples!` (`#[macro_export]` also puts it at the
+/// crate root, hidden there).
+#[doc(hidden)]
 #[macro_export]
 macro_rules! with_samples {
     ($samples:expr, $s:ident => $body:expr) => {
         match $samples {
-            $crate::Samples::U8($s) => $body,
-            $crate::Samples::U16($s) => $body,
-            $crate::Samples::U32($s) => $body,
-            $crate::Samples::U64($s) => $body,
-            $crate::Samples::I8($s) => $body,
-            $crate::Samples::I16($s) => $body,
-            $crate::Samples::I32($s) => $body,
-            $crate::Samples::I64($s) => $body,
-            $crate::Samples::F32($s) => $body,
-            $crate::Samples::F64($s) => $body,
-            $crate::Samples::F16($s) => $body,
-            $crate::Samples::BF16($s) => $body,
+            $crate::sample::Samples::U8($s) => $body,
+            $crate::sample::Samples::U16($s) => $body,
+            $crate::sample::Samples::U32($s) => $body,
+            $crate::sample::Samples::U64($s) => $body,
+            $crate::sample::Samples::I8($s) => $body,
+            $crate::sample::Samples::I16($s) => $body,
+            $crate::sample::Samples::I32($s) => $body,
+            $crate::sample::Samples::I64($s) => $body,
+            $crate::sample::Samples::F32($s) => $body,
+            $crate::sample::Samples::F64($s) => $body,
+            $crate::sample::Samples::F16($s) => $body,
+            $crate::sample::Samples::BF16($s) => $body,
         }
     };
 }
+
+#[doc(inline)]
+pub use crate::with_samples;
 
 impl<'a> Samples<'a> {
     /// How many samples.

@@ -6,9 +6,13 @@
 
 use smemkit::internals::gpu::compile::{build_stats, ptx_load_reasons};
 use smemkit::{
-    histogram, histogram2d, matmul, reverse, stencil1d, transpose, Backend, BinSpec, Boundary,
-    HistogramOptions, JointOptions, MatmulKernel, MatrixMut, MatrixRef, ReverseKernel, Samples,
-    Weights,
+    bins::BinSpec,
+    histogram::{histogram, HistogramOptions},
+    histogramdd::{histogram2d, JointOptions},
+    matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef},
+    ops::{reverse, stencil1d, transpose, Boundary, ReverseKernel},
+    sample::{Samples, Weights},
+    Backend,
 };
 
 fn uniform(nbins: usize) -> BinSpec {

@@ -11,9 +11,13 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::histogram::cuda::exact_sums;
 use smemkit::{
-    histogram, Backend, BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, DeviceOutput,
-    DeviceWeights, HistogramOptions, OutOfRange, RawBuffers, SampleType, Samples, StrategyChoice,
-    Tallies, WeightKind, Weights,
+    bins::{BinSpec, OutOfRange},
+    device::{
+        DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, RawBuffers, WeightKind,
+    },
+    histogram::{histogram, Counts, HistogramOptions, StrategyChoice, Tallies},
+    sample::{SampleType, Samples, Weights},
+    Backend,
 };
 
 const GPU: &str = "needs a CUDA GPU";
@@ -427,7 +431,8 @@ fn deterministic_sums_are_bit_identical() {
             upload(&stream, &w64),
         );
         let binning =
-            smemkit::Binning::resolve(&BinSpec::Integer { nbins }, Samples::I32(&data)).unwrap();
+            smemkit::bins::Binning::resolve(&BinSpec::Integer { nbins }, Samples::I32(&data))
+                .unwrap();
         for kind in [WeightKind::F32, WeightKind::F64] {
             let weights = match kind {
                 WeightKind::F32 => Weights::F32(&w32),

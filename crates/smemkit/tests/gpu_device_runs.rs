@@ -11,8 +11,11 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::{
-    histogram, Backend, BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, DeviceOutput,
-    HistogramOptions, OutOfRange, SampleType, Samples, StrategyChoice, Tallies,
+    bins::{BinSpec, OutOfRange},
+    device::{DeviceHistogram, DeviceHistogramSpec, DeviceOutput},
+    histogram::{histogram, Counts, HistogramOptions, StrategyChoice, Tallies},
+    sample::{SampleType, Samples},
+    Backend,
 };
 
 fn rng() -> Xoshiro256PlusPlus {

@@ -7,7 +7,7 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::digitize::cuda::{self as gpu_digitize, DeviceDigitize};
-use smemkit::{SampleType, Samples};
+use smemkit::sample::{SampleType, Samples};
 
 fn rng() -> Xoshiro256PlusPlus {
     let seed: u64 = rand::random();
@@ -57,7 +57,7 @@ fn floats(n: usize, bins: &[f64], r: &mut impl Rng) -> Vec<f64> {
 }
 
 fn check(x: Samples<'_>, bins: &[f64], right: bool, what: &str) {
-    let want = smemkit::digitize(x, bins, right).unwrap();
+    let want = smemkit::digitize::digitize(x, bins, right).unwrap();
     let got = gpu_digitize::digitize(x, bins, right).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
     if got != want {
         let first = got.iter().zip(&want).position(|(a, b)| a != b).unwrap();
@@ -127,7 +127,7 @@ fn device_digitize_on_views_and_raw_pointers() {
         .iter()
         .map(|&v| v as f32)
         .collect();
-    let want = smemkit::digitize(Samples::F32(&x), &b, true).unwrap();
+    let want = smemkit::digitize::digitize(Samples::F32(&x), &b, true).unwrap();
     let d = DeviceDigitize::new(&gpu, SampleType::F32, &b, true).unwrap();
     assert!(d.bins_in_shared_memory());
     let dev = stream.clone_htod(&x).unwrap();

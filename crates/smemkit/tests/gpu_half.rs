@@ -12,8 +12,11 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::{
-    histogram, Backend, BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, HistogramOptions,
-    OutOfRange, SampleType, Samples, StrategyChoice, Tallies, Weights,
+    bins::{BinSpec, OutOfRange},
+    device::{DeviceHistogram, DeviceHistogramSpec},
+    histogram::{histogram, Counts, HistogramOptions, StrategyChoice, Tallies},
+    sample::{SampleType, Samples, Weights},
+    Backend,
 };
 
 fn rng() -> Xoshiro256PlusPlus {
@@ -391,7 +394,7 @@ fn device_resident_half_samples_by_view_and_raw_pointer() {
             // SAFETY: live allocations of this context with the lengths the call names.
             unsafe {
                 h.run_raw(
-                    &smemkit::RawBuffers {
+                    &smemkit::device::RawBuffers {
                         input: dev.device_ptr(&stream).0,
                         n,
                         sample_type: t,

@@ -13,8 +13,12 @@ use smemkit::internals::histogramdd::cuda::{
     DeviceAxis, DeviceJoint, JointLayout, JointRun, JointSpec,
 };
 use smemkit::{
-    histogramdd, Backend, BinSpec, Counts, JointHistogram, JointOptions, JointSamples, SampleType,
-    Samples, StrategyChoice, WeightKind, Weights,
+    bins::BinSpec,
+    device::WeightKind,
+    histogram::{Counts, StrategyChoice},
+    histogramdd::{histogramdd, JointHistogram, JointOptions, JointSamples},
+    sample::{SampleType, Samples, Weights},
+    Backend,
 };
 
 fn rng() -> Xoshiro256PlusPlus {

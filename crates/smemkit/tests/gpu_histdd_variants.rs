@@ -15,8 +15,12 @@ use smemkit::internals::histogramdd::cuda::{
     DeviceAxis, DeviceJoint, JointLayout, JointRun, JointSpec, JointVariant, Window,
 };
 use smemkit::{
-    histogramdd, Backend, BinSpec, Counts, JointHistogram, JointOptions, JointSamples, SampleType,
-    Samples, StrategyChoice, WeightKind, Weights,
+    bins::BinSpec,
+    device::WeightKind,
+    histogram::{Counts, StrategyChoice},
+    histogramdd::{histogramdd, JointHistogram, JointOptions, JointSamples},
+    sample::{SampleType, Samples, Weights},
+    Backend,
 };
 
 fn rng() -> Xoshiro256PlusPlus {
@@ -144,20 +148,32 @@ fn cpu(rows: &[f32], dims: usize, w: Option<&[f64]>, bins: &[BinSpec]) -> JointH
     .unwrap()
 }
 
-/// One run of `joint` (with `variant`) over `placed`, outputs poisoned first; the result checked
-/// against `want`. Returns the launch's description.
-#[allow(clippy::too_many_arguments)]
+/// What one check runs over and must give: the samples on the device in their layout, the device
+/// address of their weights (0 for counts) and the CPU engine's answer.
+struct Trial<'a> {
+    placed: &'a Placed,
+    n: usize,
+    weights: u64,
+    columns: bool,
+    want: &'a JointHistogram,
+}
+
+/// One run of `joint` (with `variant`) over the trial's samples, outputs poisoned first; the result
+/// checked against the trial's answer. Returns the launch's description.
 fn check(
     stream: &Arc<CudaStream>,
     joint: &mut DeviceJoint,
     variant: JointVariant,
-    placed: &Placed,
-    n: usize,
-    weights: u64,
-    want: &JointHistogram,
-    columns: bool,
+    trial: &Trial<'_>,
     what: &str,
 ) -> String {
+    let Trial {
+        placed,
+        n,
+        weights,
+        columns,
+        want,
+    } = *trial;
     joint.set_variant(variant);
     let out: CudaSlice<u64> = stream.clone_htod(&vec![u64::MAX; joint.nbins()]).unwrap();
     let tallies: CudaSlice<u64> = stream.clone_htod(&[7u64; 3]).unwrap();
@@ -228,6 +244,13 @@ fn every_variant_counts_exactly() {
             let want = cpu(&rows, dims, None, &case.bins);
             for columns in [false, true] {
                 let placed = place(&stream, &rows, n, dims, columns);
+                let trial = Trial {
+                    placed: &placed,
+                    n,
+                    weights: 0,
+                    columns,
+                    want: &want,
+                };
                 let spec = JointSpec {
                     sample_type: SampleType::F32,
                     bins: case.bins.clone(),
@@ -242,7 +265,7 @@ fn every_variant_counts_exactly() {
                 };
                 for v in variants {
                     let what = format!("{:?} {kind} columns={columns}", joint.shape());
-                    let d = check(&stream, &mut joint, v, &placed, n, 0, &want, columns, &what);
+                    let d = check(&stream, &mut joint, v, &trial, &what);
                     if v == JointVariant::DEFAULT {
                         for (j, &m) in case.modes.iter().enumerate() {
                             if m >= 0 {
@@ -272,7 +295,7 @@ fn every_variant_counts_exactly() {
                     }
                     let what = format!("{:?} {kind} columns={columns} {strategy:?}", joint.shape());
                     let v = JointVariant::DEFAULT;
-                    check(&stream, &mut joint, v, &placed, n, 0, &want, columns, &what);
+                    check(&stream, &mut joint, v, &trial, &what);
                 }
             }
         }
@@ -321,17 +344,16 @@ fn weighted_variants_sum_exactly() {
             let mut joint = DeviceJoint::new(&gpu, &spec).unwrap();
             for v in variants {
                 let what = format!("weighted {:?} columns={columns}", joint.shape());
-                let desc = check(
-                    &stream,
-                    &mut joint,
-                    v,
-                    &placed,
+                // The guard records the weights' use on the stream when it drops, after the run.
+                let (weights, _recorded) = d_w.device_ptr(&stream);
+                let trial = Trial {
+                    placed: &placed,
                     n,
-                    d_w.device_ptr(&stream).0,
-                    &want,
+                    weights,
                     columns,
-                    &what,
-                );
+                    want: &want,
+                };
+                let desc = check(&stream, &mut joint, v, &trial, &what);
                 assert!(!desc.starts_with("window"), "{what}: {desc}");
             }
         }

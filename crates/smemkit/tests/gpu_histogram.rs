@@ -6,8 +6,10 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::{
-    histogram, Backend, BinSpec, Counts, HistogramOptions, OutOfRange, Samples, StrategyChoice,
-    Weights,
+    bins::{BinSpec, OutOfRange},
+    histogram::{histogram, Counts, HistogramOptions, StrategyChoice},
+    sample::{Samples, Weights},
+    Backend,
 };
 
 const GPU: &str = "needs a CUDA GPU";
@@ -798,7 +800,7 @@ fn exchange_counts_exactly() {
             };
             let fits = smemkit::internals::histogram::plan::exchange_inbox(
                 nbins,
-                smemkit::SampleType::I32,
+                smemkit::sample::SampleType::I32,
                 size,
                 bits,
                 &smemkit::internals::histogram::plan::DeviceLimits::H100,

@@ -18,7 +18,10 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::matmul::cuda::autotune;
 use smemkit::internals::matmul::cuda::cublas::CublasMath;
 use smemkit::internals::matmul::cuda::{compile_variant, matmul_with, Engine, Variant, WarpConfig};
-use smemkit::{matmul, Backend, MatmulKernel, MatrixMut, MatrixRef};
+use smemkit::{
+    matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef},
+    Backend,
+};
 
 /// How one case multiplies: through the public API with a kernel choice, or with an explicit
 /// engine, the operands aligned on the device or placed 4 bytes off (`true`).

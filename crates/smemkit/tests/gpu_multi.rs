@@ -12,8 +12,10 @@ use smemkit::internals::histogram::cuda::prepared::{EngineOutput, WeightKind};
 use smemkit::internals::histogram::cuda::stream::StreamOptions;
 use smemkit::internals::histogram::job::Job;
 use smemkit::{
-    histogram, Backend, BinSpec, Binning, Counts, DeviceSet, HistogramOptions, OutOfRange,
-    SampleType, Samples, StrategyChoice, Weights,
+    bins::{BinSpec, Binning, OutOfRange},
+    histogram::{histogram, Counts, DeviceSet, HistogramOptions, StrategyChoice},
+    sample::{SampleType, Samples, Weights},
+    Backend,
 };
 
 /// Tests of this file run one at a time: collectives of several communicators over the same GPUs,
@@ -46,7 +48,11 @@ fn rng() -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(seed)
 }
 
-fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, spec: &BinSpec) -> smemkit::Histogram {
+fn cpu(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    spec: &BinSpec,
+) -> smemkit::histogram::Histogram {
     histogram(
         samples,
         weights,
@@ -55,7 +61,7 @@ fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, spec: &BinSpec) -> sm
     .expect("cpu")
 }
 
-fn same(got: &EngineOutput, want: &smemkit::Histogram, what: &str) {
+fn same(got: &EngineOutput, want: &smemkit::histogram::Histogram, what: &str) {
     assert_eq!(
         got.tallies, want.tallies,
         "{what}: tallies ({})",

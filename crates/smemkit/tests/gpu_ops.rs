@@ -8,7 +8,10 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::array_ops::cuda::{self as ops, StencilKernel, TransposeKernel};
-use smemkit::{reverse, stencil1d, transpose, Backend, Boundary, Element, ReverseKernel};
+use smemkit::{
+    ops::{reverse, stencil1d, transpose, Boundary, Element, ReverseKernel},
+    Backend,
+};
 
 fn rng() -> Xoshiro256PlusPlus {
     let seed: u64 = rand::random();

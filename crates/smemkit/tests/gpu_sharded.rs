@@ -10,7 +10,10 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::histogram::cuda::bin_shards::ShardBins;
 use smemkit::{
-    histogram, Backend, BinPart, BinSpec, HistogramOptions, OutOfRange, RankSpec, Samples, Weights,
+    bins::{BinSpec, OutOfRange},
+    histogram::{histogram, BinPart, HistogramOptions, RankSpec},
+    sample::{Samples, Weights},
+    Backend,
 };
 
 /// One rank, one NCCL communicator: tests of this file run one at a time.

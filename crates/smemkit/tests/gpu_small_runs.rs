@@ -11,8 +11,11 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::histogram::cuda::small::{EdgesCopy, SMALL_MAX_SAMPLES};
 use smemkit::{
-    histogram, Backend, BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, HistogramOptions,
-    OutOfRange, SampleType, Samples, StrategyChoice, WeightKind,
+    bins::{BinSpec, OutOfRange},
+    device::{DeviceHistogram, DeviceHistogramSpec, WeightKind},
+    histogram::{histogram, Counts, HistogramOptions, StrategyChoice},
+    sample::{SampleType, Samples},
+    Backend,
 };
 
 fn gpu() -> Arc<smemkit::internals::gpu::Gpu> {

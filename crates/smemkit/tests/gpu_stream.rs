@@ -14,8 +14,10 @@ use smemkit::internals::histogram::cuda::stream::{
 };
 use smemkit::internals::histogram::job::Job;
 use smemkit::{
-    histogram, Backend, BinSpec, Binning, Counts, HistogramOptions, OutOfRange, SampleType,
-    Samples, StrategyChoice, Weights,
+    bins::{BinSpec, Binning, OutOfRange},
+    histogram::{histogram, Counts, HistogramOptions, StrategyChoice},
+    sample::{SampleType, Samples, Weights},
+    Backend,
 };
 
 const GPU: &str = "needs a CUDA GPU";
@@ -42,7 +44,11 @@ fn ints(n: usize, nbins: usize, r: &mut Xoshiro256PlusPlus) -> Vec<i32> {
 }
 
 /// The CPU engine's result for the same request.
-fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, spec: &BinSpec) -> smemkit::Histogram {
+fn cpu(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    spec: &BinSpec,
+) -> smemkit::histogram::Histogram {
     histogram(
         samples,
         weights,
@@ -51,7 +57,7 @@ fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, spec: &BinSpec) -> sm
     .expect("cpu")
 }
 
-fn same(got: &EngineOutput, want: &smemkit::Histogram, what: &str) {
+fn same(got: &EngineOutput, want: &smemkit::histogram::Histogram, what: &str) {
     assert_eq!(
         got.tallies, want.tallies,
         "{what}: tallies ({})",
@@ -486,7 +492,7 @@ fn a_file_streams_like_the_cpu() {
             let options = HistogramOptions::new(spec.clone())
                 .backend(Backend::Cuda)
                 .stream_options(opts(77_777, 4, 3));
-            assert!(smemkit::streams_to_one_gpu(
+            assert!(smemkit::histogram::streams_to_one_gpu(
                 file.byte_len(),
                 &options.clone().stream(StreamMode::Always)
             )

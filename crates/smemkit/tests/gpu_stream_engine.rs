@@ -14,8 +14,10 @@ use smemkit::internals::histogram::cuda::multi::{open, shards, MultiPrepared};
 use smemkit::internals::histogram::cuda::prepared::{Counting, EngineOutput, WeightKind};
 use smemkit::internals::histogram::cuda::stream::{StreamInput, StreamOptions, Streamer};
 use smemkit::{
-    histogram, Backend, BinSpec, Binning, Counts, HistogramOptions, OutOfRange, SampleType,
-    Samples, StrategyChoice, Weights,
+    bins::{BinSpec, Binning, OutOfRange},
+    histogram::{histogram, Counts, HistogramOptions, StrategyChoice},
+    sample::{SampleType, Samples, Weights},
+    Backend,
 };
 
 fn rng() -> Xoshiro256PlusPlus {
@@ -29,7 +31,11 @@ fn ints(n: usize, nbins: usize, r: &mut Xoshiro256PlusPlus) -> Vec<i32> {
     (0..n).map(|_| r.gen_range(-5..nbins as i32 + 5)).collect()
 }
 
-fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, nbins: usize) -> smemkit::Histogram {
+fn cpu(
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    nbins: usize,
+) -> smemkit::histogram::Histogram {
     histogram(
         samples,
         weights,
@@ -40,7 +46,7 @@ fn cpu(samples: Samples<'_>, weights: Option<Weights<'_>>, nbins: usize) -> smem
 
 /// The bins as u64 words (f64 sums as their bits) and the tallies, from the CPU engine, `times`
 /// over.
-fn words_of(h: &smemkit::Histogram, times: u64) -> (Vec<u64>, [u64; 3]) {
+fn words_of(h: &smemkit::histogram::Histogram, times: u64) -> (Vec<u64>, [u64; 3]) {
     let t = [h.tallies.below, h.tallies.above, h.tallies.nan].map(|x| x * times);
     let bins = match &h.counts {
         Counts::Unweighted(c) => c.iter().map(|&x| x * times).collect(),
@@ -64,7 +70,7 @@ fn close(got: &[u64], want: &[u64], weighted: bool, what: &str) {
     }
 }
 
-fn same(got: &EngineOutput, want: &smemkit::Histogram, what: &str) {
+fn same(got: &EngineOutput, want: &smemkit::histogram::Histogram, what: &str) {
     assert_eq!(
         got.tallies, want.tallies,
         "{what}: tallies ({})",

@@ -7,7 +7,12 @@
 
 use half::{bf16, f16};
 use serde_json::Value;
-use smemkit::{histogram, Backend, BinSpec, Counts, Error, HistogramOptions, Samples};
+use smemkit::{
+    bins::BinSpec,
+    histogram::{histogram, Counts, HistogramOptions},
+    sample::Samples,
+    Backend, Error,
+};
 
 fn unhex(text: &str) -> Vec<u8> {
     (0..text.len())
@@ -203,7 +208,7 @@ fn the_cuda_engine_takes_half_samples() {
 fn estimators_on_half_samples_are_refused_clearly() {
     let data = [bf16::from_f32(1.0), bf16::from_f32(2.0)];
     let options = HistogramOptions::new(BinSpec::Estimated {
-        rule: smemkit::BinRule::Auto,
+        rule: smemkit::bins::BinRule::Auto,
         range: None,
     })
     .backend(Backend::Cpu);

@@ -4,7 +4,11 @@
 //! weights, densities and edges.
 
 use serde_json::Value;
-use smemkit::{histogramdd, BinSpec, JointOptions, JointSamples, Samples, Weights};
+use smemkit::{
+    bins::BinSpec,
+    histogramdd::{histogramdd, JointOptions, JointSamples},
+    sample::{Samples, Weights},
+};
 
 fn f64_of(hex: &Value) -> f64 {
     f64::from_bits(u64::from_str_radix(hex.as_str().unwrap(), 16).unwrap())

@@ -5,7 +5,11 @@
 //! counts and tallies.
 
 use serde_json::Value;
-use smemkit::{histogram, Backend, BinSpec, Counts, Error, HistogramOptions, OutOfRange};
+use smemkit::{
+    bins::{BinSpec, OutOfRange},
+    histogram::{histogram, Counts, HistogramOptions},
+    Backend, Error,
+};
 
 mod common;
 use common::{decode, unhex, Owned};

@@ -8,8 +8,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use smemkit::{
-    bincount, digitize, histogram, histogram_bin_edges, Backend, BinRule, BinSpec, Counts,
-    HistogramOptions, IntEdges, Samples,
+    bins::{histogram_bin_edges, BinRule, BinSpec, IntEdges},
+    digitize::digitize,
+    histogram::{bincount, histogram, Counts, HistogramOptions},
+    sample::Samples,
+    Backend,
 };
 
 mod common;
@@ -107,7 +110,7 @@ fn check_histogram(case: &Value, doc: &Doc, backend: Backend) -> Result<(), Stri
             range,
         },
         (Value::String(rule), _) => BinSpec::Estimated {
-            rule: BinRule::parse(rule).unwrap(),
+            rule: rule.parse::<BinRule>().unwrap(),
             range,
         },
         (_, key) => edge_bins(&doc.array(key)),
@@ -171,7 +174,7 @@ fn check_width(
     want_type: &Value,
 ) -> Result<(), String> {
     let want = scalar(want);
-    let rule = BinRule::parse(rule).unwrap();
+    let rule = rule.parse::<BinRule>().unwrap();
     let ours = smemkit::internals::histogram::bins::estimators::estimator_width(
         data.samples(),
         rule,

@@ -3,7 +3,10 @@
 //! `gpu_ops.rs`.
 
 use proptest::prelude::*;
-use smemkit::{reverse, stencil1d, transpose, Backend, Boundary, ReverseKernel};
+use smemkit::{
+    ops::{reverse, stencil1d, transpose, Boundary, ReverseKernel},
+    Backend,
+};
 
 fn boundary() -> impl Strategy<Value = Boundary> {
     prop_oneof![
@@ -103,8 +106,8 @@ fn bad_requests_are_errors() {
         transpose(&[1u8, 2, 3], 2, 2, Backend::Cpu).is_err(),
         "shape and length disagree"
     );
-    assert!(Boundary::parse("mirror").is_err());
-    assert!(ReverseKernel::parse("shuffle").is_err());
+    assert!("mirror".parse::<Boundary>().is_err());
+    assert!("shuffle".parse::<ReverseKernel>().is_err());
 }
 
 #[test]

@@ -8,8 +8,10 @@
 use proptest::prelude::*;
 use smemkit::internals::histogram::cpu::PARTITION_MIN_BINS;
 use smemkit::{
-    histogram, Backend, BinSpec, Binning, Counts, Error, HistogramOptions, OutOfRange, Sample,
-    Samples, Slot, Tallies, Weights,
+    bins::{BinSpec, Binning, OutOfRange, Slot},
+    histogram::{histogram, Counts, HistogramOptions, Tallies},
+    sample::{Sample, Samples, Weights},
+    Backend, Error,
 };
 
 fn policy() -> impl Strategy<Value = OutOfRange> {

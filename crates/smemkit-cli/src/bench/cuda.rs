@@ -7,7 +7,12 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median};
 use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
-use smemkit::{Binning, Counts, Error, OutOfRange, SampleType, StrategyChoice};
+use smemkit::{
+    bins::{Binning, OutOfRange},
+    histogram::{Counts, StrategyChoice},
+    sample::SampleType,
+    Error,
+};
 
 use crate::bench::{rows, workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;
@@ -68,7 +73,8 @@ fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
         .map(
             |name| match name.strip_prefix("cluster").map(str::parse::<u32>) {
                 Some(Ok(k)) => Ok(StrategyChoice::Cluster(Some(k))),
-                _ => StrategyChoice::parse(name, None)
+                _ => name
+                    .parse::<StrategyChoice>()
                     .with_context(|| format!("--strategies {name}")),
             },
         )
@@ -157,7 +163,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
-        let ty = SampleType::parse(dtype).context("--dtype")?;
+        let ty = dtype.parse::<SampleType>().context("--dtype")?;
         let bins = if args.sweep {
             sweep_bins()
         } else {
@@ -169,7 +175,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                 let data = dev::generate(&gpu, ty, n, nbins, hot, args.seed)?;
                 let host = data.to_host(&gpu)?;
                 let binning = Binning::resolve(&workload_spec(ty, nbins), host.as_samples())?;
-                let reference = smemkit::with_samples!(host.as_samples(), s =>
+                let reference = smemkit::sample::with_samples!(host.as_samples(), s =>
                     smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                 drop(host);
                 for &choice in &strategies {

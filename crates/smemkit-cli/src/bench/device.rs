@@ -13,8 +13,10 @@ use smemkit::cudarc::driver::{CudaStream, CudaView, DeviceRepr};
 use smemkit::internals::histogram::cuda::bench::{self as dev, median};
 use smemkit::internals::histogram::cuda::exact_sums;
 use smemkit::{
-    Binning, Counts, DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, OutOfRange,
-    Sample, SampleType, Samples, WeightKind, Weights,
+    bins::{Binning, OutOfRange},
+    device::{DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, WeightKind},
+    histogram::Counts,
+    sample::{Sample, SampleType, Samples, Weights},
 };
 
 use crate::bench::{rows, workload_spec, MIN_RUNS};
@@ -42,7 +44,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
-        let ty = SampleType::parse(dtype).context("--dtype")?;
+        let ty = dtype.parse::<SampleType>().context("--dtype")?;
         for log2 in LOG2_SIZES {
             let n = 1usize << log2;
             for nbins in BINS {
@@ -132,7 +134,7 @@ fn workload<T: Sample + DeviceRepr>(
     let bins = workload_spec(w.ty, w.nbins);
     let host = data.to_host(&gpu)?;
     let binning = Binning::resolve(&bins, host.as_samples())?;
-    let reference = smemkit::with_samples!(host.as_samples(), s =>
+    let reference = smemkit::sample::with_samples!(host.as_samples(), s =>
         smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
     let input: CudaView<'_, T> = data.view::<T>()?;
     let spec = DeviceHistogramSpec::new(w.ty, bins.clone()).max_samples(w.n);
@@ -195,7 +197,7 @@ fn weighted<T: Sample + DeviceRepr>(
     w: &Workload<'_>,
     samples: &Samples<'_>,
     input: &CudaView<'_, T>,
-    bins: &smemkit::BinSpec,
+    bins: &smemkit::bins::BinSpec,
     binning: &Binning,
     stream: &Arc<CudaStream>,
     runs: usize,
@@ -206,7 +208,7 @@ fn weighted<T: Sample + DeviceRepr>(
         .collect();
     let dw = stream.clone_htod(&weights)?;
     let dwv = dw.as_view();
-    let plain = smemkit::with_samples!(*samples, s =>
+    let plain = smemkit::sample::with_samples!(*samples, s =>
         smemkit::internals::histogram::cpu::histogram(s, Some(Weights::F32(&weights)), binning, OutOfRange::Ignore));
     let mut rows = Vec::new();
     for deterministic in [false, true] {
@@ -227,7 +229,7 @@ fn weighted<T: Sample + DeviceRepr>(
             _ => false,
         };
         let exact = if deterministic {
-            let (want, _) = smemkit::with_samples!(*samples, s =>
+            let (want, _) = smemkit::sample::with_samples!(*samples, s =>
                 exact_sums::reference(s, Weights::F32(&weights), binning, OutOfRange::Ignore))?;
             matches!(&sums, Counts::Weighted(a) if a.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()))
         } else {

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 use smemkit::internals::digitize::cuda::DeviceDigitize;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median};
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;
@@ -65,7 +65,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
         bins.sort_by(f64::total_cmp);
         for right in [false, true] {
             let d = DeviceDigitize::new(&gpu, SampleType::F32, &bins, right)?;
-            let want = smemkit::digitize(x, &bins, right)?;
+            let want = smemkit::digitize::digitize(x, &bins, right)?;
             d.run(&input, &mut out.as_view_mut(), &stream)?;
             let correct = stream.clone_dtoh(&out).context("reading the indices")? == want;
             drop(want);

@@ -12,7 +12,12 @@ use rayon::prelude::*;
 use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median, DeviceSamples};
 use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
-use smemkit::{BinSpec, Binning, Counts, Error, OutOfRange, SampleType, Samples, StrategyChoice};
+use smemkit::{
+    bins::{BinSpec, Binning, OutOfRange},
+    histogram::{Counts, StrategyChoice},
+    sample::{SampleType, Samples},
+    Error,
+};
 
 use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;
@@ -86,7 +91,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
     let types = args
         .dtype
         .iter()
-        .map(|d| SampleType::parse(d).context("--dtype"))
+        .map(|d| d.parse::<SampleType>().context("--dtype"))
         .collect::<Result<Vec<_>>>()?;
     if let Some(t) = types
         .iter()
@@ -122,10 +127,10 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
         let data = DeviceSamples::upload(&gpu, as_samples(t, &codes))?;
         for &nbins in &args.bins {
             let (binning, form) = bins_for(t, nbins, as_samples(t, &codes))?;
-            let reference = smemkit::histogram(
+            let reference = smemkit::histogram::histogram(
                 as_samples(t, &codes),
                 None,
-                &smemkit::HistogramOptions::new(match &binning {
+                &smemkit::histogram::HistogramOptions::new(match &binning {
                     Binning::Edges(e) => BinSpec::Edges(e.clone()),
                     _ => BinSpec::Uniform {
                         nbins,

@@ -27,8 +27,12 @@ use smemkit::internals::histogramdd::cuda::{
     DeviceAxis, DeviceJoint, JointRun, JointSpec, JointVariant,
 };
 use smemkit::{
-    histogramdd, Backend, BinSpec, Counts, Error, JointOptions, JointSamples, SampleType, Samples,
-    StrategyChoice, WeightKind,
+    bins::BinSpec,
+    device::WeightKind,
+    histogram::{Counts, StrategyChoice},
+    histogramdd::{histogramdd, JointOptions, JointSamples},
+    sample::{SampleType, Samples},
+    Backend, Error,
 };
 
 use crate::bench::MIN_RUNS;
@@ -61,7 +65,8 @@ fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
         .map(
             |name| match name.strip_prefix("cluster").map(str::parse::<u32>) {
                 Some(Ok(k)) => Ok(StrategyChoice::Cluster(Some(k))),
-                _ => StrategyChoice::parse(name, None)
+                _ => name
+                    .parse::<StrategyChoice>()
                     .with_context(|| format!("--strategies {name}")),
             },
         )

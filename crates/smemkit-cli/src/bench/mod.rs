@@ -21,8 +21,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use smemkit::{
-    histogram, Backend, BinSpec, Binning, Counts, HistogramOptions, SampleType, Samples, Slot,
-    Tallies,
+    bins::{BinSpec, Binning, Slot},
+    histogram::{histogram, Counts, HistogramOptions, Tallies},
+    sample::{SampleType, Samples},
+    Backend,
 };
 
 use crate::cli::BenchArgs;
@@ -67,7 +69,7 @@ pub fn workload_spec(ty: SampleType, nbins: usize) -> BinSpec {
 pub fn reference(samples: Samples<'_>, binning: &Binning) -> (Vec<u64>, Tallies) {
     let mut counts = vec![0u64; binning.nbins()];
     let mut tallies = Tallies::default();
-    smemkit::with_samples!(samples, s => {
+    smemkit::sample::with_samples!(samples, s => {
         for &x in s {
             match binning.locate(x) {
                 Slot::Bin(i) => counts[i] += 1,
@@ -96,7 +98,7 @@ pub fn check_sizes(args: &BenchArgs) -> Result<()> {
     let size = args
         .dtype
         .iter()
-        .filter_map(|t| SampleType::parse(t).ok())
+        .filter_map(|t| t.parse::<SampleType>().ok())
         .map(|t| t.size())
         .max()
         .unwrap_or(4) as u128;
@@ -129,7 +131,7 @@ fn bench_cpu(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let types: Vec<SampleType> = args
         .dtype
         .iter()
-        .map(|t| SampleType::parse(t).context("--dtype"))
+        .map(|t| t.parse::<SampleType>().context("--dtype"))
         .collect::<Result<_>>()?;
     let dists: Vec<Dist> = args
         .dist
@@ -156,7 +158,7 @@ fn bench_cpu(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
                 let binning = Binning::resolve(&bins, samples)?;
                 let expected = reference(samples, &binning);
                 let options = HistogramOptions::new(bins).backend(Backend::Cpu);
-                let check = |h: &smemkit::Histogram| {
+                let check = |h: &smemkit::histogram::Histogram| {
                     h.counts == Counts::Unweighted(expected.0.clone()) && h.tallies == expected.1
                 };
                 let warm = histogram(samples, None, &options)?;

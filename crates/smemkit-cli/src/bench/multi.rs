@@ -22,7 +22,9 @@ use smemkit::internals::histogram::cuda::multi::{open, MultiPrepared};
 use smemkit::internals::histogram::cuda::prepared::{EngineOutput, WeightKind};
 use smemkit::internals::histogram::cuda::stream::{StreamInput, StreamOptions};
 use smemkit::{
-    Binning, Counts, DeviceSet, OutOfRange, SampleType, StrategyChoice, Tallies, Weights,
+    bins::{Binning, OutOfRange},
+    histogram::{Counts, DeviceSet, StrategyChoice, Tallies},
+    sample::{SampleType, Weights},
 };
 
 use crate::bench::{rows, workload_spec, MIN_RUNS};
@@ -80,20 +82,20 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
             args.log2_n
         );
     }
-    let set = DeviceSet::parse(devices).context("--devices")?;
+    let set = devices.parse::<DeviceSet>().context("--devices")?;
     let ordinals = set.resolve().context("--devices")?;
     let gpus = open(&ordinals).context("opening the GPUs")?;
     let n = 1usize << args.log2_n;
     let choice = match args.strategies.as_slice() {
         [] => StrategyChoice::Auto,
-        [one] => StrategyChoice::parse(one, None).context("--strategies")?,
+        [one] => one.parse::<StrategyChoice>().context("--strategies")?,
         _ => bail!("--devices times one strategy (give at most one with --strategies)"),
     };
     let opts = StreamOptions::default();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for dtype in &args.dtype {
-        let ty = SampleType::parse(dtype).context("--dtype")?;
+        let ty = dtype.parse::<SampleType>().context("--dtype")?;
         for &nbins in &args.bins {
             for dist in &args.dist {
                 let hot = match dist.as_str() {
@@ -115,7 +117,7 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                 let refs: Vec<(Vec<u64>, Tallies)> = hosts
                     .iter()
                     .map(|h| {
-                        let r = smemkit::with_samples!(h.as_samples(), s =>
+                        let r = smemkit::sample::with_samples!(h.as_samples(), s =>
                             smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                         match r.counts {
                             Counts::Unweighted(c) => (c, r.tallies),

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde_json::json;
 use smemkit::internals::array_ops::cuda::{self as ops, TransposeKernel};
 use smemkit::internals::histogram::cuda::bench::median;
-use smemkit::{Boundary, Element, ReverseKernel, StencilElement};
+use smemkit::ops::{Boundary, Element, ReverseKernel, StencilElement};
 
 use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;

@@ -20,7 +20,7 @@ use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::median;
 use smemkit::internals::matmul::cuda::cublas::{Cublas, CublasMath};
 use smemkit::internals::matmul::cuda::{self as gm, DenseProduct};
-use smemkit::MatmulKernel;
+use smemkit::matmul::MatmulKernel;
 
 use crate::bench::{rows, MIN_RUNS};
 use crate::cli::BenchArgs;
@@ -115,7 +115,7 @@ fn impls(names: &[String], tf32: bool) -> Result<Vec<Impl>> {
                         ),
                     }
                 }
-                other => Impl::Ours(MatmulKernel::parse(other).context("--kernel")?),
+                other => Impl::Ours(other.parse::<MatmulKernel>().context("--kernel")?),
             };
             if !all.contains(&i) && !matches!(i, Impl::Candidate(_)) {
                 bail!(

@@ -29,7 +29,11 @@ use smemkit::internals::histogram::cuda::prepared::{Counting, EngineOutput, Weig
 use smemkit::internals::histogram::cuda::stream::{
     self, FileInput, StreamInput, StreamOptions, Streamer,
 };
-use smemkit::{Binning, Counts, OutOfRange, SampleType, Samples, StrategyChoice};
+use smemkit::{
+    bins::{Binning, OutOfRange},
+    histogram::{Counts, StrategyChoice},
+    sample::{SampleType, Samples},
+};
 
 use crate::bench::{rows, workload_spec, MIN_RUNS};
 use crate::cli::BenchArgs;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use npyz::WriterBuilder;
-use smemkit::{Backend, SampleType};
+use smemkit::{sample::SampleType, Backend};
 
 use crate::commands::hist::config::check_folder;
 use crate::input::{edges, read_file};
@@ -40,7 +40,7 @@ pub struct DigitizeArgs {
 }
 
 pub fn run(a: &DigitizeArgs, out: &mut dyn Write) -> Result<()> {
-    let backend = Backend::parse(&a.backend).context("--backend")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
     if a.out.extension().and_then(|e| e.to_str()) != Some("npy") {
         bail!("--out {}: digitize writes a .npy file", a.out.display());
     }
@@ -57,14 +57,14 @@ pub fn run(a: &DigitizeArgs, out: &mut dyn Write) -> Result<()> {
     let dtype = a
         .dtype
         .as_deref()
-        .map(|t| SampleType::parse(t).context("--dtype"))
+        .map(|t| t.parse::<SampleType>().context("--dtype"))
         .transpose()?;
     let bins = edges::read(&a.bins)
         .with_context(|| format!("cannot use --bins {}", a.bins.display()))?
         .values
         .to_f64();
     let data = read_file(&a.input, dtype, a.column.as_deref())?;
-    let indices = smemkit::digitize_on(data.values.samples(), &bins, a.right, backend)
+    let indices = smemkit::digitize::digitize_on(data.values.samples(), &bins, a.right, backend)
         .with_context(|| format!("--bins {}", a.bins.display()))?;
     write_atomic(&a.out, |w: &mut dyn Write| {
         let mut npy = npyz::WriteOptions::<i64>::new()

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use smemkit::{Backend, MatmulKernel, MatrixMut, MatrixRef};
+use smemkit::{
+    matmul::{MatmulKernel, MatrixMut, MatrixRef},
+    Backend,
+};
 
 use crate::commands::ops::{check_out, open, read, type_code, write, Array};
 
@@ -73,8 +76,8 @@ fn view(arr: &Array<f32>, transpose: bool) -> MatrixRef<'_, f32> {
 
 pub fn run(a: &MatmulArgs) -> Result<()> {
     check_out(&a.out, &[("A", &a.a), ("B", &a.b)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
-    let kernel = MatmulKernel::parse(&a.kernel).context("--kernel")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
+    let kernel = a.kernel.parse::<MatmulKernel>().context("--kernel")?;
     let (am, bm) = (load(&a.a, "A")?, load(&a.b, "B")?);
     let (va, vb) = (view(&am, a.transpose_a), view(&bm, a.transpose_b));
     let (m, n) = (va.op_shape().0, vb.op_shape().1);
@@ -82,7 +85,7 @@ pub fn run(a: &MatmulArgs) -> Result<()> {
         .checked_mul(n)
         .context("the product is too large to allocate")?;
     let mut c = crate::oom::try_vec(&format!("the {m} x {n} float32 product"), len, 0.0f32)?;
-    smemkit::matmul(
+    smemkit::matmul::matmul(
         va,
         vb,
         MatrixMut::new(&mut c, m, n),

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use npyz::{Deserialize, NpyFile, Order, WriterBuilder};
-use smemkit::{Backend, Boundary, Element, ReverseKernel, StencilElement};
+use smemkit::{
+    ops::{Boundary, Element, ReverseKernel, StencilElement},
+    Backend,
+};
 
 use crate::output::write_atomic;
 
@@ -231,8 +234,8 @@ pub(crate) fn type_code(npy: &NpyReader) -> Result<(char, u64)> {
 
 pub fn stencil(a: &StencilArgs) -> Result<()> {
     check_out(&a.out, &[("the input", &a.input)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
-    let boundary = Boundary::parse(&a.boundary).context("--boundary")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
+    let boundary = a.boundary.parse::<Boundary>().context("--boundary")?;
     let npy = open(&a.input)?;
     fn go<T: StencilElement + Deserialize + npyz::AutoSerialize>(
         a: &StencilArgs,
@@ -244,7 +247,7 @@ pub fn stencil(a: &StencilArgs) -> Result<()> {
         let arr = read::<T>(npy, &a.input)?;
         let shape = arr.shape.clone();
         let data = logical(arr);
-        let out = smemkit::stencil1d(&data, a.radius, weights.as_deref(), boundary, backend)?;
+        let out = smemkit::ops::stencil1d(&data, a.radius, weights.as_deref(), boundary, backend)?;
         write(&a.out, &out, &shape)
     }
     let no_weights = |kind: &str| -> Result<()> {
@@ -322,7 +325,7 @@ macro_rules! by_type {
 
 pub fn transpose(a: &TransposeArgs) -> Result<()> {
     check_out(&a.out, &[("the input", &a.input)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
     let npy = open(&a.input)?;
     by_type!(npy, T => {
         let arr = read::<T>(npy, &a.input)?;
@@ -331,19 +334,19 @@ pub fn transpose(a: &TransposeArgs) -> Result<()> {
         };
         // A Fortran-order (r, c) array is stored as its transpose in C order: the bytes are the
         // answer already.
-        let out = if arr.fortran { arr.data } else { smemkit::transpose(&arr.data, rows as usize, cols as usize, backend)? };
+        let out = if arr.fortran { arr.data } else { smemkit::ops::transpose(&arr.data, rows as usize, cols as usize, backend)? };
         write(&a.out, &out, &[cols, rows])
     })
 }
 
 pub fn reverse(a: &ReverseArgs) -> Result<()> {
     check_out(&a.out, &[("the input", &a.input)])?;
-    let backend = Backend::parse(&a.backend).context("--backend")?;
-    let kernel = ReverseKernel::parse(&a.kernel).context("--kernel")?;
+    let backend = a.backend.parse::<Backend>().context("--backend")?;
+    let kernel = a.kernel.parse::<ReverseKernel>().context("--kernel")?;
     let npy = open(&a.input)?;
     by_type!(npy, T => {
         let data = logical(read::<T>(npy, &a.input)?);
-        let out = smemkit::reverse(&data, backend, kernel)?;
+        let out = smemkit::ops::reverse(&data, backend, kernel)?;
         write(&a.out, &out, &[data.len() as u64])
     })
 }

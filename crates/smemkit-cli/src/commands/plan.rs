@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use smemkit::internals::histogram::plan::{
     plan, skew_probe_threshold, Workload, SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
 };
-use smemkit::{SampleType, StrategyChoice};
+use smemkit::{histogram::StrategyChoice, sample::SampleType};
 
 use crate::cli::PlanArgs;
 use crate::device::device_limits;
@@ -16,8 +16,12 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
     if args.bins == 0 {
         bail!("--bins must be at least 1 (got 0)");
     }
-    let sample_type = SampleType::parse(&args.dtype).context("--dtype")?;
-    let choice = StrategyChoice::parse(&args.strategy, args.cluster_size).context("--strategy")?;
+    let sample_type = args.dtype.parse::<SampleType>().context("--dtype")?;
+    let choice = args
+        .strategy
+        .parse::<StrategyChoice>()
+        .and_then(|s| s.with_cluster_size(args.cluster_size))
+        .context("--strategy")?;
     let (limits, source) = device_limits();
     let workload = Workload::new(args.bins, sample_type, args.weighted).with_samples(args.samples);
     let p = plan(&workload, &limits, choice)?;

@@ -9,7 +9,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
-use smemkit::{BinSpec, Binning, OutOfRange, SampleType, Samples, StrategyChoice};
+use smemkit::{
+    bins::{BinSpec, Binning, OutOfRange},
+    histogram::StrategyChoice,
+    sample::{SampleType, Samples},
+};
 
 #[derive(Debug, Args)]
 pub struct WarmupArgs {
@@ -90,7 +94,10 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
     let types = args
         .dtype
         .iter()
-        .map(|d| SampleType::parse(d).with_context(|| format!("--dtype {d}")))
+        .map(|d| {
+            d.parse::<SampleType>()
+                .with_context(|| format!("--dtype {d}"))
+        })
         .collect::<Result<Vec<_>>>()?;
     let gpu = smemkit::internals::gpu::gpu().context("warmup builds kernels for a GPU")?;
     let weights: &[WeightKind] = if args.weighted {

@@ -3,7 +3,7 @@
 //! (converted, parsed or generated data). Both hand the library a borrowed `Samples` slice.
 
 use memmap2::Mmap;
-use smemkit::{SampleType, Samples};
+use smemkit::sample::{SampleType, Samples};
 
 /// Owned samples of a type chosen at run time.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,10 @@
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use smemkit::{BinSpec, IntEdges, Samples};
+use smemkit::{
+    bins::{BinSpec, IntEdges},
+    sample::Samples,
+};
 
 use super::{stream, FileKind, Parsed};
 

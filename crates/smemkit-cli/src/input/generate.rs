@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal, Zipf};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use super::data::OwnedSamples;
 

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use memmap2::Mmap;
-use smemkit::{SampleType, Samples};
+use smemkit::sample::{SampleType, Samples};
 
 pub use data::SampleData;
 pub use shape::Shape;
@@ -168,7 +168,7 @@ pub fn map_file(path: &Path) -> Result<Mmap> {
 /// Where the samples of a file lie, when its bytes are the samples as they would lie in memory:
 /// a raw file, or a `.npy` file in this machine's byte order (C or Fortran order: a histogram
 /// reads both flat, in the order the bytes are stored, as [`npy::read`] does). Such a file can
-/// stream to the GPU straight from the file ([`smemkit::FileInput`]).
+/// stream to the GPU straight from the file ([`smemkit::histogram::FileInput`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DirectFile {
     pub ty: SampleType,
@@ -264,5 +264,5 @@ pub fn read_file(
 
 /// Samples as f64, for edges and weights read from files of any numeric type.
 pub fn to_f64(samples: Samples<'_>) -> Vec<f64> {
-    smemkit::with_samples!(samples, s => s.iter().map(|&x| smemkit::Sample::to_f64(x)).collect())
+    smemkit::sample::with_samples!(samples, s => s.iter().map(|&x| smemkit::sample::Sample::to_f64(x)).collect())
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use npyz::{DType, TypeChar};
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use super::data::{decode, MappedSamples, SampleData};
 use super::{map_file, progress, Parsed, Shape};

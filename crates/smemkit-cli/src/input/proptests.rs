@@ -7,7 +7,7 @@ use std::io::Cursor;
 use std::path::Path;
 
 use proptest::prelude::*;
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use super::stream::read_samples as read_stream;
 use super::text::{self, Column};

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use super::data::{decode, MappedSamples, SampleData};
 use super::{map_file, progress};

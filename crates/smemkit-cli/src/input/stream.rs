@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use super::data::OwnedSamples;
 use super::{npy, text, FileKind, Parsed, SampleData, Shape};

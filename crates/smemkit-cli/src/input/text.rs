@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use smemkit::SampleType;
+use smemkit::sample::SampleType;
 
 use super::data::OwnedSamples;
 use super::{progress, Parsed, Shape};

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
-use smemkit::{SampleType, Weights};
+use smemkit::sample::{SampleType, Weights};
 
 use super::data::{decode, OwnedSamples};
 use super::{npy, shape, stream, text, FileKind, Parsed, Shape};

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use smemkit::Histogram;
+use smemkit::histogram::Histogram;
 
 pub const MAX_ROWS: usize = 40;
 const BAR_WIDTH: usize = 50;

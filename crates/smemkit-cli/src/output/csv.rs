@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use smemkit::Histogram;
+use smemkit::histogram::Histogram;
 
 /// Columns `bin,left,right,count` (and `density` with `--density`); floats in Rust's shortest
 /// form that reads back exactly.
@@ -19,8 +19,8 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     let first = h.part.as_ref().map_or(0, |p| p.bins.start);
     for i in 0..h.nbins() {
         let count = match &h.counts {
-            smemkit::Counts::Unweighted(c) => c[i].to_string(),
-            smemkit::Counts::Weighted(c) => c[i].to_string(),
+            smemkit::histogram::Counts::Unweighted(c) => c[i].to_string(),
+            smemkit::histogram::Counts::Weighted(c) => c[i].to_string(),
         };
         let d = density.map(|d| format!(",{}", d[i])).unwrap_or_default();
         writeln!(

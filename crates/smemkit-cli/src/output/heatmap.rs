@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
 use plotters::prelude::*;
-use smemkit::JointHistogram;
+use smemkit::histogramdd::JointHistogram;
 
 use super::PlotFormat;
 
@@ -103,7 +103,7 @@ impl Scale {
         };
         let what = match (&h.density, &h.counts) {
             (Some(_), _) => "density",
-            (None, smemkit::Counts::Weighted(_)) => "sum of weights",
+            (None, smemkit::histogram::Counts::Weighted(_)) => "sum of weights",
             (None, _) => "count",
         };
         let finite = || values.iter().copied().filter(|v| v.is_finite());

@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::Result;
 use npyz::WriterBuilder;
 use serde::Serialize;
-use smemkit::{Counts, JointHistogram};
+use smemkit::{histogram::Counts, histogramdd::JointHistogram};
 
 use super::json::{backend_name, Floats};
 use super::summary::thousands;

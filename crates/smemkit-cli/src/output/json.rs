@@ -6,7 +6,10 @@ use std::io::Write;
 
 use anyhow::Result;
 use serde::{Serialize, Serializer};
-use smemkit::{Backend, Counts, Histogram};
+use smemkit::{
+    histogram::{Counts, Histogram},
+    Backend,
+};
 
 #[derive(Serialize)]
 struct Tallies {

@@ -19,7 +19,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use smemkit::Histogram;
+use smemkit::histogram::Histogram;
 
 use partial::Partial;
 

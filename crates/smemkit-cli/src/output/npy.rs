@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use npyz::WriterBuilder;
-use smemkit::{Counts, Histogram};
+use smemkit::histogram::{Counts, Histogram};
 
 pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     let shape = [h.nbins() as u64];

@@ -6,7 +6,7 @@ use std::sync::Once;
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
-use smemkit::Histogram;
+use smemkit::histogram::Histogram;
 
 use super::PlotFormat;
 
@@ -76,7 +76,7 @@ where
         .x_desc("value")
         .y_desc(
             match (
-                matches!(h.counts, smemkit::Counts::Weighted(_)),
+                matches!(h.counts, smemkit::histogram::Counts::Weighted(_)),
                 rows.len() < h.nbins(),
             ) {
                 (false, false) => "count",

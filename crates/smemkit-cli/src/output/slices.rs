@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
 use plotters::prelude::*;
-use smemkit::JointHistogram;
+use smemkit::histogramdd::JointHistogram;
 
 use super::heatmap::{colour, colour_bar, coordinates, Scale};
 use super::PlotFormat;

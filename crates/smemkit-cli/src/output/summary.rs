@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
-use smemkit::{Counts, Histogram};
+use smemkit::histogram::{Counts, Histogram};
 
 /// Facts about the input the library does not know.
 pub struct InputFacts<'a> {
@@ -112,7 +112,7 @@ pub fn write(w: &mut dyn Write, h: &Histogram, input: &InputFacts<'_>) -> Result
     )?;
     writeln!(w, "bins        {}", input.bins)?;
     writeln!(w, "counted     {}", thousands(h.counted()))?;
-    let clamped = if h.policy == smemkit::OutOfRange::Clamp {
+    let clamped = if h.policy == smemkit::bins::OutOfRange::Clamp {
         " (clamped into the end bins)"
     } else {
         ""
@@ -147,7 +147,7 @@ pub fn write(w: &mut dyn Write, h: &Histogram, input: &InputFacts<'_>) -> Result
 mod tests {
     use super::*;
     use smemkit::internals::histogram::{EngineReport, Phases};
-    use smemkit::{Backend, OutOfRange, Tallies};
+    use smemkit::{bins::OutOfRange, histogram::Tallies, Backend};
 
     fn histogram(elapsed_ms: u64, phases: Phases) -> Histogram {
         Histogram {

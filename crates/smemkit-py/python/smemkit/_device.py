@@ -532,9 +532,9 @@ def estimate(a_obj, kind, rule, range_):
     stream = a.run_stream()
     if a.kind == "cai" and a.stream_kind == "handle":
         with a.frame.use_stream(stream):
-            nbins, edges = _native.device_estimate(a.device, stream, a.ptr, a.size, dtype, rule, rng)
+            nbins, edges = _native.device_estimate((a.device, stream, a.ptr, a.size, dtype), rule, rng)
     else:
-        nbins, edges = _native.device_estimate(a.device, stream, a.ptr, a.size, dtype, rule, rng)
+        nbins, edges = _native.device_estimate((a.device, stream, a.ptr, a.size, dtype), rule, rng)
     if rng is not None:
         return nbins, None
     return None, edges

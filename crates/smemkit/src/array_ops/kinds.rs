@@ -21,11 +21,6 @@ pub enum Boundary {
 }
 
 impl Boundary {
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
     /// The code the kernel takes.
     pub fn code(self) -> i32 {
         match self {
@@ -87,14 +82,6 @@ pub enum ReverseKernel {
     /// One dynamic allocation carved into the values and a u32 array of the staged chunk each
     /// output chunk of a tile reads.
     Carved,
-}
-
-impl ReverseKernel {
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
 }
 
 impl std::str::FromStr for ReverseKernel {

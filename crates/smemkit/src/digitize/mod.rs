@@ -5,6 +5,7 @@
 //! decreasing ones). The CPU engine runs it with rayon ([`digitize`]); the GPU with a kernel of
 //! the same rule ([`cuda`], [`digitize_on`] to choose).
 
+#[doc(hidden)]
 pub mod cuda;
 
 use rayon::prelude::*;
@@ -48,12 +49,12 @@ fn direction(bins: &[f64]) -> Result<Direction> {
 /// above; for decreasing bins the mirror image.
 pub fn digitize(x: Samples<'_>, bins: &[f64], right: bool) -> Result<Vec<i64>> {
     let dir = direction(bins)?;
-    Ok(crate::with_samples!(x, s => run(s, bins, right, dir)))
+    Ok(crate::sample::with_samples!(x, s => run(s, bins, right, dir)))
 }
 
-/// [`digitize`] on the engine `backend` names: the CPU under [`Backend::Auto`] (the GPU's host
+/// [`digitize`] on the engine `backend` names: the CPU under [`Backend::Auto`](crate::Backend::Auto) (the GPU's host
 /// entry copies every sample in and an int64 per sample back, which the CPU's rayon loop has not
-/// been measured against yet), the GPU's kernel ([`cuda::digitize`]) under [`Backend::Cuda`].
+/// been measured against yet), the GPU's kernel ([`cuda::digitize`]) under [`Backend::Cuda`](crate::Backend::Cuda).
 pub fn digitize_on(
     x: Samples<'_>,
     bins: &[f64],

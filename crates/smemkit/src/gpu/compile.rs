@@ -195,7 +195,7 @@ pub struct BuildStats {
     /// Modules read from the disk cache.
     pub from_disk: u64,
     /// Modules loaded into a context as CUBIN, and as PTX ([`ptx_load_reasons`] says why;
-    /// [`super::load_stats`]).
+    /// `load_stats`).
     pub cubin_loads: u64,
     pub ptx_loads: u64,
 }

@@ -186,10 +186,10 @@ fn matmul_kernels_compile_for_every_transpose_pair() {
             let ptx = compile_uncached(&MATMUL, &options(arch, &d))
                 .unwrap_or_else(|e| panic!("{arch} ta {ta} tb {tb}: {e}"));
             for k in [
-                crate::MatmulKernel::Tiled16,
-                crate::MatmulKernel::RegisterBlocked,
-                crate::MatmulKernel::Vectorized,
-                crate::MatmulKernel::AsyncCopy,
+                crate::matmul::MatmulKernel::Tiled16,
+                crate::matmul::MatmulKernel::RegisterBlocked,
+                crate::matmul::MatmulKernel::Vectorized,
+                crate::matmul::MatmulKernel::AsyncCopy,
             ] {
                 let name = crate::matmul::cuda::kernel_name(k);
                 assert!(

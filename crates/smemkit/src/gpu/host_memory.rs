@@ -371,7 +371,7 @@ impl<'a> ZeroCopySamples<'a> {
 
 /// The bytes of a sample slice (every sample type is plain data without padding).
 pub fn sample_bytes(samples: Samples<'_>) -> &[u8] {
-    crate::with_samples!(samples, s => {
+    crate::sample::with_samples!(samples, s => {
         // SAFETY: numeric slices are valid to read as bytes, over exactly their own extent.
         unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
     })

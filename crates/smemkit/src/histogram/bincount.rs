@@ -23,7 +23,7 @@ pub fn bincount_length(samples: Samples<'_>, minlength: usize) -> Result<usize> 
     if samples.sample_type().is_float() {
         return Err(Error::IntegerBinsNeedIntegers(samples.sample_type().name()));
     }
-    let extremes = crate::with_samples!(samples, s => int_extremes(s));
+    let extremes = crate::sample::with_samples!(samples, s => int_extremes(s));
     let Some((lo, hi)) = extremes else {
         return Ok(minlength);
     };
@@ -61,9 +61,9 @@ pub fn bincount(
     if len == 0 || sequential_weights {
         let start = Instant::now();
         let counts = match weights {
-            Some(w) => {
-                Counts::Weighted(crate::with_samples!(samples, s => weighted_in_order(s, w, len)))
-            }
+            Some(w) => Counts::Weighted(
+                crate::sample::with_samples!(samples, s => weighted_in_order(s, w, len)),
+            ),
             None => Counts::Unweighted(Vec::new()),
         };
         return Ok(Histogram {

@@ -1,35 +1,50 @@
-//! The histogram API: one entry point, [`histogram`], for every backend. It validates the request,
-//! resolves the bins with numpy's rule ([`Binning::resolve`]), hands the work to the CPU or CUDA
-//! engine, and applies the out-of-range policy to the tallies the engine returns.
-//! [`histogram_file_with_progress`] is the same for samples streamed from a file to one GPU.
+//! 1-D histograms: one entry point, [`histogram`] (or [`run`] for a [`Request`] of any [`Input`]),
+//! for every backend. It validates the request, resolves the bins with numpy's rule
+//! ([`Binning::resolve`]), hands the work to the CPU or CUDA engine, and applies the out-of-range
+//! policy to the tallies the engine returns. The options also choose the GPU strategy
+//! ([`StrategyChoice`]), streaming ([`StreamMode`], [`FileInput`] for a file larger than memory),
+//! several GPUs ([`DeviceSet`]) and several processes ([`RankSpec`]); [`bincount`] is numpy's.
+//!
+//! The submodules are the engines and not API (hidden; `smemkit::internals` is their home).
 
+#[doc(hidden)]
 pub mod bincount;
+#[doc(hidden)]
 pub mod bins;
 #[doc(hidden)]
 pub mod cpu;
+#[doc(hidden)]
 pub mod cuda;
 #[doc(hidden)]
 pub mod density;
 mod engine_support;
 #[doc(hidden)]
 pub mod job;
+#[doc(hidden)]
 pub mod plan;
+#[doc(hidden)]
 pub mod request;
+#[doc(hidden)]
 pub mod result;
+#[doc(hidden)]
 pub mod stream_options;
 
 use std::time::{Duration, Instant};
 
-pub use crate::backend::Backend;
+pub use bincount::bincount;
+pub use cuda::multi::DeviceSet;
+pub use cuda::ranks::RankSpec;
+pub use cuda::stream::{FileInput, StreamMode, StreamOptions};
+pub use plan::{Strategy, StrategyChoice};
+pub use request::{run, Input, Request};
 pub use result::{BinPart, Counts, Tallies};
+
+use crate::backend::Backend;
 
 use crate::error::{Error, Result};
 use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
-use crate::histogram::cuda::multi::DeviceSet;
-use crate::histogram::cuda::ranks::RankSpec;
-use crate::histogram::cuda::stream::{FileInput, StreamInput, StreamMode, StreamOptions};
+use crate::histogram::cuda::stream::StreamInput;
 use crate::histogram::job::Job;
-use crate::histogram::plan::StrategyChoice;
 use crate::sample::{Samples, Weights};
 
 /// Everything a histogram call needs besides the data.
@@ -199,6 +214,7 @@ pub fn histogram(
     histogram_with_progress(samples, weights, options, None)
 }
 
+#[doc(hidden)]
 /// [`histogram`], telling `progress` the bytes of samples handed to the GPU so far when the
 /// input streams (other engines do not call it).
 pub fn histogram_with_progress(
@@ -313,7 +329,7 @@ pub fn histogram_with_progress(
     let mut part = None;
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
-            let r = crate::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
+            let r = crate::sample::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
             (r.counts, r.tallies, format!("{}{note}", r.detail))
         }
         Backend::Cuda if options.ranks.is_some() => {
@@ -429,6 +445,7 @@ pub fn streams_to_one_gpu(bytes: usize, options: &HistogramOptions) -> Result<bo
     streams(bytes, options)
 }
 
+#[doc(hidden)]
 /// [`histogram_with_progress`] of the samples of a file, streamed from it to one GPU by positioned
 /// reads ([`FileInput`]): the file is never mapped nor loaded, so it may be larger than host
 /// memory, and a file that shrinks or fails while it is read is an [`Error::Read`] (with a mapped

@@ -91,7 +91,7 @@ pub fn run(request: &Request<'_>) -> Result<Histogram> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Backend, BinSpec, Counts};
+    use crate::{bins::BinSpec, histogram::Counts, Backend};
 
     #[test]
     fn a_request_runs_like_the_direct_call() {

@@ -63,7 +63,7 @@ pub struct EngineOutput {
 }
 
 /// Which bins of a histogram sharded over ranks one rank holds
-/// ([`crate::histogram::cuda::bin_shards`]): its [`crate::Histogram`]'s counts and edges are
+/// ([`crate::histogram::cuda::bin_shards`]): its [`crate::histogram::Histogram`]'s counts and edges are
 /// those bins' alone, and the parts of every rank, in rank order, put together are the whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BinPart {

@@ -2,10 +2,10 @@
 //!
 //! A joint histogram bins every sample on each of its D axes and counts the tuple of bins as one
 //! bin of a D-dimensional array (C order, the last axis fastest). Each axis takes a bin count (with
-//! or without a range) or explicit edges, with numpy.histogramdd's rule ([`axis`]); a sample outside
+//! or without a range) or explicit edges, with numpy.histogramdd's rule (`axis`); a sample outside
 //! any axis is not counted but tallied, and so is a sample with NaN on any axis. Samples come as an
 //! (N, D) array in either memory order, as D separate arrays, or as interleaved channels
-//! ([`JointSamples`]). The CPU engine ([`cpu`]) does everything; the CUDA backend runs the GPU engine
+//! ([`JointSamples`]). The CPU engine (`cpu`) does everything; the CUDA backend runs the GPU engine
 //! ([`cuda`]: the planner's tiers for the joint bin count, counts and f64 weight sums; its
 //! device-resident entry point is [`cuda::DeviceJoint`]), which the auto backend does not choose yet.
 

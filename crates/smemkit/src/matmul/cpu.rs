@@ -2,7 +2,7 @@
 //! run time, any row and column strides), parallelised here with rayon over bands of C's rows:
 //! the crate's own threading would bring a second thread pool beside rayon's.
 //!
-//! Callers pass views already checked by [`crate::matmul()`]: every element these functions index
+//! Callers pass views already checked by [`crate::matmul::matmul()`]: every element these functions index
 //! lies inside its slice.
 
 use rayon::prelude::*;

@@ -144,12 +144,6 @@ impl MatmulKernel {
             MatmulKernel::Tf32 => "tf32",
         }
     }
-
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
 }
 
 impl std::str::FromStr for MatmulKernel {

@@ -9,7 +9,7 @@
 //! ([`MatrixRef::col_major`]).
 //!
 //! ```
-//! use smemkit::{matmul, Backend, MatmulKernel, MatrixMut, MatrixRef};
+//! use smemkit::{matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef}, Backend};
 //! let a = [1.0f32, 2.0, 3.0, 4.0]; // 2 x 2
 //! let b = [1.0f32, 0.0, 0.0, 1.0]; // identity
 //! let mut c = [0.0f32; 4];
@@ -22,6 +22,7 @@
 pub mod cpu;
 #[doc(hidden)]
 pub mod cuda;
+#[doc(hidden)]
 pub mod matrix;
 
 use crate::backend::Backend;
@@ -187,8 +188,8 @@ mod tests {
         run(v, MatrixRef::new(&ones, 3, 1), MatrixMut::new(&mut c, 2, 1)).unwrap();
         assert_eq!(c, [6.0, 15.0]);
         for k in MatmulKernel::ALL {
-            assert_eq!(MatmulKernel::parse(k.name()).unwrap(), k);
+            assert_eq!(k.name().parse::<MatmulKernel>().unwrap(), k);
         }
-        assert!(MatmulKernel::parse("cublas").is_err());
+        assert!("cublas".parse::<MatmulKernel>().is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! name and the hex of their little-endian bytes, decoded into owned vectors.
 #![allow(dead_code)]
 
-use smemkit::{Samples, Weights};
+use smemkit::sample::{Samples, Weights};
 
 /// Sample data decoded from a fixture, owned.
 pub enum Owned {

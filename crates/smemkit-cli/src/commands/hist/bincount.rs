@@ -3,7 +3,7 @@
 //! here (its histogram flattens them), and so does this command for `.npy` input.
 
 use anyhow::{bail, Result};
-use smemkit::{Histogram, RankSpec};
+use smemkit::histogram::{Histogram, RankSpec};
 
 use super::config::{HistConfig, Source};
 use crate::input::weights::WeightData;
@@ -32,7 +32,7 @@ pub fn run(
     if config.density {
         bail!("--density needs --bins, --range or --edges (numpy's bincount has no density)");
     }
-    Ok(smemkit::bincount(
+    Ok(smemkit::histogram::bincount(
         data.samples(),
         weights.map(WeightData::weights),
         config.bins.minlength,

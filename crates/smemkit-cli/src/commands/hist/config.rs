@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use smemkit::{
-    Backend, BinRule, BinSpec, DeviceSet, OutOfRange, SampleType, StrategyChoice, StreamMode,
+    bins::{BinRule, BinSpec, OutOfRange},
+    histogram::{DeviceSet, StrategyChoice, StreamMode},
+    sample::SampleType,
+    Backend,
 };
 
 use crate::cli::HistArgs;
@@ -169,7 +172,8 @@ pub fn parse_range(text: &str, nbins: usize) -> Result<(f64, f64)> {
 }
 
 fn parse_dtype(text: Option<&str>, flag: &'static str) -> Result<Option<SampleType>> {
-    text.map(|t| SampleType::parse(t).context(flag)).transpose()
+    text.map(|t| t.parse::<SampleType>().context(flag))
+        .transpose()
 }
 
 /// Refuses, before anything is read, flags that mean nothing for the inputs as their names (or,
@@ -275,7 +279,9 @@ fn parse_bins(text: Option<&str>) -> Result<(Option<usize>, Option<BinRule>)> {
         }
         return Ok((Some(n), None));
     }
-    let rule = BinRule::parse(text.trim())
+    let rule = text
+        .trim()
+        .parse::<BinRule>()
         .with_context(|| format!("--bins `{text}` is neither a number of bins nor an estimator"))?;
     Ok((None, Some(rule)))
 }
@@ -352,9 +358,16 @@ impl HistConfig {
             edges,
             integer: a.integer,
         };
-        let policy = OutOfRange::parse(&a.out_of_range).context("--out-of-range")?;
-        let backend = Backend::parse(&a.backend).context("--backend")?;
-        let strategy = StrategyChoice::parse(&a.strategy, a.cluster_size).context("--strategy")?;
+        let policy = a
+            .out_of_range
+            .parse::<OutOfRange>()
+            .context("--out-of-range")?;
+        let backend = a.backend.parse::<Backend>().context("--backend")?;
+        let strategy = a
+            .strategy
+            .parse::<StrategyChoice>()
+            .and_then(|s| s.with_cluster_size(a.cluster_size))
+            .context("--strategy")?;
         let out = a
             .out
             .as_ref()
@@ -390,7 +403,7 @@ impl HistConfig {
         };
         let devices = match &a.devices {
             None => DeviceSet::Default,
-            Some(d) => DeviceSet::parse(d).context("--devices")?,
+            Some(d) => d.parse::<DeviceSet>().context("--devices")?,
         };
         if a.devices.is_some() && backend == Backend::Cpu {
             bail!("--devices applies to the GPU engine, not --backend cpu");
@@ -479,7 +492,7 @@ mod tests {
     /// samples.
     #[test]
     fn empty_ranges_widen_as_numpy_or_name_a_range_that_works() {
-        use smemkit::{Binning, Samples};
+        use smemkit::{bins::Binning, sample::Samples};
         let mut refused = 0;
         for v in [
             0.0,

@@ -13,7 +13,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use smemkit::internals::histogram::{histogram_file_with_progress, histogram_with_progress};
 use smemkit::{
-    BinSpec, FileInput, Histogram, HistogramOptions, RankSpec, SampleType, StreamOptions,
+    bins::BinSpec,
+    histogram::{FileInput, Histogram, HistogramOptions, RankSpec, StreamOptions},
+    sample::SampleType,
 };
 
 use crate::cli::HistArgs;
@@ -413,7 +415,7 @@ fn stream_from_file(
     // The bin count weighs in the automatic backend's estimate (`smemkit::backend::cost`).
     let nbins = config.bins.nbins.unwrap_or(1000);
     let probe = options(config, BinSpec::Integer { nbins }, ranks);
-    if !smemkit::streams_to_one_gpu(bytes, &probe).unwrap_or(false) {
+    if !smemkit::histogram::streams_to_one_gpu(bytes, &probe).unwrap_or(false) {
         return Ok(None);
     }
     let file = FileInput::open(path, direct.offset, direct.ty, direct.len)?;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use smemkit::{Backend, BinSpec, SampleType};
+use smemkit::{bins::BinSpec, sample::SampleType, Backend};
 
 use super::JointArgs;
 use crate::commands::hist::config::{check_folder, parse_range};
@@ -76,12 +76,12 @@ impl JointConfig {
         let dtype = a
             .dtype
             .as_deref()
-            .map(|t| SampleType::parse(t).context("--dtype"))
+            .map(|t| t.parse::<SampleType>().context("--dtype"))
             .transpose()?;
         let weights_dtype = a
             .weights_dtype
             .as_deref()
-            .map(|t| SampleType::parse(t).context("--weights-dtype"))
+            .map(|t| t.parse::<SampleType>().context("--weights-dtype"))
             .transpose()?;
         let columns = a
             .columns

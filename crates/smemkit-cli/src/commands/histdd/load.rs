@@ -6,7 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use smemkit::{JointSamples, SampleType, Samples};
+use smemkit::{
+    histogramdd::JointSamples,
+    sample::{SampleType, Samples},
+};
 
 use crate::input::data::OwnedSamples;
 use crate::input::text::{self, Column};

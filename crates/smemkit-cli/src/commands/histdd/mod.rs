@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use smemkit::{histogramdd, JointOptions};
+use smemkit::histogramdd::{histogramdd, JointOptions};
 
 use crate::input::weights::WeightData;
 use crate::output;
@@ -115,10 +115,10 @@ fn run(args: &JointArgs, dims: Option<usize>, out: &mut dyn Write) -> Result<()>
     let specs = config.bins.specs(d)?;
     let joint_bins = specs.iter().try_fold(1u128, |p, s| {
         let n = match s {
-            smemkit::BinSpec::Uniform { nbins, .. } => *nbins,
-            smemkit::BinSpec::Edges(e) => e.len().saturating_sub(1),
-            smemkit::BinSpec::Integer { nbins } => *nbins,
-            smemkit::BinSpec::IntEdges(e) => e.len().saturating_sub(1),
+            smemkit::bins::BinSpec::Uniform { nbins, .. } => *nbins,
+            smemkit::bins::BinSpec::Edges(e) => e.len().saturating_sub(1),
+            smemkit::bins::BinSpec::Integer { nbins } => *nbins,
+            smemkit::bins::BinSpec::IntEdges(e) => e.len().saturating_sub(1),
             // Joint histograms take counts or edges per axis (the library refuses the rest).
             _ => 1,
         };

@@ -58,9 +58,13 @@ impl BinRule {
             BinRule::Sqrt => "sqrt",
         }
     }
+}
+
+impl std::str::FromStr for BinRule {
+    type Err = Error;
 
     /// The rule named `text` (numpy's names).
-    pub fn parse(text: &str) -> Result<BinRule> {
+    fn from_str(text: &str) -> Result<BinRule> {
         BinRule::ALL
             .into_iter()
             .find(|r| r.name() == text)
@@ -175,7 +179,7 @@ pub fn estimate_bin_count(
             samples.sample_type()
         )));
     }
-    crate::with_samples!(samples, s => count_for(s, rule, range))
+    crate::sample::with_samples!(samples, s => count_for(s, rule, range))
 }
 
 /// numpy's `histogram_bin_edges(samples, bins, range)`: the edges `spec` resolves to for
@@ -296,7 +300,7 @@ pub fn estimator_width(
             samples.sample_type()
         )));
     }
-    let width = crate::with_samples!(samples, s => of(s, rule, range))?;
+    let width = crate::sample::with_samples!(samples, s => of(s, rule, range))?;
     Ok(width.map(|w| (w.value(), matches!(w, Width::F32(_)))))
 }
 

@@ -64,11 +64,6 @@ pub enum OutOfRange {
 }
 
 impl OutOfRange {
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
     /// The policy's name, as the CLI spells it.
     pub fn name(self) -> &'static str {
         match self {
@@ -373,7 +368,7 @@ impl Binning {
                     }
                     Samples::F16(s) => half::resolve(half::HalfFormat::F16, *nbins, *range, s),
                     Samples::BF16(s) => half::resolve(half::HalfFormat::BF16, *nbins, *range, s),
-                    _ => crate::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
+                    _ => crate::sample::with_samples!(samples, s => resolve_uniform_int(*nbins, *range, s))
                         .map(Binning::UniformF64),
                 }
             }

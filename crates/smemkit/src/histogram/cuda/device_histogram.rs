@@ -215,7 +215,8 @@ impl DeviceOutput {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use smemkit::{BinSpec, Counts, DeviceHistogram, DeviceHistogramSpec, SampleType};
+/// use smemkit::device::{DeviceHistogram, DeviceHistogramSpec};
+/// use smemkit::{bins::BinSpec, histogram::Counts, sample::SampleType};
 ///
 /// let gpu = smemkit::gpu()?;
 /// let stream = gpu.ctx.new_stream()?;

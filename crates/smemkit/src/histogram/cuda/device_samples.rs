@@ -52,7 +52,7 @@ impl DeviceSamples {
     }
 
     /// The samples as a typed view (for the device-resident API); `T` must be their type.
-    pub fn view<T: crate::Sample + cudarc::driver::DeviceRepr>(
+    pub fn view<T: crate::sample::Sample + cudarc::driver::DeviceRepr>(
         &self,
     ) -> Result<cudarc::driver::CudaView<'_, T>> {
         if T::TYPE != self.sample_type {

@@ -1,6 +1,6 @@
 //! numpy's bin estimators (`bins='auto'`, `'fd'`, `'doane'`, `'scott'`, `'rice'`, `'sturges'`,
 //! `'sqrt'`) for samples already in GPU memory, computed where the samples are: the statistics
-//! come from device passes ([`super::estimate_passes`]) and the widths and the bin count from the
+//! come from device passes (`estimate_passes`) and the widths and the bin count from the
 //! same code as the CPU engine's ([`crate::histogram::bins::estimators`]), so both engines give
 //! the same bins bit for bit.
 //!

@@ -363,7 +363,7 @@ mod tests {
             .collect();
         let binning = Binning::resolve(
             &BinSpec::Integer { nbins: 10 },
-            crate::Samples::I32(&samples),
+            crate::sample::Samples::I32(&samples),
         )
         .unwrap();
         let (sums, tallies) = reference(
@@ -409,7 +409,7 @@ mod tests {
         ];
         let binning = Binning::resolve(
             &BinSpec::Integer { nbins: 4 },
-            crate::Samples::I32(&samples),
+            crate::sample::Samples::I32(&samples),
         )
         .unwrap();
         let (sums, _) = reference(

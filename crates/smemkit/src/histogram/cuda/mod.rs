@@ -5,7 +5,8 @@
 //! inputs of the benchmarks ([`bench`]); histograms of data already on the GPU, on the caller's
 //! stream ([`device_histogram`]), with deterministic weighted sums ([`exact_sums`]) and small inputs
 //! in one launch ([`small`]); the launch path the device-resident, host-slice, streamed and
-//! multi-GPU entry points share ([`device_engine`]); numpy's bin estimators on device samples ([`estimate`]).
+//! multi-GPU entry points share (`device_engine`); numpy's bin estimators on device samples
+//! ([`estimate`]).
 
 #[doc(hidden)]
 pub mod bench;

@@ -167,11 +167,11 @@ mod tests {
     use super::*;
 
     fn uniform32(nbins: usize, lo: f64, hi: f64) -> Binning {
-        let spec = crate::BinSpec::Uniform {
+        let spec = crate::bins::BinSpec::Uniform {
             nbins,
             range: Some((lo, hi)),
         };
-        Binning::resolve(&spec, crate::Samples::F32(&[1.0])).unwrap()
+        Binning::resolve(&spec, crate::sample::Samples::F32(&[1.0])).unwrap()
     }
 
     #[test]

@@ -379,7 +379,7 @@ fn run(
         };
         let range = ranges[0].clone();
         let mine = (
-            crate::with_samples!(samples, s => Samples::from(&s[range.clone()])),
+            crate::sample::with_samples!(samples, s => Samples::from(&s[range.clone()])),
             weights.map(|w| match w {
                 Weights::F32(v) => Weights::F32(&v[range.clone()]),
                 Weights::F64(v) => Weights::F64(&v[range.clone()]),

@@ -24,7 +24,7 @@ use crate::histogram::plan::StrategyChoice;
 
 /// The most samples a small run takes: each block reads all of them.
 pub const SMALL_MAX_SAMPLES: usize = 1 << 14;
-/// The most bins a small run counts (slices of [`SLICE_BINS`], one block each).
+/// The most bins a small run counts (slices of `SLICE_BINS`, one block each).
 pub const SMALL_MAX_BINS: usize = 1 << 22;
 /// The most samples a small run's blocks read together (the samples times the slices): beyond it
 /// the usual launches (a memset of the counts, kernels that read each sample once) cost the GPU

@@ -136,7 +136,8 @@ fn check_windows(
 ) {
     let gpu = crate::gpu::gpu().unwrap();
     let binning = Binning::resolve(spec, samples).unwrap();
-    let whole = crate::with_samples!(samples, s => cpu::histogram(s, weights, &binning, policy));
+    let whole =
+        crate::sample::with_samples!(samples, s => cpu::histogram(s, weights, &binning, policy));
     let kind = match weights {
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,

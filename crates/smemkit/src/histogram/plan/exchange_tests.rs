@@ -19,18 +19,23 @@ fn exchange_names_parse_back() {
         ("exchange8x16", None, Some(8), Some(16)),
     ] {
         assert_eq!(
-            StrategyChoice::parse(text, k).unwrap(),
+            text.parse::<StrategyChoice>()
+                .and_then(|s| s.with_cluster_size(k))
+                .unwrap(),
             StrategyChoice::Exchange { bits, size },
             "{text}"
         );
     }
     for bad in ["exchange4", "exchange8x", "exchange8y8", "exchangex"] {
-        assert!(StrategyChoice::parse(bad, None).is_err(), "{bad}");
+        assert!(bad.parse::<StrategyChoice>().is_err(), "{bad}");
     }
-    assert!(StrategyChoice::parse("exchange8x8", Some(8)).is_err());
+    assert!("exchange8x8"
+        .parse::<StrategyChoice>()
+        .and_then(|s| s.with_cluster_size(Some(8)))
+        .is_err());
     let p = forced(1 << 20, Some(8), Some(8)).unwrap();
     assert_eq!(
-        StrategyChoice::parse(&p.strategy.name(), None).unwrap(),
+        p.strategy.name().parse::<StrategyChoice>().unwrap(),
         StrategyChoice::Exchange {
             bits: Some(8),
             size: Some(8)

@@ -27,7 +27,7 @@ fn partition_counts_only_and_is_bounded() {
     )
     .is_err());
     assert_eq!(
-        StrategyChoice::parse("partition", None).unwrap(),
+        "partition".parse::<StrategyChoice>().unwrap(),
         StrategyChoice::Partition
     );
 }

@@ -21,26 +21,29 @@ fn sliced_names_parse_back() {
         ("slicedx5", None, Some(5)),
     ] {
         assert_eq!(
-            StrategyChoice::parse(text, None).unwrap(),
+            text.parse::<StrategyChoice>().unwrap(),
             StrategyChoice::Sliced { bits, slices },
             "{text}"
         );
     }
     for bad in ["slicedy", "sliced16", "sliced8x", "sliced4x-1"] {
-        assert!(StrategyChoice::parse(bad, None).is_err(), "{bad}");
+        assert!(bad.parse::<StrategyChoice>().is_err(), "{bad}");
     }
-    assert!(StrategyChoice::parse("sliced", Some(4)).is_err());
+    assert!("sliced"
+        .parse::<StrategyChoice>()
+        .and_then(|s| s.with_cluster_size(Some(4)))
+        .is_err());
     let s = Strategy::Sliced { slices: 5, bits: 8 };
     assert_eq!(s.name(), "sliced8x5");
     assert_eq!(
-        StrategyChoice::parse(&s.name(), None).unwrap(),
+        s.name().parse::<StrategyChoice>().unwrap(),
         StrategyChoice::Sliced {
             bits: Some(8),
             slices: Some(5)
         }
     );
     assert_eq!(
-        StrategyChoice::parse("shared4", None).unwrap(),
+        "shared4".parse::<StrategyChoice>().unwrap(),
         StrategyChoice::Packed(4)
     );
 }

@@ -117,36 +117,71 @@ pub enum StrategyChoice {
     },
 }
 
-impl StrategyChoice {
-    /// Parses a strategy name (`auto`, `shared`, `packed16`, `cluster`, ...); `cluster_size` for `cluster`.
-    pub fn parse(text: &str, cluster_size: Option<u32>) -> Result<Self, crate::Error> {
+impl std::str::FromStr for StrategyChoice {
+    type Err = crate::Error;
+
+    /// A strategy name: `auto`, `shared`, `shared16`, `shared8`, `shared4`, `cluster`, `global`,
+    /// `partition`, or an exchange or sliced name (`exchange8x8`, `sliced4x3`, the names
+    /// [`Strategy::name`] prints). The cluster size of `cluster` comes from
+    /// [`StrategyChoice::with_cluster_size`].
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         if let Some(rest) = text.strip_prefix("exchange") {
-            return parse_exchange(text, rest, cluster_size);
+            return parse_exchange(text, rest);
         }
-        if let (Some(rest), None) = (text.strip_prefix("sliced"), cluster_size) {
+        if let Some(rest) = text.strip_prefix("sliced") {
             return parse_sliced(text, rest);
         }
-        match (text, cluster_size) {
-            ("auto", None) => Ok(StrategyChoice::Auto),
-            ("shared", None) => Ok(StrategyChoice::Shared),
-            ("shared16", None) => Ok(StrategyChoice::Packed(16)),
-            ("shared8", None) => Ok(StrategyChoice::Packed(8)),
-            ("shared4", None) => Ok(StrategyChoice::Packed(4)),
-            ("global", None) => Ok(StrategyChoice::Global),
-            ("partition", None) => Ok(StrategyChoice::Partition),
-            ("cluster", k) => Ok(StrategyChoice::Cluster(k)),
-            (
-                s @ ("auto" | "shared" | "shared16" | "shared8" | "shared4" | "global" | "partition"),
-                Some(_),
-            ) => {
-                Err(crate::Error::InvalidArgument(format!(
-                    "--cluster-size only applies to --strategy cluster, not {s}"
-                )))
-            }
+        match text {
+            "auto" => Ok(StrategyChoice::Auto),
+            "shared" => Ok(StrategyChoice::Shared),
+            "shared16" => Ok(StrategyChoice::Packed(16)),
+            "shared8" => Ok(StrategyChoice::Packed(8)),
+            "shared4" => Ok(StrategyChoice::Packed(4)),
+            "global" => Ok(StrategyChoice::Global),
+            "partition" => Ok(StrategyChoice::Partition),
+            "cluster" => Ok(StrategyChoice::Cluster(None)),
             _ => Err(crate::Error::InvalidArgument(format!(
                 "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global, \
                  partition, exchange or sliced)"
             ))),
+        }
+    }
+}
+
+impl StrategyChoice {
+    /// The same choice with `size` blocks per cluster (the CLI's `--cluster-size`), for `cluster`
+    /// and for an `exchange` whose name does not give the size; `None` changes nothing. Any other
+    /// strategy has no cluster size to take, and that is an error rather than a size ignored.
+    pub fn with_cluster_size(self, size: Option<u32>) -> Result<Self, crate::Error> {
+        let Some(k) = size else {
+            return Ok(self);
+        };
+        match self {
+            StrategyChoice::Cluster(_) => Ok(StrategyChoice::Cluster(Some(k))),
+            StrategyChoice::Exchange { bits, size: None } => Ok(StrategyChoice::Exchange {
+                bits,
+                size: Some(k),
+            }),
+            StrategyChoice::Exchange {
+                bits,
+                size: Some(named),
+            } => Err(crate::Error::InvalidArgument(format!(
+                "`exchange{}x{named}` names its cluster size; leave out --cluster-size",
+                bits.map(|b| b.to_string()).unwrap_or_default()
+            ))),
+            other => {
+                let name = match other {
+                    StrategyChoice::Auto => "auto".to_string(),
+                    StrategyChoice::Shared => "shared".to_string(),
+                    StrategyChoice::Packed(bits) => format!("shared{bits}"),
+                    StrategyChoice::Global => "global".to_string(),
+                    StrategyChoice::Partition => "partition".to_string(),
+                    _ => "sliced".to_string(),
+                };
+                Err(crate::Error::InvalidArgument(format!(
+                    "--cluster-size only applies to --strategy cluster or exchange, not {name}"
+                )))
+            }
         }
     }
 }
@@ -174,12 +209,8 @@ pub(super) fn parse_sliced(text: &str, rest: &str) -> Result<StrategyChoice, cra
 }
 
 /// `exchange`, `exchange8`, `exchange16`, each optionally followed by `x<cluster size>` (the names
-/// [`Strategy::name`] prints) or given the size by `--cluster-size`.
-pub(super) fn parse_exchange(
-    text: &str,
-    rest: &str,
-    cluster_size: Option<u32>,
-) -> Result<StrategyChoice, crate::Error> {
+/// [`Strategy::name`] prints) or given the size by [`StrategyChoice::with_cluster_size`].
+pub(super) fn parse_exchange(text: &str, rest: &str) -> Result<StrategyChoice, crate::Error> {
     let bad = || {
         crate::Error::InvalidArgument(format!(
             "unknown strategy `{text}` (exchange strategies: exchange, exchange8, exchange16, \
@@ -195,14 +226,6 @@ pub(super) fn parse_exchange(
         "8" => Some(8),
         "16" => Some(16),
         _ => return Err(bad()),
-    };
-    let size = match (size, cluster_size) {
-        (Some(_), Some(_)) => {
-            return Err(crate::Error::InvalidArgument(format!(
-                "`{text}` names its cluster size; leave out --cluster-size"
-            )))
-        }
-        (a, b) => a.or(b),
     };
     Ok(StrategyChoice::Exchange { bits, size })
 }

@@ -122,7 +122,7 @@ fn the_widest_counters_that_fit_one_block() {
     assert!(plan(&ww, &DeviceLimits::H100, StrategyChoice::Packed(8)).is_err());
     assert!(plan(&w(10), &DeviceLimits::H100, StrategyChoice::Packed(2)).is_err());
     assert_eq!(
-        StrategyChoice::parse("shared16", None).unwrap(),
+        "shared16".parse::<StrategyChoice>().unwrap(),
         StrategyChoice::Packed(16)
     );
     assert_eq!(Strategy::Packed { bits: 8 }.name(), "shared8");
@@ -238,9 +238,15 @@ fn forced_strategies_are_checked() {
 #[test]
 fn strategy_names_parse_back() {
     assert_eq!(
-        StrategyChoice::parse("cluster", Some(4)).unwrap(),
+        "cluster"
+            .parse::<StrategyChoice>()
+            .and_then(|s| s.with_cluster_size(Some(4)))
+            .unwrap(),
         StrategyChoice::Cluster(Some(4))
     );
-    assert!(StrategyChoice::parse("shared", Some(4)).is_err());
-    assert!(StrategyChoice::parse("bogus", None).is_err());
+    assert!("shared"
+        .parse::<StrategyChoice>()
+        .and_then(|s| s.with_cluster_size(Some(4)))
+        .is_err());
+    assert!("bogus".parse::<StrategyChoice>().is_err());
 }

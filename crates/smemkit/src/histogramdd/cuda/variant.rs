@@ -75,85 +75,13 @@ impl JointVariant {
     pub fn from_env() -> Result<JointVariant> {
         match config::histdd_variant() {
             None => Ok(JointVariant::DEFAULT),
-            Some(s) => JointVariant::parse(s).map_err(|e| {
+            Some(s) => s.parse::<JointVariant>().map_err(|e| {
                 Error::InvalidArgument(format!("{}={s}: {e}", config::HISTDD_VARIANT))
             }),
         }
     }
 
-    /// `legacy`, `default`, or either followed by `,key=value` changes; a list of changes alone
-    /// starts from the default. Keys: `edges=table|computed`, `unroll=1..4`, `prefetch=0|1`,
-    /// `hot=each|step`, `aggregate=0|1`, `window=auto|off|8|16`.
-    pub fn parse(s: &str) -> std::result::Result<JointVariant, String> {
-        let mut v = JointVariant::DEFAULT;
-        for (k, part) in s.split(',').map(str::trim).enumerate() {
-            match part {
-                "legacy" if k == 0 => v = JointVariant::LEGACY,
-                "default" if k == 0 => v = JointVariant::DEFAULT,
-                "" => {}
-                _ => {
-                    let (key, value) = part
-                        .split_once('=')
-                        .ok_or_else(|| format!("'{part}' is not key=value"))?;
-                    let bit = |value: &str| match value {
-                        "0" => Ok(false),
-                        "1" => Ok(true),
-                        _ => Err(format!("{key}={value}: expected 0 or 1")),
-                    };
-                    match key {
-                        "edges" => {
-                            v.edges = match value {
-                                "table" => EdgeCheck::Table,
-                                "computed" => EdgeCheck::Computed,
-                                _ => {
-                                    return Err(format!(
-                                        "edges={value}: expected table or computed"
-                                    ))
-                                }
-                            }
-                        }
-                        "unroll" => {
-                            v.unroll = value
-                                .parse()
-                                .ok()
-                                .filter(|u| (1..=4).contains(u))
-                                .ok_or_else(|| format!("unroll={value}: expected 1 to 4"))?
-                        }
-                        "prefetch" => v.prefetch = bit(value)?,
-                        "aggregate" => v.aggregate = bit(value)?,
-                        "hot" => {
-                            v.hot_each = match value {
-                                "each" => true,
-                                "step" => false,
-                                _ => return Err(format!("hot={value}: expected each or step")),
-                            }
-                        }
-                        "window" => {
-                            v.window = match value {
-                                "auto" => Window::Auto,
-                                "off" => Window::Off,
-                                "8" => Window::Bits(8),
-                                "16" => Window::Bits(16),
-                                _ => {
-                                    return Err(format!(
-                                        "window={value}: expected auto, off, 8 or 16"
-                                    ))
-                                }
-                            }
-                        }
-                        _ => {
-                            return Err(format!(
-                            "unknown key '{key}' (edges, unroll, prefetch, hot, aggregate, window)"
-                        ))
-                        }
-                    }
-                }
-            }
-        }
-        Ok(v)
-    }
-
-    /// The canonical name, which [`JointVariant::parse`] reads back.
+    /// The canonical name, which [`str::parse`] reads back.
     pub fn name(&self) -> String {
         if *self == JointVariant::LEGACY {
             return "legacy".into();
@@ -244,6 +172,82 @@ impl JointVariant {
     }
 }
 
+impl std::str::FromStr for JointVariant {
+    type Err = String;
+
+    /// `legacy`, `default`, or either followed by `,key=value` changes; a list of changes alone
+    /// starts from the default. Keys: `edges=table|computed`, `unroll=1..4`, `prefetch=0|1`,
+    /// `hot=each|step`, `aggregate=0|1`, `window=auto|off|8|16`.
+    fn from_str(s: &str) -> std::result::Result<JointVariant, String> {
+        let mut v = JointVariant::DEFAULT;
+        for (k, part) in s.split(',').map(str::trim).enumerate() {
+            match part {
+                "legacy" if k == 0 => v = JointVariant::LEGACY,
+                "default" if k == 0 => v = JointVariant::DEFAULT,
+                "" => {}
+                _ => {
+                    let (key, value) = part
+                        .split_once('=')
+                        .ok_or_else(|| format!("'{part}' is not key=value"))?;
+                    let bit = |value: &str| match value {
+                        "0" => Ok(false),
+                        "1" => Ok(true),
+                        _ => Err(format!("{key}={value}: expected 0 or 1")),
+                    };
+                    match key {
+                        "edges" => {
+                            v.edges = match value {
+                                "table" => EdgeCheck::Table,
+                                "computed" => EdgeCheck::Computed,
+                                _ => {
+                                    return Err(format!(
+                                        "edges={value}: expected table or computed"
+                                    ))
+                                }
+                            }
+                        }
+                        "unroll" => {
+                            v.unroll = value
+                                .parse()
+                                .ok()
+                                .filter(|u| (1..=4).contains(u))
+                                .ok_or_else(|| format!("unroll={value}: expected 1 to 4"))?
+                        }
+                        "prefetch" => v.prefetch = bit(value)?,
+                        "aggregate" => v.aggregate = bit(value)?,
+                        "hot" => {
+                            v.hot_each = match value {
+                                "each" => true,
+                                "step" => false,
+                                _ => return Err(format!("hot={value}: expected each or step")),
+                            }
+                        }
+                        "window" => {
+                            v.window = match value {
+                                "auto" => Window::Auto,
+                                "off" => Window::Off,
+                                "8" => Window::Bits(8),
+                                "16" => Window::Bits(16),
+                                _ => {
+                                    return Err(format!(
+                                        "window={value}: expected auto, off, 8 or 16"
+                                    ))
+                                }
+                            }
+                        }
+                        _ => {
+                            return Err(format!(
+                            "unknown key '{key}' (edges, unroll, prefetch, hot, aggregate, window)"
+                        ))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(v)
+    }
+}
+
 impl Default for JointVariant {
     fn default() -> Self {
         JointVariant::DEFAULT
@@ -257,17 +261,17 @@ mod tests {
     #[test]
     fn names_parse_back() {
         for v in JointVariant::sweep() {
-            assert_eq!(JointVariant::parse(&v.name()).unwrap(), v, "{}", v.name());
+            assert_eq!(v.name().parse::<JointVariant>().unwrap(), v, "{}", v.name());
         }
         assert_eq!(
-            JointVariant::parse("legacy,unroll=4").unwrap(),
+            "legacy,unroll=4".parse::<JointVariant>().unwrap(),
             JointVariant {
                 unroll: 4,
                 ..JointVariant::LEGACY
             }
         );
         assert_eq!(
-            JointVariant::parse("window=off").unwrap(),
+            "window=off".parse::<JointVariant>().unwrap(),
             JointVariant {
                 window: Window::Off,
                 ..JointVariant::DEFAULT
@@ -285,7 +289,7 @@ mod tests {
             ("default,legacy", "key=value"),
             ("window=4", "window=4"),
         ] {
-            let e = JointVariant::parse(s).unwrap_err();
+            let e = s.parse::<JointVariant>().unwrap_err();
             assert!(e.contains(part), "{s}: {e}");
         }
     }

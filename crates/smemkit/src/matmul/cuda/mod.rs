@@ -158,7 +158,7 @@ pub enum Engine {
     Cublas(cublas::CublasMath),
 }
 
-/// C = alpha * op(A) * op(B) + beta * C for views checked by [`crate::matmul()`], M, N, K > 0.
+/// C = alpha * op(A) * op(B) + beta * C for views checked by [`crate::matmul::matmul()`], M, N, K > 0.
 pub fn matmul(
     a: &MatrixRef<f32>,
     b: &MatrixRef<f32>,

@@ -15,12 +15,6 @@ pub enum DeviceSet {
 }
 
 impl DeviceSet {
-    /// `text.parse()`, kept while callers move to [`FromStr`](std::str::FromStr).
-    #[doc(hidden)]
-    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
-        text.parse()
-    }
-
     /// The ordinals, checked against the driver's count.
     pub fn resolve(&self) -> Result<Vec<usize>> {
         match self {
@@ -88,7 +82,7 @@ pub fn shards(n: usize, parts: usize) -> Vec<Range<usize>> {
 }
 
 pub(super) fn slice_samples<'a>(s: Samples<'a>, r: Range<usize>) -> Samples<'a> {
-    crate::with_samples!(s, x => Samples::from(&x[r]))
+    crate::sample::with_samples!(s, x => Samples::from(&x[r]))
 }
 
 pub(super) fn slice_weights<'a>(w: Option<Weights<'a>>, r: Range<usize>) -> Option<Weights<'a>> {

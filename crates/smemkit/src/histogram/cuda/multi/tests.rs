@@ -25,13 +25,13 @@ fn shards_cover_the_input_in_order() {
 
 #[test]
 fn device_sets_parse() {
-    assert_eq!(DeviceSet::parse("all").unwrap(), DeviceSet::All);
+    assert_eq!("all".parse::<DeviceSet>().unwrap(), DeviceSet::All);
     assert_eq!(
-        DeviceSet::parse("0, 2,1").unwrap(),
+        "0, 2,1".parse::<DeviceSet>().unwrap(),
         DeviceSet::List(vec![0, 2, 1])
     );
     for bad in ["", "0,,1", "x", "-1", "0,0"] {
-        assert!(DeviceSet::parse(bad).is_err(), "{bad}");
+        assert!(bad.parse::<DeviceSet>().is_err(), "{bad}");
     }
     assert_eq!(DeviceSet::Default.resolve().unwrap(), vec![0]);
 }

@@ -150,9 +150,9 @@ fn file_bins_match_the_bins_in_memory() {
     assert!(e.to_string().contains("shrink"), "{e}");
     // Streaming from a file is for one GPU: the CPU backend is a clear error.
     let f = FileInput::open(&dir.join("a.u16"), 0, SampleType::U16, None).unwrap();
-    let options =
-        crate::HistogramOptions::new(BinSpec::Integer { nbins: 4 }).backend(crate::Backend::Cpu);
-    assert!(!crate::streams_to_one_gpu(f.byte_len(), &options).unwrap());
+    let options = crate::histogram::HistogramOptions::new(BinSpec::Integer { nbins: 4 })
+        .backend(crate::Backend::Cpu);
+    assert!(!crate::histogram::streams_to_one_gpu(f.byte_len(), &options).unwrap());
     let e = crate::histogram::histogram_file_with_progress(&f, None, &options, None).unwrap_err();
     assert!(e.to_string().contains("CUDA backend"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
