@@ -5,18 +5,25 @@
 // commonest bin holds at least `threshold` of the probed samples (the global kernel, whose
 // per-block hot bin absorbs it, then runs: see `hot_share_for_global` in
 // crates/smemkit/src/histogram/plan/skew.rs), else 0; verdict[1] = that bin's count, for reports.
+// Before the sliced passes (`slice_bins` > 0, the bins of one slice) the verdict is 1 also where the
+// busiest slice holds at least `slice_threshold` of the probed samples: that slice's blocks count
+// most of the input while the others idle (`busiest_slice_share_for_global` in skew.rs).
 // One block.
 #define VERDICT_SLOTS 4096
+#define VERDICT_MAX_SLICES 16
 template <int MODE>
 __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned probes,
-                             double threshold, unsigned* __restrict__ verdict) {
+                             double threshold, unsigned slice_bins, double slice_threshold,
+                             unsigned* __restrict__ verdict) {
     __shared__ unsigned keys[VERDICT_SLOTS];
     __shared__ unsigned counts[VERDICT_SLOTS];
+    __shared__ unsigned slice_counts[VERDICT_MAX_SLICES];
     __shared__ unsigned best;
     for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) {
         keys[i] = NO_BIN;
         counts[i] = 0;
     }
+    if (threadIdx.x < VERDICT_MAX_SLICES) slice_counts[threadIdx.x] = 0;
     if (threadIdx.x == 0) best = 0;
     __syncthreads();
     // Sample floor(i * n / probes) (evenly spread, the first at 0, all below n), as
@@ -28,6 +35,7 @@ __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long
         const long long bin = resolve(locate<MODE>(in[j], p), p, unused);
         if (bin < 0) continue;
         const unsigned key = (unsigned)bin;
+        if (slice_bins > 0) atomicAdd(slice_counts + min(key / slice_bins, VERDICT_MAX_SLICES - 1u), 1u);
         // Open addressing from a multiplicative hash; at most half the slots are ever taken.
         unsigned slot = (key * 2654435761u) >> 20;
         for (;;) {
@@ -46,7 +54,10 @@ __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long
     if ((threadIdx.x & 31) == 0) atomicMax(&best, m);
     __syncthreads();
     if (threadIdx.x == 0) {
-        verdict[0] = (double)best / (double)probes >= threshold ? 1u : 0u;
+        unsigned busiest = 0;
+        for (unsigned i = 0; i < VERDICT_MAX_SLICES; i++) busiest = max(busiest, slice_counts[i]);
+        const bool crowded = slice_bins > 0 && (double)busiest / (double)probes >= slice_threshold;
+        verdict[0] = (double)best / (double)probes >= threshold || crowded ? 1u : 0u;
         verdict[1] = best;
     }
 }

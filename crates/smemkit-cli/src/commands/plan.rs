@@ -5,7 +5,8 @@ use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use smemkit::internals::histogram::plan::{
-    plan, skew_probe_threshold, Workload, SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
+    busiest_slice_share_for_global, plan, skew_probe_threshold, Strategy, Workload,
+    SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
 };
 use smemkit::{histogram::StrategyChoice, sample::SampleType};
 
@@ -52,9 +53,16 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "{p}")?;
     // The CUDA engine's skew probe (cuda::histogram::Prepared), decided by the same function.
     if let Some(share) = skew_probe_threshold(&p, &workload, choice) {
+        let crowded = match p.strategy {
+            Strategy::Sliced { slices, .. } => format!(
+                " or one slice >= {:.0}%",
+                busiest_slice_share_for_global(slices) * 100.0
+            ),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}% of them \
+            "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}%{crowded} of them \
              (inputs of {SKEW_PROBE_MIN_SAMPLES} samples or more)",
             share * 100.0
         )?;

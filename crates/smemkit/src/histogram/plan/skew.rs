@@ -69,6 +69,19 @@ pub fn hot_share_for_global_sliced(slices: u32) -> f64 {
     }
 }
 
+/// The share of the probed samples in the busiest slice from which global beats `auto`'s sliced
+/// plan of `slices` slices: every slice's blocks read the whole input, but the busiest slice's
+/// blocks count its samples, so its share sets the time. Modelled from one H100 measurement
+/// (bench/NOTES.md, "Session 13"): int32 normal samples at 1M bins in 3 slices of 4-bit counters
+/// took 10.4 ms with 82 % in the middle slice, 1.45 ms uniform (a third each), global 3.2 ms;
+/// time linear in the busiest share puts the crossover near 1.3 / slices, far above a uniform
+/// probe's share (1 / slices, within 0.035 at three standard deviations of 2048 probes); at least
+/// 0.1 above that share, so that many slices' uniform probes stay clear of it too.
+pub fn busiest_slice_share_for_global(slices: u32) -> f64 {
+    let uniform = 1.0 / slices.max(1) as f64;
+    (1.3 * uniform).max(uniform + 0.1).min(1.0)
+}
+
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
 /// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch: the
 /// partition passes (far slower than global on hot data at every bin count they serve) and

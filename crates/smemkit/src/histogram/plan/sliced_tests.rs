@@ -179,3 +179,16 @@ fn four_bit_counters_hold_twice_the_bins_of_eight() {
         "4-bit counters have only the 1024-thread build"
     );
 }
+
+#[test]
+fn a_uniform_probe_never_finds_a_crowded_slice() {
+    // 2048 probes of uniform data put 1/slices in each slice with a standard deviation of
+    // sqrt(p (1 - p) / 2048); the switch must sit well above three of them, and below everything.
+    for slices in 2..=16u32 {
+        let share = super::busiest_slice_share_for_global(slices);
+        let p = 1.0 / slices as f64;
+        let sd = (p * (1.0 - p) / super::SKEW_PROBE_SAMPLES as f64).sqrt();
+        assert!(share > p + 5.0 * sd, "{slices} slices: {share}");
+        assert!(share <= 1.0, "{slices} slices: {share}");
+    }
+}

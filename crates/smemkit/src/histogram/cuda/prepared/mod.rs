@@ -327,7 +327,16 @@ impl Prepared {
             None
         };
         let skew = plan::skew_probe_threshold(&plan, &workload, choice)
-            .map(|threshold| SkewProbe::new(&gpu, what, samples, threshold, plan.strategy))
+            .map(|threshold| {
+                SkewProbe::new(
+                    &gpu,
+                    what,
+                    samples,
+                    threshold,
+                    plan.strategy,
+                    plan.bins_per_block,
+                )
+            })
             .transpose()?;
         Ok(Prepared {
             partition,

@@ -12,6 +12,9 @@ pub(super) struct SkewProbe {
     pub(super) verdict: CudaSlice<u32>,
     pub(super) global: Box<Prepared>,
     pub(super) threshold: f64,
+    /// Before the sliced passes: the bins of one slice and the busiest slice's share from which
+    /// global runs instead; `(0, 0.0)` otherwise.
+    pub(super) slice: (u32, f64),
     /// The plan the probe may replace (for reports).
     pub(super) planned: Strategy,
     /// Whether a verdict was ever launched (reports read it back only then).
@@ -28,6 +31,7 @@ impl SkewProbe {
         samples: Option<usize>,
         threshold: f64,
         planned: Strategy,
+        slice_bins: usize,
     ) -> Result<SkewProbe> {
         let (sample_type, binning) = (what.sample_type, what.binning);
         let func = gpu.function(
@@ -45,6 +49,13 @@ impl SkewProbe {
             verdict,
             global: Box::new(global),
             threshold,
+            slice: match planned {
+                Strategy::Sliced { slices, .. } => (
+                    slice_bins as u32,
+                    plan::busiest_slice_share_for_global(slices),
+                ),
+                _ => (0, 0.0),
+            },
             planned,
             probed: std::sync::atomic::AtomicBool::new(false),
         })
@@ -66,12 +77,15 @@ impl SkewProbe {
         let verdict = self.verdict.device_ptr(stream).0;
         let (mut in_ptr, mut n64, mut params, mut count) = (input, n as u64, p.params, probes);
         let (mut threshold, mut v_ptr) = (self.threshold, verdict);
-        let mut args: [*mut c_void; 6] = [
+        let (mut slice_bins, mut slice_threshold) = self.slice;
+        let mut args: [*mut c_void; 8] = [
             &mut in_ptr as *mut u64 as *mut c_void,
             &mut n64 as *mut u64 as *mut c_void,
             &mut params as *mut KernelBinParams as *mut c_void,
             &mut count as *mut u32 as *mut c_void,
             &mut threshold as *mut f64 as *mut c_void,
+            &mut slice_bins as *mut u32 as *mut c_void,
+            &mut slice_threshold as *mut f64 as *mut c_void,
             &mut v_ptr as *mut u64 as *mut c_void,
         ];
         let shape = LaunchShape {
@@ -80,8 +94,8 @@ impl SkewProbe {
             shared_bytes: 0,
             cluster: 1,
         };
-        // SAFETY: hist_verdict_*(in, n, BinParams, probes, threshold, verdict): `in` holds n
-        // samples (the caller's guarantee), `verdict` 2 u32.
+        // SAFETY: hist_verdict_*(in, n, BinParams, probes, threshold, slice_bins,
+        // slice_threshold, verdict): `in` holds n samples (the caller's guarantee), `verdict` 2 u32.
         unsafe { launch::launch(&self.func, stream, &shape, &mut args)? };
         self.probed
             .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -110,8 +124,13 @@ impl SkewProbe {
         } else {
             String::new()
         };
+        let crowded = if self.slice.0 > 0 {
+            format!(" or one slice >= {:.0}%", self.slice.1 * 100.0)
+        } else {
+            String::new()
+        };
         format!(
-            ", skew probe (global where one bin holds >= {:.0}% of {} samples{seen})",
+            ", skew probe (global where one bin holds >= {:.0}%{crowded} of {} samples{seen})",
             self.threshold * 100.0,
             plan::SKEW_PROBE_SAMPLES
         )
