@@ -49,6 +49,9 @@ fn counts_array(py: Python<'_>, counts: Counts) -> Bound<'_, PyAny> {
     match counts {
         Counts::Unweighted(c) => PyArray1::from_vec(py, c).into_any(),
         Counts::Weighted(c) => PyArray1::from_vec(py, c).into_any(),
+        // Integer weights reach the library from the Python side as float64 (the package casts
+        // the result back to the weights' dtype): int64 sums if they ever come.
+        Counts::Integer { sums, .. } => PyArray1::from_vec(py, sums).into_any(),
     }
 }
 

@@ -106,6 +106,7 @@ pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::prepared::WeightKind;
 pub use histogram::cuda::ranks::RankSpec;
 pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
+pub use histogram::int_weights::{IntType, IntWeights};
 pub use histogram::plan::{Strategy, StrategyChoice};
 pub use histogram::request::{run, Input, Request};
 pub use histogram::{

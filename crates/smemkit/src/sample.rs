@@ -408,6 +408,10 @@ pub enum Weights<'a> {
     F32(&'a [f32]),
     /// float64 weights.
     F64(&'a [f64]),
+    /// Integer or bool weights: a histogram keeps their type, as numpy's does
+    /// ([`crate::histogram::int_weights`]); the API widens them to [`Weights::F64`] before any
+    /// engine sees them.
+    Int(crate::histogram::int_weights::IntWeights<'a>),
 }
 
 impl<'a> Weights<'a> {
@@ -416,6 +420,7 @@ impl<'a> Weights<'a> {
         match self {
             Weights::F32(w) => w.len(),
             Weights::F64(w) => w.len(),
+            Weights::Int(w) => w.len(),
         }
     }
     /// No weights.
@@ -428,6 +433,25 @@ impl<'a> Weights<'a> {
         match self {
             Weights::F32(w) => w[i] as f64,
             Weights::F64(w) => w[i],
+            Weights::Int(w) => w.get_f64(i),
         }
+    }
+}
+
+impl<'a> From<&'a [f32]> for Weights<'a> {
+    fn from(w: &'a [f32]) -> Self {
+        Weights::F32(w)
+    }
+}
+
+impl<'a> From<&'a [f64]> for Weights<'a> {
+    fn from(w: &'a [f64]) -> Self {
+        Weights::F64(w)
+    }
+}
+
+impl<'a> From<crate::histogram::int_weights::IntWeights<'a>> for Weights<'a> {
+    fn from(w: crate::histogram::int_weights::IntWeights<'a>) -> Self {
+        Weights::Int(w)
     }
 }
