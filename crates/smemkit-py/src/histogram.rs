@@ -115,6 +115,43 @@ pub fn histogram_bin_edges<'py>(
     Ok(PyArray1::from_vec(py, edges))
 }
 
+/// numpy's `nbins + 1` edges over the data's range for samples of `dtype` whose minimum and
+/// maximum are `extremes` (`[]`: no samples), read on the device by the caller; with the dtype
+/// numpy gives them (`float16` / `bfloat16` in their own arithmetic; `float32` for a one-value
+/// bfloat16 range, `float64` ...). The values are exact in float64.
+#[pyfunction]
+#[pyo3(signature = (dtype, nbins, extremes))]
+pub fn data_bin_edges<'py>(
+    py: Python<'py>,
+    dtype: &str,
+    nbins: usize,
+    extremes: Vec<f64>,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, &'static str)> {
+    let ty = smemkit::SampleType::parse(dtype).py_err()?;
+    let extremes = match extremes[..] {
+        [] => None,
+        [lo, hi] => Some((lo, hi)),
+        _ => {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "internal: the extremes are [] or [min, max]",
+            ))
+        }
+    };
+    let spec = BinSpec::Uniform { nbins, range: None };
+    let binning =
+        smemkit::internals::histogram::bins::extremes::resolve_from_extremes(&spec, ty, extremes)
+            .py_err()?;
+    let edges_dtype = match &binning {
+        Binning::UniformHalf(u) => match u.format {
+            smemkit::internals::histogram::bins::half::HalfFormat::F16 => "float16",
+            smemkit::internals::histogram::bins::half::HalfFormat::BF16 => "bfloat16",
+        },
+        Binning::UniformF32(_) => "float32",
+        _ => "float64",
+    };
+    Ok((PyArray1::from_vec(py, binning.edges()), edges_dtype))
+}
+
 /// numpy's number of equal bins for the estimator `rule` (`'auto'`, `'fd'`, ...) on `a`, over
 /// `range` or the data's extremes.
 #[pyfunction]
