@@ -8,7 +8,8 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use smemkit::{
-    Backend, BinSpec, Binning, Counts, HistogramOptions, OutOfRange, Samples, StrategyChoice,
+    Backend, BinSpec, Binning, Counts, HistogramOptions, IntType, OutOfRange, Samples,
+    StrategyChoice,
 };
 
 use crate::arrays::{Held, HeldWeights};
@@ -49,9 +50,21 @@ fn counts_array(py: Python<'_>, counts: Counts) -> Bound<'_, PyAny> {
     match counts {
         Counts::Unweighted(c) => PyArray1::from_vec(py, c).into_any(),
         Counts::Weighted(c) => PyArray1::from_vec(py, c).into_any(),
-        // Integer weights reach the library from the Python side as float64 (the package casts
-        // the result back to the weights' dtype): int64 sums if they ever come.
-        Counts::Integer { sums, .. } => PyArray1::from_vec(py, sums).into_any(),
+        // Sums of integer weights in their dtype (each sum lies in its range: exact casts).
+        Counts::Integer { sums, dtype } => {
+            let s = sums.iter();
+            match dtype {
+                IntType::Bool => PyArray1::from_iter(py, s.map(|&v| v != 0)).into_any(),
+                IntType::U8 => PyArray1::from_iter(py, s.map(|&v| v as u8)).into_any(),
+                IntType::U16 => PyArray1::from_iter(py, s.map(|&v| v as u16)).into_any(),
+                IntType::U32 => PyArray1::from_iter(py, s.map(|&v| v as u32)).into_any(),
+                IntType::U64 => PyArray1::from_iter(py, s.map(|&v| v as u64)).into_any(),
+                IntType::I8 => PyArray1::from_iter(py, s.map(|&v| v as i8)).into_any(),
+                IntType::I16 => PyArray1::from_iter(py, s.map(|&v| v as i16)).into_any(),
+                IntType::I32 => PyArray1::from_iter(py, s.map(|&v| v as i32)).into_any(),
+                IntType::I64 => PyArray1::from_vec(py, sums).into_any(),
+            }
+        }
     }
 }
 

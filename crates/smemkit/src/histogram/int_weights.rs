@@ -184,14 +184,27 @@ impl<'a> IntWeights<'a> {
     }
     /// The largest sum of absolute values any `NUMPY_BLOCK` weights can have (the largest ones'):
     /// a bound on one numpy block's bin sum whatever the order the samples are read in.
+    /// Each piece keeps its largest `NUMPY_BLOCK` (a bounded memory whatever the length).
     fn block_magnitude(&self) -> u128 {
         if self.len() <= NUMPY_BLOCK {
             return self.magnitude();
         }
-        let mut m: Vec<u128> =
-            with_ints!(*self, w => w.par_iter().map(|&x| x.value().unsigned_abs()).collect());
-        m.select_nth_unstable_by(NUMPY_BLOCK - 1, |a, b| b.cmp(a));
-        m[..NUMPY_BLOCK].iter().sum()
+        let top = |mut v: Vec<u64>| {
+            if v.len() > NUMPY_BLOCK {
+                v.select_nth_unstable_by(NUMPY_BLOCK - 1, |a, b| b.cmp(a));
+                v.truncate(NUMPY_BLOCK);
+            }
+            v
+        };
+        // Every magnitude fits u64 (the largest is |i64::MIN| = 2^63).
+        let kept: Vec<u64> = with_ints!(*self, w => w
+        .par_chunks(1 << 18)
+        .map(|c| top(c.iter().map(|&x| x.value().unsigned_abs() as u64).collect()))
+        .reduce(Vec::new, |mut a, b| {
+            a.extend(b);
+            top(a)
+        }));
+        kept.iter().map(|&v| v as u128).sum()
     }
 }
 
@@ -214,11 +227,11 @@ pub fn exact_f64(weights: &IntWeights<'_>, bins: &BinSpec) -> Result<Vec<f64>> {
     if total > EXACT_SUM_LIMIT {
         return Err(Error::NotImplemented(format!(
             "{ty} weights whose absolute values add up to {total}, more than 2^53: their sums \
-             cannot be promised exact (numpy adds them in float64 too); scale them down or pass \
+             cannot be promised exact (numpy adds uniform bins' in float64 too); scale them down or pass \
              float64 weights"
         )));
     }
-    if !edges && matches!(ty, IntType::U16 | IntType::I32) {
+    if !edges && matches!(ty, IntType::U16 | IntType::I32) && total > i32::MAX as u128 {
         let block = weights.block_magnitude();
         if block > i32::MAX as u128 {
             return Err(Error::NotImplemented(format!(
@@ -341,5 +354,34 @@ pub(crate) fn widen<'a>(
             Ok(Some(crate::sample::Weights::F64(wide)))
         }
         other => Ok(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_magnitude_is_the_largest_blocks_sum() {
+        let w: Vec<i32> = (0..700_000i64)
+            .map(|i| ((i * 7919 + 13) % 200_003 - 100_000) as i32)
+            .collect();
+        let mut m: Vec<u64> = w.iter().map(|&x| x.unsigned_abs() as u64).collect();
+        m.sort_unstable_by(|a, b| b.cmp(a));
+        let want: u128 = m[..NUMPY_BLOCK].iter().map(|&v| v as u128).sum();
+        assert_eq!(IntWeights::I32(&w).block_magnitude(), want);
+        let small = [3i32, -4, 5];
+        assert_eq!(IntWeights::I32(&small).block_magnitude(), 12);
+    }
+
+    #[test]
+    fn wrapping_follows_each_type() {
+        assert_eq!(IntType::I8.wrap(203), -53);
+        assert_eq!(IntType::U8.wrap(-1), 255);
+        assert_eq!(IntType::I32.wrap(1 << 33), 0);
+        assert_eq!(IntType::U16.wrap(65536 + 7), 7);
+        assert_eq!(IntType::Bool.wrap(5), 1);
+        assert_eq!(IntType::Bool.wrap(0), 0);
+        assert!(wrap_sums(&[0.5], IntType::I64).is_err());
     }
 }
