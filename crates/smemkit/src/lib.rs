@@ -28,6 +28,7 @@ mod histogram;
 mod histogramdd;
 #[doc(hidden)]
 mod huge_pages;
+mod int_weights;
 #[doc(hidden)]
 mod lab;
 #[doc(hidden)]
@@ -106,7 +107,6 @@ pub use histogram::cuda::multi::DeviceSet;
 pub use histogram::cuda::prepared::WeightKind;
 pub use histogram::cuda::ranks::RankSpec;
 pub use histogram::cuda::stream::{FileInput, StreamMode, StreamOptions};
-pub use histogram::int_weights::{IntType, IntWeights};
 pub use histogram::plan::{Strategy, StrategyChoice};
 pub use histogram::request::{run, Input, Request};
 pub use histogram::{
@@ -116,5 +116,6 @@ pub use histogram::{
 pub use histogramdd::{
     histogram2d, histogramdd, JointHistogram, JointOptions, JointSamples, JointTallies,
 };
+pub use int_weights::{IntType, IntWeights};
 pub use matmul::{matmul, MatmulKernel, MatrixMut, MatrixRef};
 pub use sample::{Sample, SampleType, Samples, Weights};

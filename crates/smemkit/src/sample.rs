@@ -409,9 +409,9 @@ pub enum Weights<'a> {
     /// float64 weights.
     F64(&'a [f64]),
     /// Integer or bool weights: a histogram keeps their type, as numpy's does
-    /// ([`crate::histogram::int_weights`]); the API widens them to [`Weights::F64`] before any
+    /// ([`crate::histogram::int_sums`]); the API widens them to [`Weights::F64`] before any
     /// engine sees them.
-    Int(crate::histogram::int_weights::IntWeights<'a>),
+    Int(crate::int_weights::IntWeights<'a>),
 }
 
 impl<'a> Weights<'a> {
@@ -450,8 +450,8 @@ impl<'a> From<&'a [f64]> for Weights<'a> {
     }
 }
 
-impl<'a> From<crate::histogram::int_weights::IntWeights<'a>> for Weights<'a> {
-    fn from(w: crate::histogram::int_weights::IntWeights<'a>) -> Self {
+impl<'a> From<crate::int_weights::IntWeights<'a>> for Weights<'a> {
+    fn from(w: crate::int_weights::IntWeights<'a>) -> Self {
         Weights::Int(w)
     }
 }

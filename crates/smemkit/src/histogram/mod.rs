@@ -11,7 +11,7 @@ pub mod cuda;
 #[doc(hidden)]
 pub mod density;
 mod engine_support;
-pub mod int_weights;
+pub mod int_sums;
 #[doc(hidden)]
 pub mod job;
 pub mod plan;
@@ -29,7 +29,7 @@ use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
 use crate::histogram::cuda::multi::DeviceSet;
 use crate::histogram::cuda::ranks::RankSpec;
 use crate::histogram::cuda::stream::{FileInput, StreamInput, StreamMode, StreamOptions};
-use crate::histogram::int_weights::WeightClass;
+use crate::histogram::int_sums::WeightClass;
 use crate::histogram::job::Job;
 use crate::histogram::plan::StrategyChoice;
 use crate::sample::{Samples, Weights};
@@ -224,7 +224,7 @@ pub fn histogram_with_progress(
     )?;
     let class = WeightClass::of(&weights);
     let mut wide = Vec::new();
-    let weights = int_weights::widen(weights, &options.bins, &mut wide)?;
+    let weights = int_sums::widen(weights, &options.bins, &mut wide)?;
     let binning = Binning::resolve(&options.bins, samples)?;
     let gap = crate::histogram::engine_support::cuda_gap(&binning, samples.sample_type());
     // One GPU or the CPU for host samples: `Auto` weighs both ([`crate::backend::cost`]).
@@ -482,7 +482,7 @@ pub fn histogram_file_with_progress(
     crate::histogram::engine_support::check_spec(&options.bins, weights.is_some(), true)?;
     let class = WeightClass::of(&weights);
     let mut wide = Vec::new();
-    let weights = int_weights::widen(weights, &options.bins, &mut wide)?;
+    let weights = int_sums::widen(weights, &options.bins, &mut wide)?;
     let binning = file.binning(&options.bins)?;
     crate::histogram::engine_support::choose(
         Backend::Cuda,

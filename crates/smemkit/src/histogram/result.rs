@@ -9,12 +9,12 @@ pub enum Counts {
     /// Weighted sums.
     Weighted(Vec<f64>),
     /// Sums of integer or bool weights, wrapped into their type as numpy's are
-    /// ([`crate::histogram::int_weights`]); every value lies in `dtype`'s range.
+    /// ([`crate::histogram::int_sums`]); every value lies in `dtype`'s range.
     Integer {
         /// The sums per bin (bool: 0 or 1).
         sums: Vec<i64>,
         /// The weights' type, which the sums keep.
-        dtype: crate::histogram::int_weights::IntType,
+        dtype: crate::int_weights::IntType,
     },
 }
 

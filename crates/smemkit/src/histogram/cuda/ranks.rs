@@ -360,7 +360,7 @@ fn run(
             comms
                 .iter_mut()
                 .for_each(crate::gpu::nccl::Communicator::abort);
-            return Err(crate::histogram::int_weights::unwidened());
+            return Err(crate::histogram::int_sums::unwidened());
         }
     };
     let ranges = spec.slices(samples.len(), per_rank);

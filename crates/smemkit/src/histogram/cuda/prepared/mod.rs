@@ -61,7 +61,7 @@ impl WeightKind {
             None => WeightKind::None,
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
-            Some(Weights::Int(_)) => return Err(crate::histogram::int_weights::unwidened()),
+            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
         })
     }
     fn suffix(self) -> &'static str {

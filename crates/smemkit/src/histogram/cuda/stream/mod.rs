@@ -286,7 +286,7 @@ impl Streamer {
             None => WeightKind::None,
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
-            Some(Weights::Int(_)) => return Err(crate::histogram::int_weights::unwidened()),
+            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
         };
         if wkind != self.weights || prepared.weights != self.weights {
             return Err(Error::InvalidArgument(
@@ -311,7 +311,7 @@ impl Streamer {
             None => {}
             Some(Weights::F32(w)) => lanes.push(Lane::Pageable(sample_bytes(Samples::F32(w)))),
             Some(Weights::F64(w)) => lanes.push(Lane::Pageable(sample_bytes(Samples::F64(w)))),
-            Some(Weights::Int(_)) => return Err(crate::histogram::int_weights::unwidened()),
+            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
         }
         self.gpu.bind()?;
         let gpu = self.gpu.clone();
@@ -459,7 +459,7 @@ pub fn histogram(input: &StreamInput<'_>, job: &Job<'_>) -> Result<EngineOutput>
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
-        Some(Weights::Int(_)) => return Err(crate::histogram::int_weights::unwidened()),
+        Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
     };
     // Planned for a large input, as the single-GPU engine was tested and measured on the GPU;
     // the shard-sized plan (`Prepared::sized`) is used by the multi-GPU paths only until it
