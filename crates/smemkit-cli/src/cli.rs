@@ -113,8 +113,9 @@ pub struct HistArgs {
     /// Integer bins (bincount) [0, N): the default for integer samples without --range or --edges.
     #[arg(long, conflicts_with = "range")]
     pub integer: bool,
-    /// Weights, one per sample, of the samples' shape: .npy (f32 and f64 kept, integers as f64),
-    /// text (one number per line), or raw binary with --weights-dtype.
+    /// Weights, one per sample, of the samples' shape: .npy (f32, f64, integers and bool kept:
+    /// integer weights give sums of their type, as numpy), text (one number per line, f64), or
+    /// raw binary with --weights-dtype.
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
     /// Type of raw binary weights: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64.

@@ -5,7 +5,7 @@
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use smemkit::sample::{Samples, Weights};
+use smemkit::sample::{IntWeights, Samples, Weights};
 
 /// A read-only borrow of a 1-D numpy array of one of the library's sample types.
 pub enum Held<'py> {
@@ -78,10 +78,20 @@ impl<'py> Held<'py> {
     }
 }
 
-/// A read-only borrow of 1-D float32 or float64 weights.
+/// A read-only borrow of 1-D float32, float64, integer or bool weights (integer and bool weights
+/// give sums of their own type, as numpy's histogram does).
 pub enum HeldWeights<'py> {
     F32(PyReadonlyArray1<'py, f32>),
     F64(PyReadonlyArray1<'py, f64>),
+    Bool(PyReadonlyArray1<'py, bool>),
+    U8(PyReadonlyArray1<'py, u8>),
+    U16(PyReadonlyArray1<'py, u16>),
+    U32(PyReadonlyArray1<'py, u32>),
+    U64(PyReadonlyArray1<'py, u64>),
+    I8(PyReadonlyArray1<'py, i8>),
+    I16(PyReadonlyArray1<'py, i16>),
+    I32(PyReadonlyArray1<'py, i32>),
+    I64(PyReadonlyArray1<'py, i64>),
 }
 
 impl<'py> HeldWeights<'py> {
@@ -94,8 +104,26 @@ impl<'py> HeldWeights<'py> {
             check_aligned(a.data() as usize, 8, "weights")?;
             return Ok(HeldWeights::F64(a.try_readonly()?));
         }
+        macro_rules! int {
+            ($t:ty, $tag:ident) => {
+                if let Ok(a) = obj.cast::<PyArray1<$t>>() {
+                    check_aligned(a.data() as usize, std::mem::size_of::<$t>(), "weights")?;
+                    return Ok(HeldWeights::$tag(a.try_readonly()?));
+                }
+            };
+        }
+        int!(bool, Bool);
+        int!(u8, U8);
+        int!(u16, U16);
+        int!(u32, U32);
+        int!(u64, U64);
+        int!(i8, I8);
+        int!(i16, I16);
+        int!(i32, I32);
+        int!(i64, I64);
         Err(PyTypeError::new_err(format!(
-            "weights must be a 1-D numpy array of float32 or float64 in native byte order, not {}",
+            "weights must be a 1-D numpy array of a float32, float64, integer or bool dtype in \
+             native byte order, not {}",
             dtype_name(obj)
         )))
     }
@@ -105,6 +133,33 @@ impl<'py> HeldWeights<'py> {
         Ok(match self {
             HeldWeights::F32(a) => Weights::F32(a.as_slice().map_err(not_contiguous)?),
             HeldWeights::F64(a) => Weights::F64(a.as_slice().map_err(not_contiguous)?),
+            HeldWeights::Bool(a) => {
+                Weights::Int(IntWeights::Bool(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::U8(a) => {
+                Weights::Int(IntWeights::U8(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::U16(a) => {
+                Weights::Int(IntWeights::U16(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::U32(a) => {
+                Weights::Int(IntWeights::U32(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::U64(a) => {
+                Weights::Int(IntWeights::U64(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::I8(a) => {
+                Weights::Int(IntWeights::I8(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::I16(a) => {
+                Weights::Int(IntWeights::I16(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::I32(a) => {
+                Weights::Int(IntWeights::I32(a.as_slice().map_err(not_contiguous)?))
+            }
+            HeldWeights::I64(a) => {
+                Weights::Int(IntWeights::I64(a.as_slice().map_err(not_contiguous)?))
+            }
         })
     }
 }

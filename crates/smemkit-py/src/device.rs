@@ -34,6 +34,9 @@ pub(crate) const SMALLEST_CLASS: usize = 1 << 12;
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) enum BinsKey {
     Uniform(usize, u64, u64),
+    /// Uniform bins over the data's range: the number of bins and the extremes read on the
+    /// device (none: no samples).
+    Data(usize, Vec<u64>),
     Edges(Vec<u64>),
     Integer(usize),
 }
@@ -108,13 +111,27 @@ fn weight_kind(dtype: Option<&str>) -> PyResult<WeightKind> {
     }
 }
 
-/// The bins of a device call and their cache key, from the Python layer's values.
+/// The bins of a device call and their cache key, from the Python layer's values; `extremes`
+/// (the data's minimum and maximum, or none for no samples) asks for uniform bins over the
+/// data's range.
 pub(crate) fn bins_of(
     nbins: Option<usize>,
     range: Option<(f64, f64)>,
     edges: Option<Vec<f64>>,
     integer_bins: bool,
+    extremes: Option<Vec<f64>>,
 ) -> PyResult<(BinSpec, BinsKey)> {
+    if let Some(ex) = extremes {
+        return match (nbins, range, edges, integer_bins, ex.len()) {
+            (Some(nbins), None, None, false, 0 | 2) => Ok((
+                BinSpec::Uniform { nbins, range: None },
+                BinsKey::Data(nbins, ex.iter().map(|x| x.to_bits()).collect()),
+            )),
+            _ => Err(PyValueError::new_err(
+                "internal: the data's extremes go with a number of bins alone",
+            )),
+        };
+    }
     Ok(match (nbins, range, edges, integer_bins) {
         (Some(nbins), None, None, true) => (BinSpec::Integer { nbins }, BinsKey::Integer(nbins)),
         (Some(nbins), Some((lo, hi)), None, false) => (
@@ -162,6 +179,19 @@ impl Call {
             Some(s) => s.parse::<StrategyChoice>().py_err()?,
         };
         let (bins, bins_key) = bins;
+        let mut spec = DeviceHistogramSpec::new(sample_type, bins)
+            .weights(weight)
+            .policy(policy)
+            .strategy(choice)
+            .deterministic(deterministic);
+        if let BinsKey::Data(_, ex) = &bins_key {
+            let v: Vec<f64> = ex.iter().map(|&b| f64::from_bits(b)).collect();
+            spec = spec.extremes(if v.len() == 2 {
+                Some((v[0], v[1]))
+            } else {
+                None
+            });
+        }
         Ok(Call {
             key: Key {
                 device,
@@ -173,11 +203,7 @@ impl Call {
                 deterministic,
                 size_class: 0,
             },
-            spec: DeviceHistogramSpec::new(sample_type, bins)
-                .weights(weight)
-                .policy(policy)
-                .strategy(choice)
-                .deterministic(deterministic),
+            spec,
         })
     }
 
@@ -309,13 +335,15 @@ impl Entry {
 #[derive(FromPyObject)]
 pub struct SamplesArg(u64, usize, String, u64, Option<String>);
 
-/// The bins of a call, the tuple `(nbins, range, edges, integer_bins)`.
+/// The bins of a call, the tuple `(nbins, range, edges, integer_bins, extremes)`: `extremes`
+/// the data's `[min, max]` read on the device (`[]`: no samples) for bins over its range.
 #[derive(FromPyObject)]
 pub struct BinsArg<'py>(
     Option<usize>,
     Option<(f64, f64)>,
     Option<PyReadonlyArray1<'py, f64>>,
     bool,
+    Option<Vec<f64>>,
 );
 
 /// The run's choices, the tuple `(out_of_range, strategy, deterministic)`.
@@ -339,14 +367,14 @@ pub fn device_histogram<'py>(
     run: RunArg,
 ) -> PyResult<()> {
     let SamplesArg(input, n, dtype, weights, weights_dtype) = samples;
-    let BinsArg(nbins, range, edges, integer_bins) = bins;
+    let BinsArg(nbins, range, edges, integer_bins, extremes) = bins;
     if (weights != 0) != weights_dtype.is_some() {
         return Err(PyValueError::new_err(
             "internal: a weights address needs its dtype",
         ));
     }
     let edges = edges.map(|e| e.as_array().to_vec());
-    let bins = bins_of(nbins, range, edges, integer_bins)?;
+    let bins = bins_of(nbins, range, edges, integer_bins, extremes)?;
     let call = Call::new(device, &dtype, weights_dtype.as_deref(), bins, &run)?;
     let entry = call.entry(py, n, stream)?;
     let nb = entry.hist.nbins() as u64;

@@ -103,7 +103,7 @@ pub fn fast_call(
             "internal: out_of_range='error' reads the tallies back: the general path runs it",
         ));
     }
-    let bins = bins_of(Some(nbins), range, None, integer_bins)?;
+    let bins = bins_of(Some(nbins), range, None, integer_bins, None)?;
     let call = Call::new(device, dtype, weights_dtype, bins, &run)?;
     let key = (call.key.clone(), edges.to_vec());
     let cached = parts_cache().lock().expect("parts").get(&key).cloned();

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use smemkit::{
     bins::{BinSpec, Binning, OutOfRange},
     histogram::{Counts, HistogramOptions, StrategyChoice},
-    sample::Samples,
+    sample::{IntType, Samples},
     Backend,
 };
 
@@ -52,6 +52,21 @@ fn counts_array(py: Python<'_>, counts: Counts) -> Bound<'_, PyAny> {
     match counts {
         Counts::Unweighted(c) => PyArray1::from_vec(py, c).into_any(),
         Counts::Weighted(c) => PyArray1::from_vec(py, c).into_any(),
+        // Sums of integer weights in their dtype (each sum lies in its range: exact casts).
+        Counts::Integer { sums, dtype } => {
+            let s = sums.iter();
+            match dtype {
+                IntType::Bool => PyArray1::from_iter(py, s.map(|&v| v != 0)).into_any(),
+                IntType::U8 => PyArray1::from_iter(py, s.map(|&v| v as u8)).into_any(),
+                IntType::U16 => PyArray1::from_iter(py, s.map(|&v| v as u16)).into_any(),
+                IntType::U32 => PyArray1::from_iter(py, s.map(|&v| v as u32)).into_any(),
+                IntType::U64 => PyArray1::from_iter(py, s.map(|&v| v as u64)).into_any(),
+                IntType::I8 => PyArray1::from_iter(py, s.map(|&v| v as i8)).into_any(),
+                IntType::I16 => PyArray1::from_iter(py, s.map(|&v| v as i16)).into_any(),
+                IntType::I32 => PyArray1::from_iter(py, s.map(|&v| v as i32)).into_any(),
+                IntType::I64 => PyArray1::from_vec(py, sums).into_any(),
+            }
+        }
     }
 }
 
@@ -113,6 +128,43 @@ pub fn histogram_bin_edges<'py>(
         .detach(|| Binning::resolve(&spec, samples).map(|b| b.edges()))
         .py_err()?;
     Ok(PyArray1::from_vec(py, edges))
+}
+
+/// numpy's `nbins + 1` edges over the data's range for samples of `dtype` whose minimum and
+/// maximum are `extremes` (`[]`: no samples), read on the device by the caller; with the dtype
+/// numpy gives them (`float16` / `bfloat16` in their own arithmetic; `float32` for a one-value
+/// bfloat16 range, `float64` ...). The values are exact in float64.
+#[pyfunction]
+#[pyo3(signature = (dtype, nbins, extremes))]
+pub fn data_bin_edges<'py>(
+    py: Python<'py>,
+    dtype: &str,
+    nbins: usize,
+    extremes: Vec<f64>,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, &'static str)> {
+    let ty = dtype.parse::<smemkit::sample::SampleType>().py_err()?;
+    let extremes = match extremes[..] {
+        [] => None,
+        [lo, hi] => Some((lo, hi)),
+        _ => {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "internal: the extremes are [] or [min, max]",
+            ))
+        }
+    };
+    let spec = BinSpec::Uniform { nbins, range: None };
+    let binning =
+        smemkit::internals::histogram::bins::extremes::resolve_from_extremes(&spec, ty, extremes)
+            .py_err()?;
+    let edges_dtype = match &binning {
+        Binning::UniformHalf(u) => match u.format {
+            smemkit::internals::histogram::bins::half::HalfFormat::F16 => "float16",
+            smemkit::internals::histogram::bins::half::HalfFormat::BF16 => "bfloat16",
+        },
+        Binning::UniformF32(_) => "float32",
+        _ => "float64",
+    };
+    Ok((PyArray1::from_vec(py, binning.edges()), edges_dtype))
 }
 
 /// numpy's number of equal bins for the estimator `rule` (`'auto'`, `'fd'`, ...) on `a`, over

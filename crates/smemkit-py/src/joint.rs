@@ -89,6 +89,9 @@ pub fn histogramdd<'py>(
     let counts = match h.counts {
         Counts::Unweighted(c) => PyArray1::from_vec(py, c).into_any(),
         Counts::Weighted(c) => PyArray1::from_vec(py, c).into_any(),
+        // Integer weights reach the library from the Python side as float64 (the package casts
+        // the result back to the weights' dtype): int64 sums if they ever come.
+        Counts::Integer { sums, .. } => PyArray1::from_vec(py, sums).into_any(),
     };
     let density = h.density.map(|d| PyArray1::from_vec(py, d));
     let edges = h

@@ -82,7 +82,7 @@ calls = []
 
 def _fake_device_histogram(device, stream, samples, out, bins, run):
     input, n, dtype, weights, weights_dtype = samples
-    nbins, range, edges, integer_bins = bins
+    nbins, range, edges, integer_bins, extremes = bins
     out_of_range, strategy, deterministic = run
     calls.append(dict(n=n, dtype=dtype, nbins=nbins, range=range, integer=integer_bins,
                       edges=None if edges is None else edges.size, policy=out_of_range))

@@ -41,9 +41,10 @@ seen = []
 def _numpy_device_histogram(device, stream, samples, out, bins, run):
     """The native call's stand-in for 16-bit floats: numpy's histogram of the host memory."""
     input, n, dtype, weights, weights_dtype = samples
-    nbins, range, edges, integer_bins = bins
-    seen.append(dict(dtype=dtype, nbins=nbins, range=range, edges=edges))
+    nbins, range, edges, integer_bins, extremes = bins
+    seen.append(dict(dtype=dtype, nbins=nbins, range=range, edges=edges, extremes=extremes))
     x = _read(input, n, dtype)
+    # Bins over the data's range (extremes given): numpy's own, from the whole host data.
     counts, _ = np.histogram(x, edges if edges is not None else nbins, range=range)
     words = np.zeros(counts.size + 3, np.uint64)
     words[:counts.size] = counts
@@ -81,10 +82,71 @@ def test_float16_with_given_edges(fake, rng):
     assert seen[-1]["edges"] is not None and e.dtype == np.float64
 
 
+@pytest.mark.parametrize("bins", [1, 3, 10, 100, 1000])
+def test_float16_without_a_range_is_numpys(fake, rng, bins):
+    # The extremes are read on the device (here the stand-in's host memory) and passed on; the
+    # edges come from the library (float16 linspace in float16 arithmetic from the extremes),
+    # checked bit for bit against numpy's.
+    x = (rng.standard_normal(4000) * 3 + 1).astype(np.float16)
+    h, e = smemkit.histogram(dev(x), bins)
+    H, E = np.histogram(x, bins)
+    assert seen[-1]["extremes"] == [float(x.min()), float(x.max())]
+    assert seen[-1]["range"] is None and seen[-1]["nbins"] == bins
+    assert e.dtype == np.float16 == E.dtype
+    np.testing.assert_array_equal(e.view(np.uint16), E.view(np.uint16))
+    np.testing.assert_array_equal(h, H)
+    d, _ = smemkit.histogram(dev(x), bins, density=True)
+    np.testing.assert_array_equal(d, np.histogram(x, bins, density=True)[0])
+    be = smemkit.histogram_bin_edges(dev(x), bins)
+    np.testing.assert_array_equal(np.asarray(be).view(np.uint16), E.view(np.uint16))
+
+
+@pytest.mark.parametrize("x", [np.full(5, 3.5, np.float16), np.zeros(0, np.float16),
+                               np.array([-0.0, 30000.0, -30000.0], np.float16)])
+def test_float16_without_a_range_edge_cases(fake, x):
+    h, e = smemkit.histogram(dev(x), 8)
+    H, E = np.histogram(x, 8)
+    np.testing.assert_array_equal(e.view(np.uint16), E.view(np.uint16))
+    np.testing.assert_array_equal(h, H)
+    assert seen[-1]["extremes"] == ([] if x.size == 0 else [float(x.min()), float(x.max())])
+
+
+def test_float16_without_a_range_refuses_nan_as_numpy(fake):
+    x = np.array([1.0, np.nan, 2.0], np.float16)
+    with pytest.raises(ValueError, match="not finite") as ours:
+        smemkit.histogram(dev(x), 4)
+    with pytest.raises(ValueError, match="not finite"):
+        np.histogram(x, 4)
+    assert "NaN" in str(ours.value)
+    # A range whose width overflows float16: numpy's "Too many bins" ValueError, ours names it.
+    x = np.array([-65504.0, 65504.0], np.float16)
+    with pytest.raises(ValueError, match="Too many bins"):
+        np.histogram(x, 8)
+    with pytest.raises(ValueError, match="too many bins"):
+        smemkit.histogram(dev(x), 8)
+    assert not seen
+
+
+def test_bfloat16_data_edges_are_ml_dtypes_numpys():
+    # The library's edges of bfloat16 samples over their own range (the GPU path's) against
+    # numpy with ml_dtypes on the same values.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(5)
+    for values, bins in [((rng.standard_normal(3000) * 2).astype(np.float32), 40),
+                         (np.full(4, 2.5, np.float32), 6)]:
+        b = values.astype(ml_dtypes.bfloat16)
+        try:
+            E = np.histogram_bin_edges(b, bins)
+        except TypeError as err:
+            pytest.skip(f"numpy cannot bin ml_dtypes.bfloat16 here: {err}")
+        lo, hi = float(b.min()), float(b.max())
+        e, edges_dtype = _native.data_bin_edges("bfloat16", bins, [lo, hi])
+        assert edges_dtype == str(E.dtype)
+        np.testing.assert_array_equal(e, np.asarray(E, np.float64))
+
+
 def test_float16_errors(fake):
     x = dev(np.ones(8, np.float16))
-    with pytest.raises(NotImplementedError, match="range="):
-        smemkit.histogram(x, 10)
     with pytest.raises(NotImplementedError, match="Python numbers"):
         smemkit.histogram(x, 10, range=(np.float16(0), np.float16(1)))
     with pytest.raises(TypeError, match="Cannot cast"):
@@ -191,6 +253,60 @@ def test_torch_half_with_given_edges():
         np.testing.assert_array_equal(e.cpu().numpy(), edges)
 
 
+def _finite16(n, dtype, seed=9):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(n, generator=g, device="cuda", dtype=torch.float32) * 3 + 1).to(dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("bins", [1, 10, 512])
+@pytest.mark.parametrize("n", [1000, 1 << 22])
+def test_torch_float16_without_a_range_is_numpys(bins, n):
+    # The extremes are reduced on the device and read back (a sync); numpy bins float16 data
+    # over its own range in float16 arithmetic: counts and edges bit for bit.
+    x = _finite16(n, torch.float16)
+    h, e = smemkit.histogram(x, bins)
+    assert h.is_cuda and h.dtype == torch.int64 and e.dtype == torch.float16
+    H, E = np.histogram(x.cpu().numpy(), bins)
+    np.testing.assert_array_equal(h.cpu().numpy(), H)
+    np.testing.assert_array_equal(e.cpu().numpy().view(np.uint16), E.view(np.uint16))
+    d, _ = smemkit.histogram(x, bins, density=True)
+    D, _ = np.histogram(x.cpu().numpy(), bins, density=True)
+    np.testing.assert_array_equal(d.cpu().numpy(), D)
+
+
+@needs_torch
+def test_torch_half_without_a_range_edge_cases():
+    for x in (torch.full((7,), 2.5, device="cuda", dtype=torch.float16),
+              torch.zeros(0, device="cuda", dtype=torch.float16)):
+        h, e = smemkit.histogram(x, 6)
+        H, E = np.histogram(x.cpu().numpy(), 6)
+        np.testing.assert_array_equal(h.cpu().numpy(), H)
+        np.testing.assert_array_equal(e.cpu().numpy().view(np.uint16), E.view(np.uint16))
+    x = _normal16(1 << 16, torch.float16)  # holds NaN and inf: numpy's ValueError
+    with pytest.raises(ValueError, match="not finite"):
+        smemkit.histogram(x, 10)
+
+
+@needs_torch
+def test_torch_bfloat16_without_a_range_against_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for x, bins in ((_finite16(1 << 20, torch.bfloat16), 40),
+                    (torch.full((5,), -1.5, device="cuda", dtype=torch.bfloat16), 4)):
+        host = x.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
+        try:
+            H, E = np.histogram(host, bins)
+        except TypeError as err:
+            pytest.skip(f"numpy cannot histogram ml_dtypes.bfloat16 here: {err}")
+        h, e = smemkit.histogram(x, bins)
+        np.testing.assert_array_equal(h.cpu().numpy(), H)
+        # bfloat16 edges as torch.bfloat16 (float32 for a one-value range, as ml_dtypes').
+        want = {"bfloat16": torch.bfloat16, "float32": torch.float32}[str(E.dtype)]
+        assert e.dtype == want
+        np.testing.assert_array_equal(e.float().cpu().numpy().astype(np.float64),
+                                      np.asarray(E, np.float64))
+
+
 @needs_torch
 def test_torch_half_on_a_side_stream():
     x = _normal16(1 << 20, torch.float16)
@@ -213,6 +329,16 @@ def test_cupy_float16_is_numpys(bins, rng_):
     h, e = smemkit.histogram(x, bins, range=rng_)
     assert isinstance(h, cupy.ndarray) and h.dtype == np.int64 and e.dtype == np.float16
     H, E = np.histogram(cupy.asnumpy(x), bins, range=rng_)
+    np.testing.assert_array_equal(cupy.asnumpy(h), H)
+    np.testing.assert_array_equal(cupy.asnumpy(e).view(np.uint16), E.view(np.uint16))
+
+
+@needs_cupy
+def test_cupy_float16_without_a_range_is_numpys():
+    g = cupy.random.default_rng(13)
+    x = (g.standard_normal(1 << 20, dtype=cupy.float32) * 2).astype(cupy.float16)
+    h, e = smemkit.histogram(x, 999)
+    H, E = np.histogram(cupy.asnumpy(x), 999)
     np.testing.assert_array_equal(cupy.asnumpy(h), H)
     np.testing.assert_array_equal(cupy.asnumpy(e).view(np.uint16), E.view(np.uint16))
 

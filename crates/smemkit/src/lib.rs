@@ -44,6 +44,7 @@ pub mod histogram;
 pub mod histogramdd;
 #[doc(hidden)]
 mod huge_pages;
+mod int_weights;
 #[doc(hidden)]
 mod lab;
 #[doc(hidden)]

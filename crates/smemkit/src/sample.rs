@@ -339,6 +339,8 @@ macro_rules! with_samples {
 #[doc(inline)]
 pub use crate::with_samples;
 
+pub use crate::int_weights::{IntType, IntWeights};
+
 impl<'a> Samples<'a> {
     /// How many samples.
     pub fn len(&self) -> usize {
@@ -410,6 +412,10 @@ pub enum Weights<'a> {
     F32(&'a [f32]),
     /// float64 weights.
     F64(&'a [f64]),
+    /// Integer or bool weights: a histogram keeps their type, as numpy's does
+    /// ([`crate::histogram::int_sums`]); the API widens them to [`Weights::F64`] before any
+    /// engine sees them.
+    Int(crate::int_weights::IntWeights<'a>),
 }
 
 impl<'a> Weights<'a> {
@@ -418,6 +424,7 @@ impl<'a> Weights<'a> {
         match self {
             Weights::F32(w) => w.len(),
             Weights::F64(w) => w.len(),
+            Weights::Int(w) => w.len(),
         }
     }
     /// No weights.
@@ -430,6 +437,25 @@ impl<'a> Weights<'a> {
         match self {
             Weights::F32(w) => w[i] as f64,
             Weights::F64(w) => w[i],
+            Weights::Int(w) => w.get_f64(i),
         }
+    }
+}
+
+impl<'a> From<&'a [f32]> for Weights<'a> {
+    fn from(w: &'a [f32]) -> Self {
+        Weights::F32(w)
+    }
+}
+
+impl<'a> From<&'a [f64]> for Weights<'a> {
+    fn from(w: &'a [f64]) -> Self {
+        Weights::F64(w)
+    }
+}
+
+impl<'a> From<crate::int_weights::IntWeights<'a>> for Weights<'a> {
+    fn from(w: crate::int_weights::IntWeights<'a>) -> Self {
+        Weights::Int(w)
     }
 }

@@ -51,6 +51,7 @@ fn words_of(h: &smemkit::histogram::Histogram, times: u64) -> (Vec<u64>, [u64; 3
     let bins = match &h.counts {
         Counts::Unweighted(c) => c.iter().map(|&x| x * times).collect(),
         Counts::Weighted(s) => s.iter().map(|&x| (x * times as f64).to_bits()).collect(),
+        Counts::Integer { .. } => panic!("these runs have no integer weights"),
     };
     (bins, t)
 }

@@ -121,7 +121,7 @@ pub fn run(args: &BenchArgs, devices: &str, commit: &str) -> Result<()> {
                             smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                         match r.counts {
                             Counts::Unweighted(c) => (c, r.tallies),
-                            Counts::Weighted(_) => unreachable!("no weights"),
+                            _ => unreachable!("no weights"),
                         }
                     })
                     .collect();

@@ -11,7 +11,7 @@ use smemkit::sample::SampleType;
 
 use super::stream::read_samples as read_stream;
 use super::text::{self, Column};
-use super::weights::{self, WeightData};
+use super::weights;
 use super::{npy, shape, FileKind, Shape};
 
 const TYPES: [SampleType; 10] = [
@@ -181,10 +181,7 @@ proptest! {
         let dtype = (kind == FileKind::Raw).then_some(TYPES[t]);
         let _ = weights::check_flags(kind, Path::new("w"), dtype);
         if let Ok(read) = weights::from_reader(kind, reader(&bytes), Path::new("w"), dtype) {
-            let n = match &read.values {
-                WeightData::F32(v) => v.len(),
-                WeightData::F64(v) => v.len(),
-            };
+            let n = read.values.len();
             prop_assert_eq!(read.shape.dims.iter().product::<usize>(), n);
             // Pairing with samples of any shape: an answer or an error, and the same length.
             let samples = Shape { dims: vec![rows, n / rows], fortran };

@@ -1,6 +1,8 @@
-//! `--weights FILE`: one weight per sample, in the formats samples take: a `.npy` file (f32 and
-//! f64 are kept as they are, integer arrays are converted to f64), raw binary with
-//! `--weights-dtype`, or a text file of one number per line; from a regular file or a stream.
+//! `--weights FILE`: one weight per sample, in the formats samples take: a `.npy` file (f32, f64,
+//! integers and bool are kept as they are: integer and bool weights give sums of their own type,
+//! as numpy's histogram does; float16 is widened to f64), raw binary with `--weights-dtype`, or a
+//! text file of one number per line (float64, as `numpy.loadtxt` reads it); from a regular file
+//! or a stream.
 //!
 //! The weights are read into memory with plain reads, a piece at a time, never mapped: a mapped
 //! file that another process truncates while it is read kills the process with SIGBUS, where a read
@@ -11,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
-use smemkit::sample::{SampleType, Weights};
+use smemkit::sample::{IntWeights, SampleType, Weights};
 
 use super::data::{decode, OwnedSamples};
 use super::{npy, shape, stream, text, FileKind, Parsed, Shape};
@@ -24,6 +26,52 @@ pub const DTYPE_FLAG: &str = "--weights-dtype";
 pub enum WeightData {
     F32(Vec<f32>),
     F64(Vec<f64>),
+    /// Integer weights, of any integer type.
+    Int(OwnedSamples),
+    /// numpy bool weights (`'|b1'`).
+    Bool(Vec<bool>),
+}
+
+/// `$body` on each integer variant of an [`OwnedSamples`] (`$v` its vector, `$tag` its
+/// variant), `$other` for the float ones.
+macro_rules! each_int {
+    ($o:expr, $v:ident, $tag:ident => $body:expr, $f:ident => $other:expr) => {
+        match $o {
+            OwnedSamples::U8($v) => {
+                use OwnedSamples::U8 as $tag;
+                $body
+            }
+            OwnedSamples::U16($v) => {
+                use OwnedSamples::U16 as $tag;
+                $body
+            }
+            OwnedSamples::U32($v) => {
+                use OwnedSamples::U32 as $tag;
+                $body
+            }
+            OwnedSamples::U64($v) => {
+                use OwnedSamples::U64 as $tag;
+                $body
+            }
+            OwnedSamples::I8($v) => {
+                use OwnedSamples::I8 as $tag;
+                $body
+            }
+            OwnedSamples::I16($v) => {
+                use OwnedSamples::I16 as $tag;
+                $body
+            }
+            OwnedSamples::I32($v) => {
+                use OwnedSamples::I32 as $tag;
+                $body
+            }
+            OwnedSamples::I64($v) => {
+                use OwnedSamples::I64 as $tag;
+                $body
+            }
+            $f => $other,
+        }
+    };
 }
 
 impl WeightData {
@@ -45,6 +93,23 @@ impl WeightData {
         match self {
             WeightData::F32(w) => Weights::F32(w),
             WeightData::F64(w) => Weights::F64(w),
+            WeightData::Bool(w) => Weights::Int(IntWeights::Bool(w)),
+            WeightData::Int(w) => match w {
+                OwnedSamples::U8(v) => Weights::Int(IntWeights::U8(v)),
+                OwnedSamples::U16(v) => Weights::Int(IntWeights::U16(v)),
+                OwnedSamples::U32(v) => Weights::Int(IntWeights::U32(v)),
+                OwnedSamples::U64(v) => Weights::Int(IntWeights::U64(v)),
+                OwnedSamples::I8(v) => Weights::Int(IntWeights::I8(v)),
+                OwnedSamples::I16(v) => Weights::Int(IntWeights::I16(v)),
+                OwnedSamples::I32(v) => Weights::Int(IntWeights::I32(v)),
+                OwnedSamples::I64(v) => Weights::Int(IntWeights::I64(v)),
+                // `from_reader` keeps only integers here; floats would still be read right.
+                OwnedSamples::F32(v) => Weights::F32(v),
+                OwnedSamples::F64(v) => Weights::F64(v),
+                // (never built: 16-bit floats are widened when read; an empty view would be
+                // refused for its length, never summed)
+                OwnedSamples::F16(_) | OwnedSamples::BF16(_) => Weights::F64(&[]),
+            },
         }
     }
 
@@ -54,6 +119,9 @@ impl WeightData {
         Ok(match self {
             WeightData::F32(w) => WeightData::F32(shape::pair(w, mine, samples)?),
             WeightData::F64(w) => WeightData::F64(shape::pair(w, mine, samples)?),
+            WeightData::Bool(w) => WeightData::Bool(shape::pair(w, mine, samples)?),
+            WeightData::Int(w) => WeightData::Int(each_int!(w, v, Tag =>
+                Tag(shape::pair(v, mine, samples)?), other => other)),
         })
     }
 
@@ -61,6 +129,8 @@ impl WeightData {
         let (r, size) = match self {
             WeightData::F32(v) => (v.try_reserve(n), 4),
             WeightData::F64(v) => (v.try_reserve(n), 8),
+            WeightData::Bool(v) => (v.try_reserve(n), 1),
+            WeightData::Int(v) => (v.try_reserve(n), v.samples().sample_type().size()),
         };
         r.map_err(|_| {
             anyhow!(
@@ -71,10 +141,13 @@ impl WeightData {
         })
     }
 
-    fn len(&self) -> usize {
+    /// How many weights.
+    pub fn len(&self) -> usize {
         match self {
             WeightData::F32(v) => v.len(),
             WeightData::F64(v) => v.len(),
+            WeightData::Bool(v) => v.len(),
+            WeightData::Int(v) => v.samples().len(),
         }
     }
 }
@@ -100,6 +173,7 @@ pub fn from_reader(
     path: &Path,
     dtype: Option<SampleType>,
 ) -> Result<Parsed<WeightData>> {
+    let mut bool_data = false;
     let (ty, count, little_endian, shape) = match kind {
         FileKind::Text => {
             let t = text::parse_f64(reader, path)?;
@@ -111,6 +185,7 @@ pub fn from_reader(
         }
         FileKind::Npy => {
             let l = npy::read_header(&mut reader, path)?;
+            bool_data = l.bool_data;
             (l.ty, Some(l.len), l.little_endian, Some(l.shape))
         }
         FileKind::Raw => {
@@ -120,7 +195,9 @@ pub fn from_reader(
     };
     let mut out = match ty {
         SampleType::F32 => WeightData::F32(Vec::new()),
-        _ => WeightData::F64(Vec::new()),
+        SampleType::F64 | SampleType::F16 | SampleType::BF16 => WeightData::F64(Vec::new()),
+        SampleType::U8 if bool_data => WeightData::Bool(Vec::new()),
+        int => WeightData::Int(OwnedSamples::new(int)),
     };
     if let Some(n) = count {
         out.reserve(n, path)?;
@@ -132,8 +209,13 @@ pub fn from_reader(
             (OwnedSamples::F32(w), WeightData::F32(v)) => v.extend_from_slice(&w),
             (OwnedSamples::F64(w), WeightData::F64(v)) => v.extend_from_slice(&w),
             (other, WeightData::F64(v)) => v.extend(super::to_f64(other.samples())),
-            (_, WeightData::F32(_)) => {
-                anyhow::bail!("internal: float32 weights decoded as another type")
+            (OwnedSamples::U8(w), WeightData::Bool(v)) => {
+                npy::check_bool(&w, path)?;
+                v.extend(w.iter().map(|&b| b != 0));
+            }
+            (decoded, WeightData::Int(v)) => extend_ints(v, decoded)?,
+            (_, WeightData::F32(_) | WeightData::Bool(_)) => {
+                anyhow::bail!("internal: float32 or bool weights decoded as another type")
             }
         }
         Ok(())
@@ -144,6 +226,22 @@ pub fn from_reader(
         shape,
         header: None,
     })
+}
+
+/// Appends `more` to `v`, both integers of one type.
+fn extend_ints(v: &mut OwnedSamples, more: OwnedSamples) -> Result<()> {
+    match (v, more) {
+        (OwnedSamples::U8(v), OwnedSamples::U8(m)) => v.extend_from_slice(&m),
+        (OwnedSamples::U16(v), OwnedSamples::U16(m)) => v.extend_from_slice(&m),
+        (OwnedSamples::U32(v), OwnedSamples::U32(m)) => v.extend_from_slice(&m),
+        (OwnedSamples::U64(v), OwnedSamples::U64(m)) => v.extend_from_slice(&m),
+        (OwnedSamples::I8(v), OwnedSamples::I8(m)) => v.extend_from_slice(&m),
+        (OwnedSamples::I16(v), OwnedSamples::I16(m)) => v.extend_from_slice(&m),
+        (OwnedSamples::I32(v), OwnedSamples::I32(m)) => v.extend_from_slice(&m),
+        (OwnedSamples::I64(v), OwnedSamples::I64(m)) => v.extend_from_slice(&m),
+        _ => anyhow::bail!("internal: integer weights decoded as another type"),
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -190,7 +288,19 @@ mod tests {
         let w = WeightData::read(&npy_file(dir.path(), "i.npy", "<i2", &i, 2), None)
             .unwrap()
             .values;
-        assert!(matches!(w.weights(), Weights::F64(v) if v == [3.0, -4.0]));
+        assert!(
+            matches!(w.weights(), Weights::Int(IntWeights::I16(v)) if v == [3, -4]),
+            "{w:?}"
+        );
+        let w = WeightData::read(&npy_file(dir.path(), "b.npy", "|b1", &[1, 0, 1], 3), None)
+            .unwrap()
+            .values;
+        assert!(
+            matches!(w.weights(), Weights::Int(IntWeights::Bool(v)) if v == [true, false, true])
+        );
+        let e =
+            WeightData::read(&npy_file(dir.path(), "b2.npy", "|b1", &[1, 2], 2), None).unwrap_err();
+        assert!(format!("{e:#}").contains("other than 0 or 1"), "{e:#}");
     }
 
     #[test]

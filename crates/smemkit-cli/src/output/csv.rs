@@ -6,7 +6,7 @@ use anyhow::Result;
 use smemkit::histogram::Histogram;
 
 /// Columns `bin,left,right,count` (and `density` with `--density`); floats in Rust's shortest
-/// form that reads back exactly.
+/// form that reads back exactly, sums of integer weights as integers.
 pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
     let density = h.density.as_deref();
     writeln!(
@@ -21,6 +21,12 @@ pub fn write(w: &mut dyn Write, h: &Histogram) -> Result<()> {
         let count = match &h.counts {
             smemkit::histogram::Counts::Unweighted(c) => c[i].to_string(),
             smemkit::histogram::Counts::Weighted(c) => c[i].to_string(),
+            // numpy prints bool sums as True and False (pandas reads them back as bool).
+            smemkit::histogram::Counts::Integer {
+                sums,
+                dtype: smemkit::sample::IntType::Bool,
+            } => if sums[i] != 0 { "True" } else { "False" }.to_string(),
+            smemkit::histogram::Counts::Integer { sums, .. } => sums[i].to_string(),
         };
         let d = density.map(|d| format!(",{}", d[i])).unwrap_or_default();
         writeln!(

@@ -103,8 +103,8 @@ impl Scale {
         };
         let what = match (&h.density, &h.counts) {
             (Some(_), _) => "density",
-            (None, smemkit::histogram::Counts::Weighted(_)) => "sum of weights",
-            (None, _) => "count",
+            (None, smemkit::histogram::Counts::Unweighted(_)) => "count",
+            (None, _) => "sum of weights",
         };
         let finite = || values.iter().copied().filter(|v| v.is_finite());
         let lo = finite().fold(0.0, f64::min);

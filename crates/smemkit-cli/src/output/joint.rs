@@ -44,6 +44,11 @@ fn npy(w: &mut dyn Write, h: &JointHistogram) -> Result<()> {
     match (&h.density, &h.counts) {
         (Some(d), _) => floats(w, &shape, d),
         (None, Counts::Weighted(c)) => floats(w, &shape, c),
+        // histogramdd's sums are float64 whatever the weights (numpy's bincount).
+        (None, Counts::Integer { sums, .. }) => {
+            let c: Vec<f64> = sums.iter().map(|&s| s as f64).collect();
+            floats(w, &shape, &c)
+        }
         (None, Counts::Unweighted(c)) => {
             let mut out = npyz::WriteOptions::<u64>::new()
                 .default_dtype()
@@ -85,6 +90,8 @@ fn csv(w: &mut dyn Write, h: &JointHistogram) -> Result<()> {
             Counts::Unweighted(c) => c[flat].to_string(),
             Counts::Weighted(c) if c[flat] == 0.0 => continue,
             Counts::Weighted(c) => c[flat].to_string(),
+            Counts::Integer { sums, .. } if sums[flat] == 0 => continue,
+            Counts::Integer { sums, .. } => sums[flat].to_string(),
         };
         for (j, i) in multi_index(flat, &h.shape).into_iter().enumerate() {
             write!(w, "{i},{},{},", h.edges[j][i], h.edges[j][i + 1])?;
@@ -102,6 +109,7 @@ fn csv(w: &mut dyn Write, h: &JointHistogram) -> Result<()> {
 enum JsonCounts<'a> {
     Unweighted(&'a [u64]),
     Weighted(Floats<'a>),
+    Integer(&'a [i64]),
 }
 
 #[derive(Serialize)]
@@ -134,6 +142,7 @@ fn json(w: &mut dyn Write, h: &JointHistogram, names: &[String]) -> Result<()> {
         counts: match &h.counts {
             Counts::Unweighted(c) => JsonCounts::Unweighted(c),
             Counts::Weighted(c) => JsonCounts::Weighted(Floats(c)),
+            Counts::Integer { sums, .. } => JsonCounts::Integer(sums),
         },
         density: h.density.as_deref().map(Floats),
         edges: h.edges.iter().map(|e| Floats(e)).collect(),
@@ -143,7 +152,7 @@ fn json(w: &mut dyn Write, h: &JointHistogram, names: &[String]) -> Result<()> {
         },
         samples: h.samples,
         counted: h.counted(),
-        weighted: matches!(h.counts, Counts::Weighted(_)),
+        weighted: !matches!(h.counts, Counts::Unweighted(_)),
         backend: backend_name(h.engine.backend),
         engine: &h.engine.detail,
     };

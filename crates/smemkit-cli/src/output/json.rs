@@ -23,6 +23,8 @@ struct Tallies {
 enum JsonCounts<'a> {
     Unweighted(&'a [u64]),
     Weighted(Floats<'a>),
+    /// Sums of integer weights (bool: 0 and 1), in their type's range.
+    Integer(&'a [i64]),
 }
 
 /// One float: a JSON number when finite, else `"inf"`, `"-inf"` or `"nan"`.
@@ -62,6 +64,9 @@ struct Document<'a> {
     samples: u64,
     counted: u64,
     weighted: bool,
+    /// The type of sums of integer or bool weights (numpy's result dtype); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counts_dtype: Option<&'static str>,
     policy: &'static str,
     backend: &'static str,
     engine: &'a str,
@@ -89,6 +94,7 @@ pub fn write(
     let counts = match &h.counts {
         Counts::Unweighted(c) => JsonCounts::Unweighted(c),
         Counts::Weighted(c) => JsonCounts::Weighted(Floats(c)),
+        Counts::Integer { sums, .. } => JsonCounts::Integer(sums),
     };
     let doc = Document {
         counts,
@@ -101,7 +107,11 @@ pub fn write(
         },
         samples: h.samples,
         counted: h.counted(),
-        weighted: matches!(h.counts, Counts::Weighted(_)),
+        weighted: !matches!(h.counts, Counts::Unweighted(_)),
+        counts_dtype: match &h.counts {
+            Counts::Integer { dtype, .. } => Some(dtype.name()),
+            _ => None,
+        },
         policy: h.policy.name(),
         backend: backend_name(h.engine.backend),
         engine: &h.engine.detail,

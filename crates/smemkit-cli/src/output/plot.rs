@@ -76,7 +76,7 @@ where
         .x_desc("value")
         .y_desc(
             match (
-                matches!(h.counts, smemkit::histogram::Counts::Weighted(_)),
+                !matches!(h.counts, smemkit::histogram::Counts::Unweighted(_)),
                 rows.len() < h.nbins(),
             ) {
                 (false, false) => "count",

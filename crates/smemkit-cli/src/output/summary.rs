@@ -120,8 +120,14 @@ pub fn write(w: &mut dyn Write, h: &Histogram, input: &InputFacts<'_>) -> Result
     writeln!(w, "below       {}{clamped}", thousands(h.tallies.below))?;
     writeln!(w, "above       {}{clamped}", thousands(h.tallies.above))?;
     writeln!(w, "NaN         {}", thousands(h.tallies.nan))?;
-    if let Counts::Weighted(c) = &h.counts {
-        writeln!(w, "weight sum  {}", c.iter().sum::<f64>())?;
+    match &h.counts {
+        Counts::Weighted(c) => writeln!(w, "weight sum  {}", c.iter().sum::<f64>())?,
+        Counts::Integer { sums, dtype } => writeln!(
+            w,
+            "weight sum  {} (sums of {dtype} weights, each bin's in {dtype})",
+            sums.iter().map(|&s| s as i128).sum::<i128>()
+        )?,
+        Counts::Unweighted(_) => {}
     }
     writeln!(
         w,

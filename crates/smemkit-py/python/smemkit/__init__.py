@@ -23,7 +23,10 @@ float32 for float32 samples, else float64, as numpy's), CuPy in, CuPy out, JAX i
 memory must be one block (a strided view is a ValueError naming ``.contiguous()``) starting
 16-byte aligned. float16 and bfloat16 GPU samples are binned as numpy bins them (bfloat16 through
 ml_dtypes) over ``range=`` of Python numbers or explicit edges (float16 edges float16, bfloat16's
-float64); bins from their data's range are NotImplementedError. The first call for given bins,
+float64), or over the data's range as numpy computes it in the 16-bit type (the minimum and
+maximum reduced on the device and read back: a synchronisation; edges float16, bfloat16 in torch
+or float32 where the framework has no bfloat16; ``__cuda_array_interface__`` objects without
+torch, CuPy or JAX need ``range=``). The first call for given bins,
 dtype, options and size class compiles and allocates (cached for the process: make it before
 capturing a CUDA graph); later calls only enqueue, and can be captured.
 
@@ -81,7 +84,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         data is a ValueError, as in numpy.
     weights: same shape as ``a``; the result takes the weights' dtype, as numpy's does (sums are
         formed in float64 and rounded once, so float32 sums can differ from numpy's float32
-        accumulation in the last bits).
+        accumulation in the last bits; integer and bool weights of host arrays are summed exactly
+        in their dtype, wrapping around as numpy's do, and sums whose magnitudes could exceed
+        2**53 raise NotImplementedError, as do uint16/int32 weights over uniform bins where
+        numpy's per-block cast overflows; bool weights with explicit edges are numpy's TypeError).
     density: counts divided by their sum and the bin widths, computed as numpy computes them.
     backend, strategy, out_of_range: smemkit's options (see the module documentation).
     deterministic: GPU arrays with weights: sums bit-identical on every run and strategy (exact

@@ -417,7 +417,8 @@ def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer,
         a.device, stream,
         (a.ptr, a.size, dtype, 0 if w is None else w.ptr, None if w is None else w.dtype),
         frame.ptr(out),
-        (None if edges is not None else nbins, rng, edges, integer),
+        (None if edges is not None else nbins, None if isinstance(rng, _Extremes) else rng, edges,
+         integer, list(rng) if isinstance(rng, _Extremes) else None),
         (policy, strategy, deterministic),
     )
     keep = a.keep + (w.keep if w is not None else [])
@@ -448,7 +449,7 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
     """``(range, edges, nbins, (key, host edges thunk))``: uniform bins over a given range, or the
     edges (given, or numpy's from the data's minimum and maximum: a synchronisation)."""
     if dtype in _HALF:
-        return _resolve_half(dtype, nbins, edges, range_, bins_arg)
+        return _resolve_half(a, dtype, nbins, edges, range_, bins_arg)
     edges_dtype = "float32" if dtype == "float32" else "float64"
     rng = None
     if edges is None and range_ is not None:
@@ -484,21 +485,35 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
         np.empty(0, dtype), nbins, rng).astype(edges_dtype, copy=False))
 
 
-def _resolve_half(dtype, nbins, edges, range_, bins_arg):
+class _Extremes(tuple):
+    """The data's ``(min, max)`` read on the device (``()``: no samples), standing for the range
+    of uniform bins over the data's range."""
+
+
+def _resolve_half(a: Input, dtype, nbins, edges, range_, bins_arg):
     """``_resolve`` for float16 and bfloat16 samples, as numpy (with ml_dtypes for bfloat16) bins
     them over a range of Python numbers, which the library's engines follow: float16 edges are the
     float64 linspace rounded once to float16 (and the estimate partly in float16); bfloat16 does
-    not promote weakly, so its histogram is float64's (float64 edges). Bins from the data's range
-    make the edges in 16-bit arithmetic from the extremes: not wired for GPU arrays."""
+    not promote weakly, so its histogram is float64's (float64 edges). Without a range the bins
+    are numpy's over the data's extremes in 16-bit arithmetic: the extremes are reduced on the
+    device and the two values read back (a synchronisation of the producer's stream; the samples
+    never leave the device); the library makes the bins from them as from the whole data."""
     if edges is not None and bins_arg is not None:
         given = np.asarray(bins_arg)
         key = ("given", edges.tobytes(), str(given.dtype))
         return None, edges, edges.size - 1, (key, lambda: given)
-    if edges is not None or range_ is None:
+    if edges is not None:
         raise NotImplementedError(
-            f"{dtype} GPU samples need range= (Python numbers) or explicit edges: bins from the "
-            "data's range are not implemented for 16-bit floats on the GPU"
+            f"{dtype} GPU samples with edges from an estimator: not implemented for 16-bit floats"
         )
+    if range_ is None:
+        extremes = _Extremes(() if a.size == 0 else a.minmax())
+        wide, edges_dtype = _native.data_bin_edges(dtype, nbins, list(extremes))
+        key = ("data16", dtype, nbins, extremes, edges_dtype)
+        # bfloat16 edges are made on the host as float32 (which holds them exactly) and cast on
+        # the device where the framework has bfloat16 (_half_edges).
+        host = "float32" if edges_dtype == "bfloat16" else edges_dtype
+        return extremes, None, nbins, (key, lambda: wide.astype(host))
     first, last = range_
     if not (type(first) in (int, float) and type(last) in (int, float)):
         raise NotImplementedError(
@@ -547,7 +562,18 @@ def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):
     if edges is not None and edges.size < 2:
         return _finish(frame, kind, _given_edges(frame, bins_arg))
     _, _, _, (key, make) = _resolve(a, dtype, nbins, edges, range_, bins_arg)
-    return _finish(frame, kind, frame.edges(key, make))
+    return _finish(frame, kind, _half_edges(frame, key, frame.edges(key, make)))
+
+
+def _half_edges(frame: _Frame, key, edges):
+    """bfloat16 edges from the data's range (held as float32) cast to bfloat16 on the device,
+    as numpy with ml_dtypes returns them; float32 where the framework has no bfloat16."""
+    if key[0] != "data16" or key[-1] != "bfloat16":
+        return edges
+    try:
+        return _cast(frame, edges, "bfloat16")
+    except (AttributeError, TypeError, ValueError):
+        return edges
 
 
 def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range, strategy,
@@ -574,7 +600,7 @@ def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range,
     counts = _run(a, dtype, w, nb, rng, edges, False, out_of_range, strategy, deterministic)
     if w is not None and w.result_dtype != "float64":
         counts = _cast(frame, counts, w.result_dtype)
-    bin_edges = frame.edges(key, make)
+    bin_edges = _half_edges(frame, key, frame.edges(key, make))
     if density:
         db = bin_edges[1:] - bin_edges[:-1]
         db = _cast(frame, db, "float64")

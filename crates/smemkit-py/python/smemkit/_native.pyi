@@ -1,5 +1,5 @@
 # The Rust extension (crates/smemkit-py/src); its callers are the package's Python modules.
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -27,9 +27,13 @@ def device_histogram(
     stream: int,
     samples: Tuple[int, int, str, int, Optional[str]],
     out: int,
-    bins: Tuple[Optional[int], Optional[Tuple[float, float]], Optional[np.ndarray], bool],
+    bins: Tuple[
+        Optional[int], Optional[Tuple[float, float]], Optional[np.ndarray], bool,
+        Optional[List[float]],
+    ],
     run: Tuple[str, Optional[str], bool],
 ) -> None: ...
+def data_bin_edges(dtype: str, nbins: int, extremes: List[float]) -> Tuple[np.ndarray, str]: ...
 def device_cache_size() -> int: ...
 def dlpack_capsule_info(capsule: Any) -> dict[str, Any]: ...
 def plan(

@@ -17,7 +17,6 @@ from . import _fast
 from ._inputs import as_array, flat_pair, native_order
 
 _ESTIMATORS = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
-_EXACT_F64 = 2**53
 
 
 def _missing(feature: str) -> NotImplementedError:
@@ -80,8 +79,9 @@ def _samples(a) -> np.ndarray:
 
 
 def _weights(weights, shape):
-    """numpy's weights check, and the weights as the library takes them (float32 or float64),
-    with the dtype numpy gives the result."""
+    """numpy's weights check, and the weights as the library takes them (float32, float64, or
+    integers and bool, whose sums the library keeps in their dtype as numpy does, refusing what
+    it cannot sum exactly), with the dtype numpy gives the result."""
     if weights is None:
         return None, None
     w = as_array(weights, "weights")
@@ -94,13 +94,7 @@ def _weights(weights, shape):
     if kind == "f" and w.dtype.itemsize == 2:
         return w.astype(np.float32), result_type
     if kind in "biu":
-        if w.size:
-            bound = max(abs(int(w.min())), abs(int(w.max()))) * w.size
-            if bound > _EXACT_F64:
-                raise _missing(
-                    "integer weights whose sums may exceed 2**53 (exact integer sums)"
-                )
-        return w.astype(np.float64), result_type
+        return native_order(w), result_type
     raise TypeError(f"weights of dtype {w.dtype} are not supported (expected a real number type)")
 
 
@@ -198,6 +192,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
     nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)
+    if w is not None and w.dtype == np.bool_ and edges is not None:
+        # numpy adds int64 cumulative sums into a bool result there, which its casting refuses.
+        raise TypeError("Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool') "
+                        "with casting rule 'same_kind'")
     if edges is not None:
         user_edges = np.asarray(bins)
         if edges.size < 2:

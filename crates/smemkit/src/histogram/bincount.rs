@@ -57,6 +57,15 @@ pub fn bincount(
         }
     }
     let len = bincount_length(samples, minlength)?;
+    // numpy's bincount casts integer and bool weights to float64 and returns float64 sums.
+    let wide;
+    let weights = match weights {
+        Some(Weights::Int(w)) => {
+            wide = w.to_f64();
+            Some(Weights::F64(&wide))
+        }
+        other => other,
+    };
     let sequential_weights = weights.is_some() && backend != Backend::Cuda;
     if len == 0 || sequential_weights {
         let start = Instant::now();

@@ -44,6 +44,7 @@ pub fn density(counts: &Counts, widths: &[f64], f32_weights: bool) -> Vec<f64> {
                 .map(|(&n, &w)| n as f64 / w / total)
                 .collect()
         }
+        Counts::Integer { sums, .. } => crate::histogram::int_sums::density(sums, widths),
         Counts::Weighted(c) => {
             let total = crate::histogram::bins::stats::pairwise_f64(c);
             c.iter().zip(widths).map(|(&n, &w)| n / w / total).collect()

@@ -18,6 +18,7 @@ pub mod cuda;
 #[doc(hidden)]
 pub mod density;
 mod engine_support;
+pub mod int_sums;
 #[doc(hidden)]
 pub mod job;
 #[doc(hidden)]
@@ -44,6 +45,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::histogram::bins::{BinSpec, Binning, OutOfRange};
 use crate::histogram::cuda::stream::StreamInput;
+use crate::histogram::int_sums::WeightClass;
 use crate::histogram::job::Job;
 use crate::sample::{Samples, Weights};
 
@@ -236,6 +238,9 @@ pub fn histogram_with_progress(
         weights.is_some(),
         options.ranks.is_some(),
     )?;
+    let class = WeightClass::of(&weights);
+    let mut wide = Vec::new();
+    let weights = int_sums::widen(weights, &options.bins, &mut wide)?;
     let binning = Binning::resolve(&options.bins, samples)?;
     let gap = crate::histogram::engine_support::cuda_gap(&binning, samples.sample_type());
     // One GPU or the CPU for host samples: `Auto` weighs both ([`crate::backend::cost`]).
@@ -318,7 +323,7 @@ pub fn histogram_with_progress(
         };
         let detail = "no samples: zero counts".to_string();
         return finish(
-            matches!(weights, Some(Weights::F32(_))),
+            class,
             options,
             &binning,
             0,
@@ -363,7 +368,7 @@ pub fn histogram_with_progress(
     };
     let elapsed = start.elapsed();
     finish(
-        matches!(weights, Some(Weights::F32(_))),
+        class,
         options,
         &binning,
         samples.len(),
@@ -383,7 +388,7 @@ struct CallFacts {
 
 /// The engine's counts and tallies as a [`Histogram`], after the out-of-range policy's check.
 fn finish(
-    f32_weights: bool,
+    class: WeightClass,
     options: &HistogramOptions,
     binning: &Binning,
     samples: usize,
@@ -405,11 +410,12 @@ fn finish(
             nan: tallies.nan,
         });
     }
+    let counts = class.counts(counts)?;
     let density = options.density.then(|| {
         crate::histogram::density::density(
             &counts,
             &crate::histogram::density::bin_widths(binning),
-            f32_weights,
+            class == WeightClass::Float32,
         )
     });
     Ok(Histogram {
@@ -491,6 +497,9 @@ pub fn histogram_file_with_progress(
         )));
     }
     crate::histogram::engine_support::check_spec(&options.bins, weights.is_some(), true)?;
+    let class = WeightClass::of(&weights);
+    let mut wide = Vec::new();
+    let weights = int_sums::widen(weights, &options.bins, &mut wide)?;
     let binning = file.binning(&options.bins)?;
     crate::histogram::engine_support::choose(
         Backend::Cuda,
@@ -512,7 +521,7 @@ pub fn histogram_file_with_progress(
         ..Phases::default()
     };
     finish(
-        matches!(weights, Some(Weights::F32(_))),
+        class,
         options,
         &binning,
         file.len(),
@@ -540,6 +549,8 @@ fn weight_bytes(weights: &Option<Weights<'_>>) -> u64 {
     match weights {
         Some(Weights::F32(w)) => std::mem::size_of_val(*w) as u64,
         Some(Weights::F64(w)) => std::mem::size_of_val(*w) as u64,
+        // Widened to float64 before an engine sees them.
+        Some(Weights::Int(w)) => 8 * w.len() as u64,
         None => 0,
     }
 }

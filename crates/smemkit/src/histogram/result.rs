@@ -8,6 +8,14 @@ pub enum Counts {
     Unweighted(Vec<u64>),
     /// Weighted sums.
     Weighted(Vec<f64>),
+    /// Sums of integer or bool weights, wrapped into their type as numpy's are
+    /// ([`crate::histogram::int_sums`]); every value lies in `dtype`'s range.
+    Integer {
+        /// The sums per bin (bool: 0 or 1).
+        sums: Vec<i64>,
+        /// The weights' type, which the sums keep.
+        dtype: crate::int_weights::IntType,
+    },
 }
 
 impl Counts {
@@ -16,6 +24,7 @@ impl Counts {
         match self {
             Counts::Unweighted(c) => c.len(),
             Counts::Weighted(c) => c.len(),
+            Counts::Integer { sums, .. } => sums.len(),
         }
     }
     /// No bins.
@@ -27,6 +36,7 @@ impl Counts {
         match self {
             Counts::Unweighted(c) => c[i] as f64,
             Counts::Weighted(c) => c[i],
+            Counts::Integer { sums, .. } => sums[i] as f64,
         }
     }
 }

@@ -128,6 +128,15 @@ pub fn histogramdd(
             });
         }
     }
+    // numpy's histogramdd sums weights with bincount, in float64 whatever their type.
+    let wide;
+    let weights = match weights {
+        Some(Weights::Int(w)) => {
+            wide = w.to_f64();
+            Some(Weights::F64(&wide))
+        }
+        other => other,
+    };
     let specs: Vec<&BinSpec> = match options.bins.len() {
         1 => vec![&options.bins[0]; dims],
         d if d == dims => options.bins.iter().collect(),

@@ -9,6 +9,7 @@
 
 pub(crate) mod estimate;
 pub mod estimators;
+pub mod extremes;
 #[doc(hidden)]
 pub mod half;
 pub mod int_edges;

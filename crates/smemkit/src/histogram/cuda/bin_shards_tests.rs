@@ -7,7 +7,7 @@ use crate::histogram::Counts;
 fn counts(c: &Counts) -> &[u64] {
     match c {
         Counts::Unweighted(v) => v,
-        Counts::Weighted(_) => panic!("unweighted"),
+        _ => panic!("unweighted"),
     }
 }
 

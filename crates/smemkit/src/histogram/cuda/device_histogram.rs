@@ -48,9 +48,12 @@ pub struct RawBuffers {
 pub struct DeviceHistogramSpec {
     /// The samples' type.
     pub sample_type: SampleType,
-    /// Uniform bins need their range: the data's own minimum and maximum would need a host
-    /// round trip.
+    /// Uniform bins need their range, or [`DeviceHistogramSpec::extremes`].
     pub bins: BinSpec,
+    /// For uniform bins without a range: the data's minimum and maximum (`Some(None)`: no
+    /// samples), which the caller reads on the device (a reduction and a synchronisation); the
+    /// bins are then numpy's from the data ([`crate::histogram::bins::extremes`]).
+    pub extremes: Option<Option<(f64, f64)>>,
     /// The weights' kind (`None`: counts).
     pub weights: WeightKind,
     /// What happens to samples outside the bins.
@@ -69,6 +72,7 @@ impl DeviceHistogramSpec {
         DeviceHistogramSpec {
             sample_type,
             bins,
+            extremes: None,
             weights: WeightKind::None,
             policy: OutOfRange::Ignore,
             strategy: StrategyChoice::Auto,
@@ -99,6 +103,11 @@ impl DeviceHistogramSpec {
     /// With bit-identical weighted sums.
     pub fn deterministic(mut self, deterministic: bool) -> Self {
         self.deterministic = deterministic;
+        self
+    }
+    /// Uniform bins without a range resolved from the data's extremes (`None`: no samples).
+    pub fn extremes(mut self, extremes: Option<(f64, f64)>) -> Self {
+        self.extremes = Some(extremes);
         self
     }
 }
@@ -261,12 +270,29 @@ fn no_samples(t: SampleType) -> Samples<'static> {
 /// Resolves the bins of a device histogram: as the host engines do, except that uniform bins
 /// must name their range.
 pub fn resolve_bins(spec: &BinSpec, sample_type: SampleType) -> Result<Binning> {
-    if let BinSpec::Uniform { range: None, .. } = spec {
-        return Err(Error::InvalidArgument(
-            "a device histogram's uniform bins need a range: the data's minimum and maximum would need a host round trip".into(),
-        ));
-    }
-    let binning = Binning::resolve(spec, no_samples(sample_type))?;
+    resolve_bins_from(spec, sample_type, None)
+}
+
+/// [`resolve_bins`], uniform bins without a range taken from the data's `extremes` where given
+/// ([`DeviceHistogramSpec::extremes`]).
+pub fn resolve_bins_from(
+    spec: &BinSpec,
+    sample_type: SampleType,
+    extremes: Option<Option<(f64, f64)>>,
+) -> Result<Binning> {
+    let binning = match (spec, extremes) {
+        (BinSpec::Uniform { range: None, .. }, Some(e)) => {
+            crate::histogram::bins::extremes::resolve_from_extremes(spec, sample_type, e)?
+        }
+        (BinSpec::Uniform { range: None, .. }, None) => {
+            return Err(Error::InvalidArgument(
+                "a device histogram's uniform bins need a range, or the data's extremes \
+                 (DeviceHistogramSpec::extremes, read on the device)"
+                    .into(),
+            ))
+        }
+        _ => Binning::resolve(spec, no_samples(sample_type))?,
+    };
     // What the CUDA kernels do not reproduce yet (16-bit float samples, exact integer edges).
     if let Some(what) = crate::histogram::engine_support::cuda_gap(&binning, sample_type) {
         return Err(Error::NotImplemented(format!(
@@ -279,7 +305,7 @@ pub fn resolve_bins(spec: &BinSpec, sample_type: SampleType) -> Result<Binning> 
 impl DeviceHistogram {
     /// Plans and compiles the histogram and allocates its scratch on `gpu`.
     pub fn new(gpu: &Arc<Gpu>, spec: &DeviceHistogramSpec) -> Result<DeviceHistogram> {
-        let binning = resolve_bins(&spec.bins, spec.sample_type)?;
+        let binning = resolve_bins_from(&spec.bins, spec.sample_type, spec.extremes)?;
         let engine = DeviceEngine::new(
             gpu,
             Counting {

@@ -356,6 +356,12 @@ fn run(
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
+        Some(Weights::Int(_)) => {
+            comms
+                .iter_mut()
+                .for_each(crate::gpu::nccl::Communicator::abort);
+            return Err(crate::histogram::int_sums::unwidened());
+        }
     };
     let ranges = spec.slices(samples.len(), per_rank);
     let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
@@ -383,6 +389,7 @@ fn run(
             weights.map(|w| match w {
                 Weights::F32(v) => Weights::F32(&v[range.clone()]),
                 Weights::F64(v) => Weights::F64(&v[range.clone()]),
+                Weights::Int(v) => Weights::Int(v.slice(range.clone())),
             }),
         );
         let agree = fingerprint(binning, policy, samples, weights.is_some());

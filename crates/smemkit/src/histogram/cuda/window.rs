@@ -282,6 +282,7 @@ impl WindowCounter {
             None => WeightKind::None,
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
+            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
         };
         if kind != self.weights || weights.is_some_and(|w| w.len() != samples.len()) {
             return Err(Error::InvalidArgument(format!(
@@ -367,6 +368,7 @@ impl WindowCounter {
                         .map_err(cuda_err("copying weights"))?;
                     w64.device_ptr(stream).0
                 }
+                Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
             };
             let in_ptr = buf.device_ptr(stream).0;
             // SAFETY: the buffers hold `len` samples and weights, `out` at least window.len()

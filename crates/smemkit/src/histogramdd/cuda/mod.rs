@@ -72,6 +72,7 @@ pub(crate) fn run<T: Pick + DeviceRepr>(
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
+        Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
     };
     let spec = JointSpec {
         sample_type: T::TYPE,
@@ -132,6 +133,7 @@ pub(crate) fn run<T: Pick + DeviceRepr>(
             let p = d.device_ptr(s).0;
             (None, Some(d), p)
         }
+        Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
     };
     let out = s
         .alloc_zeros::<u64>(nbins)

@@ -90,5 +90,6 @@ pub(super) fn slice_weights<'a>(w: Option<Weights<'a>>, r: Range<usize>) -> Opti
         None => None,
         Some(Weights::F32(v)) => Some(Weights::F32(&v[r])),
         Some(Weights::F64(v)) => Some(Weights::F64(&v[r])),
+        Some(Weights::Int(v)) => Some(Weights::Int(v.slice(r))),
     }
 }

@@ -33,6 +33,7 @@ pub fn histogram_shards(
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
+        Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
     };
     let gpus = open(devices)?;
     let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();

@@ -28,7 +28,7 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
         &gpu,
         Counting {
             sample_type,
-            weights: WeightKind::of(&weights),
+            weights: WeightKind::of(&weights)?,
             binning,
             policy,
         },
@@ -118,6 +118,7 @@ fn run_host<T: Sample + DeviceRepr>(
                         .map_err(cuda_err("copying weights"))?;
                     (wbuf64.device_ptr(stream).0, Some((len, WeightKind::F64)))
                 }
+                Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
             };
             let in_ptr = buf.device_ptr(stream).0;
             timing.before_kernels()?;

@@ -56,12 +56,13 @@ pub enum WeightKind {
 }
 
 impl WeightKind {
-    fn of(w: &Option<Weights<'_>>) -> WeightKind {
-        match w {
+    fn of(w: &Option<Weights<'_>>) -> Result<WeightKind> {
+        Ok(match w {
             None => WeightKind::None,
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
-        }
+            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
+        })
     }
     fn suffix(self) -> &'static str {
         match self {

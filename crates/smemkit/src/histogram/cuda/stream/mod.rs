@@ -280,6 +280,7 @@ impl Streamer {
             None => WeightKind::None,
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
+            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
         };
         if wkind != self.weights || engine.weight_kind() != self.weights {
             return Err(Error::InvalidArgument(
@@ -304,6 +305,7 @@ impl Streamer {
             None => {}
             Some(Weights::F32(w)) => lanes.push(Lane::Pageable(sample_bytes(Samples::F32(w)))),
             Some(Weights::F64(w)) => lanes.push(Lane::Pageable(sample_bytes(Samples::F64(w)))),
+            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
         }
         self.gpu.bind()?;
         let gpu = self.gpu.clone();
@@ -480,6 +482,7 @@ pub fn histogram(input: &StreamInput<'_>, job: &Job<'_>) -> Result<EngineOutput>
         None => WeightKind::None,
         Some(Weights::F32(_)) => WeightKind::F32,
         Some(Weights::F64(_)) => WeightKind::F64,
+        Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
     };
     // Planned for a large input (`None`), as the single-GPU engine was tested and measured on the
     // GPU; the shard-sized plan is used by the multi-GPU paths. Unbounded: its scratch (the
