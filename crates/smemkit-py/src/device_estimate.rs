@@ -16,7 +16,9 @@ use crate::errors::IntoPy;
 pub struct DeviceArrayArg(usize, usize, u64, usize, String);
 
 /// numpy's number of bins and their edges (float64) for the estimator `rule` on the samples of
-/// `array`, over `range` (the data's extremes when `None`), computed on the array's stream.
+/// `array`, over `range` (the data's extremes when `None`), computed on the array's stream, and
+/// the data's extremes when no range was given (so that the histogram can take uniform bins over
+/// them, as numpy does, rather than the edges).
 #[pyfunction]
 #[pyo3(signature = (array, rule, range))]
 pub fn device_estimate<'py>(
@@ -24,7 +26,7 @@ pub fn device_estimate<'py>(
     array: DeviceArrayArg,
     rule: &str,
     range: Option<(f64, f64)>,
-) -> PyResult<(usize, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<(usize, Bound<'py, PyArray1<f64>>, Option<(f64, f64)>)> {
     let DeviceArrayArg(device, stream, input, n, dtype) = array;
     let sample_type = dtype.parse::<SampleType>().py_err()?;
     let rule = rule.parse::<BinRule>().py_err()?;
@@ -47,5 +49,9 @@ pub fn device_estimate<'py>(
             }
         })
         .py_err()?;
-    Ok((estimate.nbins, estimate.edges.to_pyarray(py)))
+    Ok((
+        estimate.nbins,
+        estimate.edges.to_pyarray(py),
+        estimate.extremes,
+    ))
 }

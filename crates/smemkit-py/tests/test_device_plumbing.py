@@ -85,7 +85,8 @@ def _fake_device_histogram(device, stream, samples, out, bins, run):
     nbins, range, edges, integer_bins, extremes = bins
     out_of_range, strategy, deterministic = run
     calls.append(dict(n=n, dtype=dtype, nbins=nbins, range=range, integer=integer_bins,
-                      edges=None if edges is None else edges.size, policy=out_of_range))
+                      edges=None if edges is None else edges.size, policy=out_of_range,
+                      extremes=extremes))
     x = _read(input, n, dtype)
     w = None if weights == 0 else _read(weights, n, weights_dtype)
     if integer_bins:
@@ -146,13 +147,20 @@ def test_histogram_over_a_range(fake, rng):
     np.testing.assert_array_equal(d, np.histogram(x, 100, range=(-4, 4), density=True)[0])
 
 
-def test_range_from_the_data_goes_through_edges(fake, rng):
+def test_range_from_the_data_goes_through_the_extremes(fake, rng):
+    # Float samples: uniform bins over the data's extremes (the kernels count uniform bins);
+    # integer samples: numpy's edges over them.
     x = rng.standard_normal(10_000).astype(np.float32)
     h, e = smemkit.histogram(dev(x), 37)
     H, E = np.histogram(x, 37)
     np.testing.assert_array_equal(h, H)
     np.testing.assert_array_equal(e, E)
-    assert e.dtype == np.float32 and calls[-1]["edges"] == 38
+    assert e.dtype == np.float32 and calls[-1]["edges"] is None
+    assert calls[-1]["extremes"] == [float(x.min()), float(x.max())]
+    xi = rng.integers(-50, 50, 1000).astype(np.int32)
+    h, e = smemkit.histogram(dev(xi), 7)
+    np.testing.assert_array_equal(h, np.histogram(xi, 7)[0])
+    assert calls[-1]["edges"] == 8
     np.testing.assert_array_equal(smemkit.histogram_bin_edges(dev(x), 37), E)
     with pytest.raises(ValueError, match="not finite"):
         smemkit.histogram(dev(np.array([1.0, np.nan])), 3)

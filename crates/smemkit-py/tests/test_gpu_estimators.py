@@ -36,7 +36,9 @@ def _fake_estimate(array, rule, range):
     estimates.append(dict(n=n, dtype=dtype, rule=rule, range=range))
     x = _read(input, n, dtype)
     nbins = _native.estimate_bins(x, rule, range)
-    return nbins, _native.histogram_bin_edges(x, nbins, range)
+    # As the library's DeviceEstimate: the data's extremes when no range was given.
+    extremes = None if range is not None or n == 0 else (float(x.min()), float(x.max()))
+    return nbins, _native.histogram_bin_edges(x, nbins, range), extremes
 
 
 @pytest.fixture

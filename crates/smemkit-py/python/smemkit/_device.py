@@ -452,6 +452,17 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
         return _resolve_half(a, dtype, nbins, edges, range_, bins_arg)
     edges_dtype = "float32" if dtype == "float32" else "float64"
     rng = None
+    if edges is None and dtype in _DATA_RANGE_UNIFORM and (
+            range_ is None or isinstance(range_, _Extremes)):
+        # numpy's range from the data: uniform bins over the data's minimum and maximum (read on
+        # the device, or given by an estimator's pass), resolved by the library from the two
+        # values exactly as from the whole data, so the kernels count uniform bins rather than
+        # searching edges.
+        extremes = range_ if isinstance(range_, _Extremes) else _Extremes(
+            () if a.size == 0 else a.minmax())
+        wide, edges_dtype = _native.data_bin_edges(dtype, nbins, list(extremes))
+        key = ("data", dtype, nbins, tuple(extremes), edges_dtype)
+        return extremes, None, nbins, (key, lambda: wide.astype(edges_dtype))
     if edges is None and range_ is not None:
         first, last = range_
         weak = type(first) in (int, float) and type(last) in (int, float)  # Python numbers
@@ -483,6 +494,11 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
     key = ("uniform", nbins, rng, dtype)
     return rng, None, nbins, (key, lambda: _native.histogram_bin_edges(
         np.empty(0, dtype), nbins, rng).astype(edges_dtype, copy=False))
+
+
+# Sample types whose bins over the data's range are resolved from its extremes (the floats; an
+# integer's extremes beyond 2**53 would not pass through float64 exactly).
+_DATA_RANGE_UNIFORM = ("float32", "float64")
 
 
 class _Extremes(tuple):
@@ -547,15 +563,23 @@ def estimate(a_obj, kind, rule, range_):
     stream = a.run_stream()
     if a.kind == "cai" and a.stream_kind == "handle":
         with a.frame.use_stream(stream):
-            nbins, edges = _native.device_estimate((a.device, stream, a.ptr, a.size, dtype), rule, rng)
+            nbins, edges, extremes = _native.device_estimate(
+                (a.device, stream, a.ptr, a.size, dtype), rule, rng)
     else:
-        nbins, edges = _native.device_estimate((a.device, stream, a.ptr, a.size, dtype), rule, rng)
+        nbins, edges, extremes = _native.device_estimate(
+            (a.device, stream, a.ptr, a.size, dtype), rule, rng)
     if rng is not None:
         return nbins, None
+    if extremes is not None and dtype in _DATA_RANGE_UNIFORM:
+        # Uniform bins over the extremes the estimator's first pass found (numpy's bins: the
+        # same as its edges), without reading the samples again.
+        return nbins, _Extremes(extremes)
     return None, edges
 
 
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):
+    if isinstance(edges, _Extremes):
+        edges, range_ = None, edges
     a = Input(a_obj, kind, "a")
     dtype = _sample_dtype(a, False)
     frame = a.frame
@@ -578,6 +602,8 @@ def _half_edges(frame: _Frame, key, edges):
 
 def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range, strategy,
               deterministic, bins_arg):
+    if isinstance(edges, _Extremes):
+        edges, range_ = None, edges
     a = Input(a_obj, kind, "a")
     dtype = _sample_dtype(a, False)
     a.check_aligned()
