@@ -264,14 +264,3 @@ fn no_shortcut_without_a_proven_bound() {
     let (lo, hi) = interior_fraction(&b);
     assert!(lo > 0.0 && lo < 1e-3 && hi == 1.0 - lo, "{lo} {hi}");
 }
-
-#[test]
-fn zz_probe_data_range() {
-    for n in [29usize, 1000, 1291, 2067, 16384] {
-        let data = [-5.873_214f32, 6.021_7];
-        let spec = BinSpec::Uniform { nbins: n, range: None };
-        let b = Binning::resolve(&spec, Samples::F32(&data)).unwrap();
-        let Binning::UniformF32(u) = &b else { unreachable!() };
-        eprintln!("ZZ {n} denom_is_f64={} mult={:?} i32={:?}", u.denom_is_f64, multiply_estimate_factors(&b), interior_fraction32(&b));
-    }
-}
