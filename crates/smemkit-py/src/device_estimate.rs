@@ -15,6 +15,9 @@ use crate::errors::IntoPy;
 #[derive(FromPyObject)]
 pub struct DeviceArrayArg(usize, usize, u64, usize, String);
 
+/// The number of bins, their float64 edges, and the data's extremes (no range given).
+type Estimate<'py> = (usize, Bound<'py, PyArray1<f64>>, Option<(f64, f64)>);
+
 /// numpy's number of bins and their edges (float64) for the estimator `rule` on the samples of
 /// `array`, over `range` (the data's extremes when `None`), computed on the array's stream, and
 /// the data's extremes when no range was given (so that the histogram can take uniform bins over
@@ -26,7 +29,7 @@ pub fn device_estimate<'py>(
     array: DeviceArrayArg,
     rule: &str,
     range: Option<(f64, f64)>,
-) -> PyResult<(usize, Bound<'py, PyArray1<f64>>, Option<(f64, f64)>)> {
+) -> PyResult<Estimate<'py>> {
     let DeviceArrayArg(device, stream, input, n, dtype) = array;
     let sample_type = dtype.parse::<SampleType>().py_err()?;
     let rule = rule.parse::<BinRule>().py_err()?;
