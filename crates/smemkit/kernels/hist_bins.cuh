@@ -114,16 +114,6 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
         // nbins <= 2^24; diff >= 0, so est >= 0), against the edge table where the host gave one.
         const int n = (int)p.nbins;
         int est;
-        if (p.interior32_hi > 0.0f) {
-            // The shortcut in float32 (`interior_fraction32` in crates/smemkit/src/histogram/
-            // bins/estimate.rs proves it): adding 2^23 rounding down leaves floor(m32) in the low
-            // bits (m32 < 2^23), and m32 minus that floor is exact. No float64, no edge read.
-            const float m32 = __fmul_rn(diff, p.interior32_scale);
-            const float r = __fadd_rd(m32, 8388608.0f);
-            const float frac = __fsub_rn(m32, __fsub_rn(r, 8388608.0f));
-            const int k = __float_as_int(r) - 0x4B000000;
-            if (frac > p.interior32_lo && frac < p.interior32_hi && k < n) return k;
-        }
         if (p.denom_is_f64) {
             const double m = __dmul_rn((double)diff, p.scale64);
             est = (int)m;
@@ -144,6 +134,57 @@ __device__ __forceinline__ long long locate_uniform32(sample_t v, const BinParam
     long long est = p.denom_is_f64 ? (long long)__dmul_rn(__ddiv_rn((double)diff, p.denom64), (double)p.nbins)
                                    : (long long)__fmul_rn(__fdiv_rn(diff, p.denom32), (float)p.nbins);
     return correct(est, p.nbins, x, [&](unsigned long long i) { return edge32(i, p); });
+}
+
+// MODE_UNIFORM32_INTERIOR's shortcut in float32 (`interior_fraction32` in crates/smemkit/src/
+// histogram/bins/estimate.rs proves it) for a sample inside the bins: adding 2^23 rounding down
+// leaves floor(m32) in the low bits (m32 < 2^23), and m32 minus that floor is exact. No float64, no
+// edge read. True with `bin` set where the fractional part is far enough from both edges.
+__device__ __forceinline__ bool interior32_bin(float x, const BinParams& p, unsigned& bin) {
+    const float m32 = __fmul_rn(__fsub_rn(x, p.first32), p.interior32_scale);
+    const float r = __fadd_rd(m32, 8388608.0f);
+    const float frac = __fsub_rn(m32, __fsub_rn(r, 8388608.0f));
+    bin = (unsigned)(__float_as_int(r) - 0x4B000000);
+    return frac > p.interior32_lo && frac < p.interior32_hi && bin < (unsigned)p.nbins;
+}
+
+// MODE_UNIFORM32_INTERIOR's rule for the samples the shortcut leaves (outside the bins, NaN, near
+// an edge): `locate_uniform32`'s multiply estimate and correction without its division paths. The
+// host picks this mode only with the multiply estimate and a finite float32 scale, so the estimate
+// is within one bin of numpy's and linspace's step is not zero. Kept out of line: inlined behind
+// every unrolled sample of the walk it made NVRTC's builds twice as long as the plain float32
+// kernels', for a path a warp takes rarely.
+__device__ __noinline__ long long near_edge32(float x, float first, float last, float scale32, double scale64,
+                                              int n, const float* edges32, int how, float step32, float start32,
+                                              double step64, double start64) {
+    if (x != x) return SLOT_NAN;
+    if (x < first) return SLOT_BELOW;
+    if (x > last) return SLOT_ABOVE;
+    const float diff = __fsub_rn(x, first);
+    int est = (how & 1) ? (int)__dmul_rn((double)diff, scale64) : (int)__fmul_rn(diff, scale32);
+    est = est < n - 1 ? est : n - 1;
+    // Edge i < n of numpy's linspace (the correction never reads edge n: est + 1 < n there).
+    auto edge = [&](int i) {
+        if (edges32) return __ldg(edges32 + i);
+        if (how & 2) return __fadd_rn(__fmul_rn((float)i, step32), start32);
+        return (float)__dadd_rn(__dmul_rn((double)i, step64), start64);
+    };
+    if (est > 0 && x < edge(est)) est -= 1;
+    if (est != n - 1 && x >= edge(est + 1)) est += 1;
+    return est;
+}
+
+__device__ __forceinline__ long long locate_uniform32_near_edge(float x, const BinParams& p) {
+    return near_edge32(x, p.first32, p.last32, p.scale32, p.scale64, (int)p.nbins, p.edges32,
+                       (p.denom_is_f64 ? 1 : 0) | (p.linspace_in_f32 ? 2 : 0), p.step32, p.start32, p.step64,
+                       p.start64);
+}
+
+__device__ __forceinline__ long long locate_uniform32_interior(sample_t v, const BinParams& p) {
+    const float x = (float)v;
+    unsigned bin;
+    if (x >= p.first32 && x <= p.last32 && interior32_bin(x, p, bin)) return bin;
+    return locate_uniform32_near_edge(x, p);
 }
 
 // Float32 bins from 0 of a power-of-two width whose every edge is exactly i * width (the host
@@ -221,7 +262,8 @@ __device__ __forceinline__ long long locate_lut(sample_t v, const BinParams& p) 
 template <int MODE>
 __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
     if (MODE == MODE_INTEGER) return locate_integer(v, p);
-    if (MODE == MODE_UNIFORM32 || MODE == MODE_UNIFORM32_INTERIOR) return locate_uniform32(v, p);
+    if (MODE == MODE_UNIFORM32) return locate_uniform32(v, p);
+    if (MODE == MODE_UNIFORM32_INTERIOR) return locate_uniform32_interior(v, p);
     if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
     if (MODE == MODE_UNIFORM32_EXACT) return locate_uniform32_exact(v, p);
     if (MODE == MODE_LUT) return locate_lut(v, p);

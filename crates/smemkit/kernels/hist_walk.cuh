@@ -182,17 +182,14 @@ __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally&
         }
         return min((unsigned)__fmul_rn(x, p.scale32), n - 1);
     }
-    // The float32 shortcut (`locate_uniform32`'s first step) with 32-bit results; anything else
-    // (outside the bins, NaN, near an edge) takes numpy's full rule.
+    // The float32 shortcut with 32-bit results; anything else (outside the bins, NaN, near an
+    // edge) takes numpy's rule out of line.
     if (MODE == MODE_UNIFORM32_INTERIOR) {
         const float x = (float)v;
-        if (x >= p.first32 && x <= p.last32) {
-            const float m32 = __fmul_rn(__fsub_rn(x, p.first32), p.interior32_scale);
-            const float r = __fadd_rd(m32, 8388608.0f);
-            const float frac = __fsub_rn(m32, __fsub_rn(r, 8388608.0f));
-            const unsigned k = (unsigned)(__float_as_int(r) - 0x4B000000);
-            if (frac > p.interior32_lo && frac < p.interior32_hi && k < (unsigned)p.nbins) return k;
-        }
+        unsigned k;
+        if (x >= p.first32 && x <= p.last32 && interior32_bin(x, p, k)) return k;
+        const long long b = resolve(locate_uniform32_near_edge(x, p), p, t);
+        return b >= 0 ? (unsigned)b : NO_BIN;
     }
 #endif
     // locate_lut with 32-bit results.

@@ -100,6 +100,9 @@ pub struct Workload {
     /// power-of-two width, `UniformF32::exact_power_of_two_width`): binning costs about what
     /// integer bins cost, so they are planned as integer samples are.
     pub exact_float_bins: bool,
+    /// Integer samples whose bins are computed, not read off the value (uniform bins over a
+    /// range, explicit edges): each sample's bin costs what a float sample's does.
+    pub computed_integer_bins: bool,
 }
 
 impl Workload {
@@ -111,6 +114,7 @@ impl Workload {
             weighted,
             samples: None,
             exact_float_bins: false,
+            computed_integer_bins: false,
         }
     }
 
@@ -122,10 +126,24 @@ impl Workload {
         }
     }
 
-    /// Whether a sample's bin costs little: integer samples, or float samples whose bins need no
-    /// correction. The partition passes locate every sample twice, which pays only then.
+    /// The same workload, with integer samples binned by computation (see
+    /// [`Workload::computed_integer_bins`]).
+    pub fn with_computed_integer_bins(self, computed_integer_bins: bool) -> Workload {
+        Workload {
+            computed_integer_bins,
+            ..self
+        }
+    }
+
+    /// Whether a sample's bin costs little: integer samples in integer bins, or float samples
+    /// whose bins need no correction. The partition and sliced passes locate every sample more than
+    /// once, which pays only then.
     fn cheap_binning(&self) -> bool {
-        !self.sample_type.is_float() || self.exact_float_bins
+        if self.sample_type.is_float() {
+            self.exact_float_bins
+        } else {
+            !self.computed_integer_bins
+        }
     }
 
     /// The same workload, `samples` long.

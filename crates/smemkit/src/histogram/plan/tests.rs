@@ -180,6 +180,17 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
     };
     assert_eq!(exact(1 << 20), Strategy::Sliced { slices: 3, bits: 4 });
     assert_eq!(exact(1 << 21), Strategy::Partition);
+    // Integer samples in computed bins (a range, explicit edges) bin as floats do: the sliced and
+    // partition passes would compute every bin once per pass.
+    let computed = |nbins| {
+        let w = Workload::new(nbins, SampleType::I32, false).with_computed_integer_bins(true);
+        plan(&w, &DeviceLimits::H100, StrategyChoice::Auto)
+            .unwrap()
+            .strategy
+    };
+    assert_eq!(computed(1 << 20), Strategy::Global);
+    assert_eq!(computed(1 << 21), Strategy::Global);
+    assert_eq!(computed(1 << 24), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
     let p = plan(&w(1 << 27), &DeviceLimits::H100, StrategyChoice::Auto).unwrap();

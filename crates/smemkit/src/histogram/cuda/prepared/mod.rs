@@ -154,7 +154,8 @@ impl Prepared {
                         binning,
                         Binning::UniformF32(u) if u.exact_power_of_two_width().is_some()
                     ),
-            );
+            )
+            .with_computed_integer_bins(!matches!(binning, Binning::Integer { .. }));
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
         // 16-bit float counts under `auto`: the table in shared memory beside the counters where
         // both fit one block (hist_lut_shared_none), the generic kernels reading it through L1
