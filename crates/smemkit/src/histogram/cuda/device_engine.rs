@@ -249,6 +249,11 @@ impl DeviceEngine {
         };
         let probe = probing == Probing::PerRun;
         let w_ptr = self.check(stream, buffers, weights)?;
+        if buffers.tallies == 0 {
+            return Err(Error::InvalidArgument(
+                "the tallies' address is 0: a run needs 3 u64 of device memory for them".into(),
+            ));
+        }
         let RawBuffers {
             input,
             n,
@@ -350,10 +355,16 @@ impl DeviceEngine {
             input,
             n,
             sample_type,
+            bins,
             ..
         } = *buffers;
         let weights = weights.map(|(len, kind)| (buffers.weights, len, kind));
         let gpu = self.gpu();
+        if bins == 0 {
+            return Err(Error::InvalidArgument(
+                "the bins' address is 0: a run needs device memory for its counts or sums".into(),
+            ));
+        }
         if stream.context().cu_ctx() != gpu.ctx.cu_ctx() {
             return Err(Error::InvalidArgument(format!(
                 "the stream belongs to another CUDA context than device {}'s",

@@ -73,7 +73,7 @@ impl WeightKind {
 }
 
 /// A histogram ready to launch: compiled, planned, sized by occupancy.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub(crate) gpu: Arc<Gpu>,
     pub(crate) plan: Plan,
     pub(crate) shape: LaunchShape,
@@ -100,28 +100,10 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Compiles and plans a histogram of `sample_type` samples (of any number: planned as a large
-    /// input, with the persistent grid).
-    pub fn new(
-        gpu: Arc<Gpu>,
-        sample_type: SampleType,
-        weights: WeightKind,
-        binning: &Binning,
-        policy: OutOfRange,
-        choice: StrategyChoice,
-    ) -> Result<Prepared> {
-        let what = Counting {
-            sample_type,
-            weights,
-            binning,
-            policy,
-        };
-        Self::sized(gpu, what, choice, None)
-    }
-
-    /// [`Prepared::new`] for a run over `samples` samples (one GPU's shard) when known: the
-    /// planner may then pick the global strategy for a tiny shard and launches no more blocks
-    /// than the shard can keep busy ([`plan::grid_for_samples`]). Launching it over more samples
+    /// Compiles and plans a histogram of what `what` counts, for runs over `samples` samples
+    /// (one GPU's shard) where known, else (`None`) as a large input with the persistent grid.
+    /// Knowing the length, the planner may pick the global strategy for a tiny shard and
+    /// launches no more blocks than the shard can keep busy ([`plan::grid_for_samples`]). Launching it over more samples
     /// stays correct (the kernels are grid-stride loops), only with a smaller grid.
     pub fn sized(
         gpu: Arc<Gpu>,
