@@ -5,7 +5,7 @@
 //! ([`super::prepared::histogram`], which copies batches in), the streamed inputs
 //! ([`super::stream::Streamer`], one run per chunk) and each GPU of the multi-GPU paths
 //! ([`super::multi::MultiPrepared`]), the kernel benchmark ([`super::bench`]), and, in its window
-//! mode ([`DeviceEngine::window`]), the passes of bins sharded over ranks ([`super::sharded`]),
+//! mode ([`DeviceEngine::window`]), the passes of bins sharded over ranks (`super::sharded`),
 //! which count one window of the bins at a time. It borrows the bins when built and keeps only
 //! what the kernels need, so the host path does not copy the binning (8 MB of edges at 1M bins)
 //! into every call's engine.

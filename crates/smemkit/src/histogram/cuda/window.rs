@@ -278,7 +278,7 @@ impl WindowCounter {
 
 /// Counts host samples (and weights) into the bins `window`, at the start of `out`, through
 /// `engine` (a window engine, [`DeviceEngine::window`]): copied to the device in batches of at
-/// most [`STAGE`], each batch one run of the engine adding into `out`; adds the tallies to
+/// most `STAGE`, each batch one run of the engine adding into `out`; adds the tallies to
 /// `tallies` when given. Returns once the GPU has counted them.
 pub fn count_host(
     engine: &DeviceEngine,

@@ -1,6 +1,6 @@
 //! GPU histograms: the strategy the planner picked (or the caller forced) is compiled for the
 //! sample type, launched over the input in batches, and its u64 counts (or f64 sums) and tallies are
-//! copied back. [`Prepared`] separates the one-time work (compile, plan, occupancy) from the launches,
+//! copied back. `Prepared` separates the one-time work (compile, plan, occupancy) from the launches,
 //! which every entry point enqueues through the device engine (`super::device_engine`).
 
 use std::ffi::c_void;
