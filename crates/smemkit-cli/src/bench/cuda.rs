@@ -6,7 +6,8 @@
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median};
-use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::device_engine::DeviceEngine;
+use smemkit::internals::histogram::cuda::prepared::{Counting, WeightKind};
 use smemkit::{
     bins::{Binning, OutOfRange},
     histogram::{Counts, StrategyChoice},
@@ -186,13 +187,19 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                         if flipped && !args.flip_aggregation {
                             continue;
                         }
-                        let mut prepared = match Prepared::new(
-                            gpu.clone(),
-                            ty,
-                            WeightKind::None,
-                            &binning,
-                            OutOfRange::Ignore,
+                        // Planned for a large input (`None`), as the host-slice engine plans.
+                        let mut engine = match DeviceEngine::new(
+                            &gpu,
+                            Counting {
+                                sample_type: ty,
+                                weights: WeightKind::None,
+                                binning: &binning,
+                                policy: OutOfRange::Ignore,
+                            },
                             choice,
+                            false,
+                            n,
+                            None,
                         ) {
                             Ok(p) => p,
                             Err(Error::StrategyUnsupported { .. }) => continue,
@@ -202,11 +209,11 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                         };
                         // The strategy's own choice first, then the other way (kept measurable).
                         if flipped {
-                            prepared.params.aggregate ^= 1;
+                            engine.flip_aggregation()?;
                         }
                         // A strategy that fails is reported and skipped: the other rows still count.
-                        let measured = dev::run_once(&prepared, &data)
-                            .and_then(|r| Ok((r, dev::time(&prepared, &data, WARMUP, args.runs)?)));
+                        let measured = dev::run_once(&engine, &data)
+                            .and_then(|r| Ok((r, dev::time(&engine, &data, WARMUP, args.runs)?)));
                         let (result, times) = match measured {
                             Ok(m) => m,
                             Err(e) => {
@@ -217,11 +224,11 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                         let correct = result.tallies == reference.tallies
                             && matches!((&result.counts, &reference.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b);
                         let ms = median(&times) as f64;
-                        let name = match choice {
-                            StrategyChoice::Auto => "auto".to_string(),
-                            _ => prepared.plan.strategy.name(),
+                        let name = match (choice, engine.plan()) {
+                            (StrategyChoice::Auto, _) | (_, None) => "auto".to_string(),
+                            (_, Some(plan)) => plan.strategy.name(),
                         };
-                        let suffix = match (flipped, prepared.params.aggregate != 0) {
+                        let suffix = match (flipped, engine.aggregates()) {
                             (false, _) => "",
                             (true, true) => "-agg",
                             (true, false) => "-noagg",
@@ -236,7 +243,7 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
                             "nbins": nbins,
                             "n": n,
                             "dtype": short_name(ty),
-                            "plan": prepared.detail(),
+                            "plan": engine.detail(),
                         }));
                         rows::emit(&mut out, &row)?;
                     }

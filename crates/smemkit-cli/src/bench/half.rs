@@ -11,7 +11,8 @@ use rand_distr::Distribution;
 use rayon::prelude::*;
 use serde_json::json;
 use smemkit::internals::histogram::cuda::bench::{self as dev, median, DeviceSamples};
-use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::device_engine::DeviceEngine;
+use smemkit::internals::histogram::cuda::prepared::{Counting, WeightKind};
 use smemkit::{
     bins::{BinSpec, Binning, OutOfRange},
     histogram::{Counts, StrategyChoice},
@@ -145,20 +146,25 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
                 StrategyChoice::Packed(16),
                 StrategyChoice::Global,
             ] {
-                let prepared = match Prepared::new(
-                    gpu.clone(),
-                    t,
-                    WeightKind::None,
-                    &binning,
-                    OutOfRange::Ignore,
+                let engine = match DeviceEngine::new(
+                    &gpu,
+                    Counting {
+                        sample_type: t,
+                        weights: WeightKind::None,
+                        binning: &binning,
+                        policy: OutOfRange::Ignore,
+                    },
                     choice,
+                    false,
+                    n,
+                    None,
                 ) {
                     Ok(p) => p,
                     Err(Error::StrategyUnsupported { .. }) => continue,
                     Err(e) => return Err(e).context(format!("{choice:?} for {nbins} bins")),
                 };
-                let measured = dev::run_once(&prepared, &data)
-                    .and_then(|r| Ok((r, dev::time(&prepared, &data, WARMUP, args.runs)?)));
+                let measured = dev::run_once(&engine, &data)
+                    .and_then(|r| Ok((r, dev::time(&engine, &data, WARMUP, args.runs)?)));
                 let (result, times) = match measured {
                     Ok(m) => m,
                     Err(e) => {
@@ -169,9 +175,9 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
                 let correct = result.tallies == reference.tallies
                     && matches!((&result.counts, &reference.counts), (Counts::Unweighted(a), Counts::Unweighted(b)) if a == b);
                 let ms = median(&times) as f64;
-                let name = match choice {
-                    StrategyChoice::Auto => "auto".to_string(),
-                    _ => prepared.plan.strategy.name(),
+                let name = match (choice, engine.plan()) {
+                    (StrategyChoice::Auto, _) | (_, None) => "auto".to_string(),
+                    (_, Some(plan)) => plan.strategy.name(),
                 };
                 let row = json!({
                     "impl": format!("smemkit/{name}"),
@@ -181,7 +187,7 @@ pub fn run(args: &BenchArgs, commit: &str) -> Result<()> {
                     "gbps": rows::gbps(bytes, ms),
                     "of_copy": copy_ms / ms,
                     "correct": correct,
-                    "plan": prepared.detail(),
+                    "plan": engine.detail(),
                 });
                 rows::emit(&mut out, &rows::with(base(t), row))?;
             }

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::device_engine::DeviceEngine;
+use smemkit::internals::histogram::cuda::prepared::{Counting, WeightKind};
 use smemkit::{
     bins::{BinSpec, Binning, OutOfRange},
     histogram::StrategyChoice,
@@ -116,15 +117,15 @@ pub fn run(args: &WarmupArgs, out: &mut dyn Write) -> Result<()> {
         for &nbins in &args.bins {
             for binning in binnings(t, nbins)? {
                 for &w in weights {
-                    Prepared::new(
-                        gpu.clone(),
-                        t,
-                        w,
-                        &binning,
-                        OutOfRange::Ignore,
-                        StrategyChoice::Auto,
-                    )
-                    .with_context(|| format!("{t}, {nbins} bins"))?;
+                    // As the host-slice engine builds it: planned for a large input (`None`).
+                    let what = Counting {
+                        sample_type: t,
+                        weights: w,
+                        binning: &binning,
+                        policy: OutOfRange::Ignore,
+                    };
+                    DeviceEngine::new(&gpu, what, StrategyChoice::Auto, false, 0, None)
+                        .with_context(|| format!("{t}, {nbins} bins"))?;
                 }
             }
         }

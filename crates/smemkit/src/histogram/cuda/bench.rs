@@ -1,17 +1,21 @@
 //! Device-side benchmark support: data drawn on the GPU (so the host-to-device copy stays out of the
-//! timing, and 2^28 samples need no host generation), kernels timed with CUDA events after a warm-up,
-//! and the data copied back once for the correctness check against the CPU engine.
+//! timing, and 2^28 samples need no host generation), runs of the device engine (the launch path
+//! every entry point shares, [`DeviceEngine`]) timed with CUDA events after a warm-up, and the data
+//! copied back once for the correctness check against the CPU engine.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
+use super::device_engine::DeviceEngine;
+use super::device_histogram::{DeviceOutput, RawBuffers};
 pub use super::device_samples::{DeviceSamples, HostSamples};
-use super::prepared::{read_result, EngineOutput, Prepared};
+use super::prepared::EngineOutput;
 use crate::error::{Error, Result};
 use crate::gpu::compile::GENERATE;
 use crate::gpu::device::{cuda_err, Gpu};
 pub use crate::gpu::timing::median;
+use crate::histogram::bins::OutOfRange;
 use crate::sample::SampleType;
 
 /// The hot share of shared/BENCH.md's skewed workload: 7 of 8 samples in one bin.
@@ -66,92 +70,82 @@ pub fn generate(
     })
 }
 
-/// Runs `prepared` once on fresh zeroed counters and returns the result (for the correctness check).
-pub fn run_once(prepared: &Prepared, data: &DeviceSamples) -> Result<EngineOutput> {
-    let gpu = &prepared.gpu;
-    let (counts, tallies) = zeroed(prepared)?;
-    // SAFETY: `data` holds `n` samples of the prepared type (checked by the caller), `counts` nbins
-    // counters and `tallies` 3; all live until the copies below have synchronised.
-    unsafe {
-        prepared.launch_device(
-            data.ptr(gpu),
-            data.n,
-            0,
-            counts.device_ptr(&gpu.stream).0,
-            tallies.device_ptr(&gpu.stream).0,
-        )?
-    };
-    let (counts, tallies) = read_result(
-        &gpu.stream,
-        &tallies,
-        &counts,
-        None,
-        prepared.nbins,
-        "reading tallies (a kernel may have failed)",
-    )?;
-    Ok(EngineOutput {
-        counts,
-        tallies,
-        detail: prepared.detail(),
-    })
-}
-
-fn zeroed(prepared: &Prepared) -> Result<(CudaSlice<u64>, CudaSlice<u64>)> {
-    let s = &prepared.gpu.stream;
-    Ok((
-        s.alloc_zeros::<u64>(prepared.nbins)
-            .map_err(cuda_err("allocating counters"))?,
-        s.alloc_zeros::<u64>(3)
-            .map_err(cuda_err("allocating tallies"))?,
-    ))
-}
-
-/// Times `reps` runs after `warmup` runs with CUDA events around each launch (counter zeroing
-/// included, as every peer's timing includes producing a fresh histogram); milliseconds per run.
-pub fn time(
-    prepared: &Prepared,
-    data: &DeviceSamples,
-    warmup: usize,
-    reps: usize,
-) -> Result<Vec<f32>> {
-    if data.sample_type != prepared.sample_type {
+/// The buffers of one run of `engine` over `data` into `out` (no weights).
+fn buffers(engine: &DeviceEngine, data: &DeviceSamples, out: &DeviceOutput) -> Result<RawBuffers> {
+    if data.sample_type != engine.sample_type() {
         return Err(Error::InvalidArgument(
             "benchmark data and kernel disagree on the sample type".into(),
         ));
     }
-    let gpu = &prepared.gpu;
-    let (mut counts, mut tallies) = zeroed(prepared)?;
-    let start = gpu
-        .ctx
-        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-        .map_err(cuda_err("creating an event"))?;
-    let end = gpu
-        .ctx
-        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-        .map_err(cuda_err("creating an event"))?;
+    let s = &engine.gpu().stream;
+    Ok(RawBuffers {
+        input: data.ptr(engine.gpu()),
+        n: data.n,
+        sample_type: data.sample_type,
+        weights: 0,
+        bins: out.bins_ptr(s),
+        tallies: out.tallies_ptr(s),
+    })
+}
+
+/// One run of `engine` over `data` (counts, `auto`'s skew probe included), exactly as a timed
+/// one, into an output poisoned first (so that the check covers the run's clearing or
+/// overwriting it), read back for the correctness check.
+pub fn run_once(engine: &DeviceEngine, data: &DeviceSamples) -> Result<EngineOutput> {
+    let gpu = engine.gpu();
+    let stream = &gpu.stream;
+    let out = DeviceOutput::uncleared(engine, OutOfRange::Ignore)?;
+    let buffers = buffers(engine, data, &out)?;
+    // SAFETY: the output's own allocation, its full length.
+    unsafe {
+        cudarc::driver::result::memset_d8_async(
+            out.tallies_ptr(stream),
+            0xA5,
+            out.words().len() * 8,
+            stream.cu_stream(),
+        )
+    }
+    .map_err(cuda_err("poisoning the output"))?;
+    // SAFETY: on the GPU's own stream, `data` holds n samples of the engine's type (checked by
+    // `buffers`) and `out` 3 tallies then nbins words; both live until the read below has
+    // synchronised.
+    unsafe { engine.enqueue(stream, &buffers, None, false)? };
+    let (counts, tallies) = out.read_unchecked(stream)?;
+    Ok(EngineOutput {
+        counts,
+        tallies,
+        detail: engine.detail(),
+    })
+}
+
+/// Times `reps` runs after `warmup` runs, CUDA events around each: one run of the device
+/// engine as every entry point enqueues it (the output cleared by the run, or overwritten where
+/// its kernels write every bin, as every peer's timing includes producing a fresh histogram;
+/// `auto`'s skew verdict and both gated plans where it probes); milliseconds per run.
+pub fn time(
+    engine: &DeviceEngine,
+    data: &DeviceSamples,
+    warmup: usize,
+    reps: usize,
+) -> Result<Vec<f32>> {
+    let gpu = engine.gpu();
+    let stream = &gpu.stream;
+    let out = DeviceOutput::uncleared(engine, OutOfRange::Ignore)?;
+    let buffers = buffers(engine, data, &out)?;
+    let event = || {
+        gpu.ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("creating an event"))
+    };
+    let (start, end) = (event()?, event()?);
     let mut times = Vec::with_capacity(reps);
     for i in 0..warmup + reps {
         start
-            .record(&gpu.stream)
+            .record(stream)
             .map_err(cuda_err("recording an event"))?;
-        gpu.stream
-            .memset_zeros(&mut counts)
-            .map_err(cuda_err("zeroing counters"))?;
-        gpu.stream
-            .memset_zeros(&mut tallies)
-            .map_err(cuda_err("zeroing tallies"))?;
-        // SAFETY: as in `run_once`.
-        unsafe {
-            prepared.launch_device(
-                data.ptr(gpu),
-                data.n,
-                0,
-                counts.device_ptr(&gpu.stream).0,
-                tallies.device_ptr(&gpu.stream).0,
-            )?
-        };
-        end.record(&gpu.stream)
-            .map_err(cuda_err("recording an event"))?;
+        // SAFETY: as in `run_once`; each run ends (the synchronisation below) before the next.
+        unsafe { engine.enqueue(stream, &buffers, None, false)? };
+        end.record(stream).map_err(cuda_err("recording an event"))?;
         end.synchronize().map_err(cuda_err(
             "waiting for a timed run (a kernel may have failed)",
         ))?;

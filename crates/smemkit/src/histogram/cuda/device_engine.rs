@@ -4,10 +4,13 @@
 //! ([`super::device_histogram::DeviceHistogram`]), the host-slice engine
 //! ([`super::prepared::histogram`], which copies batches in), the streamed inputs
 //! ([`super::stream::Streamer`], one run per chunk) and each GPU of the multi-GPU paths
-//! ([`super::multi::MultiPrepared`]). It borrows the bins when built and keeps only what the
-//! kernels need, so the host path does not copy the binning (8 MB of edges at 1M bins) into every
-//! call's engine.
+//! ([`super::multi::MultiPrepared`]), the kernel benchmark ([`super::bench`]), and, in its window
+//! mode ([`DeviceEngine::window`]), the passes of bins sharded over ranks (`super::sharded`),
+//! which count one window of the bins at a time. It borrows the bins when built and keeps only
+//! what the kernels need, so the host path does not copy the binning (8 MB of edges at 1M bins)
+//! into every call's engine.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::CudaStream;
@@ -15,9 +18,10 @@ use cudarc::driver::CudaStream;
 use super::device_histogram::RawBuffers;
 use super::exact_sums::ExactSums;
 use super::prepared::{Counting, Prepared, Run, WeightKind};
+use super::window::WindowCounter;
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, Gpu};
-use crate::histogram::plan::StrategyChoice;
+use crate::histogram::plan::{Plan, StrategyChoice};
 use crate::sample::SampleType;
 
 /// Whether a run lets `auto`'s skew probe choose its plan.
@@ -32,10 +36,21 @@ pub enum Probing {
     AsPlanned,
 }
 
+/// What an engine launches.
+enum Kernels {
+    /// The planned strategy over every bin (or, with `exact`, the deterministic sums).
+    Planned {
+        prepared: Box<Prepared>,
+        exact: Option<ExactSums>,
+    },
+    /// One window of the bins per run, counters in global memory: no plan, no limit on the bins
+    /// beyond the window's length.
+    Window(Box<WindowCounter>),
+}
+
 /// A planned, compiled histogram with its scratch, ready to enqueue runs of up to `max_samples`.
 pub struct DeviceEngine {
-    prepared: Prepared,
-    exact: Option<ExactSums>,
+    kernels: Kernels,
     sample_type: SampleType,
     weights: WeightKind,
     max_samples: usize,
@@ -73,8 +88,10 @@ impl DeviceEngine {
         let prepared = Prepared::sized(gpu.clone(), what, choice, plan_samples)?;
         prepared.reserve(max_samples)?;
         Ok(DeviceEngine {
-            prepared,
-            exact,
+            kernels: Kernels::Planned {
+                prepared: Box::new(prepared),
+                exact,
+            },
             sample_type: what.sample_type,
             weights: what.weights,
             max_samples,
@@ -97,9 +114,25 @@ impl DeviceEngine {
         Ok(engine)
     }
 
+    /// The window mode: an engine whose runs ([`DeviceEngine::enqueue_window`]) count the
+    /// samples falling in one window of the bins into that window's counters (global memory,
+    /// u64 counts or f64 sums), for bins sharded over ranks; runs of any length. Its kernel is
+    /// compiled for `what` alone: no plan, so bins too many for one GPU's counters are fine.
+    pub fn window(gpu: &Arc<Gpu>, what: Counting<'_>) -> Result<DeviceEngine> {
+        Ok(DeviceEngine {
+            kernels: Kernels::Window(Box::new(WindowCounter::new(gpu, what)?)),
+            sample_type: what.sample_type,
+            weights: what.weights,
+            max_samples: usize::MAX,
+        })
+    }
+
     /// How many bins.
     pub fn nbins(&self) -> usize {
-        self.prepared.nbins
+        match &self.kernels {
+            Kernels::Planned { prepared, .. } => prepared.nbins,
+            Kernels::Window(w) => w.nbins(),
+        }
     }
     /// Whether it sums weights (f64) rather than counting (u64).
     pub fn weighted(&self) -> bool {
@@ -115,23 +148,61 @@ impl DeviceEngine {
     }
     /// The bin parameters its kernels take (the one-launch small kernels reuse them).
     pub(crate) fn kernel_params(&self) -> super::params::KernelBinParams {
-        self.prepared.params
+        match &self.kernels {
+            Kernels::Planned { prepared, .. } => prepared.params,
+            Kernels::Window(w) => w.params(),
+        }
     }
 
     /// The GPU it runs on.
     pub fn gpu(&self) -> &Arc<Gpu> {
-        &self.prepared.gpu
+        match &self.kernels {
+            Kernels::Planned { prepared, .. } => &prepared.gpu,
+            Kernels::Window(w) => w.gpu(),
+        }
+    }
+
+    /// The plan its runs launch (`None` in the window mode, which has none).
+    pub fn plan(&self) -> Option<&Plan> {
+        match &self.kernels {
+            Kernels::Planned { prepared, .. } => Some(&prepared.plan),
+            Kernels::Window(_) => None,
+        }
+    }
+
+    /// Whether the planned kernel aggregates equal bins within a warp before its atomics.
+    pub fn aggregates(&self) -> bool {
+        matches!(&self.kernels, Kernels::Planned { prepared, .. } if prepared.params.aggregate != 0)
+    }
+
+    /// Benchmarks only: turns the planned kernel's warp aggregation the other way (the gated
+    /// global plan of `auto`'s skew verdict keeps its own), so that both ways stay measurable.
+    pub fn flip_aggregation(&mut self) -> Result<()> {
+        match &mut self.kernels {
+            Kernels::Planned { prepared, .. } => {
+                prepared.params.aggregate ^= 1;
+                Ok(())
+            }
+            Kernels::Window(_) => Err(Error::InvalidArgument(
+                "the window kernels never aggregate (their bins are too wide for the warp key)"
+                    .into(),
+            )),
+        }
     }
 
     /// One line on the plan, for reports (reads the last skew verdict back, waiting for the GPU).
     pub fn detail(&self) -> String {
-        match &self.exact {
-            Some(e) => format!(
+        match &self.kernels {
+            Kernels::Planned {
+                prepared,
+                exact: Some(e),
+            } => format!(
                 "{}, deterministic sums in {} memory",
-                self.prepared.gpu.name,
+                prepared.gpu.name,
                 if e.in_shared() { "shared" } else { "global" }
             ),
-            None => self.prepared.detail(),
+            Kernels::Planned { prepared, .. } => prepared.detail(),
+            Kernels::Window(w) => w.detail(),
         }
     }
 
@@ -168,21 +239,136 @@ impl DeviceEngine {
         accumulate: bool,
         probing: Probing,
     ) -> Result<()> {
+        let (p, exact) = match &self.kernels {
+            Kernels::Planned { prepared, exact } => (prepared, exact.as_ref()),
+            Kernels::Window(_) => {
+                return Err(Error::InvalidArgument(
+                    "internal: a window engine's runs name their window (enqueue_window)".into(),
+                ))
+            }
+        };
         let probe = probing == Probing::PerRun;
+        let w_ptr = self.check(stream, buffers, weights)?;
+        if buffers.tallies == 0 {
+            return Err(Error::InvalidArgument(
+                "the tallies' address is 0: a run needs 3 u64 of device memory for them".into(),
+            ));
+        }
+        let RawBuffers {
+            input,
+            n,
+            bins,
+            tallies,
+            ..
+        } = *buffers;
+        p.gpu.bind()?;
+        // Where the counting run writes every bin and tally itself (global-memory counts: its
+        // fold writes rather than adds), nothing needs clearing: the memset (a launch) and the
+        // fold's reading the bins back are saved.
+        let overwrite = !accumulate && exact.is_none() && p.writes_every_bin(n, probe);
+        if !accumulate && !overwrite {
+            // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
+            unsafe { self.clear(stream, bins, self.nbins(), tallies)? };
+        }
+        let run = Run {
+            stream,
+            input,
+            n,
+            weights: w_ptr,
+            out: bins,
+            tallies,
+        };
+        if let Some(exact) = exact {
+            // SAFETY: forwarded from the caller; the sums are written (or added), not cleared.
+            return unsafe { exact.enqueue(&run, &p.params, accumulate) };
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: forwarded from the caller; `reserve` made the partition buffers for
+        // max_samples, so nothing is allocated (an unbounded engine makes them on the first run
+        // that needs them); with `overwrite` the bins were not cleared and the run writes every
+        // one of them.
+        unsafe { p.enqueue(&run, overwrite, probe) }
+    }
+
+    /// The run of a window engine ([`DeviceEngine::window`]): counts the `buffers.n` samples
+    /// whose bin lies in `window` (of the whole binning) into the `window.len()` counters at
+    /// `buffers.bins` (u64 counts or f64 sums, the window's first bin first), the others
+    /// skipped; the tallies are added to the 3 u64 at `buffers.tallies`, or not counted where
+    /// it is 0 (every pass of a sharded run but one, so that each sample is tallied once).
+    /// Without `accumulate` the window's counters (and the tallies, where counted) are cleared
+    /// first. The same checks as [`DeviceEngine::enqueue`].
+    ///
+    /// # Safety
+    /// As [`DeviceEngine::enqueue`], with `buffers.bins` holding `window.len()` counters.
+    pub unsafe fn enqueue_window(
+        &self,
+        stream: &Arc<CudaStream>,
+        buffers: &RawBuffers,
+        weights: Option<(usize, WeightKind)>,
+        window: Range<usize>,
+        accumulate: bool,
+    ) -> Result<()> {
+        let Kernels::Window(counter) = &self.kernels else {
+            return Err(Error::InvalidArgument(
+                "internal: a window run on an engine built for every bin (DeviceEngine::window)"
+                    .into(),
+            ));
+        };
+        counter.check_window(&window)?;
+        let w_ptr = self.check(stream, buffers, weights)?;
+        counter.gpu().bind()?;
+        let RawBuffers {
+            input,
+            n,
+            bins,
+            tallies,
+            ..
+        } = *buffers;
+        if !accumulate {
+            // SAFETY: `bins` holds window.len() counters and `tallies` 3 u64 where not 0 (the
+            // caller's guarantee).
+            unsafe { self.clear(stream, bins, window.len(), tallies)? };
+        }
+        let run = Run {
+            stream,
+            input,
+            n,
+            weights: w_ptr,
+            out: bins,
+            tallies,
+        };
+        // SAFETY: forwarded from the caller; the window was checked against the bins.
+        unsafe { counter.launch(&run, window) }
+    }
+
+    /// The host-side checks of a run's buffers against what the engine was built for; the
+    /// weights' address to launch with (0 without weights).
+    fn check(
+        &self,
+        stream: &Arc<CudaStream>,
+        buffers: &RawBuffers,
+        weights: Option<(usize, WeightKind)>,
+    ) -> Result<u64> {
         let RawBuffers {
             input,
             n,
             sample_type,
             bins,
-            tallies,
             ..
         } = *buffers;
         let weights = weights.map(|(len, kind)| (buffers.weights, len, kind));
-        let p = &self.prepared;
-        if stream.context().cu_ctx() != p.gpu.ctx.cu_ctx() {
+        let gpu = self.gpu();
+        if bins == 0 {
+            return Err(Error::InvalidArgument(
+                "the bins' address is 0: a run needs device memory for its counts or sums".into(),
+            ));
+        }
+        if stream.context().cu_ctx() != gpu.ctx.cu_ctx() {
             return Err(Error::InvalidArgument(format!(
                 "the stream belongs to another CUDA context than device {}'s",
-                p.gpu.ordinal
+                gpu.ordinal
             )));
         }
         if sample_type != self.sample_type {
@@ -203,8 +389,8 @@ impl DeviceEngine {
                 "the samples start at {input:#x}, which is not 16-byte aligned (cudarc allocations and tensors at offset 0 are)"
             )));
         }
-        let w_ptr = match (weights, self.weights) {
-            (None, WeightKind::None) => 0,
+        match (weights, self.weights) {
+            (None, WeightKind::None) => Ok(0),
             (Some((ptr, len, kind)), want) if kind == want => {
                 if len != n {
                     return Err(Error::WeightsLength {
@@ -218,60 +404,44 @@ impl DeviceEngine {
                         "the weights start at {ptr:#x}, not aligned to their {size}-byte type"
                     )));
                 }
-                ptr
+                Ok(ptr)
             }
-            (got, want) => {
-                return Err(Error::InvalidArgument(format!(
-                    "this histogram was built with weights {want:?}, the run passes {:?}",
-                    got.map_or(WeightKind::None, |g| g.2)
-                )))
-            }
-        };
-        p.gpu.bind()?;
-        // Where the counting run writes every bin and tally itself (global-memory counts: its
-        // fold writes rather than adds), nothing needs clearing: the memset (a launch) and the
-        // fold's reading the bins back are saved.
-        let overwrite = !accumulate && self.exact.is_none() && p.writes_every_bin(n, probe);
-        if !accumulate && !overwrite {
-            // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
-            unsafe { self.clear(stream, bins, tallies)? };
+            (got, want) => Err(Error::InvalidArgument(format!(
+                "this histogram was built with weights {want:?}, the run passes {:?}",
+                got.map_or(WeightKind::None, |g| g.2)
+            ))),
         }
-        let run = Run {
-            stream,
-            input,
-            n,
-            weights: w_ptr,
-            out: bins,
-            tallies,
-        };
-        if let Some(exact) = &self.exact {
-            // SAFETY: forwarded from the caller; the sums are written (or added), not cleared.
-            return unsafe { exact.enqueue(&run, &p.params, accumulate) };
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        // SAFETY: forwarded from the caller; `reserve` made the partition buffers for
-        // max_samples, so nothing is allocated (an unbounded engine makes them on the first run
-        // that needs them); with `overwrite` the bins were not cleared and the run writes every
-        // one of them.
-        unsafe { p.enqueue(&run, overwrite, probe) }
     }
 
-    /// Zeroes the bins and tallies of a run on `stream`.
+    /// Zeroes `words` counters at `bins` and, unless `tallies` is 0, the 3 tallies at `tallies`,
+    /// on `stream`.
     ///
     /// # Safety
-    /// `tallies` must hold 3 u64 and `bins` nbins words of this context, alive until the stream
-    /// has run the memsets.
-    unsafe fn clear(&self, stream: &Arc<CudaStream>, bins: u64, tallies: u64) -> Result<()> {
+    /// `tallies` must be 0 or hold 3 u64 and `bins` `words` words of this context, alive until
+    /// the stream has run the memsets.
+    unsafe fn clear(
+        &self,
+        stream: &Arc<CudaStream>,
+        bins: u64,
+        words: usize,
+        tallies: u64,
+    ) -> Result<()> {
         use cudarc::driver::result::memset_d8_async;
         use cudarc::driver::sys;
         let s = stream.cu_stream();
+        let bins_bytes = words * 8;
+        if tallies == 0 {
+            if bins_bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: the caller's `words` counters.
+            return unsafe { memset_d8_async(bins, 0, bins_bytes, s) }
+                .map_err(cuda_err("clearing the histogram output"));
+        }
         // Where the output's tallies and bins lie back to back (in either order) in ONE
         // allocation: one memset (a launch less for small inputs). Two allocations may also lie
         // back to back (a stream-ordered pool hands out neighbours), and a memset may not cross
         // from one into the other: the driver says whether both are one allocation.
-        let bins_bytes = self.nbins() * 8;
         let (lo, hi) = if bins < tallies {
             (bins, tallies + 24)
         } else {
@@ -282,8 +452,8 @@ impl DeviceEngine {
         let one_allocation = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, lo) }
             == sys::CUresult::CUDA_SUCCESS
             && hi <= base + size as u64;
-        // SAFETY: the ranges are the caller's 3 tallies and nbins words (or both at once where
-        // they are one allocation, checked above).
+        // SAFETY: the ranges are the caller's 3 tallies and `words` counters (or both at once
+        // where they are one allocation, checked above).
         let cleared = unsafe {
             if one_allocation && bins == tallies + 24 {
                 memset_d8_async(tallies, 0, 24 + bins_bytes, s)

@@ -1,5 +1,6 @@
 //! Bins sharded over ranks, counted ([`super::bin_shards`] plans it): for each pass, this rank
-//! counts its samples into the pass's window of the bins ([`super::window`]), the owners'
+//! counts its samples into the pass's window of the bins (the device engine's window mode,
+//! [`DeviceEngine::window`], fed by [`super::window::count_host`]), the owners'
 //! reductions (`crate::gpu::nccl::start_reduce_to_owners`) leave each owner its slice summed over
 //! every rank, and an owner reads its slice back. The tallies are counted in the first pass and
 //! all-reduced, so that every rank knows them (the out-of-range policy's check needs them). The
@@ -11,8 +12,9 @@ use std::time::Duration;
 use cudarc::driver::DevicePtr;
 
 use super::bin_shards::ReductionPlan;
+use super::device_engine::DeviceEngine;
 use super::prepared::Counting;
-use super::window::{read_tallies, WindowCounter, WindowCounts};
+use super::window::{count_host, read_tallies, WindowCounts};
 use crate::error::{Error, Result};
 use crate::gpu::device::cuda_err;
 use crate::gpu::nccl::{self, Communicator, Elem, OwnerBuffer, SumBuffer};
@@ -51,7 +53,7 @@ pub fn run(
     let gpu = comm.gpu.clone();
     gpu.bind()?;
     check_agreement(comm, agree, timeout, watchdog)?;
-    let counter = WindowCounter::new(&gpu, what)?;
+    let engine = DeviceEngine::window(&gpu, what)?;
     let passes = plan.passes();
     let longest = passes.iter().map(|p| p.buffer).max().unwrap_or(1);
     let weighted = weights.is_some();
@@ -67,7 +69,8 @@ pub fn run(
             buffer.clear(&gpu)?;
         }
         let first = i == 0;
-        counter.count_host(
+        count_host(
+            &engine,
             samples,
             weights,
             pass.bins.clone(),

@@ -11,11 +11,13 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr};
-use half::slice::HalfFloatSliceExt;
 
+use super::device_engine::DeviceEngine;
+use super::device_histogram::RawBuffers;
 use super::half_table;
+use super::host_stage::{with_codes, HostStage};
 use super::params::{kernel_params, mode_name, KernelBinParams};
-use super::prepared::{sample_defines, Counting, WeightKind};
+use super::prepared::{sample_defines, Counting, Run, WeightKind};
 use crate::error::{Error, Result};
 use crate::gpu::compile::HISTOGRAM;
 use crate::gpu::device::{cuda_err, Gpu};
@@ -132,22 +134,22 @@ pub fn read_tallies(gpu: &Gpu, t: &CudaSlice<u64>) -> Result<Tallies> {
     })
 }
 
-/// The window kernel of one sample type, weight kind and binning, compiled and sized.
-pub struct WindowCounter {
+/// The window kernel of one sample type, weight kind and binning, compiled and sized: what a
+/// window engine ([`DeviceEngine::window`]) launches.
+pub(crate) struct WindowCounter {
     gpu: Arc<Gpu>,
     func: CudaFunction,
     params: KernelBinParams,
     grid: u32,
     nbins: usize,
     sample_type: SampleType,
-    weights: WeightKind,
     _edges: Option<CudaSlice<f64>>,
     _lut: Option<CudaSlice<u32>>,
 }
 
 impl WindowCounter {
     /// Compiles (or loads) the window kernel for `what` on `gpu` and copies the bins' tables.
-    pub fn new(gpu: &Arc<Gpu>, what: Counting<'_>) -> Result<WindowCounter> {
+    pub(crate) fn new(gpu: &Arc<Gpu>, what: Counting<'_>) -> Result<WindowCounter> {
         let name = window_kernel_name(&what)?;
         gpu.bind()?;
         let func = gpu.function(&HISTOGRAM, &sample_defines(what.sample_type), &name)?;
@@ -196,30 +198,43 @@ impl WindowCounter {
             grid: per_sm * gpu.limits.sm_count,
             nbins: what.binning.nbins(),
             sample_type: what.sample_type,
-            weights: what.weights,
             _edges: edges,
             _lut: lut,
         })
     }
 
-    /// Enqueues the counting of `n` samples at `input` (weights at `weights`, or 0) into the
-    /// bins `window`, at `out` (`window.len()` u64 counts or f64 sums), adding the tallies to
-    /// the three u64 at `tallies` unless it is 0.
+    /// How many bins the whole binning has (a window is a range of them).
+    pub(crate) fn nbins(&self) -> usize {
+        self.nbins
+    }
+    /// The bin parameters the kernel takes.
+    pub(crate) fn params(&self) -> KernelBinParams {
+        self.params
+    }
+    /// The GPU it runs on.
+    pub(crate) fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+    /// One line for reports.
+    pub(crate) fn detail(&self) -> String {
+        format!(
+            "{}, one window of the bins per pass, {} blocks x {BLOCK} threads, counters in global memory",
+            self.gpu.name, self.grid
+        )
+    }
+
+    /// Enqueues on `run.stream` the counting of `run.n` samples at `run.input` (weights at
+    /// `run.weights`, or 0) into the bins `window`, at `run.out` (`window.len()` u64 counts or
+    /// f64 sums), adding the tallies to the three u64 at `run.tallies` unless it is 0. The
+    /// checks are the engine's ([`DeviceEngine::enqueue_window`]).
     ///
     /// # Safety
-    /// `input` (16-byte aligned) and `weights` must hold `n` samples and weights of this counter's
-    /// types, `out` `window.len()` counters and `tallies` three, all device memory of this GPU
-    /// alive until the stream has run the kernel.
-    pub unsafe fn enqueue(
-        &self,
-        input: u64,
-        n: usize,
-        weights: u64,
-        window: Range<usize>,
-        out: u64,
-        tallies: u64,
-    ) -> Result<()> {
-        self.check_window(&window)?;
+    /// `run.input` (16-byte aligned) and `run.weights` must hold `n` samples and weights of this
+    /// counter's types, `run.out` `window.len()` counters and `run.tallies` three, all device
+    /// memory of this GPU alive until the stream has run the kernel; `window` lies within the
+    /// bins ([`WindowCounter::check_window`]).
+    pub(crate) unsafe fn launch(&self, run: &Run<'_>, window: Range<usize>) -> Result<()> {
+        let n = run.n;
         if n == 0 {
             return Ok(());
         }
@@ -230,10 +245,10 @@ impl WindowCounter {
             shared_bytes: 0,
             cluster: 1,
         };
-        let (mut in_ptr, mut n64, mut w_ptr) = (input, n as u64, weights);
+        let (mut in_ptr, mut n64, mut w_ptr) = (run.input, n as u64, run.weights);
         let mut params = self.params;
         let (mut lo, mut len) = (window.start as u64, window.len() as u64);
-        let (mut out_ptr, mut t_ptr) = (out, tallies);
+        let (mut out_ptr, mut t_ptr) = (run.out, run.tallies);
         let mut args: [*mut c_void; 8] = [
             &mut in_ptr as *mut u64 as *mut c_void,
             &mut n64 as *mut u64 as *mut c_void,
@@ -246,10 +261,11 @@ impl WindowCounter {
         ];
         // SAFETY: the list matches hist_window_*(in, n, w, p, lo, len, out, t); the caller
         // guarantees the pointers; the tables `params` points to live as long as `self`.
-        unsafe { launch::launch(&self.func, &self.gpu.stream, &shape, &mut args) }
+        unsafe { launch::launch(&self.func, run.stream, &shape, &mut args) }
     }
 
-    fn check_window(&self, window: &Range<usize>) -> Result<()> {
+    /// Whether `window` lies within the bins (or one clear error).
+    pub(crate) fn check_window(&self, window: &Range<usize>) -> Result<()> {
         if window.start > window.end || window.end > self.nbins {
             return Err(Error::InvalidArgument(format!(
                 "the window {}..{} of {} bins",
@@ -258,130 +274,87 @@ impl WindowCounter {
         }
         Ok(())
     }
+}
 
-    /// Counts host samples (and weights) into the bins `window`, at the start of `out`, copying
-    /// them to the device in batches; adds the tallies to `tallies` when given. Returns once the
-    /// GPU has counted them.
-    pub fn count_host(
-        &self,
-        samples: Samples<'_>,
-        weights: Option<Weights<'_>>,
-        window: Range<usize>,
-        out: &WindowCounts,
-        tallies: Option<&CudaSlice<u64>>,
-    ) -> Result<()> {
-        self.check_window(&window)?;
-        if samples.sample_type() != self.sample_type {
-            return Err(Error::InvalidArgument(format!(
-                "this window counter counts {} samples, not {}",
-                self.sample_type,
-                samples.sample_type()
-            )));
-        }
-        let kind = match weights {
-            None => WeightKind::None,
-            Some(Weights::F32(_)) => WeightKind::F32,
-            Some(Weights::F64(_)) => WeightKind::F64,
-            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
-        };
-        if kind != self.weights || weights.is_some_and(|w| w.len() != samples.len()) {
-            return Err(Error::InvalidArgument(format!(
-                "{} samples with {} weights: this window counter was built for {:?} weights",
-                samples.len(),
-                weights.map_or(0, |w| w.len()),
-                self.weights
-            )));
-        }
-        if window.len() > out.len() {
-            return Err(Error::InvalidArgument(format!(
-                "a window of {} bins into {} counters",
-                window.len(),
-                out.len()
-            )));
-        }
-        match samples {
-            // The kernels read 16-bit floats as their codes (half_table.rs).
-            Samples::F16(s) => {
-                self.count_typed(s.reinterpret_cast(), weights, window, out, tallies)
-            }
-            Samples::BF16(s) => {
-                self.count_typed(s.reinterpret_cast(), weights, window, out, tallies)
-            }
-            Samples::U8(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::U16(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::U32(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::U64(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::I8(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::I16(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::I32(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::I64(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::F32(s) => self.count_typed(s, weights, window, out, tallies),
-            Samples::F64(s) => self.count_typed(s, weights, window, out, tallies),
-        }
+/// Counts host samples (and weights) into the bins `window`, at the start of `out`, through
+/// `engine` (a window engine, [`DeviceEngine::window`]): copied to the device in batches of at
+/// most `STAGE`, each batch one run of the engine adding into `out`; adds the tallies to
+/// `tallies` when given. Returns once the GPU has counted them.
+pub fn count_host(
+    engine: &DeviceEngine,
+    samples: Samples<'_>,
+    weights: Option<Weights<'_>>,
+    window: Range<usize>,
+    out: &WindowCounts,
+    tallies: Option<&CudaSlice<u64>>,
+) -> Result<()> {
+    if window.len() > out.len() {
+        return Err(Error::InvalidArgument(format!(
+            "a window of {} bins into {} counters",
+            window.len(),
+            out.len()
+        )));
     }
+    with_codes!(samples, s => count_typed(engine, s, samples.sample_type(), weights, window, out, tallies))
+}
 
-    fn count_typed<T: Sample + DeviceRepr>(
-        &self,
-        samples: &[T],
-        weights: Option<Weights<'_>>,
-        window: Range<usize>,
-        out: &WindowCounts,
-        tallies: Option<&CudaSlice<u64>>,
-    ) -> Result<()> {
-        let gpu = &self.gpu;
-        gpu.bind()?;
-        let stream = &gpu.stream;
-        let batch = samples.len().min(STAGE);
-        if batch == 0 {
-            return Ok(());
-        }
-        // SAFETY: uninitialised device memory; every batch is copied in before a kernel reads it.
-        let buf = unsafe { stream.alloc::<T>(batch) };
-        let mut buf = buf.map_err(cuda_err("allocating a sample buffer"))?;
-        let wlen = |k| if self.weights == k { batch } else { 0 };
-        let mut w32 = stream
-            .alloc_zeros::<f32>(wlen(WeightKind::F32))
-            .map_err(cuda_err("allocating a weight buffer"))?;
-        let mut w64 = stream
-            .alloc_zeros::<f64>(wlen(WeightKind::F64))
-            .map_err(cuda_err("allocating a weight buffer"))?;
-        let out_ptr = out.ptr(gpu);
-        let t_ptr = tallies.map_or(0, |t| t.device_ptr(stream).0);
-        let mut start = 0;
-        while start < samples.len() {
-            let len = (samples.len() - start).min(batch);
-            let at = start..start + len;
-            stream
-                .memcpy_htod(&samples[at.clone()], &mut buf.slice_mut(0..len))
-                .map_err(cuda_err("copying samples to the device"))?;
-            let w_ptr = match weights {
-                None => 0,
-                Some(Weights::F32(w)) => {
-                    stream
-                        .memcpy_htod(&w[at.clone()], &mut w32.slice_mut(0..len))
-                        .map_err(cuda_err("copying weights"))?;
-                    w32.device_ptr(stream).0
-                }
-                Some(Weights::F64(w)) => {
-                    stream
-                        .memcpy_htod(&w[at.clone()], &mut w64.slice_mut(0..len))
-                        .map_err(cuda_err("copying weights"))?;
-                    w64.device_ptr(stream).0
-                }
-                Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
-            };
-            let in_ptr = buf.device_ptr(stream).0;
-            // SAFETY: the buffers hold `len` samples and weights, `out` at least window.len()
-            // counters (checked by count_host), `tallies` three; the next copy into them waits
-            // for this kernel on the same stream, and they are freed in stream order.
-            unsafe { self.enqueue(in_ptr, len, w_ptr, window.clone(), out_ptr, t_ptr)? };
-            start += len;
-        }
-        // The staging buffers are freed on return: the kernels that read them end first (and a
-        // kernel's failure is seen here, by the pass that caused it).
-        stream
-            .synchronize()
-            .map_err(cuda_err("counting a window of the bins"))
+fn count_typed<T: Sample + DeviceRepr>(
+    engine: &DeviceEngine,
+    samples: &[T],
+    sample_type: SampleType,
+    weights: Option<Weights<'_>>,
+    window: Range<usize>,
+    out: &WindowCounts,
+    tallies: Option<&CudaSlice<u64>>,
+) -> Result<()> {
+    let gpu = engine.gpu();
+    gpu.bind()?;
+    let stream = &gpu.stream;
+    let empty = RawBuffers {
+        input: 0,
+        n: 0,
+        sample_type,
+        weights: 0,
+        bins: out.ptr(gpu),
+        tallies: tallies.map_or(0, |t| t.device_ptr(stream).0),
+    };
+    if samples.is_empty() {
+        // The engine's checks (the window, the types) still apply to an empty input.
+        let w = weights
+            .map(|w| weight_kind(w).map(|k| (w.len(), k)))
+            .transpose()?;
+        // SAFETY: no samples: nothing is read or written (the run adds, clearing nothing).
+        return unsafe { engine.enqueue_window(stream, &empty, w, window, true) };
+    }
+    let mut stage = HostStage::<T>::new(stream, samples.len(), weights, samples.len().min(STAGE))?;
+    let mut start = 0;
+    while start < samples.len() {
+        let len = (samples.len() - start).min(stage.batch());
+        let staged = stage.load(stream, samples, start..start + len)?;
+        let buffers = RawBuffers {
+            input: staged.input,
+            n: len,
+            weights: staged.weights,
+            ..empty
+        };
+        // SAFETY: the stage holds `len` samples and weights, `out` at least window.len()
+        // counters (checked by count_host), `tallies` three; the next copy into the stage waits
+        // for this kernel on the same stream, and all are freed after the synchronisation below.
+        unsafe { engine.enqueue_window(stream, &buffers, staged.kind, window.clone(), true)? };
+        start += len;
+    }
+    // The stage is freed on return: the kernels that read it end first (and a kernel's failure
+    // is seen here, by the pass that caused it).
+    stream
+        .synchronize()
+        .map_err(cuda_err("counting a window of the bins"))
+}
+
+fn weight_kind(w: Weights<'_>) -> Result<WeightKind> {
+    match w {
+        Weights::F32(_) => Ok(WeightKind::F32),
+        Weights::F64(_) => Ok(WeightKind::F64),
+        Weights::Int(_) => Err(crate::histogram::int_sums::unwidened()),
     }
 }
 

@@ -10,6 +10,7 @@ use crate::gpu::compile::tests::toolchain;
 use crate::histogram::bins::{BinSpec, OutOfRange};
 use crate::histogram::cpu;
 use crate::histogram::cuda::kernel_builds_tests::check_one_kernel_cubin;
+use crate::histogram::plan::StrategyChoice;
 
 fn counting(t: SampleType, weights: WeightKind, binning: &Binning) -> Counting<'_> {
     Counting {
@@ -150,7 +151,7 @@ fn check_windows(
         binning: &binning,
         policy,
     };
-    let counter = WindowCounter::new(&gpu, what).unwrap();
+    let engine = DeviceEngine::window(&gpu, what).unwrap();
     let tallies = gpu.stream.clone_htod(&[0u64; 3]).unwrap();
     let label = format!("{} {spec:?} {policy:?} {kind:?}", samples.sample_type());
     for (i, w) in windows(binning.nbins()).into_iter().enumerate() {
@@ -167,15 +168,15 @@ fn check_windows(
                 WindowCounts::Sums(gpu.stream.clone_htod(&init).unwrap())
             }
         };
-        counter
-            .count_host(
-                samples,
-                weights,
-                w.clone(),
-                &out,
-                (i == 0).then_some(&tallies),
-            )
-            .unwrap();
+        count_host(
+            &engine,
+            samples,
+            weights,
+            w.clone(),
+            &out,
+            (i == 0).then_some(&tallies),
+        )
+        .unwrap();
         match (out.read(&gpu, 0..len + PAD).unwrap(), &whole.counts) {
             (Counts::Unweighted(got), Counts::Unweighted(want)) => {
                 assert_eq!(got[..len], want[w.clone()], "{label}: window {w:?}");
@@ -303,17 +304,69 @@ fn a_window_past_the_bins_is_refused() {
     let gpu = crate::gpu::gpu().unwrap();
     let binning = Binning::Integer { nbins: 10 };
     let c =
-        WindowCounter::new(&gpu, counting(SampleType::I32, WeightKind::None, &binning)).unwrap();
+        DeviceEngine::window(&gpu, counting(SampleType::I32, WeightKind::None, &binning)).unwrap();
     let out = WindowCounts::zeroed(&gpu, 20, false).unwrap();
-    let e = c
-        .count_host(Samples::I32(&[1, 2]), None, 5..11, &out, None)
+    let e = count_host(&c, Samples::I32(&[1, 2]), None, 5..11, &out, None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("5..11 of 10 bins"), "{e}");
     let small = WindowCounts::zeroed(&gpu, 3, false).unwrap();
-    let e = c
-        .count_host(Samples::I32(&[1, 2]), None, 0..10, &small, None)
+    let e = count_host(&c, Samples::I32(&[1, 2]), None, 0..10, &small, None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("10 bins into 3 counters"), "{e}");
+}
+
+/// A window run without `accumulate` clears the window's counters and the tallies first (the
+/// poison goes), writes nothing past the window, and counts as the CPU engine does; a window
+/// engine refuses a whole-histogram run and a planned engine a window run.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_window_run_clears_what_it_counts_into_unless_it_accumulates() {
+    let gpu = crate::gpu::gpu().unwrap();
+    let mut r = rng(3);
+    let nbins = 5_000;
+    let x: Vec<i32> = (0..N).map(|_| r.gen_range(-9..nbins as i32 + 9)).collect();
+    let binning = Binning::Integer { nbins };
+    let whole = cpu::histogram(&x[..], None, &binning, OutOfRange::Ignore);
+    let Counts::Unweighted(want) = &whole.counts else {
+        panic!("counts expected")
+    };
+    let what = counting(SampleType::I32, WeightKind::None, &binning);
+    let engine = DeviceEngine::window(&gpu, what).unwrap();
+    let s = &gpu.stream;
+    let input = s.clone_htod(&x).unwrap();
+    let w = 1234..4321;
+    let init = vec![POISON_U64; w.len() + PAD];
+    let out = s.clone_htod(&init).unwrap();
+    let tallies = s.clone_htod(&[POISON_U64; 3]).unwrap();
+    let buffers = RawBuffers {
+        input: input.device_ptr(s).0,
+        n: N,
+        sample_type: SampleType::I32,
+        weights: 0,
+        bins: out.device_ptr(s).0,
+        tallies: tallies.device_ptr(s).0,
+    };
+    for accumulate in [false, true] {
+        // SAFETY: the buffers above, alive until the reads below have synchronised.
+        unsafe { engine.enqueue_window(s, &buffers, None, w.clone(), accumulate) }.unwrap();
+        let got = s.clone_dtoh(&out).unwrap();
+        let times = if accumulate { 2 } else { 1 };
+        let expect: Vec<u64> = want[w.clone()].iter().map(|c| c * times).collect();
+        assert_eq!(got[..w.len()], expect[..], "accumulate {accumulate}");
+        assert!(got[w.len()..].iter().all(|&c| c == POISON_U64));
+        let t = read_tallies(&gpu, &tallies).unwrap();
+        assert_eq!(
+            (t.below, t.above),
+            (whole.tallies.below * times, whole.tallies.above * times)
+        );
+    }
+    // SAFETY: refused before anything is enqueued.
+    let e = unsafe { engine.enqueue(s, &buffers, None, false) }.unwrap_err();
+    assert!(e.to_string().contains("name their window"), "{e}");
+    let planned = DeviceEngine::new(&gpu, what, StrategyChoice::Auto, false, N, None).unwrap();
+    // SAFETY: refused before anything is enqueued.
+    let e = unsafe { planned.enqueue_window(s, &buffers, None, w, false) }.unwrap_err();
+    assert!(e.to_string().contains("built for every bin"), "{e}");
 }

@@ -2,11 +2,10 @@
 //! engine a [`DeviceHistogram`](crate::histogram::cuda::device_histogram::DeviceHistogram) runs on
 //! (one plan, one launch path for both), read back.
 
-use half::slice::HalfFloatSliceExt;
-
 use super::*;
 use crate::histogram::cuda::device_engine::DeviceEngine;
 use crate::histogram::cuda::device_histogram::{DeviceOutput, RawBuffers};
+use crate::histogram::cuda::host_stage::{with_codes, HostStage};
 
 /// Histogram of host-resident samples on the GPU.
 pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
@@ -38,21 +37,7 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
         None,
     )?;
     drop(prepare_span);
-    match samples {
-        // The kernels read 16-bit floats as their codes (half_table.rs).
-        Samples::F16(s) => run_host(&engine, s.reinterpret_cast(), sample_type, weights, policy),
-        Samples::BF16(s) => run_host(&engine, s.reinterpret_cast(), sample_type, weights, policy),
-        Samples::U8(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::U16(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::U32(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::U64(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::I8(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::I16(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::I32(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::I64(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::F32(s) => run_host(&engine, s, sample_type, weights, policy),
-        Samples::F64(s) => run_host(&engine, s, sample_type, weights, policy),
-    }
+    with_codes!(samples, s => run_host(&engine, s, sample_type, weights, policy))
 }
 
 /// Copies `samples` (of `sample_type`, viewed as `T`: 16-bit floats as their codes) and their
@@ -72,23 +57,7 @@ fn run_host<T: Sample + DeviceRepr>(
     let (t_ptr, out_ptr) = (out.tallies_ptr(stream), out.bins_ptr(stream));
     let batch = samples.len().min(HOST_BATCH);
     if batch > 0 {
-        // SAFETY: uninitialised device memory; every batch is copied in before a kernel reads it.
-        let mut buf = unsafe { stream.alloc::<T>(batch) }
-            .map_err(cuda_err("allocating the sample buffer"))?;
-        let mut wbuf32 = stream
-            .alloc_zeros::<f32>(if matches!(weights, Some(Weights::F32(_))) {
-                batch
-            } else {
-                0
-            })
-            .map_err(cuda_err("allocating the weight buffer"))?;
-        let mut wbuf64 = stream
-            .alloc_zeros::<f64>(if matches!(weights, Some(Weights::F64(_))) {
-                batch
-            } else {
-                0
-            })
-            .map_err(cuda_err("allocating the weight buffer"))?;
+        let mut stage = HostStage::<T>::new(stream, samples.len(), weights, batch)?;
         drop(alloc_span);
         // Events around each batch's copies and kernels split the call's time for the summary
         // (`gpu::work_time`). Each batch waits for its kernels before the next copy: a pageable
@@ -98,48 +67,27 @@ fn run_host<T: Sample + DeviceRepr>(
         while start < samples.len() {
             let len = (samples.len() - start).min(batch);
             timing.before_copy()?;
-            let mut view = buf.slice_mut(0..len);
-            stream
-                .memcpy_htod(&samples[start..start + len], &mut view)
-                .map_err(cuda_err("copying samples to the device"))?;
-            let (w_ptr, w) = match weights {
-                None => (0, None),
-                Some(Weights::F32(w)) => {
-                    let mut v = wbuf32.slice_mut(0..len);
-                    stream
-                        .memcpy_htod(&w[start..start + len], &mut v)
-                        .map_err(cuda_err("copying weights"))?;
-                    (wbuf32.device_ptr(stream).0, Some((len, WeightKind::F32)))
-                }
-                Some(Weights::F64(w)) => {
-                    let mut v = wbuf64.slice_mut(0..len);
-                    stream
-                        .memcpy_htod(&w[start..start + len], &mut v)
-                        .map_err(cuda_err("copying weights"))?;
-                    (wbuf64.device_ptr(stream).0, Some((len, WeightKind::F64)))
-                }
-                Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
-            };
-            let in_ptr = buf.device_ptr(stream).0;
+            let staged = stage.load(stream, samples, start..start + len)?;
             timing.before_kernels()?;
             let buffers = RawBuffers {
-                input: in_ptr,
+                input: staged.input,
                 n: len,
                 sample_type,
-                weights: w_ptr,
+                weights: staged.weights,
                 bins: out_ptr,
                 tallies: t_ptr,
             };
-            // SAFETY: on the GPU's own stream (of the engine's context), the buffers above hold
+            // SAFETY: on the GPU's own stream (of the engine's context), the staged buffers hold
             // `len` samples of `sample_type` (16-bit floats as their u16 codes) and weights, the
             // output 3 tallies and then nbins words; all live until the synchronising read below
-            // (`buf` and the weights until `after_kernels` has waited for this batch). Every
-            // batch adds: the output was zeroed when allocated.
-            unsafe { engine.enqueue(stream, &buffers, w, true)? };
+            // (the stage until `after_kernels` has waited for this batch). Every batch adds: the
+            // output was zeroed when allocated.
+            unsafe { engine.enqueue(stream, &buffers, staged.kind, true)? };
             timing.after_kernels()?;
             start += len;
         }
-        // The next copy into `buf` waits for the kernel on the same stream; the loop needs no sync.
+        // The next copy into the stage waits for the kernel on the same stream; the loop needs
+        // no sync.
     }
     let back = std::time::Instant::now();
     let (counts, tallies) = out.read_unchecked(stream)?;
@@ -202,42 +150,4 @@ impl BatchTimer {
         crate::gpu::work_time::add_kernel(ms(1, 2)?);
         Ok(())
     }
-}
-
-/// Reads a run's result from the device: the 3 tallies (below, above, NaN), then the first `nbins`
-/// sums (`sums`, with weights) or counts. The first read waits for the stream's work, so a failed
-/// kernel or copy surfaces there: `tallies_context` says what may have failed.
-pub(crate) fn read_result(
-    stream: &Arc<cudarc::driver::CudaStream>,
-    tallies: &CudaSlice<u64>,
-    counts: &CudaSlice<u64>,
-    sums: Option<&CudaSlice<f64>>,
-    nbins: usize,
-    tallies_context: &str,
-) -> Result<(Counts, Tallies)> {
-    let t = stream
-        .clone_dtoh(tallies)
-        .map_err(cuda_err(tallies_context))?;
-    let counts = match sums {
-        Some(sums) => {
-            let mut v = stream
-                .clone_dtoh(sums)
-                .map_err(cuda_err("reading the sums back"))?;
-            v.truncate(nbins);
-            Counts::Weighted(v)
-        }
-        None => {
-            let mut v = stream
-                .clone_dtoh(counts)
-                .map_err(cuda_err("reading the counts back"))?;
-            v.truncate(nbins);
-            Counts::Unweighted(v)
-        }
-    };
-    let tallies = Tallies {
-        below: t[0],
-        above: t[1],
-        nan: t[2],
-    };
-    Ok((counts, tallies))
 }

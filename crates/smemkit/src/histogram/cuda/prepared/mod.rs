@@ -1,7 +1,7 @@
 //! GPU histograms: the strategy the planner picked (or the caller forced) is compiled for the
 //! sample type, launched over the input in batches, and its u64 counts (or f64 sums) and tallies are
-//! copied back. [`Prepared`] separates the one-time work (compile, plan, occupancy) from the launches,
-//! so benchmarks time the kernels alone.
+//! copied back. `Prepared` separates the one-time work (compile, plan, occupancy) from the launches,
+//! which every entry point enqueues through the device engine (`super::device_engine`).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -17,7 +17,6 @@ use crate::gpu::launch::{self, LaunchShape};
 use crate::histogram::bins::{Binning, OutOfRange};
 use crate::histogram::job::Job;
 use crate::histogram::plan::{self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload};
-use crate::histogram::result::{Counts, Tallies};
 use crate::sample::{Sample, SampleType, Samples, Weights};
 
 pub use crate::histogram::result::EngineOutput;
@@ -74,14 +73,14 @@ impl WeightKind {
 }
 
 /// A histogram ready to launch: compiled, planned, sized by occupancy.
-pub struct Prepared {
-    pub gpu: Arc<Gpu>,
-    pub plan: Plan,
-    pub shape: LaunchShape,
-    pub params: KernelBinParams,
-    pub nbins: usize,
-    pub weights: WeightKind,
-    pub sample_type: SampleType,
+pub(crate) struct Prepared {
+    pub(crate) gpu: Arc<Gpu>,
+    pub(crate) plan: Plan,
+    pub(crate) shape: LaunchShape,
+    pub(crate) params: KernelBinParams,
+    pub(crate) nbins: usize,
+    pub(crate) weights: WeightKind,
+    pub(crate) sample_type: SampleType,
     func: cudarc::driver::CudaFunction,
     /// Global strategy, counts: the u32 counters and the kernel that folds them into u64.
     fold: Option<Fold>,
@@ -101,28 +100,10 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Compiles and plans a histogram of `sample_type` samples (of any number: planned as a large
-    /// input, with the persistent grid).
-    pub fn new(
-        gpu: Arc<Gpu>,
-        sample_type: SampleType,
-        weights: WeightKind,
-        binning: &Binning,
-        policy: OutOfRange,
-        choice: StrategyChoice,
-    ) -> Result<Prepared> {
-        let what = Counting {
-            sample_type,
-            weights,
-            binning,
-            policy,
-        };
-        Self::sized(gpu, what, choice, None)
-    }
-
-    /// [`Prepared::new`] for a run over `samples` samples (one GPU's shard) when known: the
-    /// planner may then pick the global strategy for a tiny shard and launches no more blocks
-    /// than the shard can keep busy ([`plan::grid_for_samples`]). Launching it over more samples
+    /// Compiles and plans a histogram of what `what` counts, for runs over `samples` samples
+    /// (one GPU's shard) where known, else (`None`) as a large input with the persistent grid.
+    /// Knowing the length, the planner may pick the global strategy for a tiny shard and
+    /// launches no more blocks than the shard can keep busy ([`plan::grid_for_samples`]). Launching it over more samples
     /// stays correct (the kernels are grid-stride loops), only with a smaller grid.
     pub fn sized(
         gpu: Arc<Gpu>,
@@ -392,33 +373,6 @@ impl Prepared {
         )
     }
 
-    /// Launches over `n` device-resident samples at `input` (weights at `weights`, 0 if none),
-    /// adding into `out` (u64 counts or f64 sums, `nbins` long) and `tallies` (3 u64).
-    ///
-    /// # Safety
-    /// The pointers must be device allocations of this context holding `n` samples of the prepared
-    /// type, `n` weights of the prepared kind, `nbins` counters and 3 tallies, valid until the
-    /// stream has finished the launches.
-    pub unsafe fn launch_device(
-        &self,
-        input: u64,
-        n: usize,
-        weights: u64,
-        out: u64,
-        tallies: u64,
-    ) -> Result<()> {
-        let run = Run {
-            stream: &self.gpu.stream,
-            input,
-            n,
-            weights,
-            out,
-            tallies,
-        };
-        // SAFETY: forwarded from the caller.
-        unsafe { self.enqueue(&run, false, true) }
-    }
-
     /// Whether a run of `n` samples writes every one of the `nbins` counters and the 3 tallies
     /// itself, so that [`Prepared::enqueue`] may overwrite a result nobody cleared: global-memory
     /// counts, whose fold (the last launch) can write its u32 counters and its tallies rather
@@ -433,9 +387,11 @@ impl Prepared {
         self.skew.is_some() && n >= plan::SKEW_PROBE_MIN_SAMPLES
     }
 
-    /// [`Prepared::launch_device`] on `stream` (of this GPU's context): every launch of the run,
-    /// `auto`'s skew verdict included, is enqueued there and nothing waits for the host, so a
-    /// run can be captured in a CUDA graph. Where the plan has a skew probe and the input is long
+    /// Enqueues the launches of one run over `run.n` device-resident samples at `run.input`
+    /// (weights at `run.weights`, 0 if none), adding into `run.out` (u64 counts or f64 sums,
+    /// `nbins` long) and `run.tallies` (3 u64), on `run.stream` (of this GPU's context): every
+    /// launch of the run, `auto`'s skew verdict included, is enqueued there and nothing waits
+    /// for the host, so a run can be captured in a CUDA graph. Where the plan has a skew probe and the input is long
     /// enough, both the planned strategy and global are enqueued, each gated on the verdict
     /// (`gated_off` in the kernels): the one not chosen returns at once.
     ///
@@ -447,8 +403,9 @@ impl Prepared {
     /// and tallies instead of adding into them, so that they need no clearing first.
     ///
     /// # Safety
-    /// As [`Prepared::launch_device`] on `run`'s buffers, with "until `run.stream` has finished the
-    /// launches".
+    /// `run`'s addresses must be device allocations of this context holding `n` samples of the
+    /// prepared type, `n` weights of the prepared kind, `nbins` counters and 3 tallies, valid
+    /// until `run.stream` has finished the launches.
     pub(crate) unsafe fn enqueue(&self, run: &Run<'_>, overwrite: bool, probe: bool) -> Result<()> {
         let Run {
             stream, input, n, ..
