@@ -5,6 +5,7 @@
 
 pub mod env;
 pub mod file;
+pub mod gather;
 pub mod nodelist;
 pub mod tcp;
 
