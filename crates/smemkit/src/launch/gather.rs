@@ -393,7 +393,7 @@ fn send(session: &Session, header: &PartHeader, words: &[u64], timeout: Duration
         .expect("a rank other than 0 has its link to rank 0");
     let sent = {
         let mut s = link.stream.lock().unwrap_or_else(|p| p.into_inner());
-        stream_part(&mut *s, header, words, timeout)
+        stream_part(&mut s, header, words, timeout)
     };
     if let Err(e) = sent {
         // Rank 0's own word, when it failed or vanished, says more than the broken pipe: its

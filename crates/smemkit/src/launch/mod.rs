@@ -90,6 +90,25 @@ impl Channel {
         }
     }
 
+    /// Rank 0 gathers the parts of bins sharded over the ranks ([`gather::gather`]); only over
+    /// TCP (a file rendezvous has no connection to carry them).
+    pub fn gather(
+        &self,
+        bins: std::ops::Range<usize>,
+        counts: crate::histogram::result::Counts,
+        tallies: crate::histogram::result::Tallies,
+        layout: &[std::ops::Range<usize>],
+        timeout: Duration,
+    ) -> Result<gather::Gathered> {
+        match self {
+            Channel::Tcp(s) => gather::gather(s, bins, counts, tallies, layout, timeout),
+            Channel::File(f) => Err(crate::error::Error::InvalidArgument(format!(
+                "gathering the parts needs the TCP rendezvous, and rank {} met through a file",
+                f.rank
+            ))),
+        }
+    }
+
     /// Every rank has used the payload: a file is removed.
     pub fn joined(&self) {
         if let Channel::File(f) = self {

@@ -55,6 +55,11 @@ pub struct RankSpec {
     pub source: String,
     /// Whether the bins are sharded over the ranks ([`super::bin_shards`]).
     pub shard_bins: ShardBins,
+    /// Bins sharded over the ranks: every rank sends its part to rank 0 over the TCP rendezvous
+    /// ([`crate::launch::gather`]), whose histogram is then the whole one (`part` `None`), as one
+    /// process would have counted it; the other ranks keep their parts. Without it each rank
+    /// holds only its part. Needs the TCP rendezvous ([`RankSpec::check_gather`]).
+    pub gather: bool,
 }
 
 impl RankSpec {
@@ -79,6 +84,7 @@ impl RankSpec {
             job: p.job,
             source: p.source,
             shard_bins: ShardBins::Auto,
+            gather: false,
         }
     }
 
@@ -104,7 +110,24 @@ impl RankSpec {
             job: None,
             source: format!("SMEMKIT_RANK={rank}, SMEMKIT_WORLD_SIZE={world}"),
             shard_bins: ShardBins::Auto,
+            gather: false,
         })
+    }
+
+    /// The gather travels over the TCP rendezvous's connections to rank 0: with the file
+    /// rendezvous (`SMEMKIT_NCCL_ID_FILE`) there are none, which is an error before anything is
+    /// counted.
+    pub fn check_gather(&self) -> Result<()> {
+        match &self.rendezvous {
+            Rendezvous::File(path) if self.gather => Err(Error::InvalidArgument(format!(
+                "--gather sends every rank's part of the bins to rank 0 over the TCP rendezvous, \
+                 and these ranks meet through the file {} (SMEMKIT_NCCL_ID_FILE): use the TCP \
+                 rendezvous (MASTER_ADDR and MASTER_PORT, or SMEMKIT_RENDEZVOUS=host:port), or \
+                 leave --gather off and each rank writes its part",
+                path.display()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// One line for the summary: rank, launcher and the variables read, rendezvous.
@@ -191,6 +214,7 @@ pub fn histogram(
     samples: Samples<'_>,
     job: &Job<'_>,
 ) -> Result<(EngineOutput, Option<BinPart>)> {
+    spec.check_gather()?;
     #[cfg(feature = "nccl")]
     {
         let timeout = crate::gpu::nccl::timeout()?;
@@ -413,17 +437,36 @@ fn run(
             if out.passes == 1 { "" } else { "es" }
         );
         let part = BinPart {
-            bins: out.bins,
+            bins: out.bins.clone(),
             nbins: binning.nbins(),
             rank: nccl_rank,
             world: nccl_world,
         };
+        let (counts, part, detail) = if spec.gather {
+            use crate::launch::gather::Gathered;
+            let shards = reduction.shards;
+            let layout: Vec<Range<usize>> = (0..nccl_world).map(|r| shards.owned(r)).collect();
+            match channel.gather(out.bins, out.counts, out.tallies, &layout, timeout)? {
+                Gathered::Whole(c) => (
+                    c,
+                    None,
+                    format!("{detail}; rank 0 gathered the {nccl_world} parts over TCP"),
+                ),
+                Gathered::Sent(c) => (
+                    c,
+                    Some(part),
+                    format!("{detail}; sent to rank 0, which gathered the whole"),
+                ),
+            }
+        } else {
+            (out.counts, Some(part), detail)
+        };
         let r = EngineOutput {
-            counts: out.counts,
+            counts,
             tallies: out.tallies,
             detail,
         };
-        return Ok((r, Some(part)));
+        return Ok((r, part));
     }
     let mut m = MultiPrepared::with_communicators(comms, what, *choice, Some(&lens), Some(watch))?;
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
