@@ -431,12 +431,18 @@ fn stream_part(
     s.set_write_timeout(Some(timeout.max(Duration::from_millis(1))))?;
     write_frame(s, Kind::Part, &header.encode())?;
     let mut body = Vec::with_capacity(CHUNK_WORDS.min(words.len()) * 8);
-    for chunk in words.chunks(CHUNK_WORDS) {
+    for (i, chunk) in words.chunks(CHUNK_WORDS).enumerate() {
         body.clear();
         chunk
             .iter()
             .for_each(|w| body.extend_from_slice(&w.to_le_bytes()));
         write_frame(s, Kind::Chunk, &body)?;
+        // Test aid: a rank paused mid-stream can be killed there (tests/gather_processes.rs).
+        if i == 0 {
+            if let Some(pause) = crate::config::test_gather_pause() {
+                std::thread::sleep(pause);
+            }
+        }
     }
     s.flush()?;
     s.set_write_timeout(None)
