@@ -295,3 +295,19 @@ fn rank_0_failing_or_dying_ends_every_rank() {
         assert!(start.elapsed() < Duration::from_secs(10));
     }
 }
+
+#[test]
+fn a_world_of_one_gathers_its_own_part() {
+    let s = join(0, 1, free_port(), 5.0);
+    let got = gather(
+        &s,
+        0..7,
+        content(false, 0..7),
+        TALLIES,
+        &layout(7, 1),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!(got, Gathered::Whole(content(false, 0..7)));
+    s.finish();
+}
