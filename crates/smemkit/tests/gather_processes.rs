@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use smemkit::histogram::{Counts, Tallies};
 use smemkit::internals::histogram::cuda::bin_shards::BinShards;
-use smemkit::internals::launch::gather::{gather, Gathered};
+use smemkit::internals::launch::gather::{gather, Gather, Gathered};
 use smemkit::internals::launch::tcp::{Peer, Session};
 
 const CHILD: &str = "SMEMKIT_GATHER_CHILD";
@@ -55,6 +55,10 @@ fn content(bins: Range<usize>) -> Vec<u64> {
 
 /// This rank's gather; rank 0's whole is checked bin for bin. Tells the others a failure.
 fn run_rank(rank: usize, port: u16) -> Result<String, String> {
+    run_rank_as(rank, port, Gather::Whole)
+}
+
+fn run_rank_as(rank: usize, port: u16, mode: Gather) -> Result<String, String> {
     let s = join(rank, port);
     let lay = layout();
     let got = gather(
@@ -64,6 +68,7 @@ fn run_rank(rank: usize, port: u16) -> Result<String, String> {
         TALLIES,
         &lay,
         Duration::from_secs(30),
+        mode,
     );
     match got {
         Ok(g) => {
@@ -87,9 +92,13 @@ fn run_rank(rank: usize, port: u16) -> Result<String, String> {
 }
 
 fn spawn_rank(rank: usize, port: u16, pause_ms: Option<u64>) -> Child {
+    spawn_rank_as(rank, port, pause_ms, "whole")
+}
+
+fn spawn_rank_as(rank: usize, port: u16, pause_ms: Option<u64>, mode: &str) -> Child {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env(CHILD, format!("{rank},{port}"))
+        .env(CHILD, format!("{rank},{port},{mode}"))
         .env_remove("SMEMKIT_TEST_GATHER_PAUSE_MS")
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -114,8 +123,12 @@ fn child() {
     let Ok(spec) = std::env::var(CHILD) else {
         return;
     };
-    let (rank, port) = spec.split_once(',').unwrap();
-    match run_rank(rank.parse().unwrap(), port.parse().unwrap()) {
+    let v: Vec<&str> = spec.split(',').collect();
+    let mode = match v[2] {
+        "until-written" => Gather::UntilWritten,
+        _ => Gather::Whole,
+    };
+    match run_rank_as(v[0].parse().unwrap(), v[1].parse().unwrap(), mode) {
         Ok(m) => println!("RESULT: {m}"),
         Err(e) => println!("RESULT: error: {e}"),
     }
@@ -180,4 +193,40 @@ fn rank_0_killed_while_a_rank_is_mid_stream_ends_every_rank() {
     let r1 = result(one);
     assert!(r1.starts_with("error:") && r1.contains("rank 0"), "{r1}");
     killer.join().unwrap();
+}
+
+#[test]
+fn rank_0_failing_to_write_ends_the_ranks_that_wait_for_it() {
+    let port = free_port();
+    let others = [
+        spawn_rank_as(1, port, None, "until-written"),
+        spawn_rank_as(2, port, None, "until-written"),
+    ];
+    let s = join(0, port);
+    let lay = layout();
+    let whole = gather(
+        &s,
+        lay[0].clone(),
+        Counts::Unweighted(content(lay[0].clone())),
+        TALLIES,
+        &lay,
+        Duration::from_secs(30),
+        Gather::UntilWritten,
+    )
+    .unwrap();
+    assert_eq!(
+        whole,
+        Gathered::Whole(Counts::Unweighted(content(0..NBINS)))
+    );
+    let held = smemkit::internals::launch::gather::hold(s, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(500));
+    held.written(Err("writing counts.npy: no space left on device".into()));
+    for o in others {
+        let r = result(o);
+        assert!(
+            r.starts_with("error:")
+                && r.contains("rank 0 failed: after gathering the histogram: writing counts.npy"),
+            "{r}"
+        );
+    }
 }

@@ -346,7 +346,7 @@ pub fn histogram_with_progress(
                 crate::histogram::cuda::ranks::histogram(spec, &options.devices, samples, &job)?;
             // Gathered, rank 0 holds the whole and computes the density; the other ranks'
             // parts carry none.
-            if p.is_some() && options.density && !spec.gather {
+            if p.is_some() && options.density && spec.gather == crate::launch::gather::Gather::Off {
                 return Err(Error::NotImplemented(
                     "density=True with bins sharded over ranks (each rank holds its slice of the \
                      bins, and the density needs every rank's total): gather the parts on rank 0 \

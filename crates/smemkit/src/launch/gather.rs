@@ -7,13 +7,16 @@
 //!
 //! Order: rank 0 makes room for the whole, then asks every rank for its part ([`Kind::Pull`]);
 //! each answers with what it holds ([`PartHeader`]) and its counters in chunks; once every part
-//! is in, rank 0 tells them ([`Kind::Gathered`]) and they are done. Failures follow the
+//! is in, rank 0 tells them ([`Kind::Gathered`]) and they are done, or under
+//! [`Gather::UntilWritten`] (the CLI's `--gather`) they wait until rank 0 has written the whole,
+//! so that its failure to write ends them too ([`hold`], [`written`]). Failures follow the
 //! rendezvous's rules: a rank that fails, vanishes or sends a part that does not fit ends the
 //! gather on every rank with its message, and no wait outlasts the timeout without news (rank
 //! 0's wait restarts with every chunk, so a large gather over a slow link is not cut short).
 
 use std::io::Write;
 use std::ops::Range;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::tcp::{secs, write_frame, Inner, Kind, Session, MAX_BODY};
@@ -76,6 +79,21 @@ impl PartHeader {
     }
 }
 
+/// Whether rank 0 gathers the parts of bins sharded over the ranks (`--gather`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gather {
+    /// Each rank keeps its part.
+    #[default]
+    Off,
+    /// Rank 0's histogram is the whole; the others are done once rank 0 holds every part.
+    Whole,
+    /// As `Whole`, and the others wait until rank 0 has written it: rank 0's session is parked
+    /// ([`park`]) until its caller says how the write went ([`written`]), so that a failure to
+    /// write ends every rank with its message. Rank 0 keeps the others waiting (with a word every
+    /// quarter of the timeout) until then, or until it exits.
+    UntilWritten,
+}
+
 /// What a rank ends the gather with.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gathered {
@@ -113,6 +131,16 @@ pub(super) struct GatherState {
     pulled: bool,
     /// The others: rank 0 holds every part.
     gathered: bool,
+    /// The others: rank 0 finished (after writing, under [`Gather::UntilWritten`]).
+    done: bool,
+    /// The others: when rank 0 last said it was still at work.
+    news: Option<Instant>,
+}
+
+/// Rank 0 said it is done (its session's `Done`).
+pub(super) fn rank_0_done(inner: &Inner) {
+    inner.state().gather.done = true;
+    inner.changed.notify_all();
 }
 
 /// A gather frame that rank `r` sent this rank (on its reader thread); an error is the failure
@@ -127,7 +155,11 @@ pub(super) fn accept(
     let mut s = inner.state();
     match kind {
         Kind::Pull if !root => s.gather.pulled = true,
-        Kind::Gathered if !root => s.gather.gathered = true,
+        Kind::Gathered if !root => {
+            s.gather.gathered = true;
+            s.gather.news = Some(Instant::now());
+        }
+        Kind::Writing if !root => s.gather.news = Some(Instant::now()),
         Kind::Part if root => {
             let Some(w) = s.gather.whole.as_mut() else {
                 return Err(format!(
@@ -224,6 +256,7 @@ pub fn gather(
     tallies: Tallies,
     layout: &[Range<usize>],
     timeout: Duration,
+    mode: Gather,
 ) -> Result<Gathered> {
     let (rank, world) = (session.rank(), session.world());
     let nbins = layout.last().map_or(0, |r| r.end);
@@ -255,6 +288,9 @@ pub fn gather(
             .map(|w| Gathered::Whole(counts_of(weighted, w)))
     } else {
         send(session, &header, &words, timeout)?;
+        if mode == Gather::UntilWritten {
+            wait_written(session, timeout)?;
+        }
         Ok(Gathered::Sent(counts_of(weighted, words)))
     }
 }
@@ -418,6 +454,127 @@ fn send(session: &Session, header: &PartHeader, words: &[u64], timeout: Duration
         timeout + CONFIRM_GRACE,
         "rank 0 did not confirm it received every part of the histogram",
     )
+}
+
+/// The other ranks under [`Gather::UntilWritten`]: waits for rank 0's word that it wrote the
+/// whole (its `Done`), or its failure; rank 0 silent for the timeout (no keep-alive) is an error.
+fn wait_written(session: &Session, timeout: Duration) -> Result<()> {
+    let inner = &session.inner;
+    let mut s = inner.state();
+    loop {
+        if s.gather.done {
+            return Ok(());
+        }
+        if let Some(m) = &s.failure {
+            return Err(failed(m.clone()));
+        }
+        let quiet = s.gather.news.map_or(Duration::ZERO, |t| t.elapsed());
+        if quiet >= timeout {
+            return Err(failed(format!(
+                "rank {}: rank 0 said nothing for {} s (SMEMKIT_NCCL_TIMEOUT) while it wrote the \
+                 gathered histogram (stuck, or its connection stalled)",
+                inner.rank,
+                secs(timeout)
+            )));
+        }
+        s = inner
+            .changed
+            .wait_timeout(s, timeout - quiet)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
+
+/// Rank 0's session after a gather under [`Gather::UntilWritten`], kept open (with a keep-alive
+/// to the others) until [`Held::written`].
+pub struct Held {
+    session: Option<Session>,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    beat: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Keeps rank 0's `session` open after a gather: every quarter of `timeout` the others hear that
+/// rank 0 is still at work, until [`Held::written`].
+pub fn hold(session: Session, timeout: Duration) -> Held {
+    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let every = (timeout / 4).max(Duration::from_millis(10));
+    let inner = session.inner.clone();
+    let flag = stop.clone();
+    let beat = std::thread::Builder::new()
+        .name("smemkit-gather-writing".into())
+        .spawn(move || {
+            let (lock, cv) = &*flag;
+            let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+            while !*stopped {
+                inner.send_all(Kind::Writing, &[], None);
+                stopped = cv
+                    .wait_timeout(stopped, every)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        })
+        .ok();
+    Held {
+        session: Some(session),
+        stop,
+        beat,
+    }
+}
+
+impl Held {
+    /// How rank 0's write went: the others finish, or end with `rank 0 failed after gathering
+    /// the histogram: <why>`.
+    pub fn written(mut self, result: std::result::Result<(), String>) {
+        self.stop_beat();
+        if let Some(s) = self.session.take() {
+            match result {
+                Ok(()) => s.finish(),
+                Err(why) => s.fail(&format!("after gathering the histogram: {why}")),
+            }
+        }
+    }
+
+    fn stop_beat(&mut self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.beat.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Held {
+    /// Never told: the others hear that rank 0 stopped (its session closes without a word).
+    fn drop(&mut self) {
+        self.stop_beat();
+    }
+}
+
+/// Where [`park`] keeps rank 0's held session for [`written`]: the histogram call that gathered
+/// returns before its caller writes.
+static PARKED: Mutex<Option<Held>> = Mutex::new(None);
+
+/// Parks rank 0's held session until [`written`] (a session parked before is told it failed).
+pub fn park(held: Held) {
+    let old = PARKED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .replace(held);
+    if let Some(old) = old {
+        old.written(Err(
+            "a later gather replaced it before it was written".into()
+        ));
+    }
+}
+
+/// Rank 0, after writing what a gather under [`Gather::UntilWritten`] returned: tells the other
+/// ranks how it went (nothing to do when no session is parked: another rank, or no gather).
+pub fn written(result: std::result::Result<(), String>) {
+    let held = PARKED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(h) = held {
+        h.written(result);
+    }
 }
 
 /// The header and the words in chunks, each write bounded by `timeout` (a rank 0 that stopped

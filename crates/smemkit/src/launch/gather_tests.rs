@@ -81,6 +81,7 @@ fn run_world(world: usize, nbins: usize, weighted: bool) -> Vec<Result<Gathered>
                     TALLIES,
                     &lay,
                     Duration::from_secs(20),
+                    Gather::Whole,
                 );
                 match &got {
                     Ok(_) => s.finish(),
@@ -158,6 +159,7 @@ fn with_a_bad_rank_2(
                 TALLIES,
                 &lay,
                 Duration::from_secs_f64(timeout_s),
+                Gather::Whole,
             );
             match &got {
                 Ok(_) => s.finish(),
@@ -218,6 +220,7 @@ fn a_part_that_does_not_fit_is_refused_on_every_rank() {
             TALLIES,
             &lay,
             Duration::from_secs(30),
+            Gather::Whole,
         );
         let e = got.unwrap_err().to_string();
         assert!(e.contains("2000") && e.contains("1000"), "{e}");
@@ -258,6 +261,7 @@ fn rank_0_failing_or_dying_ends_every_rank() {
                         TALLIES,
                         &lay,
                         Duration::from_secs(30),
+                        Gather::Whole,
                     );
                     got.map(|_| ()).unwrap_err().to_string()
                 })
@@ -272,6 +276,7 @@ fn rank_0_failing_or_dying_ends_every_rank() {
             TALLIES,
             &lay,
             Duration::from_secs(30),
+            Gather::Whole,
         )
         .unwrap_err()
         .to_string();
@@ -306,8 +311,97 @@ fn a_world_of_one_gathers_its_own_part() {
         TALLIES,
         &layout(7, 1),
         Duration::from_secs(5),
+        Gather::Whole,
     )
     .unwrap();
     assert_eq!(got, Gathered::Whole(content(false, 0..7)));
     s.finish();
+}
+
+/// Ranks 1 and 2 gather under [`Gather::UntilWritten`] (timeout `timeout_s`); rank 0 gathers,
+/// holds its session and does `then` with it. The other ranks' results and when they ended.
+fn until_written(
+    timeout_s: f64,
+    then: impl FnOnce(Held),
+) -> Vec<(std::result::Result<Gathered, String>, Instant)> {
+    let port = free_port();
+    let world = 3;
+    let lay = layout(1000, world);
+    let others: Vec<_> = (1..world)
+        .map(|r| {
+            let lay = lay.clone();
+            spawn(move || {
+                let s = join(r, world, port, timeout_s);
+                let got = gather(
+                    &s,
+                    lay[r].clone(),
+                    content(true, lay[r].clone()),
+                    TALLIES,
+                    &lay,
+                    Duration::from_secs_f64(timeout_s),
+                    Gather::UntilWritten,
+                );
+                match &got {
+                    Ok(_) => s.finish(),
+                    Err(e) => s.fail(&e.to_string()),
+                }
+                (got.map_err(|e| e.to_string()), Instant::now())
+            })
+        })
+        .collect();
+    let root = join(0, world, port, timeout_s);
+    let whole = gather(
+        &root,
+        lay[0].clone(),
+        content(true, lay[0].clone()),
+        TALLIES,
+        &lay,
+        Duration::from_secs_f64(timeout_s),
+        Gather::UntilWritten,
+    )
+    .unwrap();
+    assert_eq!(whole, Gathered::Whole(content(true, 0..1000)));
+    then(hold(root, Duration::from_secs_f64(timeout_s)));
+    others.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+#[test]
+fn until_written_the_others_wait_past_the_timeout_and_hear_rank_0s_write_fail() {
+    // Rank 0 writes for 2.5 timeouts: its keep-alive holds the others, then its failure ends them.
+    let mut told = None;
+    let got = until_written(1.0, |held| {
+        std::thread::sleep(Duration::from_millis(2500));
+        told = Some(Instant::now());
+        held.written(Err("--out /full/counts.npy: no space left on device".into()));
+    });
+    for (r, at) in got {
+        let e = r.unwrap_err();
+        assert!(
+            e.contains("rank 0 failed: after gathering the histogram: --out /full/counts.npy"),
+            "{e}"
+        );
+        assert!(at >= told.unwrap(), "ended before rank 0's word");
+    }
+}
+
+#[test]
+fn until_written_the_others_finish_once_rank_0_has_written() {
+    let got = until_written(5.0, |held| {
+        std::thread::sleep(Duration::from_millis(200));
+        park(held);
+        written(Ok(()));
+    });
+    for (r, _) in got {
+        assert!(matches!(r, Ok(Gathered::Sent(_))), "{r:?}");
+    }
+}
+
+#[test]
+fn until_written_rank_0_never_telling_ends_the_others() {
+    // Rank 0 drops its held session (it stopped, or its caller forgot): the others hear it.
+    let got = until_written(5.0, drop);
+    for (r, _) in got {
+        let e = r.unwrap_err();
+        assert!(e.contains("rank 0 stopped without a word"), "{e}");
+    }
 }

@@ -99,9 +99,10 @@ impl Channel {
         tallies: crate::histogram::result::Tallies,
         layout: &[std::ops::Range<usize>],
         timeout: Duration,
+        mode: gather::Gather,
     ) -> Result<gather::Gathered> {
         match self {
-            Channel::Tcp(s) => gather::gather(s, bins, counts, tallies, layout, timeout),
+            Channel::Tcp(s) => gather::gather(s, bins, counts, tallies, layout, timeout, mode),
             Channel::File(f) => Err(crate::error::Error::InvalidArgument(format!(
                 "gathering the parts needs the TCP rendezvous, and rank {} met through a file",
                 f.rank
@@ -143,6 +144,15 @@ impl Channel {
         match self {
             Channel::File(f) => f.fail(message),
             Channel::Tcp(s) => s.fail(message),
+        }
+    }
+
+    /// Rank 0 after a gather under [`gather::Gather::UntilWritten`]: its session stays open
+    /// until its caller has written the whole ([`gather::written`]).
+    pub fn park_until_written(self, timeout: Duration) {
+        match self {
+            Channel::Tcp(s) => gather::park(gather::hold(s, timeout)),
+            other => other.finish(),
         }
     }
 

@@ -47,6 +47,8 @@ pub(super) enum Kind {
     Chunk = 9,
     /// Rank 0 holds every part.
     Gathered = 10,
+    /// Rank 0 is still writing the gathered histogram (a keep-alive).
+    Writing = 11,
 }
 
 impl Kind {
@@ -62,6 +64,7 @@ impl Kind {
             8 => Kind::Part,
             9 => Kind::Chunk,
             10 => Kind::Gathered,
+            11 => Kind::Writing,
             _ => return None,
         })
     }
@@ -194,7 +197,7 @@ impl Inner {
     }
 
     /// Sends a frame on every link but `except`'s (best effort: a dead link is news already).
-    fn send_all(&self, kind: Kind, body: &[u8], except: Option<usize>) {
+    pub(super) fn send_all(&self, kind: Kind, body: &[u8], except: Option<usize>) {
         for l in self.links.iter().filter(|l| Some(l.rank) != except) {
             let mut s = l.stream.lock().unwrap_or_else(|p| p.into_inner());
             let _ = write_frame(&mut *s, kind, body);
@@ -610,13 +613,19 @@ fn listen(inner: &Inner, r: usize, mut s: TcpStream) {
                 inner.changed.notify_all();
                 continue;
             }
-            Ok(Some((Kind::Done, _))) => return,
-            Ok(Some((kind @ (Kind::Pull | Kind::Part | Kind::Chunk | Kind::Gathered), body))) => {
-                match super::gather::accept(inner, r, kind, &body) {
-                    Ok(()) => continue,
-                    Err(m) => m,
+            Ok(Some((Kind::Done, _))) => {
+                if !root {
+                    super::gather::rank_0_done(inner);
                 }
+                return;
             }
+            Ok(Some((
+                kind @ (Kind::Pull | Kind::Part | Kind::Chunk | Kind::Gathered | Kind::Writing),
+                body,
+            ))) => match super::gather::accept(inner, r, kind, &body) {
+                Ok(()) => continue,
+                Err(m) => m,
+            },
             Ok(Some((Kind::Failed, m))) => {
                 let m = String::from_utf8_lossy(&m).into_owned();
                 if root {

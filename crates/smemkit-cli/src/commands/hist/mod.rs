@@ -25,8 +25,18 @@ use crate::input::{direct_file, progress, read_file, SampleData, Shape};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
 use smemkit::internals::histogram::cuda::bin_shards::{part_path, ShardBins};
+use smemkit::internals::launch::gather::Gather;
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
+    let r = run_config(args, out);
+    // Rank 0 after a gather (`--gather`): the other ranks wait to hear how the writing went.
+    smemkit::internals::launch::gather::written(
+        r.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")),
+    );
+    r
+}
+
+fn run_config(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
     protect_inputs(&config)?;
     check_sizes(&config)?;
@@ -215,7 +225,11 @@ fn ranks(shard_bins: ShardBins, gather: bool) -> Result<(Option<RankSpec>, Optio
         return Ok((None, None));
     };
     spec.shard_bins = shard_bins;
-    spec.gather = gather;
+    spec.gather = if gather {
+        Gather::UntilWritten
+    } else {
+        Gather::Off
+    };
     if spec.world == 1 && spec.launcher != smemkit::internals::launch::Launcher::Smemkit {
         let note = format!(
             "launched by {} as a single rank ({}): runs alone",
