@@ -262,9 +262,8 @@ pub fn gather(
     let nbins = layout.last().map_or(0, |r| r.end);
     let tiled = layout.len() == world
         && layout.first().is_some_and(|r| r.start == 0)
-        && layout
-            .windows(2)
-            .all(|p| p[0].end == p[1].start && p[0].start <= p[0].end);
+        && layout.iter().all(|r| r.start <= r.end)
+        && layout.windows(2).all(|p| p[0].end == p[1].start);
     if !tiled || layout[rank] != bins || counts.len() != bins.len() {
         return Err(Error::InvalidArgument(format!(
             "rank {rank}: a gather of bins {}..{} ({} counters) in a layout of {} parts over {} \

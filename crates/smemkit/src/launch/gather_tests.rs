@@ -302,6 +302,33 @@ fn rank_0_failing_or_dying_ends_every_rank() {
 }
 
 #[test]
+fn layouts_that_do_not_tile_the_bins_are_refused() {
+    let s = join(0, 1, free_port(), 5.0);
+    #[allow(clippy::reversed_empty_ranges)]
+    let cases = [
+        (0..3, vec![0..3, 3..7]), // two parts for one rank
+        (1..3, vec![1..3]),       // not from bin 0
+        (0..3, vec![0..2]),       // not this rank's bins
+        (0..9, vec![0..9]),       // the counters are not these bins' (7 of them)
+        (3..0, vec![3..0]),       // reversed (and not from bin 0)
+    ];
+    for (bins, lay) in cases {
+        let counts = content(false, 0..7);
+        let e = gather(
+            &s,
+            bins,
+            counts,
+            TALLIES,
+            &lay,
+            Duration::from_secs(5),
+            Gather::Whole,
+        );
+        assert!(e.unwrap_err().to_string().contains("does not tile"));
+    }
+    s.finish();
+}
+
+#[test]
 fn a_world_of_one_gathers_its_own_part() {
     let s = join(0, 1, free_port(), 5.0);
     let got = gather(
