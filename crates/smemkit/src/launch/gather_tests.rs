@@ -304,7 +304,7 @@ fn rank_0_failing_or_dying_ends_every_rank() {
 #[test]
 fn layouts_that_do_not_tile_the_bins_are_refused() {
     let s = join(0, 1, free_port(), 5.0);
-    #[allow(clippy::reversed_empty_ranges)]
+    #[allow(clippy::reversed_empty_ranges, clippy::single_range_in_vec_init)]
     let cases = [
         (0..3, vec![0..3, 3..7]), // two parts for one rank
         (1..3, vec![1..3]),       // not from bin 0
