@@ -5,9 +5,9 @@
 //! counted it, and writes it; a rank never holds a second full copy of its part (it sends it in
 //! chunks of at most [`super::tcp::MAX_BODY`] bytes).
 //!
-//! Order: rank 0 makes room for the whole, then asks every rank for its part ([`Kind::Pull`]);
+//! Order: rank 0 makes room for the whole, then asks every rank for its part (`Pull`);
 //! each answers with what it holds ([`PartHeader`]) and its counters in chunks; once every part
-//! is in, rank 0 tells them ([`Kind::Gathered`]) and they are done, or under
+//! is in, rank 0 tells them (`Gathered`) and they are done, or under
 //! [`Gather::UntilWritten`] (the CLI's `--gather`) they wait until rank 0 has written the whole,
 //! so that its failure to write ends them too ([`hold`], [`written`]). Failures follow the
 //! rendezvous's rules: a rank that fails, vanishes or sends a part that does not fit ends the
