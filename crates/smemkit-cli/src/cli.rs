@@ -166,6 +166,12 @@ pub struct HistArgs {
     /// (`--out counts.csv` becomes `counts.part-0000-of-0002.csv`, ...); one GPU per rank.
     #[arg(long, value_name = "auto|always|never", default_value = "auto")]
     pub shard_bins: String,
+    /// Several processes, bins sharded over the ranks: every rank sends its part to rank 0 over
+    /// the TCP rendezvous, and rank 0 writes the whole histogram to `--out` (one file, as one
+    /// process would write it) instead of one part file per rank. Needs the TCP rendezvous
+    /// (MASTER_ADDR/MASTER_PORT or SMEMKIT_RENDEZVOUS), not SMEMKIT_NCCL_ID_FILE.
+    #[arg(long)]
+    pub gather: bool,
 }
 
 #[derive(Debug, Args)]

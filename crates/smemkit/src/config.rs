@@ -60,6 +60,9 @@ pub const PROFILE_MULTI: &str = "SMEMKIT_PROFILE_MULTI";
 /// Test aid: milliseconds a rank sleeps between the ranks' agreement and its histogram, so that a
 /// test can kill it in the middle of a run.
 pub const TEST_RANK_PAUSE_MS: &str = "SMEMKIT_TEST_RANK_PAUSE_MS";
+/// Test aid: milliseconds a rank sleeps after sending the first chunk of its part to rank 0
+/// (`--gather`), so that a test can kill it in the middle of the gather.
+pub const TEST_GATHER_PAUSE_MS: &str = "SMEMKIT_TEST_GATHER_PAUSE_MS";
 /// Kernel check (the `dump_ptx` test): the folder the PTX of every kernel set is written to.
 pub const PTX_DUMP: &str = "SMEMKIT_PTX_DUMP";
 /// With [`PTX_DUMP`]: comma-separated substrings of the set names to dump.
@@ -92,6 +95,7 @@ pub const ALL: &[&str] = &[
     PROFILE_PARTITION,
     PROFILE_MULTI,
     TEST_RANK_PAUSE_MS,
+    TEST_GATHER_PAUSE_MS,
     PTX_DUMP,
     PTX_DUMP_ONLY,
     PTX_DUMP_LINEINFO,
@@ -227,6 +231,13 @@ pub fn device() -> Result<Option<usize>> {
 /// [`TEST_RANK_PAUSE_MS`] when it is a number of milliseconds, read at each call.
 pub fn test_rank_pause() -> Option<Duration> {
     var(TEST_RANK_PAUSE_MS)
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis)
+}
+
+/// [`TEST_GATHER_PAUSE_MS`] when it is a number of milliseconds, read at each call.
+pub fn test_gather_pause() -> Option<Duration> {
+    var(TEST_GATHER_PAUSE_MS)
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis)
 }

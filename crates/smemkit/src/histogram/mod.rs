@@ -69,7 +69,9 @@ pub struct HistogramOptions {
     /// with NCCL ([`crate::histogram::cuda::multi`]; host input always streams there).
     pub devices: DeviceSet,
     /// GPU: this process is one rank of several, each histogramming its slice of the same input
-    /// ([`crate::histogram::cuda::ranks`]); every rank gets the whole histogram.
+    /// ([`crate::histogram::cuda::ranks`]); every rank gets the whole histogram, or with bins
+    /// sharded over the ranks its part of them ([`Histogram::part`]; rank 0 the whole when
+    /// [`RankSpec::gather`] asks).
     pub ranks: Option<RankSpec>,
     /// numpy's `density=True`: also compute [`Histogram::density`] ([`crate::histogram::density`]).
     pub density: bool,
@@ -307,6 +309,7 @@ pub fn histogram_with_progress(
                 kernel: work.kernel,
             },
             auto_choice,
+            part: false,
         }
     };
     // No samples: numpy's zero counts over the resolved bins, the same on every engine (several
@@ -341,10 +344,13 @@ pub fn histogram_with_progress(
             let spec = options.ranks.as_ref().expect("checked by the guard");
             let (r, p) =
                 crate::histogram::cuda::ranks::histogram(spec, &options.devices, samples, &job)?;
-            if p.is_some() && options.density {
+            // Gathered, rank 0 holds the whole and computes the density; the other ranks'
+            // parts carry none.
+            if p.is_some() && options.density && spec.gather == crate::launch::gather::Gather::Off {
                 return Err(Error::NotImplemented(
                     "density=True with bins sharded over ranks (each rank holds its slice of the \
-                     bins, and the density needs every rank's total): compute it from the parts"
+                     bins, and the density needs every rank's total): gather the parts on rank 0 \
+                     (--gather), or compute it from the parts"
                         .into(),
                 ));
             }
@@ -373,7 +379,10 @@ pub fn histogram_with_progress(
         &binning,
         samples.len(),
         (counts, tallies, detail),
-        extras(backend, elapsed, auto_choice),
+        CallFacts {
+            part: part.is_some(),
+            ..extras(backend, elapsed, auto_choice)
+        },
     )
     .map(|h| h.with_part(&binning, part))
 }
@@ -384,6 +393,9 @@ struct CallFacts {
     elapsed: Duration,
     phases: Phases,
     auto_choice: Option<String>,
+    /// The counts are one rank's part of bins sharded over ranks: no density (it would be
+    /// normalised by the part's total, not the whole's).
+    part: bool,
 }
 
 /// The engine's counts and tallies as a [`Histogram`], after the out-of-range policy's check.
@@ -400,6 +412,7 @@ fn finish(
         elapsed,
         phases,
         auto_choice,
+        part,
     } = call;
     if options.policy == OutOfRange::Error
         && (tallies.below > 0 || tallies.above > 0 || tallies.nan > 0)
@@ -411,7 +424,7 @@ fn finish(
         });
     }
     let counts = class.counts(counts)?;
-    let density = options.density.then(|| {
+    let density = (options.density && !part).then(|| {
         crate::histogram::density::density(
             &counts,
             &crate::histogram::density::bin_widths(binning),
@@ -531,6 +544,7 @@ pub fn histogram_file_with_progress(
             elapsed: start.elapsed(),
             phases,
             auto_choice,
+            part: false,
         },
     )
 }

@@ -5,6 +5,7 @@
 
 pub mod env;
 pub mod file;
+pub mod gather;
 pub mod nodelist;
 pub mod tcp;
 
@@ -89,6 +90,26 @@ impl Channel {
         }
     }
 
+    /// Rank 0 gathers the parts of bins sharded over the ranks ([`gather::gather`]); only over
+    /// TCP (a file rendezvous has no connection to carry them).
+    pub fn gather(
+        &self,
+        bins: std::ops::Range<usize>,
+        counts: crate::histogram::result::Counts,
+        tallies: crate::histogram::result::Tallies,
+        layout: &[std::ops::Range<usize>],
+        timeout: Duration,
+        mode: gather::Gather,
+    ) -> Result<gather::Gathered> {
+        match self {
+            Channel::Tcp(s) => gather::gather(s, bins, counts, tallies, layout, timeout, mode),
+            Channel::File(f) => Err(crate::error::Error::InvalidArgument(format!(
+                "gathering the parts needs the TCP rendezvous, and rank {} met through a file",
+                f.rank
+            ))),
+        }
+    }
+
     /// Every rank has used the payload: a file is removed.
     pub fn joined(&self) {
         if let Channel::File(f) = self {
@@ -123,6 +144,15 @@ impl Channel {
         match self {
             Channel::File(f) => f.fail(message),
             Channel::Tcp(s) => s.fail(message),
+        }
+    }
+
+    /// Rank 0 after a gather under [`gather::Gather::UntilWritten`]: its session stays open
+    /// until its caller has written the whole ([`gather::written`]).
+    pub fn park_until_written(self, timeout: Duration) {
+        match self {
+            Channel::Tcp(s) => gather::park(gather::hold(s, timeout)),
+            other => other.finish(),
         }
     }
 

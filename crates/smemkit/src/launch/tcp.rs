@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 4] = b"SMK1";
-/// The largest frame body accepted: a payload or a message, never more.
-const MAX_BODY: usize = 1 << 20;
+/// The largest frame body accepted: a payload, a message or one chunk of a gathered part.
+pub(super) const MAX_BODY: usize = 1 << 20;
 /// How long one connection attempt, or the wait for rank 0's answer to it, may take before the
 /// next attempt (within the deadline).
 const ATTEMPT: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     /// A rank joins: rank, number of ranks (u64 LE each), the job's name.
     Hello = 1,
     /// Rank 0 accepted the rank.
@@ -39,6 +39,16 @@ enum Kind {
     Failed = 5,
     /// The rank finished its work: its connection closing next is no failure.
     Done = 6,
+    /// Rank 0 is ready for the gather ([`super::gather`]): send your part.
+    Pull = 7,
+    /// A rank's part follows: what it holds ([`super::gather::PartHeader`]).
+    Part = 8,
+    /// The next words of a rank's part.
+    Chunk = 9,
+    /// Rank 0 holds every part.
+    Gathered = 10,
+    /// Rank 0 is still writing the gathered histogram (a keep-alive).
+    Writing = 11,
 }
 
 impl Kind {
@@ -50,12 +60,17 @@ impl Kind {
             4 => Kind::Payload,
             5 => Kind::Failed,
             6 => Kind::Done,
+            7 => Kind::Pull,
+            8 => Kind::Part,
+            9 => Kind::Chunk,
+            10 => Kind::Gathered,
+            11 => Kind::Writing,
             _ => return None,
         })
     }
 }
 
-fn write_frame(s: &mut impl Write, kind: Kind, body: &[u8]) -> io::Result<()> {
+pub(super) fn write_frame(s: &mut impl Write, kind: Kind, body: &[u8]) -> io::Result<()> {
     let mut frame = Vec::with_capacity(9 + body.len());
     frame.extend_from_slice(MAGIC);
     frame.push(kind as u8);
@@ -133,7 +148,7 @@ impl Peer {
 }
 
 /// Seconds as people write them: `120`, `1.5`.
-fn secs(d: Duration) -> String {
+pub(super) fn secs(d: Duration) -> String {
     format!("{}", d.as_secs_f64())
 }
 
@@ -142,29 +157,31 @@ fn failed(msg: String) -> Error {
 }
 
 #[derive(Default)]
-struct State {
-    failure: Option<String>,
+pub(super) struct State {
+    pub(super) failure: Option<String>,
     payload: Option<Vec<u8>>,
     /// This rank is done (or failed and said so): connections closing are no longer news.
     closing: bool,
+    /// The gather ([`super::gather`]): rank 0's whole being filled, the others' word from it.
+    pub(super) gather: super::gather::GatherState,
 }
 
-struct Link {
-    rank: usize,
-    stream: Mutex<TcpStream>,
+pub(super) struct Link {
+    pub(super) rank: usize,
+    pub(super) stream: Mutex<TcpStream>,
 }
 
-struct Inner {
-    rank: usize,
-    world: usize,
+pub(super) struct Inner {
+    pub(super) rank: usize,
+    pub(super) world: usize,
     /// Rank 0: one per other rank; the others: the one to rank 0.
-    links: Vec<Link>,
+    pub(super) links: Vec<Link>,
     state: Mutex<State>,
-    changed: Condvar,
+    pub(super) changed: Condvar,
 }
 
 impl Inner {
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -180,7 +197,7 @@ impl Inner {
     }
 
     /// Sends a frame on every link but `except`'s (best effort: a dead link is news already).
-    fn send_all(&self, kind: Kind, body: &[u8], except: Option<usize>) {
+    pub(super) fn send_all(&self, kind: Kind, body: &[u8], except: Option<usize>) {
         for l in self.links.iter().filter(|l| Some(l.rank) != except) {
             let mut s = l.stream.lock().unwrap_or_else(|p| p.into_inner());
             let _ = write_frame(&mut *s, kind, body);
@@ -198,7 +215,7 @@ impl Inner {
 
 /// A joined rendezvous: every rank is connected (to rank 0), until the session ends.
 pub struct Session {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 /// The failure watchdog of a [`Session`], for waits elsewhere (cheap to call often).
@@ -596,7 +613,19 @@ fn listen(inner: &Inner, r: usize, mut s: TcpStream) {
                 inner.changed.notify_all();
                 continue;
             }
-            Ok(Some((Kind::Done, _))) => return,
+            Ok(Some((Kind::Done, _))) => {
+                if !root {
+                    super::gather::rank_0_done(inner);
+                }
+                return;
+            }
+            Ok(Some((
+                kind @ (Kind::Pull | Kind::Part | Kind::Chunk | Kind::Gathered | Kind::Writing),
+                body,
+            ))) => match super::gather::accept(inner, r, kind, &body) {
+                Ok(()) => continue,
+                Err(m) => m,
+            },
             Ok(Some((Kind::Failed, m))) => {
                 let m = String::from_utf8_lossy(&m).into_owned();
                 if root {

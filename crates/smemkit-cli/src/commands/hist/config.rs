@@ -128,6 +128,9 @@ pub struct HistConfig {
     pub devices: DeviceSet,
     /// Several processes: whether the bins are sharded over the ranks (`--shard-bins`).
     pub shard_bins: smemkit::internals::histogram::cuda::bin_shards::ShardBins,
+    /// Several processes, bins sharded: rank 0 gathers the parts and writes the whole
+    /// (`--gather`).
+    pub gather: bool,
     /// Lines for the summary about how the inputs read so far were read (a skipped header).
     pub notes: Vec<String>,
     /// numpy's density=True.
@@ -415,6 +418,7 @@ impl HistConfig {
             device_budget,
             devices,
             shard_bins,
+            gather: a.gather,
             source,
             bins,
             weights: a.weights.clone(),

@@ -25,8 +25,18 @@ use crate::input::{direct_file, progress, read_file, SampleData, Shape};
 use crate::output::{self, summary::InputFacts};
 use config::{HistConfig, Source};
 use smemkit::internals::histogram::cuda::bin_shards::{part_path, ShardBins};
+use smemkit::internals::launch::gather::Gather;
 
 pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
+    let r = run_config(args, out);
+    // Rank 0 after a gather (`--gather`): the other ranks wait to hear how the writing went.
+    smemkit::internals::launch::gather::written(
+        r.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")),
+    );
+    r
+}
+
+fn run_config(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     let config = HistConfig::from_args(args)?;
     protect_inputs(&config)?;
     check_sizes(&config)?;
@@ -34,7 +44,7 @@ pub fn run(args: &HistArgs, out: &mut dyn Write) -> Result<()> {
     // writes the files.
     // With --devices, each rank drives those GPUs (every rank as many), one NCCL rank per GPU.
     // The ranks come from a launcher's environment (torchrun, srun, mpirun) or SMEMKIT_RANK.
-    let (ranks, rank_note) = ranks(config.shard_bins)?;
+    let (ranks, rank_note) = ranks(config.shard_bins, config.gather)?;
     let writer = !matches!(&ranks, Some(r) if r.rank != 0);
     let start = Instant::now();
     // GPU setup paid before the histogram call (the context opened to decide whether the input
@@ -174,8 +184,9 @@ fn present(
         writeln!(out)?;
         output::chart::write(out, h)?;
     }
-    // Bins sharded over ranks: every rank writes its part of the bins to its own file.
-    let part = h.part.as_ref();
+    // Bins sharded over ranks: every rank writes its part of the bins to its own file, unless
+    // rank 0 gathered them (`--gather`: its histogram is whole, and it writes it alone).
+    let part = h.part.as_ref().filter(|_| !config.gather);
     if !writer && part.is_none() {
         if config.out.is_some() || config.plot.is_some() {
             writeln!(out, "rank 0 writes the files")?;
@@ -203,7 +214,7 @@ fn present(
 /// This process's place among several, and the summary's note saying which launcher it came
 /// from. A launcher's world of one rank runs alone (no NCCL, any backend); `SMEMKIT_WORLD_SIZE=1`
 /// asked for a rank explicitly and keeps it.
-fn ranks(shard_bins: ShardBins) -> Result<(Option<RankSpec>, Option<String>)> {
+fn ranks(shard_bins: ShardBins, gather: bool) -> Result<(Option<RankSpec>, Option<String>)> {
     let Some(mut spec) = RankSpec::from_env()? else {
         if shard_bins == ShardBins::Always {
             bail!(
@@ -214,6 +225,11 @@ fn ranks(shard_bins: ShardBins) -> Result<(Option<RankSpec>, Option<String>)> {
         return Ok((None, None));
     };
     spec.shard_bins = shard_bins;
+    spec.gather = if gather {
+        Gather::UntilWritten
+    } else {
+        Gather::Off
+    };
     if spec.world == 1 && spec.launcher != smemkit::internals::launch::Launcher::Smemkit {
         let note = format!(
             "launched by {} as a single rank ({}): runs alone",
@@ -222,6 +238,7 @@ fn ranks(shard_bins: ShardBins) -> Result<(Option<RankSpec>, Option<String>)> {
         );
         return Ok((None, Some(note)));
     }
+    spec.check_gather()?;
     let note = format!("ranks: {}", spec.describe());
     Ok((Some(spec), Some(note)))
 }

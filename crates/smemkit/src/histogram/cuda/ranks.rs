@@ -6,7 +6,8 @@
 //! hold the whole histogram (the CLI writes it from rank 0). When the counters would not fit on a
 //! GPU (or when asked), the bins are sharded over the ranks instead ([`super::bin_shards`],
 //! counted by `super::sharded`): each rank ends with its slice of the bins (the CLI writes one
-//! part file per rank).
+//! part file per rank), or with [`RankSpec::gather`] rank 0 gathers them over the TCP rendezvous
+//! ([`crate::launch::gather`]) and ends with the whole.
 //!
 //! Rendezvous ([`crate::launch::Channel`]): rank 0 makes the NCCL unique id and hands it to the
 //! others over TCP (`MASTER_ADDR:MASTER_PORT`, `SMEMKIT_RENDEZVOUS`, or what the launcher implies)
@@ -28,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::histogram::bins::{Binning, OutOfRange};
 use crate::histogram::job::Job;
 use crate::histogram::result::BinPart;
+use crate::launch::gather::Gather;
 use crate::launch::{Launcher, Placement, Rendezvous};
 use crate::sample::Samples;
 #[cfg(feature = "nccl")]
@@ -55,6 +57,13 @@ pub struct RankSpec {
     pub source: String,
     /// Whether the bins are sharded over the ranks ([`super::bin_shards`]).
     pub shard_bins: ShardBins,
+    /// Bins sharded over the ranks: every rank sends its part to rank 0 over the TCP rendezvous
+    /// ([`crate::launch::gather`]), whose histogram is then the whole one (`part` `None`), as one
+    /// process would have counted it; the other ranks keep their parts. Under
+    /// [`Gather::UntilWritten`] they also wait, within the call, until rank 0's caller has
+    /// written the whole and said so ([`crate::launch::gather::written`]). `Off`: each rank
+    /// holds only its part. Needs the TCP rendezvous ([`RankSpec::check_gather`]).
+    pub gather: Gather,
 }
 
 impl RankSpec {
@@ -79,6 +88,7 @@ impl RankSpec {
             job: p.job,
             source: p.source,
             shard_bins: ShardBins::Auto,
+            gather: Gather::Off,
         }
     }
 
@@ -104,7 +114,26 @@ impl RankSpec {
             job: None,
             source: format!("SMEMKIT_RANK={rank}, SMEMKIT_WORLD_SIZE={world}"),
             shard_bins: ShardBins::Auto,
+            gather: Gather::Off,
         })
+    }
+
+    /// The gather travels over the TCP rendezvous's connections to rank 0: with the file
+    /// rendezvous (`SMEMKIT_NCCL_ID_FILE`) there are none, which is an error before anything is
+    /// counted.
+    pub fn check_gather(&self) -> Result<()> {
+        match &self.rendezvous {
+            Rendezvous::File(path) if self.gather != Gather::Off => {
+                Err(Error::InvalidArgument(format!(
+                "--gather sends every rank's part of the bins to rank 0 over the TCP rendezvous, \
+                 and these ranks meet through the file {} (SMEMKIT_NCCL_ID_FILE): use the TCP \
+                 rendezvous (MASTER_ADDR and MASTER_PORT, or SMEMKIT_RENDEZVOUS=host:port), or \
+                 leave --gather off and each rank writes its part",
+                path.display()
+            )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// One line for the summary: rank, launcher and the variables read, rendezvous.
@@ -191,6 +220,7 @@ pub fn histogram(
     samples: Samples<'_>,
     job: &Job<'_>,
 ) -> Result<(EngineOutput, Option<BinPart>)> {
+    spec.check_gather()?;
     #[cfg(feature = "nccl")]
     {
         let timeout = crate::gpu::nccl::timeout()?;
@@ -203,10 +233,14 @@ pub fn histogram(
         )?;
         let r = run(spec, &channel, timeout, devices, samples, job);
         match &r {
+            // Rank 0 gathered, and the others wait until its caller has written the whole.
+            Ok((_, None, true)) if spec.gather == Gather::UntilWritten => {
+                channel.park_until_written(timeout)
+            }
             Ok(_) => channel.finish(),
             Err(e) => channel.fail(&e.to_string()),
         }
-        r
+        r.map(|(out, part, _)| (out, part))
     }
     #[cfg(not(feature = "nccl"))]
     {
@@ -304,7 +338,7 @@ fn run(
     devices: &DeviceSet,
     samples: Samples<'_>,
     job: &Job<'_>,
-) -> Result<(EngineOutput, Option<BinPart>)> {
+) -> Result<(EngineOutput, Option<BinPart>, bool)> {
     let Job {
         weights,
         binning,
@@ -413,17 +447,38 @@ fn run(
             if out.passes == 1 { "" } else { "es" }
         );
         let part = BinPart {
-            bins: out.bins,
+            bins: out.bins.clone(),
             nbins: binning.nbins(),
             rank: nccl_rank,
             world: nccl_world,
         };
+        let gathered = spec.gather != Gather::Off;
+        let (counts, part, detail) = if gathered {
+            use crate::launch::gather::Gathered;
+            let shards = reduction.shards;
+            let layout: Vec<Range<usize>> = (0..nccl_world).map(|r| shards.owned(r)).collect();
+            let (bins, counts) = (out.bins, out.counts);
+            match channel.gather(bins, counts, out.tallies, &layout, timeout, spec.gather)? {
+                Gathered::Whole(c) => (
+                    c,
+                    None,
+                    format!("{detail}; rank 0 gathered the {nccl_world} parts over TCP"),
+                ),
+                Gathered::Sent(c) => (
+                    c,
+                    Some(part),
+                    format!("{detail}; sent to rank 0, which gathered the whole"),
+                ),
+            }
+        } else {
+            (out.counts, Some(part), detail)
+        };
         let r = EngineOutput {
-            counts: out.counts,
+            counts,
             tallies: out.tallies,
             detail,
         };
-        return Ok((r, Some(part)));
+        return Ok((r, part, gathered));
     }
     let mut m = MultiPrepared::with_communicators(comms, what, *choice, Some(&lens), Some(watch))?;
     m.check_agreement(fingerprint(binning, policy, samples, weights.is_some()))?;
@@ -443,7 +498,7 @@ fn run(
         gpus.join(","),
         r.detail
     );
-    Ok((r, None))
+    Ok((r, None, false))
 }
 
 #[cfg(test)]
