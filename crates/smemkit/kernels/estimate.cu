@@ -9,13 +9,14 @@
 // - est_sum_values / est_sum_squares / est_sum_cubes / est_combine / est_sequential: numpy's
 //   pairwise summation, the same tree as stats.rs, so the sums are identical bit for bit. numpy
 //   splits a block of m > 128 values at n2 = m / 2 rounded down to a multiple of 8 and sums blocks
-//   of at most 128 values with eight accumulators. The tree depends on m alone: each warp finds its
-//   node at a depth D from the root by following the bits of its index and sums that node (a few
-//   leaves) in numpy's order, its loads coalesced (see warp_leaf); est_combine then adds the 2^D
-//   node sums pairwise, which is exactly the upper part of numpy's tree because every node above
-//   depth D is split (see estimate_passes.rs for the choice of D). Without a range, the pass that
-//   sums the samples also finds their extremes (so that `scott` and `doane` read the samples once
-//   for both). Integer data is summed as numpy's casting reduction does: float64 blocks of 8192
+//   of at most 128 values with eight accumulators. The tree depends on m alone: the host picks a
+//   depth D whose nodes hold at most 240 values (one leaf, or two after one split) and above which
+//   every node is split; eight lanes find a node by following the bits of its index and sum it in
+//   numpy's order with every load issued before the first add (see group_node), a warp adds four
+//   such node sums as the tree does, and est_combine adds the rest pairwise, which is exactly the
+//   upper part of numpy's tree. Without a range, the pass that sums the samples also finds their
+//   extremes from the values it loads (so that `scott` and `doane` read the samples once for
+//   both). Integer data is summed as numpy's casting reduction does: float64 blocks of 8192
 //   values, each pairwise, added in order (est_sequential).
 // - est_tile_counts / est_scan / est_compact: the samples inside a range, packed in order, for
 //   the sums (numpy sums the trimmed array, whose tree differs from the full one).
@@ -151,58 +152,77 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
 #endif
 }
 
-// numpy's pairwise_sum on a block of at most 128 values (or fewer than 8: in order from -0), by
-// one warp. numpy's eight accumulators r[j] each add their rows in order; lane 8g + j loads
-// value j of rows g, g + 4, g + 8, g + 12 (so that a warp's load is 32 consecutive values) and
-// every lane adds the rows' values in order from the lanes holding them (each lane ends with
-// r[j] for its j). The eight are then added as numpy does, ((r0 + r1) + (r2 + r3)) + ((r4 + r5)
-// + (r6 + r7)): a butterfly over j, exact because one addition of two values commutes. Every lane
-// returns the sum.
-template <int TERM>
-__device__ acc_t warp_leaf(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
-    if (m < 8) {
-        acc_t res = (acc_t)-0.0;
-        for (u64 i = 0; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
-        return add((acc_t)0.0, res);
+// The most rows of 8 values a node of the kernels' depth holds (nodes of at most 240 values: see
+// estimate_passes.rs for the choice of the depth).
+#define NODE_ROWS 30
+
+// Records one sample in a lane's running count, extremes and NaN count (as est_extremes).
+__device__ __forceinline__ void note_sample(sample_t v, u64& count, u64& lo_key, u64& hi_key, u64& nans) {
+    if (is_nan(v)) {
+        ++nans;
+        return;
     }
-    const unsigned j = lane & 7, g = lane >> 3;
-    const unsigned rows = (unsigned)(m >> 3);
-    acc_t v[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const unsigned row = 4 * k + g;
-        v[k] = row < rows ? term<TERM>(a[8 * row + j], p1, p2) : (acc_t)0;
-    }
-    acc_t r = __shfl_sync(FULL, v[0], j);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-#pragma unroll
-        for (int h = 0; h < 4; ++h) {
-            if (k == 0 && h == 0) continue;
-            const acc_t x = __shfl_sync(FULL, v[k], 8 * h + j);
-            if ((unsigned)(4 * k + h) < rows) r = add(r, x);
-        }
-    }
-    r = add(r, __shfl_xor_sync(FULL, r, 1));
-    r = add(r, __shfl_xor_sync(FULL, r, 2));
-    r = add(r, __shfl_xor_sync(FULL, r, 4));
-    for (u64 i = 8 * (u64)rows; i < m; ++i) r = add(r, term<TERM>(a[i], p1, p2));
-    return r;
+    ++count;
+    const u64 k = key_of(v);
+    lo_key = k < lo_key ? k : lo_key;
+    hi_key = k > hi_key ? k : hi_key;
 }
 
-// numpy's pairwise_sum of m values, at most LEVELS splits deep, by one warp (m is the same in
-// every lane, so the warp takes every branch together).
-template <int TERM, int LEVELS>
-__device__ acc_t node_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
-    if constexpr (LEVELS == 0) {
-        return warp_leaf<TERM>(a, m, p1, p2, lane);
-    } else {
-        if (m <= 128) return warp_leaf<TERM>(a, m, p1, p2, lane);
-        u64 n2 = m / 2;
-        n2 -= n2 % 8;
-        const acc_t left = node_sum<TERM, LEVELS - 1>(a, n2, p1, p2, lane);
-        return add(left, node_sum<TERM, LEVELS - 1>(a + n2, m - n2, p1, p2, lane));
+// numpy's pairwise_sum of one node of at most 240 values at `a`, by the eight lanes of a group
+// (j = 0..7; every lane returns the sum). A node of more than 128 values is split once at
+// n2 = size / 2 rounded down to a multiple of 8 into two leaves of at most 128 (so the left leaf
+// has whole rows of 8 and the node's tail, if any, is the right leaf's). In each leaf numpy's
+// accumulator r[j] adds value j of each row in order: lane j holds it, so a group's load of a row
+// is 8 consecutive values and a warp's is four rows of four nodes. Every row of both leaves is
+// loaded before the first add (up to NODE_ROWS loads in flight per lane), the chains start from
+// -0.0 (x + -0.0 is x for every x, so r[j] starts as numpy's a[j]), and the eight accumulators
+// are added as numpy does, ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), by a butterfly over
+// j (exact: one addition of two values commutes). The tail is then added in order, and a block of
+// fewer than 8 values is summed in order from -0.0 as numpy does. With `track`, lane j notes
+// value j of each row (and lane 0 the tail) in the running extremes.
+template <int TERM>
+__device__ __forceinline__ acc_t group_node(const sample_t* __restrict__ a, u64 size, acc_t p1, acc_t p2,
+                                            unsigned j, bool track, u64& count, u64& lo_key, u64& hi_key,
+                                            u64& nans) {
+    const unsigned rows = (unsigned)(size >> 3);
+    const bool split = size > 128;
+    const unsigned left_rows = split ? (unsigned)((size / 2) >> 3) : rows;
+    sample_t x[NODE_ROWS];
+#pragma unroll
+    for (int k = 0; k < NODE_ROWS; ++k)
+        if ((unsigned)k < rows) x[k] = a[8 * k + j];
+    acc_t left = (acc_t)-0.0, right = (acc_t)-0.0;
+#pragma unroll
+    for (int k = 0; k < NODE_ROWS; ++k) {
+        if ((unsigned)k < rows) {
+            const acc_t t = term<TERM>(x[k], p1, p2);
+            if ((unsigned)k < left_rows)
+                left = add(left, t);
+            else
+                right = add(right, t);
+            if (track) note_sample(x[k], count, lo_key, hi_key, nans);
+        }
     }
+#pragma unroll
+    for (int o = 1; o < 8; o <<= 1) {
+        left = add(left, __shfl_xor_sync(FULL, left, o));
+        right = add(right, __shfl_xor_sync(FULL, right, o));
+    }
+    acc_t s;
+    if (rows == 0) {
+        s = (acc_t)-0.0;
+        for (u64 i = 0; i < size; ++i) s = add(s, term<TERM>(a[i], p1, p2));
+        s = add((acc_t)0.0, s);
+    } else if (split) {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) right = add(right, term<TERM>(a[i], p1, p2));
+        s = add(left, right);
+    } else {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) left = add(left, term<TERM>(a[i], p1, p2));
+        s = left;
+    }
+    if (track && j == 0)
+        for (u64 i = 8 * (u64)rows; i < size; ++i) note_sample(a[i], count, lo_key, hi_key, nans);
+    return s;
 }
 
 // Node `t` (left to right) at `depth` of numpy's tree over m values: its first value and size.
@@ -222,62 +242,55 @@ __device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64
     *size = z;
 }
 
-// Deep enough for the nodes the host asks for: at most 2^8 + 17 values (whole arrays: two splits
-// at most) or 128 (blocks of 8192 at depth 6).
-#define NODE_LEVELS 2
-
-// Problem p (`problems` of `m` values each, one after the other) at `depth`: out[(p << depth) + t]
-// is the sum of TERM of its node t, one warp per node (the grid strides over the nodes). With
-// `ext` non-null (no range: every sample is kept) the same pass adds the samples' extremes to it,
-// as est_extremes does, re-reading each node while the warp's loads are still cached.
+// Problem p (`problems` of `m` values each, one after the other) at `depth` (every node there of
+// at most 240 values, every node above it split): each warp takes four consecutive nodes at a
+// time, a group of eight lanes each (the grid strides over the quads), and adds their sums as
+// numpy's tree does above them, 2^G at a time with G = min(depth, 2): out[w >> G] is the sum of
+// TERM of nodes w..w + 2^G (numbered across the problems), so that the host combines
+// problems << (depth - G) values. With `ext` non-null (no range: every sample is kept) the same
+// pass adds the samples' extremes to it, as est_extremes does, from the values loaded for the sum.
 template <int TERM>
 __device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m, u64 problems, int depth,
                                           acc_t p1, acc_t p2, acc_t* __restrict__ out,
                                           u64* __restrict__ ext) {
-    const unsigned lane = threadIdx.x & 31;
+    const unsigned lane = threadIdx.x & 31, j = lane & 7, group = lane >> 3;
     const u64 nodes = problems << depth;
+    const u64 mask = (1ull << depth) - 1;
+    const int g = depth < 2 ? depth : 2;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    const bool track = ext != nullptr;
     u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
-    for (u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nodes; w += warps) {
-        const u64 p = w >> depth, t = w & ((1ull << depth) - 1);
-        u64 start, size;
-        node_at(m, depth, t, &start, &size);
-        const sample_t* a = in + p * m + start;
-        const acc_t s = node_sum<TERM, NODE_LEVELS>(a, size, p1, p2, lane);
-        if (lane == 0) out[w] = s;
-        if (ext) {
-            for (u64 i = lane; i < size; i += 32) {
-                const sample_t v = a[i];
-                if (is_nan(v)) {
-                    ++nans;
-                    continue;
-                }
-                ++count;
-                const u64 k = key_of(v);
-                lo_key = k < lo_key ? k : lo_key;
-                hi_key = k > hi_key ? k : hi_key;
-            }
-        }
+    for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; 4 * q < nodes; q += warps) {
+        const u64 w = 4 * q + group;
+        u64 start = 0, size = 0;
+        if (w < nodes) node_at(m, depth, w & mask, &start, &size);
+        const sample_t* a = in + (w >> depth) * m + start;
+        acc_t s = group_node<TERM>(a, size, p1, p2, j, track, count, lo_key, hi_key, nans);
+        // Nodes come in aligned pairs and quads of one problem when g is 1 or 2 (2^depth of them
+        // per problem), so every group of a combining warp holds a node.
+        if (g >= 1) s = add(s, __shfl_xor_sync(FULL, s, 8));
+        if (g >= 2) s = add(s, __shfl_xor_sync(FULL, s, 16));
+        if (w < nodes && j == 0 && (group & ((1u << g) - 1)) == 0) out[w >> g] = s;
     }
-    if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
+    if (track) flush_extremes(count, lo_key, hi_key, nans, ext);
 }
 
 // One kernel per term, so that the cubes' division does not set the registers of the others.
-extern "C" __global__ void __launch_bounds__(256) est_sum_values(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, 2) est_sum_values(const sample_t* __restrict__ in, u64 m,
                                                                  u64 problems, int depth, acc_t p1, acc_t p2,
                                                                  acc_t* __restrict__ out,
                                                                  u64* __restrict__ ext) {
     sum_nodes<0>(in, m, problems, depth, p1, p2, out, ext);
 }
 
-extern "C" __global__ void __launch_bounds__(256) est_sum_squares(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, 2) est_sum_squares(const sample_t* __restrict__ in, u64 m,
                                                                   u64 problems, int depth, acc_t p1, acc_t p2,
                                                                   acc_t* __restrict__ out,
                                                                   u64* __restrict__ ext) {
     sum_nodes<1>(in, m, problems, depth, p1, p2, out, ext);
 }
 
-extern "C" __global__ void __launch_bounds__(256) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, 2) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
                                                                 u64 problems, int depth, acc_t p1, acc_t p2,
                                                                 acc_t* __restrict__ out,
                                                                 u64* __restrict__ ext) {
@@ -501,27 +514,54 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
     }
 }
 
+#define SELECT_THREADS 1024
+
 // After est_digits: each target's digit is the one holding its rank (0-based among the samples
 // that agree with its prefix); the rank becomes the rank inside that digit, and sizes[t] the
-// number of samples agreeing with the longer prefix. One thread.
-extern "C" __global__ void est_select(int shift, int bits, u64* __restrict__ prefix, u64* __restrict__ rank,
-                                      const u64* __restrict__ hist, u64* __restrict__ sizes) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    u64 pre[RANKS];
-    for (int t = 0; t < RANKS; ++t) pre[t] = prefix[t];
+// number of samples agreeing with the longer prefix. One block of SELECT_THREADS threads: thread i
+// holds digits 2i and 2i + 1, a block-wide scan gives the counts below them, and the one thread
+// whose digits straddle the rank writes the target's answer (a rank beyond every count, which
+// the host never asks for, leaves the prefix and size as they were and the rank past the total).
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) est_select(int shift, int bits,
+                                                                         u64* __restrict__ prefix,
+                                                                         u64* __restrict__ rank,
+                                                                         const u64* __restrict__ hist,
+                                                                         u64* __restrict__ sizes) {
+    __shared__ u64 pre[RANKS], want[RANKS];
+    __shared__ u64 warp_total[SELECT_THREADS / 32];
+    const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid < RANKS) {
+        pre[tid] = prefix[tid];
+        want[tid] = rank[tid];
+    }
+    __syncthreads();
     const unsigned digits = 1u << bits;
     for (int t = 0; t < RANKS; ++t) {
         const u64* h = hist + shares_with(pre, t) * DIGITS;
-        u64 r = rank[t];
-        for (unsigned d = 0; d < digits; ++d) {
-            if (r < h[d]) {
-                prefix[t] = pre[t] | ((u64)d << shift);
-                sizes[t] = h[d];
-                break;
-            }
-            r -= h[d];
+        const unsigned d0 = 2 * tid, d1 = d0 + 1;
+        const u64 c0 = d0 < digits ? h[d0] : 0, c1 = d1 < digits ? h[d1] : 0;
+        // Inclusive scan of c0 + c1 over the warp, then over the warps' totals.
+        u64 incl = c0 + c1;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u64 v = __shfl_up_sync(FULL, incl, o);
+            if (lane >= (unsigned)o) incl += v;
         }
-        rank[t] = r;
+        if (lane == 31) warp_total[warp] = incl;
+        __syncthreads();
+        u64 below = incl - (c0 + c1);
+        for (unsigned w = 0; w < warp; ++w) below += warp_total[w];
+        const u64 r = want[t];
+        if (r >= below && r < below + c0) {
+            prefix[t] = pre[t] | ((u64)d0 << shift);
+            sizes[t] = c0;
+            rank[t] = r - below;
+        } else if (r >= below + c0 && r < below + c0 + c1) {
+            prefix[t] = pre[t] | ((u64)d1 << shift);
+            sizes[t] = c1;
+            rank[t] = r - below - c0;
+        }
+        if (tid == SELECT_THREADS - 1 && r >= below + c0 + c1) rank[t] = r - (below + c0 + c1);
+        __syncthreads();
     }
 }
 

@@ -82,15 +82,24 @@ pub(super) const DIGIT_BITS: usize = 11;
 pub(super) const DIGITS: usize = 1 << DIGIT_BITS;
 pub(super) const RANKS: usize = 4;
 
-/// The depth of numpy's tree at which one thread sums each node: nodes of 128 to 256 values
-/// (give or take 17: each split moves a half by at most 8.5 values from m / 2), so every node above
-/// is split (more than 128 values) and the kernel's two levels reach the leaves below.
+/// The depth of numpy's tree at which eight lanes sum each node (`sum_nodes` in estimate.cu):
+/// the shallowest whose nodes average at most 224 values. A split moves each half at most 7.5
+/// values from half its parent, so a node at depth d is within 15 values of m / 2^d: the nodes
+/// there hold at most 239 values (one leaf, or two leaves of at most 127 after one split), and
+/// every node above holds more than 2 * 112 - 15 > 128 values (so it is split, as the kernel's
+/// perfect tree above the nodes assumes).
 pub(crate) fn node_depth(m: usize) -> u32 {
-    if m < 256 {
-        0
-    } else {
-        63 - ((m / 128) as u64).leading_zeros()
+    let mut d = 0;
+    while m > (224usize << d) {
+        d += 1;
     }
+    d
+}
+
+/// How many levels of the tree above the nodes a warp adds (`g` in estimate.cu): its four
+/// nodes, when a problem has four or more.
+pub(crate) fn warp_levels(depth: u32) -> u32 {
+    depth.min(2)
 }
 
 /// The compiled kernels for one sample type, with the stream they run on.
@@ -338,16 +347,18 @@ impl Passes {
         out: u64,
         ext: u64,
     ) -> Result<()> {
-        let mut depth = node_depth(m);
+        let depth_nodes = node_depth(m);
+        // The kernel adds 2^g nodes per output; the remaining `depth` levels are est_combine's.
+        let mut depth = depth_nodes - warp_levels(depth_nodes);
         let a = self.acc_size();
-        // At depth 0 the node sums are the problems' sums: straight to `out`.
+        // At depth 0 the kernel's outputs are the problems' sums: straight to `out`.
         let mut nodes = if depth == 0 {
             None
         } else {
             Some(self.alloc((problems << depth) * a)?)
         };
         let (mut input, mut m64, mut problems64) = (input, m as u64, problems as u64);
-        let mut depth_arg = depth as i32;
+        let mut depth_arg = depth_nodes as i32;
         let kernel = match term.0 {
             0 => "est_sum_values",
             1 => "est_sum_squares",
@@ -362,10 +373,10 @@ impl Passes {
             (arg(&mut p1_64), arg(&mut p2_64))
         };
         let mut ext = ext;
-        // One warp per node, the grid striding over them.
-        let threads = (problems << depth) * 32;
+        // One warp per four nodes, the grid striding over them.
+        let threads = (problems << depth_nodes).div_ceil(4) * 32;
         // SAFETY: est_sum_<term>(in, m, problems, depth, p1, p2, out, ext) with
-        // `problems << depth` outputs.
+        // `problems << depth` outputs (the levels the warps add taken off).
         unsafe {
             self.launch(
                 kernel,
@@ -383,7 +394,7 @@ impl Passes {
                 ],
             )?
         };
-        // The node sums, 2^depth per problem, added as a perfect tree 2^10 at a time.
+        // The warps' sums, 2^depth per problem, added as a perfect tree 2^10 at a time.
         while let Some(from_buf) = nodes.take() {
             let k = depth.min(10);
             let groups = (problems << depth) >> k;

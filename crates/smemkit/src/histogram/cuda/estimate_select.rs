@@ -15,6 +15,9 @@ use crate::gpu::device::cuda_err;
 /// others one by one (cheap for spread samples and for samples all tied).
 pub(crate) const FIRST_DIGITS: i32 = 1;
 
+/// Threads of `est_select`'s one block (`SELECT_THREADS`): two digits each.
+const SELECT_THREADS: u32 = (DIGITS / 2) as u32;
+
 impl Passes {
     /// The first pass of a radix select (see [`Passes::select`]) over the `n` samples at `input`
     /// (those inside `range` when given): the histogram of their top digit, kept on the device,
@@ -143,7 +146,7 @@ impl Passes {
                 self.launch(
                     "est_select",
                     1,
-                    32,
+                    SELECT_THREADS,
                     &mut [
                         arg(&mut shift_arg),
                         arg(&mut bits_arg),
