@@ -298,7 +298,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) est_sum_cubes(const sample_
 }
 
 // Groups of 2^k consecutive values (k <= 10) added pairwise as a perfect binary tree:
-// out[g] = the sum of in[g << k .. (g + 1) << k). Blocks of 512 threads, one group each.
+// out[g] = the sum of in[g << k .. (g + 1) << k). One group per block of at least 2^(k-1) threads
+// (32 to 512).
 extern "C" __global__ void __launch_bounds__(512) est_combine(const acc_t* __restrict__ in, int k,
                                                               acc_t* __restrict__ out) {
     __shared__ acc_t s[1024];
@@ -424,6 +425,8 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_compact(const sam
 
 #define RANKS 4
 #define DIGIT_BITS 11
+// Samples each thread of est_digits and est_gather loads before it counts or takes the first.
+#define AHEAD 8
 #define DIGITS (1 << DIGIT_BITS)
 
 // The first target with the same prefix as target t: targets that share a prefix share a
@@ -459,48 +462,59 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
     __syncthreads();
     const u64 high = shift + bits >= 64 ? 0 : (~0ull << (shift + bits));
     const unsigned lane = threadIdx.x & 31;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
     u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
     // Every thread of a block makes the same number of trips, so the warp-wide match is legal.
-    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
-        const u64 i = i0 + threadIdx.x;
-        bool valid = false;
-        u64 key = 0;
-        if (i < n) {
-            const sample_t v = in[i];
-            const bool nan = is_nan(v);
-            nans += nan;
-            valid = !nan && kept(v, has_range, lo, hi);
-            key = key_of(v);
+    // Each trip loads AHEAD samples per thread before counting any (the counting's shared atomics
+    // and warp votes would otherwise leave one load in flight per thread).
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
+        sample_t x[AHEAD];
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n) x[u] = in[i];
         }
-        if (valid) {
-            ++count;
-            lo_key = key < lo_key ? key : lo_key;
-            hi_key = key > hi_key ? key : hi_key;
-        }
-        const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
-        if (first == 1) {
-            const unsigned peers = __match_any_sync(FULL, valid ? digit : 0xffffffffu);
-            if (valid && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[0][digit], __popc(peers));
-            continue;
-        }
-        if (first == 2) {
-            // The lanes sharing lane 0's digit (all of them when the samples are tied) add
-            // together; the others, whose digits repeat only a few times in a warp of samples
-            // from a spread distribution, add one by one.
-            const unsigned d0 = __shfl_sync(FULL, valid ? digit : 0xffffffffu, 0);
-            const bool with0 = valid && digit == d0;
-            const unsigned same = __ballot_sync(FULL, with0);
-            if (with0) {
-                if ((unsigned)(__ffs(same) - 1) == lane) atomicAdd(&counts[0][digit], __popc(same));
-            } else if (valid) {
-                atomicAdd(&counts[0][digit], 1u);
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            bool valid = false;
+            u64 key = 0;
+            if (i < n) {
+                const sample_t v = x[u];
+                const bool nan = is_nan(v);
+                nans += nan;
+                valid = !nan && kept(v, has_range, lo, hi);
+                key = key_of(v);
             }
-            continue;
-        }
-        for (int t = 0; t < RANKS; ++t) {
-            if (owner[t] != t) continue;
-            if (valid && ((key ^ pre[t]) & high) == 0) atomicAdd(&counts[t][digit], 1u);
+            if (valid) {
+                ++count;
+                lo_key = key < lo_key ? key : lo_key;
+                hi_key = key > hi_key ? key : hi_key;
+            }
+            const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
+            if (first == 1) {
+                const unsigned peers = __match_any_sync(FULL, valid ? digit : 0xffffffffu);
+                if (valid && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[0][digit], __popc(peers));
+                continue;
+            }
+            if (first == 2) {
+                // The lanes sharing lane 0's digit (all of them when the samples are tied) add
+                // together; the others, whose digits repeat only a few times in a warp of samples
+                // from a spread distribution, add one by one.
+                const unsigned d0 = __shfl_sync(FULL, valid ? digit : 0xffffffffu, 0);
+                const bool with0 = valid && digit == d0;
+                const unsigned same = __ballot_sync(FULL, with0);
+                if (with0) {
+                    if ((unsigned)(__ffs(same) - 1) == lane) atomicAdd(&counts[0][digit], __popc(same));
+                } else if (valid) {
+                    atomicAdd(&counts[0][digit], 1u);
+                }
+                continue;
+            }
+            for (int t = 0; t < RANKS; ++t) {
+                if (owner[t] != t) continue;
+                if (valid && ((key ^ pre[t]) & high) == 0) atomicAdd(&counts[t][digit], 1u);
+            }
         }
     }
     if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
@@ -587,32 +601,42 @@ extern "C" __global__ void __launch_bounds__(256) est_gather(const sample_t* __r
     const unsigned lane = threadIdx.x & 31;
     sample_t* mine = stage[threadIdx.x >> 5];
     unsigned held = 0;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal.
-    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
-        const u64 i = i0 + threadIdx.x;
-        bool take = false;
-        sample_t v = 0;
-        if (i < n) {
-            v = in[i];
-            if (!is_nan(v) && kept(v, has_range, lo, hi)) {
-                const u64 key = key_of(v);
-                for (int t = 0; t < RANKS; ++t)
-                    if (owner[t] == t && ((key ^ pre[t]) & high) == 0) take = true;
-            }
+    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
+    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal;
+    // each trip loads AHEAD samples per thread before taking any (as est_digits).
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
+        sample_t x[AHEAD];
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n) x[u] = in[i];
         }
-        const unsigned votes = __ballot_sync(FULL, take);
-        if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
-        held += __popc(votes);
-        if (held > GATHER - 32) {
-            __syncwarp();
-            u64 base = 0;
-            if (lane == 0) base = atomicAdd(counter, (u64)held);
-            base = __shfl_sync(FULL, base, 0);
-            for (unsigned j = lane; j < held; j += 32)
-                if (base + j < cap) out[base + j] = mine[j];
-            held = 0;
-            __syncwarp();
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            bool take = false;
+            sample_t v = 0;
+            if (i < n) {
+                v = x[u];
+                if (!is_nan(v) && kept(v, has_range, lo, hi)) {
+                    const u64 key = key_of(v);
+                    for (int t = 0; t < RANKS; ++t)
+                        if (owner[t] == t && ((key ^ pre[t]) & high) == 0) take = true;
+                }
+            }
+            const unsigned votes = __ballot_sync(FULL, take);
+            if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
+            held += __popc(votes);
+            if (held > GATHER - 32) {
+                __syncwarp();
+                u64 base = 0;
+                if (lane == 0) base = atomicAdd(counter, (u64)held);
+                base = __shfl_sync(FULL, base, 0);
+                for (unsigned j = lane; j < held; j += 32)
+                    if (base + j < cap) out[base + j] = mine[j];
+                held = 0;
+                __syncwarp();
+            }
         }
     }
     __syncwarp();

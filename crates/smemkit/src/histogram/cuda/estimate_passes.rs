@@ -407,12 +407,15 @@ impl Passes {
             let mut from = self.ptr(&from_buf);
             let mut to = next.as_ref().map_or(out, |s| self.ptr(s));
             let mut k_arg = k as i32;
+            // Half a group's threads add its first level; the many small groups of the integers'
+            // cast blocks need no more.
+            let block = ((1u32 << k) / 2).clamp(32, 512);
             // SAFETY: est_combine(in, k, out): `groups << k` values in, `groups` out.
             unsafe {
                 self.launch(
                     "est_combine",
                     groups as u32,
-                    512,
+                    block,
                     &mut [arg(&mut from), arg(&mut k_arg), arg(&mut to)],
                 )?
             };
