@@ -275,22 +275,31 @@ __device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m
     if (track) flush_extremes(count, lo_key, hi_key, nans, ext);
 }
 
+// Blocks per SM the sum kernels are built for: three (24 warps) for float32, whose rows and float32
+// chains fit the 80 registers that leaves without spilling; two for the float64 chains of the
+// other types (which spill at 80).
+#if SAMPLE_KIND == 0
+#define SUM_BLOCKS 3
+#else
+#define SUM_BLOCKS 2
+#endif
+
 // One kernel per term, so that the cubes' division does not set the registers of the others.
-extern "C" __global__ void __launch_bounds__(256, 2) est_sum_values(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, SUM_BLOCKS) est_sum_values(const sample_t* __restrict__ in, u64 m,
                                                                  u64 problems, int depth, acc_t p1, acc_t p2,
                                                                  acc_t* __restrict__ out,
                                                                  u64* __restrict__ ext) {
     sum_nodes<0>(in, m, problems, depth, p1, p2, out, ext);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) est_sum_squares(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, SUM_BLOCKS) est_sum_squares(const sample_t* __restrict__ in, u64 m,
                                                                   u64 problems, int depth, acc_t p1, acc_t p2,
                                                                   acc_t* __restrict__ out,
                                                                   u64* __restrict__ ext) {
     sum_nodes<1>(in, m, problems, depth, p1, p2, out, ext);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, SUM_BLOCKS) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
                                                                 u64 problems, int depth, acc_t p1, acc_t p2,
                                                                 acc_t* __restrict__ out,
                                                                 u64* __restrict__ ext) {

@@ -75,6 +75,17 @@ pub(crate) const ENTRIES: [&str; 12] = [
     "est_gather",
 ];
 
+/// Blocks of the sum kernels that fit an SM (their `SUM_BLOCKS`, three for float32 and two for
+/// the rest): six makes whole waves of either.
+const SUM_BLOCKS_PER_SM: u32 = 6;
+/// Blocks of `est_digits` that fit an SM (32 KiB of shared memory and about 44 registers a
+/// thread each: five).
+pub(super) const DIGITS_BLOCKS_PER_SM: u32 = 5;
+/// Blocks of `est_gather` that fit an SM (about 40 registers a thread: six).
+pub(super) const GATHER_BLOCKS_PER_SM: u32 = 6;
+/// Samples each thread of `est_digits` and `est_gather` loads per trip (`AHEAD`).
+pub(super) const AHEAD: usize = 8;
+
 /// Samples per tile of the packing kernels (`TILE` in estimate.cu).
 const TILE: usize = 256 * 16;
 /// Values per radix-select digit histogram (`DIGITS`), and the ranks selected at once (`RANKS`).
@@ -110,6 +121,8 @@ pub(crate) struct Passes {
     funcs: Vec<CudaFunction>,
     /// Blocks of the grid-stride kernels.
     grid: u32,
+    /// Multiprocessors of the device.
+    sm_count: u32,
 }
 
 /// A kernel argument, as `cuLaunchKernelEx` takes it.
@@ -131,6 +144,7 @@ impl Passes {
             size: t.size(),
             funcs,
             grid: gpu.limits.sm_count.max(1) * 8,
+            sm_count: gpu.limits.sm_count.max(1),
         })
     }
 
@@ -160,6 +174,13 @@ impl Passes {
 
     pub(super) fn grid_for(&self, n: usize, block: usize) -> u32 {
         (n.div_ceil(block) as u64).min(self.grid as u64) as u32
+    }
+
+    /// Blocks for `threads` threads of a grid-stride kernel of which `per_sm` blocks fit an SM
+    /// at once: at most one whole wave, so that the blocks (which stride over equal shares)
+    /// finish together rather than leaving a last partial wave to run alone.
+    pub(super) fn wave_for(&self, threads: usize, block: usize, per_sm: u32) -> u32 {
+        (threads.div_ceil(block) as u64).min((self.sm_count * per_sm) as u64) as u32
     }
 
     pub(super) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
@@ -380,7 +401,7 @@ impl Passes {
         unsafe {
             self.launch(
                 kernel,
-                self.grid_for(threads, 256),
+                self.wave_for(threads, 256, SUM_BLOCKS_PER_SM),
                 256,
                 &mut [
                     arg(&mut input),

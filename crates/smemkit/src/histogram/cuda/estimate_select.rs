@@ -6,7 +6,9 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::estimate_passes::{arg, Passes, DIGITS, DIGIT_BITS, RANKS};
+use super::estimate_passes::{
+    arg, Passes, AHEAD, DIGITS, DIGITS_BLOCKS_PER_SM, DIGIT_BITS, GATHER_BLOCKS_PER_SM, RANKS,
+};
 use crate::error::Result;
 use crate::gpu::device::cuda_err;
 
@@ -95,7 +97,7 @@ impl Passes {
         unsafe {
             self.launch(
                 "est_digits",
-                self.grid_for(sel.n, 256),
+                self.wave_for(sel.n.div_ceil(AHEAD), 256, DIGITS_BLOCKS_PER_SM),
                 256,
                 &mut [
                     arg(&mut input),
@@ -190,7 +192,7 @@ impl Passes {
         unsafe {
             self.launch(
                 "est_gather",
-                self.grid_for(sel.n, 256),
+                self.wave_for(sel.n.div_ceil(AHEAD), 256, GATHER_BLOCKS_PER_SM),
                 256,
                 &mut [
                     arg(&mut input),
