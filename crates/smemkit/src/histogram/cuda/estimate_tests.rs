@@ -562,10 +562,12 @@ fn gpu_refuses_stone_and_bad_ranges_clearly() {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_estimates_at_the_summation_trees_thresholds_are_the_cpu_engines() {
     // Leaves of every shape (tails of 1 to 7 values, fewer than 8 values), the first splits,
-    // nodes at depth 0 and 1, integer cast blocks of 8192 with and without a rest.
+    // nodes at depths 0 to 3 (the first sizes at each: the warps add one, then two levels, then
+    // est_combine the rest), integer cast blocks of 8192 with and without a rest.
     let gpu = crate::gpu::gpu().unwrap();
     let sizes = [
-        7, 8, 15, 127, 128, 129, 136, 255, 256, 257, 273, 8191, 8192, 8193, 16_391, 65_537,
+        7, 8, 15, 127, 128, 129, 136, 224, 225, 255, 256, 257, 273, 448, 449, 896, 897, 1793, 8191,
+        8192, 8193, 16_391, 65_537,
     ];
     compare_type::<f32>(&gpu, &sizes, 16);
     compare_type::<f64>(&gpu, &sizes, 17);
