@@ -19,7 +19,8 @@
 //   both). Integer data is summed as numpy's casting reduction does: float64 blocks of 8192
 //   values, each pairwise, added in order (est_sequential).
 // - est_tile_counts / est_scan / est_compact: the samples inside a range, packed in order, for
-//   the sums (numpy sums the trimmed array, whose tree differs from the full one).
+//   the sums (numpy sums the trimmed array, whose tree differs from the full one); the pass that
+//   counts the tiles' samples can find their extremes too.
 // - est_digits / est_select: exact order statistics by radix select over the same keys, 11 bits
 //   at a time from the top, for up to four ranks at once (the two neighbours of each quartile);
 //   the first digit pass also finds the extremes (so that `fd` and `auto` need no pass of their
@@ -351,16 +352,32 @@ extern "C" __global__ void est_sequential(const acc_t* __restrict__ in, u64 coun
 #define TILE_PER_THREAD 16
 #define TILE (TILE_THREADS * TILE_PER_THREAD)
 
-// counts[b]: the samples of tile b (TILE values) inside the range.
+// counts[b]: the samples of tile b (TILE values) inside the range. With `ext` non-null the same
+// pass adds the extremes of the samples inside the range to it, as est_extremes does (so that a
+// trimmed `scott` or `doane`, which packs the samples, reads them once for both).
 extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_tile_counts(const sample_t* __restrict__ in, u64 n,
                                                                            double lo, double hi,
-                                                                           u64* __restrict__ counts) {
+                                                                           u64* __restrict__ counts,
+                                                                           u64* __restrict__ ext) {
     const u64 base = (u64)blockIdx.x * TILE;
     unsigned c = 0;
+    u64 lo_key = ~0ull, hi_key = 0, nans = 0;
+#pragma unroll
     for (unsigned j = threadIdx.x; j < TILE; j += TILE_THREADS) {
         const u64 i = base + j;
-        if (i < n && kept(in[i], 1, lo, hi)) ++c;
+        if (i < n) {
+            const sample_t v = in[i];
+            if (is_nan(v)) {
+                ++nans;
+            } else if (kept(v, 1, lo, hi)) {
+                ++c;
+                const u64 k = key_of(v);
+                lo_key = k < lo_key ? k : lo_key;
+                hi_key = k > hi_key ? k : hi_key;
+            }
+        }
     }
+    if (ext) flush_extremes(c, lo_key, hi_key, nans, ext);
     for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
     __shared__ unsigned warp[TILE_THREADS / 32];
     if ((threadIdx.x & 31) == 0) warp[threadIdx.x >> 5] = c;

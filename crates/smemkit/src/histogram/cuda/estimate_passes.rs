@@ -113,6 +113,12 @@ pub(crate) fn warp_levels(depth: u32) -> u32 {
     depth.min(2)
 }
 
+/// The samples inside a range in each tile of `TILE` samples, on the device (est_tile_counts),
+/// for [`Passes::pack`].
+pub(crate) struct Tiles {
+    counts: CudaSlice<u8>,
+}
+
 /// The compiled kernels for one sample type, with the stream they run on.
 pub(crate) struct Passes {
     pub stream: Arc<CudaStream>,
@@ -278,26 +284,24 @@ impl Passes {
         Ok(([w[0], w[1], w[2], w[3]], sum))
     }
 
-    /// The samples of `[lo, hi]` packed in order into a new buffer (`kept` of them).
+    /// Enqueues est_tile_counts: the samples of `[lo, hi]` in each tile of the `n` at `input`,
+    /// into a new buffer of one word per tile (and, with `ext` non-zero, their extremes into the
+    /// four words there).
     ///
     /// # Safety
-    /// As [`Passes::extremes`].
-    pub unsafe fn pack(
+    /// As [`Passes::extremes`]; `ext` zero or four words.
+    unsafe fn tile_counts(
         &self,
         input: u64,
         n: usize,
-        lo: f64,
-        hi: f64,
-        kept: usize,
-    ) -> Result<CudaSlice<u8>> {
+        (lo, hi): (f64, f64),
+        ext: u64,
+    ) -> Result<Tiles> {
         let tiles = n.div_ceil(TILE);
-        let offsets = self.alloc(tiles * 8)?;
-        let packed = self.alloc(kept * self.size)?;
+        let counts = self.alloc(tiles * 8)?;
         let (mut input, mut n64, mut lo, mut hi) = (input, n as u64, lo, hi);
-        let mut offsets_ptr = self.ptr(&offsets);
-        let mut packed_ptr = self.ptr(&packed);
-        let mut tiles64 = tiles as u64;
-        // SAFETY: est_tile_counts(in, n, lo, hi, counts) with `tiles` counts.
+        let (mut counts_ptr, mut ext) = (self.ptr(&counts), ext);
+        // SAFETY: est_tile_counts(in, n, lo, hi, counts, ext) with `tiles` counts.
         unsafe {
             self.launch(
                 "est_tile_counts",
@@ -308,10 +312,56 @@ impl Passes {
                     arg(&mut n64),
                     arg(&mut lo),
                     arg(&mut hi),
-                    arg(&mut offsets_ptr),
+                    arg(&mut counts_ptr),
+                    arg(&mut ext),
                 ],
             )?
         };
+        Ok(Tiles { counts })
+    }
+
+    /// [`Passes::extremes`] of the samples of `range` and, from the same pass, the tile counts
+    /// that [`Passes::pack`] needs to pack them (for the sums of a trimmed `scott` or `doane`).
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`].
+    pub unsafe fn extremes_and_tiles(
+        &self,
+        input: u64,
+        n: usize,
+        range: (f64, f64),
+    ) -> Result<([u64; 4], Tiles)> {
+        let out = self.extremes_out()?;
+        // SAFETY: forwarded; `out` holds the four words.
+        let tiles = unsafe { self.tile_counts(input, n, range, self.ptr(&out))? };
+        let w = self.read_u64(&out, 4)?;
+        Ok(([w[0], w[1], w[2], w[3]], tiles))
+    }
+
+    /// The samples of `[lo, hi]` packed in order into a new buffer (`kept` of them), from the
+    /// tile counts of [`Passes::extremes_and_tiles`] when given (else counted here).
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`]; `tiles` from the same samples and range.
+    pub unsafe fn pack(
+        &self,
+        input: u64,
+        n: usize,
+        (lo, hi): (f64, f64),
+        kept: usize,
+        tiles: Option<Tiles>,
+    ) -> Result<CudaSlice<u8>> {
+        let count = n.div_ceil(TILE);
+        let offsets = match tiles {
+            Some(t) => t.counts,
+            // SAFETY: forwarded.
+            None => unsafe { self.tile_counts(input, n, (lo, hi), 0)?.counts },
+        };
+        let packed = self.alloc(kept * self.size)?;
+        let (mut input, mut n64, mut lo, mut hi) = (input, n as u64, lo, hi);
+        let mut offsets_ptr = self.ptr(&offsets);
+        let mut packed_ptr = self.ptr(&packed);
+        let mut tiles64 = count as u64;
         // SAFETY: est_scan(counts, tiles).
         unsafe {
             self.launch(
@@ -325,7 +375,7 @@ impl Passes {
         unsafe {
             self.launch(
                 "est_compact",
-                tiles as u32,
+                count as u32,
                 256,
                 &mut [
                     arg(&mut input),

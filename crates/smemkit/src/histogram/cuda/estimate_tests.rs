@@ -258,12 +258,13 @@ fn gathering_pays_only_when_the_agreeing_samples_are_few() {
 #[test]
 fn only_estimators_that_sum_the_whole_array_fuse_the_sum_into_the_first_pass() {
     // numpy sums the trimmed array when a range is given: its tree is not the whole array's, so
-    // the sum waits for the packed samples; the quartiles' first digits fuse either way.
+    // the sum waits for the packed samples (the first pass counts the tiles to pack instead); the
+    // quartiles' first digits fuse either way.
     for rule in GPU_RULES {
         let (free, trimmed) = (first_pass(rule, false), first_pass(rule, true));
         match rule {
             BinRule::Scott | BinRule::Doane => {
-                assert_eq!((free, trimmed), (First::Sum, First::Extremes), "{rule:?}")
+                assert_eq!((free, trimmed), (First::Sum, First::Tiles), "{rule:?}")
             }
             BinRule::Fd | BinRule::Auto => {
                 assert_eq!((free, trimmed), (First::Digits, First::Digits), "{rule:?}")
@@ -613,6 +614,11 @@ where
         assert_eq!(
             trimmed_digits, trimmed,
             "{what}: trimmed extremes with the digits"
+        );
+        let (tiled, _) = passes.extremes_and_tiles(ptr, n, inner.unwrap()).unwrap();
+        assert_eq!(
+            tiled, trimmed,
+            "{what}: trimmed extremes with the tile counts"
         );
         let alone = match kind {
             Kind::Signed | Kind::Unsigned => passes.buffered(ptr, n).unwrap(),
