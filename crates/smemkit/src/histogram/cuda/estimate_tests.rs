@@ -587,7 +587,8 @@ where
     let (ptr, _guard) = dev.device_ptr(stream);
     let n = host.len();
     let (lo, hi) = T::SPAN;
-    let inner = Some((lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.6));
+    let band = (lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.6);
+    let inner = Some(band);
     // The host's count, extremes and NaN count, as keys.
     let kind = passes.kind;
     let finite: Vec<u64> = host
@@ -615,7 +616,7 @@ where
             trimmed_digits, trimmed,
             "{what}: trimmed extremes with the digits"
         );
-        let (tiled, _) = passes.extremes_and_tiles(ptr, n, inner.unwrap()).unwrap();
+        let (tiled, _) = passes.extremes_and_tiles(ptr, n, band).unwrap();
         assert_eq!(
             tiled, trimmed,
             "{what}: trimmed extremes with the tile counts"
