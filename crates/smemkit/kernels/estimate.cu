@@ -9,16 +9,18 @@
 // - est_sum_values / est_sum_squares / est_sum_cubes / est_combine / est_sequential: numpy's
 //   pairwise summation, the same tree as stats.rs, so the sums are identical bit for bit. numpy
 //   splits a block of m > 128 values at n2 = m / 2 rounded down to a multiple of 8 and sums blocks
-//   of at most 128 values with eight accumulators. The tree depends on m alone: each warp finds its
-//   node at a depth D from the root by following the bits of its index and sums that node (a few
-//   leaves) in numpy's order, its loads coalesced (see warp_leaf); est_combine then adds the 2^D
-//   node sums pairwise, which is exactly the upper part of numpy's tree because every node above
-//   depth D is split (see estimate_passes.rs for the choice of D). Without a range, the pass that
-//   sums the samples also finds their extremes (so that `scott` and `doane` read the samples once
-//   for both). Integer data is summed as numpy's casting reduction does: float64 blocks of 8192
+//   of at most 128 values with eight accumulators. The tree depends on m alone: the host picks a
+//   depth D whose nodes hold at most 240 values (one leaf, or two after one split) and above which
+//   every node is split; eight lanes find a node by following the bits of its index and sum it in
+//   numpy's order with every load issued before the first add (see group_node), a warp adds four
+//   such node sums as the tree does, and est_combine adds the rest pairwise, which is exactly the
+//   upper part of numpy's tree. Without a range, the pass that sums the samples also finds their
+//   extremes from the values it loads (so that `scott` and `doane` read the samples once for
+//   both). Integer data is summed as numpy's casting reduction does: float64 blocks of 8192
 //   values, each pairwise, added in order (est_sequential).
 // - est_tile_counts / est_scan / est_compact: the samples inside a range, packed in order, for
-//   the sums (numpy sums the trimmed array, whose tree differs from the full one).
+//   the sums (numpy sums the trimmed array, whose tree differs from the full one); the pass that
+//   counts the tiles' samples can find their extremes too.
 // - est_digits / est_select: exact order statistics by radix select over the same keys, 11 bits
 //   at a time from the top, for up to four ranks at once (the two neighbours of each quartile);
 //   the first digit pass also finds the extremes (so that `fd` and `auto` need no pass of their
@@ -151,58 +153,77 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
 #endif
 }
 
-// numpy's pairwise_sum on a block of at most 128 values (or fewer than 8: in order from -0), by
-// one warp. numpy's eight accumulators r[j] each add their rows in order; lane 8g + j loads
-// value j of rows g, g + 4, g + 8, g + 12 (so that a warp's load is 32 consecutive values) and
-// every lane adds the rows' values in order from the lanes holding them (each lane ends with
-// r[j] for its j). The eight are then added as numpy does, ((r0 + r1) + (r2 + r3)) + ((r4 + r5)
-// + (r6 + r7)): a butterfly over j, exact because one addition of two values commutes. Every lane
-// returns the sum.
-template <int TERM>
-__device__ acc_t warp_leaf(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
-    if (m < 8) {
-        acc_t res = (acc_t)-0.0;
-        for (u64 i = 0; i < m; ++i) res = add(res, term<TERM>(a[i], p1, p2));
-        return add((acc_t)0.0, res);
+// The most rows of 8 values a node of the kernels' depth holds (nodes of at most 240 values: see
+// estimate_passes.rs for the choice of the depth).
+#define NODE_ROWS 30
+
+// Records one sample in a lane's running count, extremes and NaN count (as est_extremes).
+__device__ __forceinline__ void note_sample(sample_t v, u64& count, u64& lo_key, u64& hi_key, u64& nans) {
+    if (is_nan(v)) {
+        ++nans;
+        return;
     }
-    const unsigned j = lane & 7, g = lane >> 3;
-    const unsigned rows = (unsigned)(m >> 3);
-    acc_t v[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const unsigned row = 4 * k + g;
-        v[k] = row < rows ? term<TERM>(a[8 * row + j], p1, p2) : (acc_t)0;
-    }
-    acc_t r = __shfl_sync(FULL, v[0], j);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-#pragma unroll
-        for (int h = 0; h < 4; ++h) {
-            if (k == 0 && h == 0) continue;
-            const acc_t x = __shfl_sync(FULL, v[k], 8 * h + j);
-            if ((unsigned)(4 * k + h) < rows) r = add(r, x);
-        }
-    }
-    r = add(r, __shfl_xor_sync(FULL, r, 1));
-    r = add(r, __shfl_xor_sync(FULL, r, 2));
-    r = add(r, __shfl_xor_sync(FULL, r, 4));
-    for (u64 i = 8 * (u64)rows; i < m; ++i) r = add(r, term<TERM>(a[i], p1, p2));
-    return r;
+    ++count;
+    const u64 k = key_of(v);
+    lo_key = k < lo_key ? k : lo_key;
+    hi_key = k > hi_key ? k : hi_key;
 }
 
-// numpy's pairwise_sum of m values, at most LEVELS splits deep, by one warp (m is the same in
-// every lane, so the warp takes every branch together).
-template <int TERM, int LEVELS>
-__device__ acc_t node_sum(const sample_t* __restrict__ a, u64 m, acc_t p1, acc_t p2, unsigned lane) {
-    if constexpr (LEVELS == 0) {
-        return warp_leaf<TERM>(a, m, p1, p2, lane);
-    } else {
-        if (m <= 128) return warp_leaf<TERM>(a, m, p1, p2, lane);
-        u64 n2 = m / 2;
-        n2 -= n2 % 8;
-        const acc_t left = node_sum<TERM, LEVELS - 1>(a, n2, p1, p2, lane);
-        return add(left, node_sum<TERM, LEVELS - 1>(a + n2, m - n2, p1, p2, lane));
+// numpy's pairwise_sum of one node of at most 240 values at `a`, by the eight lanes of a group
+// (j = 0..7; every lane returns the sum). A node of more than 128 values is split once at
+// n2 = size / 2 rounded down to a multiple of 8 into two leaves of at most 128 (so the left leaf
+// has whole rows of 8 and the node's tail, if any, is the right leaf's). In each leaf numpy's
+// accumulator r[j] adds value j of each row in order: lane j holds it, so a group's load of a row
+// is 8 consecutive values and a warp's is four rows of four nodes. Every row of both leaves is
+// loaded before the first add (up to NODE_ROWS loads in flight per lane), the chains start from
+// -0.0 (x + -0.0 is x for every x, so r[j] starts as numpy's a[j]), and the eight accumulators
+// are added as numpy does, ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), by a butterfly over
+// j (exact: one addition of two values commutes). The tail is then added in order, and a block of
+// fewer than 8 values is summed in order from -0.0 as numpy does. With `track`, lane j notes
+// value j of each row (and lane 0 the tail) in the running extremes.
+template <int TERM>
+__device__ __forceinline__ acc_t group_node(const sample_t* __restrict__ a, u64 size, acc_t p1, acc_t p2,
+                                            unsigned j, bool track, u64& count, u64& lo_key, u64& hi_key,
+                                            u64& nans) {
+    const unsigned rows = (unsigned)(size >> 3);
+    const bool split = size > 128;
+    const unsigned left_rows = split ? (unsigned)((size / 2) >> 3) : rows;
+    sample_t x[NODE_ROWS];
+#pragma unroll
+    for (int k = 0; k < NODE_ROWS; ++k)
+        if ((unsigned)k < rows) x[k] = a[8 * k + j];
+    acc_t left = (acc_t)-0.0, right = (acc_t)-0.0;
+#pragma unroll
+    for (int k = 0; k < NODE_ROWS; ++k) {
+        if ((unsigned)k < rows) {
+            const acc_t t = term<TERM>(x[k], p1, p2);
+            if ((unsigned)k < left_rows)
+                left = add(left, t);
+            else
+                right = add(right, t);
+            if (track) note_sample(x[k], count, lo_key, hi_key, nans);
+        }
     }
+#pragma unroll
+    for (int o = 1; o < 8; o <<= 1) {
+        left = add(left, __shfl_xor_sync(FULL, left, o));
+        right = add(right, __shfl_xor_sync(FULL, right, o));
+    }
+    acc_t s;
+    if (rows == 0) {
+        s = (acc_t)-0.0;
+        for (u64 i = 0; i < size; ++i) s = add(s, term<TERM>(a[i], p1, p2));
+        s = add((acc_t)0.0, s);
+    } else if (split) {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) right = add(right, term<TERM>(a[i], p1, p2));
+        s = add(left, right);
+    } else {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) left = add(left, term<TERM>(a[i], p1, p2));
+        s = left;
+    }
+    if (track && j == 0)
+        for (u64 i = 8 * (u64)rows; i < size; ++i) note_sample(a[i], count, lo_key, hi_key, nans);
+    return s;
 }
 
 // Node `t` (left to right) at `depth` of numpy's tree over m values: its first value and size.
@@ -222,62 +243,64 @@ __device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64
     *size = z;
 }
 
-// Deep enough for the nodes the host asks for: at most 2^8 + 17 values (whole arrays: two splits
-// at most) or 128 (blocks of 8192 at depth 6).
-#define NODE_LEVELS 2
-
-// Problem p (`problems` of `m` values each, one after the other) at `depth`: out[(p << depth) + t]
-// is the sum of TERM of its node t, one warp per node (the grid strides over the nodes). With
-// `ext` non-null (no range: every sample is kept) the same pass adds the samples' extremes to it,
-// as est_extremes does, re-reading each node while the warp's loads are still cached.
+// Problem p (`problems` of `m` values each, one after the other) at `depth` (every node there of
+// at most 240 values, every node above it split): each warp takes four consecutive nodes at a
+// time, a group of eight lanes each (the grid strides over the quads), and adds their sums as
+// numpy's tree does above them, 2^G at a time with G = min(depth, 2): out[w >> G] is the sum of
+// TERM of nodes w..w + 2^G (numbered across the problems), so that the host combines
+// problems << (depth - G) values. With `ext` non-null (no range: every sample is kept) the same
+// pass adds the samples' extremes to it, as est_extremes does, from the values loaded for the sum.
 template <int TERM>
 __device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m, u64 problems, int depth,
                                           acc_t p1, acc_t p2, acc_t* __restrict__ out,
                                           u64* __restrict__ ext) {
-    const unsigned lane = threadIdx.x & 31;
+    const unsigned lane = threadIdx.x & 31, j = lane & 7, group = lane >> 3;
     const u64 nodes = problems << depth;
+    const u64 mask = (1ull << depth) - 1;
+    const int g = depth < 2 ? depth : 2;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    const bool track = ext != nullptr;
     u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
-    for (u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nodes; w += warps) {
-        const u64 p = w >> depth, t = w & ((1ull << depth) - 1);
-        u64 start, size;
-        node_at(m, depth, t, &start, &size);
-        const sample_t* a = in + p * m + start;
-        const acc_t s = node_sum<TERM, NODE_LEVELS>(a, size, p1, p2, lane);
-        if (lane == 0) out[w] = s;
-        if (ext) {
-            for (u64 i = lane; i < size; i += 32) {
-                const sample_t v = a[i];
-                if (is_nan(v)) {
-                    ++nans;
-                    continue;
-                }
-                ++count;
-                const u64 k = key_of(v);
-                lo_key = k < lo_key ? k : lo_key;
-                hi_key = k > hi_key ? k : hi_key;
-            }
-        }
+    for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; 4 * q < nodes; q += warps) {
+        const u64 w = 4 * q + group;
+        u64 start = 0, size = 0;
+        if (w < nodes) node_at(m, depth, w & mask, &start, &size);
+        const sample_t* a = in + (w >> depth) * m + start;
+        acc_t s = group_node<TERM>(a, size, p1, p2, j, track, count, lo_key, hi_key, nans);
+        // Nodes come in aligned pairs and quads of one problem when g is 1 or 2 (2^depth of them
+        // per problem), so every group of a combining warp holds a node.
+        if (g >= 1) s = add(s, __shfl_xor_sync(FULL, s, 8));
+        if (g >= 2) s = add(s, __shfl_xor_sync(FULL, s, 16));
+        if (w < nodes && j == 0 && (group & ((1u << g) - 1)) == 0) out[w >> g] = s;
     }
-    if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
+    if (track) flush_extremes(count, lo_key, hi_key, nans, ext);
 }
 
+// Blocks per SM the sum kernels are built for: three (24 warps) for float32, whose rows and float32
+// chains fit the 80 registers that leaves without spilling; two for the float64 chains of the
+// other types (which spill at 80).
+#if SAMPLE_KIND == 0
+#define SUM_BLOCKS 3
+#else
+#define SUM_BLOCKS 2
+#endif
+
 // One kernel per term, so that the cubes' division does not set the registers of the others.
-extern "C" __global__ void __launch_bounds__(256) est_sum_values(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, SUM_BLOCKS) est_sum_values(const sample_t* __restrict__ in, u64 m,
                                                                  u64 problems, int depth, acc_t p1, acc_t p2,
                                                                  acc_t* __restrict__ out,
                                                                  u64* __restrict__ ext) {
     sum_nodes<0>(in, m, problems, depth, p1, p2, out, ext);
 }
 
-extern "C" __global__ void __launch_bounds__(256) est_sum_squares(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, SUM_BLOCKS) est_sum_squares(const sample_t* __restrict__ in, u64 m,
                                                                   u64 problems, int depth, acc_t p1, acc_t p2,
                                                                   acc_t* __restrict__ out,
                                                                   u64* __restrict__ ext) {
     sum_nodes<1>(in, m, problems, depth, p1, p2, out, ext);
 }
 
-extern "C" __global__ void __launch_bounds__(256) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
+extern "C" __global__ void __launch_bounds__(256, SUM_BLOCKS) est_sum_cubes(const sample_t* __restrict__ in, u64 m,
                                                                 u64 problems, int depth, acc_t p1, acc_t p2,
                                                                 acc_t* __restrict__ out,
                                                                 u64* __restrict__ ext) {
@@ -285,7 +308,8 @@ extern "C" __global__ void __launch_bounds__(256) est_sum_cubes(const sample_t* 
 }
 
 // Groups of 2^k consecutive values (k <= 10) added pairwise as a perfect binary tree:
-// out[g] = the sum of in[g << k .. (g + 1) << k). Blocks of 512 threads, one group each.
+// out[g] = the sum of in[g << k .. (g + 1) << k). One group per block of at least 2^(k-1) threads
+// (32 to 512).
 extern "C" __global__ void __launch_bounds__(512) est_combine(const acc_t* __restrict__ in, int k,
                                                               acc_t* __restrict__ out) {
     __shared__ acc_t s[1024];
@@ -328,16 +352,32 @@ extern "C" __global__ void est_sequential(const acc_t* __restrict__ in, u64 coun
 #define TILE_PER_THREAD 16
 #define TILE (TILE_THREADS * TILE_PER_THREAD)
 
-// counts[b]: the samples of tile b (TILE values) inside the range.
+// counts[b]: the samples of tile b (TILE values) inside the range. With `ext` non-null the same
+// pass adds the extremes of the samples inside the range to it, as est_extremes does (so that a
+// trimmed `scott` or `doane`, which packs the samples, reads them once for both).
 extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_tile_counts(const sample_t* __restrict__ in, u64 n,
                                                                            double lo, double hi,
-                                                                           u64* __restrict__ counts) {
+                                                                           u64* __restrict__ counts,
+                                                                           u64* __restrict__ ext) {
     const u64 base = (u64)blockIdx.x * TILE;
     unsigned c = 0;
+    u64 lo_key = ~0ull, hi_key = 0, nans = 0;
+#pragma unroll
     for (unsigned j = threadIdx.x; j < TILE; j += TILE_THREADS) {
         const u64 i = base + j;
-        if (i < n && kept(in[i], 1, lo, hi)) ++c;
+        if (i < n) {
+            const sample_t v = in[i];
+            if (is_nan(v)) {
+                ++nans;
+            } else if (kept(v, 1, lo, hi)) {
+                ++c;
+                const u64 k = key_of(v);
+                lo_key = k < lo_key ? k : lo_key;
+                hi_key = k > hi_key ? k : hi_key;
+            }
+        }
     }
+    if (ext) flush_extremes(c, lo_key, hi_key, nans, ext);
     for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
     __shared__ unsigned warp[TILE_THREADS / 32];
     if ((threadIdx.x & 31) == 0) warp[threadIdx.x >> 5] = c;
@@ -411,6 +451,8 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_compact(const sam
 
 #define RANKS 4
 #define DIGIT_BITS 11
+// Samples each thread of est_digits and est_gather loads before it counts or takes the first.
+#define AHEAD 8
 #define DIGITS (1 << DIGIT_BITS)
 
 // The first target with the same prefix as target t: targets that share a prefix share a
@@ -446,48 +488,59 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
     __syncthreads();
     const u64 high = shift + bits >= 64 ? 0 : (~0ull << (shift + bits));
     const unsigned lane = threadIdx.x & 31;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
     u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
     // Every thread of a block makes the same number of trips, so the warp-wide match is legal.
-    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
-        const u64 i = i0 + threadIdx.x;
-        bool valid = false;
-        u64 key = 0;
-        if (i < n) {
-            const sample_t v = in[i];
-            const bool nan = is_nan(v);
-            nans += nan;
-            valid = !nan && kept(v, has_range, lo, hi);
-            key = key_of(v);
+    // Each trip loads AHEAD samples per thread before counting any (the counting's shared atomics
+    // and warp votes would otherwise leave one load in flight per thread).
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
+        sample_t x[AHEAD];
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n) x[u] = in[i];
         }
-        if (valid) {
-            ++count;
-            lo_key = key < lo_key ? key : lo_key;
-            hi_key = key > hi_key ? key : hi_key;
-        }
-        const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
-        if (first == 1) {
-            const unsigned peers = __match_any_sync(FULL, valid ? digit : 0xffffffffu);
-            if (valid && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[0][digit], __popc(peers));
-            continue;
-        }
-        if (first == 2) {
-            // The lanes sharing lane 0's digit (all of them when the samples are tied) add
-            // together; the others, whose digits repeat only a few times in a warp of samples
-            // from a spread distribution, add one by one.
-            const unsigned d0 = __shfl_sync(FULL, valid ? digit : 0xffffffffu, 0);
-            const bool with0 = valid && digit == d0;
-            const unsigned same = __ballot_sync(FULL, with0);
-            if (with0) {
-                if ((unsigned)(__ffs(same) - 1) == lane) atomicAdd(&counts[0][digit], __popc(same));
-            } else if (valid) {
-                atomicAdd(&counts[0][digit], 1u);
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            bool valid = false;
+            u64 key = 0;
+            if (i < n) {
+                const sample_t v = x[u];
+                const bool nan = is_nan(v);
+                nans += nan;
+                valid = !nan && kept(v, has_range, lo, hi);
+                key = key_of(v);
             }
-            continue;
-        }
-        for (int t = 0; t < RANKS; ++t) {
-            if (owner[t] != t) continue;
-            if (valid && ((key ^ pre[t]) & high) == 0) atomicAdd(&counts[t][digit], 1u);
+            if (valid) {
+                ++count;
+                lo_key = key < lo_key ? key : lo_key;
+                hi_key = key > hi_key ? key : hi_key;
+            }
+            const unsigned digit = (unsigned)(key >> shift) & (digits - 1);
+            if (first == 1) {
+                const unsigned peers = __match_any_sync(FULL, valid ? digit : 0xffffffffu);
+                if (valid && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&counts[0][digit], __popc(peers));
+                continue;
+            }
+            if (first == 2) {
+                // The lanes sharing lane 0's digit (all of them when the samples are tied) add
+                // together; the others, whose digits repeat only a few times in a warp of samples
+                // from a spread distribution, add one by one.
+                const unsigned d0 = __shfl_sync(FULL, valid ? digit : 0xffffffffu, 0);
+                const bool with0 = valid && digit == d0;
+                const unsigned same = __ballot_sync(FULL, with0);
+                if (with0) {
+                    if ((unsigned)(__ffs(same) - 1) == lane) atomicAdd(&counts[0][digit], __popc(same));
+                } else if (valid) {
+                    atomicAdd(&counts[0][digit], 1u);
+                }
+                continue;
+            }
+            for (int t = 0; t < RANKS; ++t) {
+                if (owner[t] != t) continue;
+                if (valid && ((key ^ pre[t]) & high) == 0) atomicAdd(&counts[t][digit], 1u);
+            }
         }
     }
     if (ext) flush_extremes(count, lo_key, hi_key, nans, ext);
@@ -501,27 +554,54 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
     }
 }
 
+#define SELECT_THREADS 1024
+
 // After est_digits: each target's digit is the one holding its rank (0-based among the samples
 // that agree with its prefix); the rank becomes the rank inside that digit, and sizes[t] the
-// number of samples agreeing with the longer prefix. One thread.
-extern "C" __global__ void est_select(int shift, int bits, u64* __restrict__ prefix, u64* __restrict__ rank,
-                                      const u64* __restrict__ hist, u64* __restrict__ sizes) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    u64 pre[RANKS];
-    for (int t = 0; t < RANKS; ++t) pre[t] = prefix[t];
+// number of samples agreeing with the longer prefix. One block of SELECT_THREADS threads: thread i
+// holds digits 2i and 2i + 1, a block-wide scan gives the counts below them, and the one thread
+// whose digits straddle the rank writes the target's answer (a rank beyond every count, which
+// the host never asks for, leaves the prefix and size as they were and the rank past the total).
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) est_select(int shift, int bits,
+                                                                         u64* __restrict__ prefix,
+                                                                         u64* __restrict__ rank,
+                                                                         const u64* __restrict__ hist,
+                                                                         u64* __restrict__ sizes) {
+    __shared__ u64 pre[RANKS], want[RANKS];
+    __shared__ u64 warp_total[SELECT_THREADS / 32];
+    const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid < RANKS) {
+        pre[tid] = prefix[tid];
+        want[tid] = rank[tid];
+    }
+    __syncthreads();
     const unsigned digits = 1u << bits;
     for (int t = 0; t < RANKS; ++t) {
         const u64* h = hist + shares_with(pre, t) * DIGITS;
-        u64 r = rank[t];
-        for (unsigned d = 0; d < digits; ++d) {
-            if (r < h[d]) {
-                prefix[t] = pre[t] | ((u64)d << shift);
-                sizes[t] = h[d];
-                break;
-            }
-            r -= h[d];
+        const unsigned d0 = 2 * tid, d1 = d0 + 1;
+        const u64 c0 = d0 < digits ? h[d0] : 0, c1 = d1 < digits ? h[d1] : 0;
+        // Inclusive scan of c0 + c1 over the warp, then over the warps' totals.
+        u64 incl = c0 + c1;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u64 v = __shfl_up_sync(FULL, incl, o);
+            if (lane >= (unsigned)o) incl += v;
         }
-        rank[t] = r;
+        if (lane == 31) warp_total[warp] = incl;
+        __syncthreads();
+        u64 below = incl - (c0 + c1);
+        for (unsigned w = 0; w < warp; ++w) below += warp_total[w];
+        const u64 r = want[t];
+        if (r >= below && r < below + c0) {
+            prefix[t] = pre[t] | ((u64)d0 << shift);
+            sizes[t] = c0;
+            rank[t] = r - below;
+        } else if (r >= below + c0 && r < below + c0 + c1) {
+            prefix[t] = pre[t] | ((u64)d1 << shift);
+            sizes[t] = c1;
+            rank[t] = r - below - c0;
+        }
+        if (tid == SELECT_THREADS - 1 && r >= below + c0 + c1) rank[t] = r - (below + c0 + c1);
+        __syncthreads();
     }
 }
 
@@ -547,32 +627,42 @@ extern "C" __global__ void __launch_bounds__(256) est_gather(const sample_t* __r
     const unsigned lane = threadIdx.x & 31;
     sample_t* mine = stage[threadIdx.x >> 5];
     unsigned held = 0;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal.
-    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += stride) {
-        const u64 i = i0 + threadIdx.x;
-        bool take = false;
-        sample_t v = 0;
-        if (i < n) {
-            v = in[i];
-            if (!is_nan(v) && kept(v, has_range, lo, hi)) {
-                const u64 key = key_of(v);
-                for (int t = 0; t < RANKS; ++t)
-                    if (owner[t] == t && ((key ^ pre[t]) & high) == 0) take = true;
-            }
+    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
+    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal;
+    // each trip loads AHEAD samples per thread before taking any (as est_digits).
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
+        sample_t x[AHEAD];
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n) x[u] = in[i];
         }
-        const unsigned votes = __ballot_sync(FULL, take);
-        if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
-        held += __popc(votes);
-        if (held > GATHER - 32) {
-            __syncwarp();
-            u64 base = 0;
-            if (lane == 0) base = atomicAdd(counter, (u64)held);
-            base = __shfl_sync(FULL, base, 0);
-            for (unsigned j = lane; j < held; j += 32)
-                if (base + j < cap) out[base + j] = mine[j];
-            held = 0;
-            __syncwarp();
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            bool take = false;
+            sample_t v = 0;
+            if (i < n) {
+                v = x[u];
+                if (!is_nan(v) && kept(v, has_range, lo, hi)) {
+                    const u64 key = key_of(v);
+                    for (int t = 0; t < RANKS; ++t)
+                        if (owner[t] == t && ((key ^ pre[t]) & high) == 0) take = true;
+                }
+            }
+            const unsigned votes = __ballot_sync(FULL, take);
+            if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
+            held += __popc(votes);
+            if (held > GATHER - 32) {
+                __syncwarp();
+                u64 base = 0;
+                if (lane == 0) base = atomicAdd(counter, (u64)held);
+                base = __shfl_sync(FULL, base, 0);
+                for (unsigned j = lane; j < held; j += 32)
+                    if (base + j < cap) out[base + j] = mine[j];
+                held = 0;
+                __syncwarp();
+            }
         }
     }
     __syncwarp();

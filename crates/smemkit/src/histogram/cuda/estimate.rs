@@ -14,8 +14,9 @@
 //! `auto` a radix select whose first pass also finds the extremes, then either one pass that
 //! copies out the samples agreeing with the quartiles' first digits (when few do: the later
 //! digit passes read only them) or one pass per further 11 bits of the sample type. With a
-//! range, `scott` and `doane` find the extremes alone and pack the samples inside the range (two
-//! more passes), since numpy sums the trimmed array, whose summation tree differs.
+//! range, `scott` and `doane` find the extremes with the count of the samples inside the range in
+//! each tile, then pack those samples (one more pass), since numpy sums the trimmed array, whose
+//! summation tree differs; their sums read only the packed samples.
 //!
 //! `'stone'` is not computed on the GPU: it histograms the data at up to `max(100, sqrt(n))` bin
 //! counts, each a full pass, and is refused with a clear error naming the alternatives.
@@ -29,7 +30,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
-use super::estimate_passes::{Kind, Passes};
+use super::estimate_passes::{Kind, Passes, Tiles};
 use super::estimate_select::Selection;
 use crate::error::{Error, Result};
 use crate::gpu::device::Gpu;
@@ -194,10 +195,17 @@ where
     };
     let trim = checked.as_ref().map(|o| (o.lo, o.hi));
     // The first pass finds the count and the extremes, and with them what the rule needs first.
-    let (mut total, mut selection) = (None, None);
+    let (mut total, mut selection, mut tiles) = (None, None, None);
     let [count, lo_key, hi_key, nans] = match first_pass(rule, trim.is_some()) {
         // SAFETY: forwarded from the caller.
         First::Extremes => unsafe { passes.extremes(input, n, trim)? },
+        First::Tiles => {
+            let range = trim.expect("tiles only with a range");
+            // SAFETY: forwarded from the caller.
+            let (ext, t) = unsafe { passes.extremes_and_tiles(input, n, range)? };
+            tiles = Some(t);
+            ext
+        }
         First::Sum => {
             // SAFETY: forwarded from the caller.
             let (ext, sum) = unsafe { passes.extremes_and_sum(input, n)? };
@@ -242,6 +250,7 @@ where
             min,
             max,
             packed: None,
+            tiles,
             total,
             selection,
             moments: None,
@@ -265,8 +274,11 @@ where
 /// What the first pass over the samples computes besides their count and extremes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum First {
-    /// Nothing: the rule needs no more (or sums a trimmed array, packed later).
+    /// Nothing: the rule needs no more.
     Extremes,
+    /// The samples inside the range in each tile, for packing the trimmed array that `scott` and
+    /// `doane` sum.
+    Tiles,
     /// numpy's sum of the samples, for the mean of `scott` and `doane` (no range: every sample
     /// is summed, in the tree of the whole array).
     Sum,
@@ -279,6 +291,7 @@ fn first_pass(rule: BinRule, trimmed: bool) -> First {
     match rule {
         BinRule::Fd | BinRule::Auto => First::Digits,
         BinRule::Scott | BinRule::Doane if !trimmed => First::Sum,
+        BinRule::Scott | BinRule::Doane => First::Tiles,
         _ => First::Extremes,
     }
 }
@@ -295,6 +308,8 @@ struct DeviceStats<'p, T> {
     max: T,
     /// The trimmed samples packed in order (for the sums), once packed.
     packed: Option<CudaSlice<u8>>,
+    /// The first pass's tile counts of the trimmed samples, until they are packed.
+    tiles: Option<Tiles>,
     /// numpy's sum of the samples, when the first pass computed it.
     total: Option<f64>,
     /// The radix select of the quartiles, its first pass done with the extremes.
@@ -316,8 +331,11 @@ impl<T: Sample> DeviceStats<'_, T> {
         if self.packed.is_none() {
             // SAFETY: the input's `n` samples are valid for the whole estimate (the caller's
             // promise); the packed buffer is owned here.
-            self.packed =
-                Some(unsafe { self.passes.pack(self.input, self.n, lo, hi, self.count)? });
+            let tiles = self.tiles.take();
+            self.packed = Some(unsafe {
+                self.passes
+                    .pack(self.input, self.n, (lo, hi), self.count, tiles)?
+            });
         }
         let packed = self.packed.as_ref().expect("packed above");
         Ok(packed.device_ptr(&self.passes.stream).0)

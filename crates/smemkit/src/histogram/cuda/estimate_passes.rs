@@ -75,6 +75,17 @@ pub(crate) const ENTRIES: [&str; 12] = [
     "est_gather",
 ];
 
+/// Blocks of the sum kernels that fit an SM (their `SUM_BLOCKS`, three for float32 and two for
+/// the rest): six makes whole waves of either.
+const SUM_BLOCKS_PER_SM: u32 = 6;
+/// Blocks of `est_digits` that fit an SM (32 KiB of shared memory and about 44 registers a
+/// thread each: five).
+pub(super) const DIGITS_BLOCKS_PER_SM: u32 = 5;
+/// Blocks of `est_gather` that fit an SM (about 40 registers a thread: six).
+pub(super) const GATHER_BLOCKS_PER_SM: u32 = 6;
+/// Samples each thread of `est_digits` and `est_gather` loads per trip (`AHEAD`).
+pub(super) const AHEAD: usize = 8;
+
 /// Samples per tile of the packing kernels (`TILE` in estimate.cu).
 const TILE: usize = 256 * 16;
 /// Values per radix-select digit histogram (`DIGITS`), and the ranks selected at once (`RANKS`).
@@ -82,15 +93,30 @@ pub(super) const DIGIT_BITS: usize = 11;
 pub(super) const DIGITS: usize = 1 << DIGIT_BITS;
 pub(super) const RANKS: usize = 4;
 
-/// The depth of numpy's tree at which one thread sums each node: nodes of 128 to 256 values
-/// (give or take 17: each split moves a half by at most 8.5 values from m / 2), so every node above
-/// is split (more than 128 values) and the kernel's two levels reach the leaves below.
+/// The depth of numpy's tree at which eight lanes sum each node (`sum_nodes` in estimate.cu):
+/// the shallowest whose nodes average at most 224 values. A split moves each half at most 7.5
+/// values from half its parent, so a node at depth d is within 15 values of m / 2^d: the nodes
+/// there hold at most 239 values (one leaf, or two leaves of at most 127 after one split), and
+/// every node above holds more than 2 * 112 - 15 > 128 values (so it is split, as the kernel's
+/// perfect tree above the nodes assumes).
 pub(crate) fn node_depth(m: usize) -> u32 {
-    if m < 256 {
-        0
-    } else {
-        63 - ((m / 128) as u64).leading_zeros()
+    let mut d = 0;
+    while m > (224usize << d) {
+        d += 1;
     }
+    d
+}
+
+/// How many levels of the tree above the nodes a warp adds (`g` in estimate.cu): its four
+/// nodes, when a problem has four or more.
+pub(crate) fn warp_levels(depth: u32) -> u32 {
+    depth.min(2)
+}
+
+/// The samples inside a range in each tile of `TILE` samples, on the device (est_tile_counts),
+/// for [`Passes::pack`].
+pub(crate) struct Tiles {
+    counts: CudaSlice<u8>,
 }
 
 /// The compiled kernels for one sample type, with the stream they run on.
@@ -101,6 +127,8 @@ pub(crate) struct Passes {
     funcs: Vec<CudaFunction>,
     /// Blocks of the grid-stride kernels.
     grid: u32,
+    /// Multiprocessors of the device.
+    sm_count: u32,
 }
 
 /// A kernel argument, as `cuLaunchKernelEx` takes it.
@@ -122,6 +150,7 @@ impl Passes {
             size: t.size(),
             funcs,
             grid: gpu.limits.sm_count.max(1) * 8,
+            sm_count: gpu.limits.sm_count.max(1),
         })
     }
 
@@ -151,6 +180,13 @@ impl Passes {
 
     pub(super) fn grid_for(&self, n: usize, block: usize) -> u32 {
         (n.div_ceil(block) as u64).min(self.grid as u64) as u32
+    }
+
+    /// Blocks for `threads` threads of a grid-stride kernel of which `per_sm` blocks fit an SM
+    /// at once: at most one whole wave, so that the blocks (which stride over equal shares)
+    /// finish together rather than leaving a last partial wave to run alone.
+    pub(super) fn wave_for(&self, threads: usize, block: usize, per_sm: u32) -> u32 {
+        (threads.div_ceil(block) as u64).min((self.sm_count * per_sm) as u64) as u32
     }
 
     pub(super) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
@@ -248,26 +284,24 @@ impl Passes {
         Ok(([w[0], w[1], w[2], w[3]], sum))
     }
 
-    /// The samples of `[lo, hi]` packed in order into a new buffer (`kept` of them).
+    /// Enqueues est_tile_counts: the samples of `[lo, hi]` in each tile of the `n` at `input`,
+    /// into a new buffer of one word per tile (and, with `ext` non-zero, their extremes into the
+    /// four words there).
     ///
     /// # Safety
-    /// As [`Passes::extremes`].
-    pub unsafe fn pack(
+    /// As [`Passes::extremes`]; `ext` zero or four words.
+    unsafe fn tile_counts(
         &self,
         input: u64,
         n: usize,
-        lo: f64,
-        hi: f64,
-        kept: usize,
-    ) -> Result<CudaSlice<u8>> {
+        (lo, hi): (f64, f64),
+        ext: u64,
+    ) -> Result<Tiles> {
         let tiles = n.div_ceil(TILE);
-        let offsets = self.alloc(tiles * 8)?;
-        let packed = self.alloc(kept * self.size)?;
+        let counts = self.alloc(tiles * 8)?;
         let (mut input, mut n64, mut lo, mut hi) = (input, n as u64, lo, hi);
-        let mut offsets_ptr = self.ptr(&offsets);
-        let mut packed_ptr = self.ptr(&packed);
-        let mut tiles64 = tiles as u64;
-        // SAFETY: est_tile_counts(in, n, lo, hi, counts) with `tiles` counts.
+        let (mut counts_ptr, mut ext) = (self.ptr(&counts), ext);
+        // SAFETY: est_tile_counts(in, n, lo, hi, counts, ext) with `tiles` counts.
         unsafe {
             self.launch(
                 "est_tile_counts",
@@ -278,10 +312,56 @@ impl Passes {
                     arg(&mut n64),
                     arg(&mut lo),
                     arg(&mut hi),
-                    arg(&mut offsets_ptr),
+                    arg(&mut counts_ptr),
+                    arg(&mut ext),
                 ],
             )?
         };
+        Ok(Tiles { counts })
+    }
+
+    /// [`Passes::extremes`] of the samples of `range` and, from the same pass, the tile counts
+    /// that [`Passes::pack`] needs to pack them (for the sums of a trimmed `scott` or `doane`).
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`].
+    pub unsafe fn extremes_and_tiles(
+        &self,
+        input: u64,
+        n: usize,
+        range: (f64, f64),
+    ) -> Result<([u64; 4], Tiles)> {
+        let out = self.extremes_out()?;
+        // SAFETY: forwarded; `out` holds the four words.
+        let tiles = unsafe { self.tile_counts(input, n, range, self.ptr(&out))? };
+        let w = self.read_u64(&out, 4)?;
+        Ok(([w[0], w[1], w[2], w[3]], tiles))
+    }
+
+    /// The samples of `[lo, hi]` packed in order into a new buffer (`kept` of them), from the
+    /// tile counts of [`Passes::extremes_and_tiles`] when given (else counted here).
+    ///
+    /// # Safety
+    /// As [`Passes::extremes`]; `tiles` from the same samples and range.
+    pub unsafe fn pack(
+        &self,
+        input: u64,
+        n: usize,
+        (lo, hi): (f64, f64),
+        kept: usize,
+        tiles: Option<Tiles>,
+    ) -> Result<CudaSlice<u8>> {
+        let count = n.div_ceil(TILE);
+        let offsets = match tiles {
+            Some(t) => t.counts,
+            // SAFETY: forwarded.
+            None => unsafe { self.tile_counts(input, n, (lo, hi), 0)?.counts },
+        };
+        let packed = self.alloc(kept * self.size)?;
+        let (mut input, mut n64, mut lo, mut hi) = (input, n as u64, lo, hi);
+        let mut offsets_ptr = self.ptr(&offsets);
+        let mut packed_ptr = self.ptr(&packed);
+        let mut tiles64 = count as u64;
         // SAFETY: est_scan(counts, tiles).
         unsafe {
             self.launch(
@@ -295,7 +375,7 @@ impl Passes {
         unsafe {
             self.launch(
                 "est_compact",
-                tiles as u32,
+                count as u32,
                 256,
                 &mut [
                     arg(&mut input),
@@ -338,16 +418,18 @@ impl Passes {
         out: u64,
         ext: u64,
     ) -> Result<()> {
-        let mut depth = node_depth(m);
+        let depth_nodes = node_depth(m);
+        // The kernel adds 2^g nodes per output; the remaining `depth` levels are est_combine's.
+        let mut depth = depth_nodes - warp_levels(depth_nodes);
         let a = self.acc_size();
-        // At depth 0 the node sums are the problems' sums: straight to `out`.
+        // At depth 0 the kernel's outputs are the problems' sums: straight to `out`.
         let mut nodes = if depth == 0 {
             None
         } else {
             Some(self.alloc((problems << depth) * a)?)
         };
         let (mut input, mut m64, mut problems64) = (input, m as u64, problems as u64);
-        let mut depth_arg = depth as i32;
+        let mut depth_arg = depth_nodes as i32;
         let kernel = match term.0 {
             0 => "est_sum_values",
             1 => "est_sum_squares",
@@ -362,14 +444,14 @@ impl Passes {
             (arg(&mut p1_64), arg(&mut p2_64))
         };
         let mut ext = ext;
-        // One warp per node, the grid striding over them.
-        let threads = (problems << depth) * 32;
+        // One warp per four nodes, the grid striding over them.
+        let threads = (problems << depth_nodes).div_ceil(4) * 32;
         // SAFETY: est_sum_<term>(in, m, problems, depth, p1, p2, out, ext) with
-        // `problems << depth` outputs.
+        // `problems << depth` outputs (the levels the warps add taken off).
         unsafe {
             self.launch(
                 kernel,
-                self.grid_for(threads, 256),
+                self.wave_for(threads, 256, SUM_BLOCKS_PER_SM),
                 256,
                 &mut [
                     arg(&mut input),
@@ -383,7 +465,7 @@ impl Passes {
                 ],
             )?
         };
-        // The node sums, 2^depth per problem, added as a perfect tree 2^10 at a time.
+        // The warps' sums, 2^depth per problem, added as a perfect tree 2^10 at a time.
         while let Some(from_buf) = nodes.take() {
             let k = depth.min(10);
             let groups = (problems << depth) >> k;
@@ -396,12 +478,15 @@ impl Passes {
             let mut from = self.ptr(&from_buf);
             let mut to = next.as_ref().map_or(out, |s| self.ptr(s));
             let mut k_arg = k as i32;
+            // Half a group's threads add its first level; the many small groups of the integers'
+            // cast blocks need no more.
+            let block = ((1u32 << k) / 2).clamp(32, 512);
             // SAFETY: est_combine(in, k, out): `groups << k` values in, `groups` out.
             unsafe {
                 self.launch(
                     "est_combine",
                     groups as u32,
-                    512,
+                    block,
                     &mut [arg(&mut from), arg(&mut k_arg), arg(&mut to)],
                 )?
             };

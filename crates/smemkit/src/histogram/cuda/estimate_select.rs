@@ -6,7 +6,9 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::estimate_passes::{arg, Passes, DIGITS, DIGIT_BITS, RANKS};
+use super::estimate_passes::{
+    arg, Passes, AHEAD, DIGITS, DIGITS_BLOCKS_PER_SM, DIGIT_BITS, GATHER_BLOCKS_PER_SM, RANKS,
+};
 use crate::error::Result;
 use crate::gpu::device::cuda_err;
 
@@ -14,6 +16,9 @@ use crate::gpu::device::cuda_err;
 /// per sample (robust to any ties, but a slow instruction); 2, lane 0's digit together and the
 /// others one by one (cheap for spread samples and for samples all tied).
 pub(crate) const FIRST_DIGITS: i32 = 1;
+
+/// Threads of `est_select`'s one block (`SELECT_THREADS`): two digits each.
+const SELECT_THREADS: u32 = (DIGITS / 2) as u32;
 
 impl Passes {
     /// The first pass of a radix select (see [`Passes::select`]) over the `n` samples at `input`
@@ -92,7 +97,7 @@ impl Passes {
         unsafe {
             self.launch(
                 "est_digits",
-                self.grid_for(sel.n, 256),
+                self.wave_for(sel.n.div_ceil(AHEAD), 256, DIGITS_BLOCKS_PER_SM),
                 256,
                 &mut [
                     arg(&mut input),
@@ -143,7 +148,7 @@ impl Passes {
                 self.launch(
                     "est_select",
                     1,
-                    32,
+                    SELECT_THREADS,
                     &mut [
                         arg(&mut shift_arg),
                         arg(&mut bits_arg),
@@ -187,7 +192,7 @@ impl Passes {
         unsafe {
             self.launch(
                 "est_gather",
-                self.grid_for(sel.n, 256),
+                self.wave_for(sel.n.div_ceil(AHEAD), 256, GATHER_BLOCKS_PER_SM),
                 256,
                 &mut [
                     arg(&mut input),

@@ -5,7 +5,7 @@
 use super::*;
 use crate::histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges};
 use crate::histogram::bins::stats::{pairwise_f32, pairwise_f64};
-use crate::histogram::cuda::estimate_passes::{defines, node_depth, ENTRIES};
+use crate::histogram::cuda::estimate_passes::{defines, node_depth, warp_levels, ENTRIES};
 use crate::histogram::cuda::estimate_select::{agreeing, digit_of, gather_pays};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -35,123 +35,185 @@ fn levels(m: usize) -> u32 {
     }
 }
 
+/// The sizes of the nodes of numpy's tree over `m` values at `depth`, left to right, each with
+/// the smallest node on its way down from the root (the root excluded; `usize::MAX` at depth 0).
+fn nodes_at(m: usize, depth: u32, above: usize, out: &mut Vec<(usize, usize)>) {
+    if depth == 0 {
+        out.push((m, above));
+        return;
+    }
+    let n2 = m / 2 - (m / 2) % 8;
+    let above = above.min(m);
+    nodes_at(n2, depth - 1, above, out);
+    nodes_at(m - n2, depth - 1, above, out);
+}
+
 #[test]
-fn the_device_tree_is_numpys_pairwise_sum() {
-    // Nodes at the chosen depth summed one by one, then added as a perfect binary tree: the same
-    // additions as numpy's recursion, so the same bits (values spread over many magnitudes so that
-    // any other order rounds differently).
-    let mut r = Xoshiro256PlusPlus::seed_from_u64(23);
-    let mut sizes: Vec<usize> = vec![1, 5, 8, 127, 128, 129, 255, 256, 257, 511, 2049, 65_537];
-    sizes.extend((0..40).map(|_| r.gen_range(2..3_000_000)));
+fn the_sums_depth_holds_nodes_of_one_or_two_leaves_below_split_nodes() {
+    // What `sum_nodes` in estimate.cu assumes of node_depth: every node at the depth holds at
+    // most 240 values (NODE_ROWS rows and a tail) and is one leaf or splits once into two, and
+    // every node above it is split (more than 128 values), so the tree above is perfect.
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(230);
+    let mut sizes: Vec<usize> = (0..=20_000).collect();
+    sizes.extend([
+        (1 << 20) + 7,
+        1 << 20,
+        (1 << 28) - 1,
+        1 << 28,
+        (1 << 28) + 5,
+    ]);
+    sizes.extend((0..40).map(|_| r.gen_range(20_000..50_000_000)));
     for m in sizes {
-        let v: Vec<f64> = (0..m)
-            .map(|_| r.gen_range(-1.0..1.0) * 10f64.powi(r.gen_range(-8..8)))
-            .collect();
         let depth = node_depth(m);
-        let mut level: Vec<f64> = (0..1usize << depth)
-            .map(|t| {
-                let (s, z) = node_at(m, depth, t);
-                // Every node above the depth is split (the kernel assumes it), and the kernel's
-                // NODE_LEVELS = 2 reach the leaves.
-                if depth > 0 {
-                    let (_, parent) = node_at(m, depth - 1, t >> 1);
-                    assert!(
-                        parent > 128,
-                        "m {m}: parent of node {t} has {parent} values"
-                    );
-                }
-                assert!(levels(z) <= 2, "m {m}: node of {z} values");
-                pairwise_f64(&v[s..s + z])
-            })
-            .collect();
-        while level.len() > 1 {
-            level = level.chunks(2).map(|p| p[0] + p[1]).collect();
+        let mut nodes = Vec::new();
+        nodes_at(m, depth, usize::MAX, &mut nodes);
+        assert_eq!(nodes.len(), 1 << depth, "m {m}");
+        assert_eq!(nodes.iter().map(|n| n.0).sum::<usize>(), m, "m {m}");
+        let mut start = 0;
+        for (t, &(z, above)) in nodes.iter().enumerate() {
+            assert!(z <= 240 && levels(z) <= 1, "m {m}: node {t} of {z} values");
+            assert!(
+                depth == 0 || above > 128,
+                "m {m}: node {t} below a node of {above}"
+            );
+            if t < 64 || t + 64 > nodes.len() || t % 997 == 0 {
+                assert_eq!(node_at(m, depth, t), (start, z), "m {m}: node {t}");
+            }
+            start += z;
         }
-        assert_eq!(level[0].to_bits(), pairwise_f64(&v).to_bits(), "m {m}");
     }
 }
 
-/// The host's replay of `warp_leaf` in estimate.cu: what each of the 32 lanes loads and adds,
-/// in the kernel's order; every lane's result.
-fn warp_leaf<F>(a: &[F]) -> [F; 32]
-where
-    F: Copy + std::ops::Add<Output = F> + From<f32>,
-{
-    let m = a.len();
-    if m < 8 {
-        let mut res = F::from(-0.0);
-        for &x in a {
-            res = res + x;
-        }
-        return [F::from(0.0) + res; 32];
+/// A float type for the replays of the kernels' additions.
+trait Acc: Copy + std::ops::Add<Output = Self> + From<f32> {
+    fn bits(self) -> u64;
+}
+impl Acc for f32 {
+    fn bits(self) -> u64 {
+        self.to_bits() as u64
     }
-    let rows = m >> 3;
-    // v[lane][k]: lane 8g + j loads value j of row 4k + g (a warp's load is 32 consecutive
-    // values).
-    let v: Vec<[F; 4]> = (0..32)
-        .map(|lane| {
-            let (j, g) = (lane & 7, lane >> 3);
-            std::array::from_fn(|k| {
-                let row = 4 * k + g;
-                if row < rows {
-                    a[8 * row + j]
-                } else {
-                    F::from(0.0)
-                }
-            })
+}
+impl Acc for f64 {
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// The host's replay of `group_node` in estimate.cu: what each lane j of a group loads and adds,
+/// in the kernel's order; every lane's result.
+fn group_node<F: Acc>(a: &[F]) -> [F; 8] {
+    let size = a.len();
+    let rows = size >> 3;
+    let split = size > 128;
+    let left_rows = if split { (size / 2) >> 3 } else { rows };
+    // Lane j's chains over its column (value j of each row), each from -0.0.
+    let mut left: [F; 8] = [F::from(-0.0); 8];
+    let mut right: [F; 8] = [F::from(-0.0); 8];
+    for j in 0..8 {
+        for k in 0..rows {
+            let t = a[8 * k + j];
+            if k < left_rows {
+                left[j] = left[j] + t;
+            } else {
+                right[j] = right[j] + t;
+            }
+        }
+    }
+    // The butterfly: lane j adds its value and lane j ^ o's, in that order.
+    for o in [1, 2, 4] {
+        let (l, r) = (left, right);
+        for j in 0..8 {
+            left[j] = l[j] + l[j ^ o];
+            right[j] = r[j] + r[j ^ o];
+        }
+    }
+    std::array::from_fn(|j| {
+        if rows == 0 {
+            let mut s = F::from(-0.0);
+            for &x in a {
+                s = s + x;
+            }
+            F::from(0.0) + s
+        } else if split {
+            let mut r = right[j];
+            for &x in &a[8 * rows..] {
+                r = r + x;
+            }
+            left[j] + r
+        } else {
+            let mut l = left[j];
+            for &x in &a[8 * rows..] {
+                l = l + x;
+            }
+            l
+        }
+    })
+}
+
+/// The host's replay of `sum_into` on one problem of `v.len()` values: the nodes at the depth by
+/// groups of eight lanes, the warp's xor-shuffle additions of four nodes (each group's own first),
+/// then est_combine's perfect tree over what the warps wrote.
+fn device_sum<F: Acc>(v: &[F]) -> F {
+    let m = v.len();
+    let depth = node_depth(m);
+    let g = warp_levels(depth);
+    let mut sums: Vec<F> = (0..1usize << depth)
+        .map(|t| {
+            let (s, z) = node_at(m, depth, t);
+            let lanes = group_node(&v[s..s + z]);
+            assert!(lanes.iter().all(|x| x.bits() == lanes[0].bits()), "m {m}");
+            lanes[0]
         })
         .collect();
-    let mut r: [F; 32] = std::array::from_fn(|lane| v[lane & 7][0]);
-    // Row 4k + h comes from lane 8h + j's k-th load (the kernel's loops over k, then h).
-    for row in 1..16 {
-        let (k, h) = (row / 4, row % 4);
-        let x: [F; 32] = std::array::from_fn(|lane| v[8 * h + (lane & 7)][k]);
-        if row < rows {
-            r.iter_mut().zip(x).for_each(|(a, b)| *a = *a + b);
+    for level in 0..g {
+        let o = 1usize << level;
+        let before = sums.clone();
+        for (t, x) in sums.iter_mut().enumerate() {
+            *x = before[t] + before[t ^ o];
+            assert_eq!(x.bits(), (before[t ^ o] + before[t]).bits(), "m {m}");
         }
     }
-    for mask in [1, 2, 4] {
-        let before = r;
-        for (lane, a) in r.iter_mut().enumerate() {
-            *a = before[lane] + before[lane ^ mask];
-        }
+    let mut level: Vec<F> = sums.into_iter().step_by(1 << g).collect();
+    assert_eq!(level.len(), 1 << (depth - g), "m {m}");
+    while level.len() > 1 {
+        level = level.chunks(2).map(|p| p[0] + p[1]).collect();
     }
-    for &x in &a[8 * rows..] {
-        for lane in r.iter_mut() {
-            *lane = *lane + x;
-        }
-    }
-    r
+    level[0]
 }
 
 #[test]
-fn the_warps_leaf_is_numpys_leaf_in_every_lane() {
-    // Every block size a leaf can have, values over many magnitudes and signs (any other order
-    // of the additions rounds differently), and -0.0 alone (numpy's `-0.0 + ...` start).
-    let mut r = Xoshiro256PlusPlus::seed_from_u64(231);
-    for m in 0..=128 {
-        for _ in 0..20 {
-            let v: Vec<f64> = (0..m)
-                .map(|_| r.gen_range(-1.0..1.0) * 10f64.powi(r.gen_range(-12..12)))
-                .collect();
-            let want = pairwise_f64(&v).to_bits();
-            assert!(
-                warp_leaf(&v).iter().all(|x| x.to_bits() == want),
-                "f64 m {m}"
-            );
-            let w: Vec<f32> = v.iter().map(|&x| x as f32).collect();
-            let want = pairwise_f32(&w).to_bits();
-            assert!(
-                warp_leaf(&w).iter().all(|x| x.to_bits() == want),
-                "f32 m {m}"
+fn the_device_sum_is_numpys_pairwise_sum() {
+    // Every size up to 600 (leaves with every tail, nodes of one and two leaves, depths 0 to 2),
+    // the thresholds, numpy's cast block, large odd sizes; values over many magnitudes and signs
+    // (any other order of the additions rounds differently) and -0.0 alone (numpy's `-0.0 + ...`
+    // start below 8 values, r[j] = a[j] above).
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(23);
+    let mut sizes: Vec<usize> = (0..600).collect();
+    sizes.extend([1000, 4095, 4096, 8191, 8192, 8193, 65_537, (1 << 20) + 7]);
+    sizes.extend((0..12).map(|_| r.gen_range(600..3_000_000)));
+    for m in sizes {
+        let v: Vec<f64> = (0..m)
+            .map(|_| r.gen_range(-1.0..1.0) * 10f64.powi(r.gen_range(-12..12)))
+            .collect();
+        assert_eq!(
+            device_sum(&v).to_bits(),
+            pairwise_f64(&v).to_bits(),
+            "f64 m {m}"
+        );
+        let w: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        assert_eq!(
+            device_sum(&w).to_bits(),
+            pairwise_f32(&w).to_bits(),
+            "f32 m {m}"
+        );
+        if m < 300 {
+            let zeros = vec![-0.0f32; m];
+            assert_eq!(
+                device_sum(&zeros).to_bits(),
+                pairwise_f32(&zeros).to_bits(),
+                "-0 m {m}"
             );
         }
-        let zeros = vec![-0.0f32; m];
-        let want = pairwise_f32(&zeros).to_bits();
-        assert!(
-            warp_leaf(&zeros).iter().all(|x| x.to_bits() == want),
-            "-0 m {m}"
-        );
     }
 }
 
@@ -196,12 +258,13 @@ fn gathering_pays_only_when_the_agreeing_samples_are_few() {
 #[test]
 fn only_estimators_that_sum_the_whole_array_fuse_the_sum_into_the_first_pass() {
     // numpy sums the trimmed array when a range is given: its tree is not the whole array's, so
-    // the sum waits for the packed samples; the quartiles' first digits fuse either way.
+    // the sum waits for the packed samples (the first pass counts the tiles to pack instead); the
+    // quartiles' first digits fuse either way.
     for rule in GPU_RULES {
         let (free, trimmed) = (first_pass(rule, false), first_pass(rule, true));
         match rule {
             BinRule::Scott | BinRule::Doane => {
-                assert_eq!((free, trimmed), (First::Sum, First::Extremes), "{rule:?}")
+                assert_eq!((free, trimmed), (First::Sum, First::Tiles), "{rule:?}")
             }
             BinRule::Fd | BinRule::Auto => {
                 assert_eq!((free, trimmed), (First::Digits, First::Digits), "{rule:?}")
@@ -500,10 +563,12 @@ fn gpu_refuses_stone_and_bad_ranges_clearly() {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_estimates_at_the_summation_trees_thresholds_are_the_cpu_engines() {
     // Leaves of every shape (tails of 1 to 7 values, fewer than 8 values), the first splits,
-    // nodes at depth 0 and 1, integer cast blocks of 8192 with and without a rest.
+    // nodes at depths 0 to 3 (the first sizes at each: the warps add one, then two levels, then
+    // est_combine the rest), integer cast blocks of 8192 with and without a rest.
     let gpu = crate::gpu::gpu().unwrap();
     let sizes = [
-        7, 8, 15, 127, 128, 129, 136, 255, 256, 257, 273, 8191, 8192, 8193, 16_391, 65_537,
+        7, 8, 15, 127, 128, 129, 136, 224, 225, 255, 256, 257, 273, 448, 449, 896, 897, 1793, 8191,
+        8192, 8193, 16_391, 65_537,
     ];
     compare_type::<f32>(&gpu, &sizes, 16);
     compare_type::<f64>(&gpu, &sizes, 17);
@@ -522,7 +587,8 @@ where
     let (ptr, _guard) = dev.device_ptr(stream);
     let n = host.len();
     let (lo, hi) = T::SPAN;
-    let inner = Some((lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.6));
+    let band = (lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.6);
+    let inner = Some(band);
     // The host's count, extremes and NaN count, as keys.
     let kind = passes.kind;
     let finite: Vec<u64> = host
@@ -549,6 +615,11 @@ where
         assert_eq!(
             trimmed_digits, trimmed,
             "{what}: trimmed extremes with the digits"
+        );
+        let (tiled, _) = passes.extremes_and_tiles(ptr, n, band).unwrap();
+        assert_eq!(
+            tiled, trimmed,
+            "{what}: trimmed extremes with the tile counts"
         );
         let alone = match kind {
             Kind::Signed | Kind::Unsigned => passes.buffered(ptr, n).unwrap(),
