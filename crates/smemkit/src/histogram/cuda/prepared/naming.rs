@@ -60,6 +60,9 @@ pub fn kernel_name(plan: &Plan, limits: &DeviceLimits, what: &Counting<'_>) -> S
         Strategy::Cluster { .. } => "cluster",
         // Counts only, one kernel per counter width.
         Strategy::Exchange { bits, .. } => return format!("hist_exchange{bits}_{}_none", mode),
+        Strategy::ClusterPacked { bits, .. } => {
+            return format!("hist_clusterpacked{bits}_{}_none", mode)
+        }
         // Counts only, one kernel per counter width: 1024-thread blocks, prefetching.
         Strategy::Sliced { bits, .. } => return format!("hist_sliced{bits}_{}_none", mode),
         Strategy::Global => "global",
