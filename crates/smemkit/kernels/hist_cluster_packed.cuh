@@ -18,9 +18,8 @@
 // Each block claims its own hot bin; the others keep sending that bin to its owner until they see a
 // crossing themselves. Both routes count, so the result is exact whatever the timing.
 //
-// Addresses are 32-bit shared::cluster ones (mapa), as in `exchange`: a shared::cta address lies in
-// the cluster window too and names this block's memory, so the hot lane and a remote word take the
-// same atomic instruction.
+// Addresses are 32-bit shared::cluster ones (mapa), as in `exchange`, this block's hot lanes
+// included, so that the hot lane and a remote word take the same atomic instruction.
 
 // A shared::cta address of this block, as the same variable in block `rank`'s shared memory.
 __device__ __forceinline__ unsigned cluster_address_of(unsigned cta_address, unsigned rank) {
@@ -45,7 +44,7 @@ struct ClusterPackedSink {
     unsigned long long nbins;
     unsigned long long* out;     // the u64 result of every bin
     unsigned* hot_key;           // this block's hot bin (an index into all the bins)
-    unsigned hot_lane;           // this lane's counter of the hot bin, as a shared::cta address
+    unsigned hot_lane;           // this lane's counter of the hot bin (this block's), as a shared::cluster address
     unsigned hot;                // this thread's copy of *hot_key, refreshed once per loop step
     __device__ __forceinline__ void step() { hot = *(volatile unsigned*)hot_key; }
     template <class A>
@@ -86,7 +85,8 @@ __device__ void cluster_packed_kernel(const sample_t* __restrict__ in, unsigned 
                                  p.nbins,
                                  out,
                                  &hot_key,
-                                 (unsigned)__cvta_generic_to_shared(hot_counts + (threadIdx.x & 31)),
+                                 cluster_address_of((unsigned)__cvta_generic_to_shared(hot_counts + (threadIdx.x & 31)),
+                                                    cluster.block_rank()),
                                  NO_HOT_KEY};
     Tally t{0, 0, 0};
     // Unaggregated counts of the cheap binning modes take the sliced kernels' lean step (one slice:
