@@ -118,7 +118,12 @@ fn normal_float32_over_a_range_at_a_million_bins() {
             nbins: 1 << 20,
             range: Some((-4.0, 4.0)),
         };
-        let ran = check_all(Samples::F32(&data), bins, policy, &format!("normal {policy:?}"));
+        let ran = check_all(
+            Samples::F32(&data),
+            bins,
+            policy,
+            &format!("normal {policy:?}"),
+        );
         // 8x8, 8x16, 16x16 and the planner's pick hold 1M bins; 16x8 and 8x2 do not.
         assert_eq!(ran, 4, "normal {policy:?}");
     }
@@ -159,7 +164,11 @@ fn skewed_data_wraps_the_narrow_counters_exactly() {
         for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
             let bins = BinSpec::Integer { nbins };
             let what = format!("{name} {policy:?}");
-            assert_eq!(check_all(Samples::I32(data), bins, policy, &what), 4, "{what}");
+            assert_eq!(
+                check_all(Samples::I32(data), bins, policy, &what),
+                4,
+                "{what}"
+            );
         }
     }
     // The float rule's loop on data piled on a few bins.
@@ -188,7 +197,10 @@ fn int32_uniform_with_out_of_range_values() {
         for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
             let what = format!("int32 {nbins} {policy:?}");
             let bins = BinSpec::Integer { nbins };
-            assert!(check_all(Samples::I32(&data), bins, policy, &what) >= 2, "{what}");
+            assert!(
+                check_all(Samples::I32(&data), bins, policy, &what) >= 2,
+                "{what}"
+            );
         }
     }
 }
