@@ -47,22 +47,100 @@ struct ClusterPackedSink {
     unsigned hot_lane;           // this lane's counter of the hot bin (this block's), as a shared::cluster address
     unsigned hot;                // this thread's copy of *hot_key, refreshed once per loop step
     __device__ __forceinline__ void step() { hot = *(volatile unsigned*)hot_key; }
-    template <class A>
-    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
-        constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1, CLAIM = MASK < 0xFFu ? MASK : 0xFFu;
-        const unsigned b = (unsigned)bin, a = (unsigned)amount;
-        const bool is_hot = b == hot;
+    // Sends one count of bin b (not NO_BIN) and returns the word before the add: to the hot lane
+    // when b is this block's hot bin, else to the owner's word.
+    __device__ __forceinline__ unsigned issue(unsigned b, unsigned a) {
+        constexpr unsigned PER = 32 / BITS;
         const unsigned rank = owner_of(b, per_block, inv);
         const unsigned local = b - rank * per_block;
-        const unsigned shift = (local % PER) * BITS;
         const unsigned remote = cluster_address_of(words + (local / PER) * 4u, rank);
-        const unsigned old = atomic_add_cluster(is_hot ? hot_lane : remote, is_hot ? a : a << shift);
-        // The bin's lane within its word is the same counted from the owner's first bin or from
-        // bin 0 (per_block is a multiple of 32), so the correction works on the whole result.
-        if (!is_hot && ((old >> shift) & CLAIM) + a > CLAIM)
-            packed_crossed<BITS>(b, old, a, nbins, out, hot_key);
+        const bool is_hot = b == hot;
+        return atomic_add_cluster(is_hot ? hot_lane : remote, is_hot ? a : a << ((local % PER) * BITS));
+    }
+    // The wrap check of an `issue` (with the same `hot`): past a multiple of 256 counts, a wrap to
+    // undo and a hot bin to claim. The bin's lane within its word is the same counted from its
+    // owner's first bin or from bin 0 (per_block is a multiple of 32), so the correction works on
+    // the whole result.
+    __device__ __forceinline__ void settle(unsigned b, unsigned a, unsigned old) {
+        constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1, CLAIM = MASK < 0xFFu ? MASK : 0xFFu;
+        const unsigned shift = (b % PER) * BITS;
+        if (b != hot && ((old >> shift) & CLAIM) + a > CLAIM) packed_crossed<BITS>(b, old, a, nbins, out, hot_key);
+    }
+    template <class A>
+    __device__ __forceinline__ void add(unsigned long long bin, A amount) {
+        const unsigned b = (unsigned)bin, a = (unsigned)amount;
+        settle(b, a, issue(b, a));
     }
 };
+
+#ifndef CLUSTER_PACKED_BATCH
+#define CLUSTER_PACKED_BATCH 4
+#endif
+
+// Counts the M samples of `s` in batches of N: the N bins first, then the N atomics, then the N
+// wrap checks, so that a warp has N returning atomics in flight instead of waiting for each one's
+// answer before it sends the next (each check branches on that answer).
+template <int MODE, int BITS, int N, int M>
+__device__ __forceinline__ void count_batches(const sample_t (&s)[M], const BinParams& p,
+                                              ClusterPackedSink<BITS>& sink, Tally& t) {
+    static_assert(M % N == 0, "whole batches");
+#pragma unroll
+    for (int c = 0; c < M; c += N) {
+        unsigned b[N], old[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) b[k] = bin32<MODE>(s[c + k], p, t);
+#pragma unroll
+        for (int k = 0; k < N; k++) old[k] = b[k] != NO_BIN ? sink.issue(b[k], 1u) : 0u;
+#pragma unroll
+        for (int k = 0; k < N; k++)
+            if (b[k] != NO_BIN) sink.settle(b[k], 1u, old[k]);
+    }
+}
+
+// `grid_walk`'s order of the samples (two 16-byte loads per lane, the next two in flight), counted
+// by `count_batches` without warp aggregation: the unaggregated loop of the cluster_packed kernels.
+template <int MODE, int BITS>
+__device__ __forceinline__ void cluster_packed_walk(const sample_t* __restrict__ in, unsigned long long n,
+                                                    const BinParams& p, ClusterPackedSink<BITS>& sink, Tally& t) {
+    constexpr int VEC = 16 / sizeof(sample_t);
+    constexpr int PAIR_N = 2 * VEC < CLUSTER_PACKED_BATCH ? 2 * VEC : CLUSTER_PACKED_BATCH;
+    constexpr int ONE_N = VEC < CLUSTER_PACKED_BATCH ? VEC : CLUSTER_PACKED_BATCH;
+    union Pair { uint4 raw[2]; sample_t s[2 * VEC]; };
+    union One { uint4 raw; sample_t s[VEC]; };
+    const unsigned long long nvec = n / VEC;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const uint4* in4 = reinterpret_cast<const uint4*>(in);
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i + stride < nvec) {
+        Pair cur;
+        cur.raw[0] = __ldg(in4 + i);
+        cur.raw[1] = __ldg(in4 + i + stride);
+        for (;;) {
+            const unsigned long long next = i + 2 * stride;
+            const bool more = next + stride < nvec;
+            Pair nxt;
+            if (more) {
+                nxt.raw[0] = __ldg(in4 + next);
+                nxt.raw[1] = __ldg(in4 + next + stride);
+            }
+            sink.step();
+            count_batches<MODE, BITS, PAIR_N>(cur.s, p, sink, t);
+            i = next;
+            if (!more) break;
+            cur = nxt;
+        }
+    }
+    for (; i < nvec; i += stride) {
+        One v;
+        v.raw = __ldg(in4 + i);
+        count_batches<MODE, BITS, ONE_N>(v.s, p, sink, t);
+    }
+    for (unsigned long long j = nvec * VEC + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+         j += stride) {
+        const sample_t one[1] = {in[j]};
+        count_batches<MODE, BITS, 1>(one, p, sink, t);
+    }
+}
 
 template <int MODE, int BITS>
 __device__ void cluster_packed_kernel(const sample_t* __restrict__ in, unsigned long long n, BinParams p,
@@ -89,13 +167,13 @@ __device__ void cluster_packed_kernel(const sample_t* __restrict__ in, unsigned 
                                                     cluster.block_rank()),
                                  NO_HOT_KEY};
     Tally t{0, 0, 0};
-    // Unaggregated counts of the cheap binning modes take the sliced kernels' lean step (one slice:
-    // all the bins); the rest `process`. Both prefetch (one 1024-thread block per SM).
-    if (CHEAP_MODE(MODE) && !p.aggregate)
-        lean_loop<MODE, true, true>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
-    else
+    // Aggregated counts (one update per bin and warp) take `process`, one returning atomic at a
+    // time; the rest the batched loop. Both prefetch (one 1024-thread block per SM).
+    if (p.aggregate)
         process<MODE, void, ClusterPackedSink<BITS>, true>(in, n, (const void*)0, p, sink, t, blockIdx.x,
                                                           gridDim.x);
+    else
+        cluster_packed_walk<MODE, BITS>(in, n, p, sink, t);
     // Every remote add must land before the owners read their slices (and before any block exits,
     // which would take its shared memory away from the others).
     cluster.sync();

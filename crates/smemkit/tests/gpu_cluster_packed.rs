@@ -2,7 +2,8 @@
 //! cluster), each forced and compared with the CPU engine on fresh random data: float32 normal
 //! samples over [-4, 4] at 2^20 bins with NaN, infinities and samples outside the range, data piled
 //! on a few bins (the narrow counters wrap thousands of times, through remote atomics), int32
-//! uniform, both counting policies, and the kernels' unaggregated loop. They need a CUDA GPU.
+//! uniform, both counting policies, and both of the kernels' loops (batched, and warp-aggregated).
+//! They need a CUDA GPU.
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -205,11 +206,12 @@ fn int32_uniform_with_out_of_range_values() {
     }
 }
 
-/// The unaggregated loop (the benchmark's `-noagg` rows; integer and exact float32 bins take the
-/// lean step there) through the prepared kernel with its aggregation flag flipped.
+/// The aggregated loop (the benchmark's `-agg` rows: one returning atomic per bin and warp at a
+/// time, through `process`) through the prepared kernel with its aggregation flag flipped; the
+/// other tests run the default, batched loop without aggregation.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn unaggregated_loop_counts_exactly() {
+fn aggregated_loop_counts_exactly() {
     let gpu = smemkit::internals::gpu::gpu().expect("a GPU");
     let mut r = rng();
     let n = (1usize << 25) + 3;
@@ -253,8 +255,8 @@ fn unaggregated_loop_counts_exactly() {
                 let mut prepared =
                     Prepared::new(gpu.clone(), ty, WeightKind::None, &binning, policy, choice)
                         .unwrap();
-                assert_eq!(prepared.params.aggregate, 1, "aggregated by default");
-                prepared.params.aggregate = 0;
+                assert_eq!(prepared.params.aggregate, 0, "not aggregated by default");
+                prepared.params.aggregate = 1;
                 let out = dev::run_once(&prepared, &data).unwrap();
                 let what = format!("{ty} {policy:?} {}", prepared.detail());
                 assert_eq!(out.tallies, want_tallies, "{what}");

@@ -84,11 +84,16 @@ fn cluster_packed_kernels_build_alone_within_their_registers() {
             let attrs = function_attributes(&cubin);
             let get = |a: u8| attrs.iter().find(|(k, _)| *k == a).map(|(_, v)| *v);
             let regs = get(0x2f).unwrap_or_else(|| panic!("{kernel}: no register count"));
-            assert!(regs <= 64, "{t} {kernel}: {regs} registers");
-            assert_eq!(get(0x12), Some(0), "{t} {kernel}: a stack frame (spills)");
-            built.push(format!("{t} {kernel}: {regs} registers"));
+            let frame = get(0x12).unwrap_or_else(|| panic!("{kernel}: no frame size"));
+            built.push((format!("{t} {kernel}"), regs, frame));
         }
     }
-    eprintln!("{}", built.join("\n"));
+    for (kernel, regs, frame) in &built {
+        eprintln!("{kernel}: {regs} registers, {frame} bytes of stack frame");
+    }
     assert_eq!(built.len(), 10);
+    for (kernel, regs, frame) in &built {
+        assert!(*regs <= 64, "{kernel}: {regs} registers");
+        assert_eq!(*frame, 0, "{kernel}: a stack frame (spills)");
+    }
 }

@@ -100,11 +100,17 @@ pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String>
 
 /// Whether warps combine equal bins before their atomics. Shared-memory atomics on one address are
 /// cheap enough that `__match_any_sync` only costs, while remote (cluster) and global atomics on one
-/// address serialise without it (figures in bench/NOTES.md). Weighted sums never aggregate.
+/// address serialise without it (figures in bench/NOTES.md). The cluster_packed kernels' loop without
+/// it sends a batch of returning remote atomics before waiting on any (kernels/
+/// hist_cluster_packed.cuh), and their hot bins take the data piled on one bin. Weighted sums never
+/// aggregate.
 pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
     weights == WeightKind::None
         && !matches!(
             strategy,
-            Strategy::Shared | Strategy::Packed { .. } | Strategy::Sliced { .. }
+            Strategy::Shared
+                | Strategy::Packed { .. }
+                | Strategy::Sliced { .. }
+                | Strategy::ClusterPacked { .. }
         )
 }
