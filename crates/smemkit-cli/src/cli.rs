@@ -128,11 +128,12 @@ pub struct HistArgs {
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), cluster, global,
-    /// partition, exchange (exchange8 / exchange16: the counter width; exchange8x8: and the size) or
-    /// sliced (sliced5: five slices).
+    /// partition, exchange (exchange8 / exchange16: the counter width; exchange8x8: and the size),
+    /// clusterpacked (the same forms: clusterpacked8x8, clusterpacked16x16; experimental, never
+    /// chosen by auto) or sliced (sliced5: five slices).
     #[arg(long, default_value = "auto")]
     pub strategy: String,
-    /// Thread block cluster size for --strategy cluster or exchange.
+    /// Thread block cluster size for --strategy cluster, exchange or clusterpacked.
     #[arg(long, value_name = "K")]
     pub cluster_size: Option<u32>,
     /// Write the histogram to FILE: .csv (bin,left,right,count), .json or .npy (counts).
@@ -185,11 +186,11 @@ pub struct PlanArgs {
     /// Weighted histogram (f64 counters).
     #[arg(long)]
     pub weighted: bool,
-    /// Force a strategy: auto, shared, shared16, shared8, cluster, global, partition, exchange or
-    /// sliced.
+    /// Force a strategy: auto, shared, shared16, shared8, cluster, global, partition, exchange,
+    /// clusterpacked or sliced.
     #[arg(long, default_value = "auto")]
     pub strategy: String,
-    /// Cluster size for --strategy cluster or exchange.
+    /// Cluster size for --strategy cluster, exchange or clusterpacked.
     #[arg(long)]
     pub cluster_size: Option<u32>,
     /// Samples one GPU counts (its shard): the grid is cut to what they keep busy, and tiny
@@ -223,7 +224,8 @@ pub struct BenchArgs {
         default_value = "256,4096,32768,131072,1048576,16777216"
     )]
     pub bins: Vec<usize>,
-    /// Distributions, comma-separated: uniform, hot (GPU only: also hot:F, a share F of the samples in one bin).
+    /// Distributions, comma-separated: uniform, hot (GPU only: also hot:F, a share F of the samples
+    /// in one bin, and normal: float32 standard normal samples in bins over [-4, 4]).
     #[arg(long, value_delimiter = ',', default_value = "uniform,hot")]
     pub dist: Vec<String>,
     /// Sample types, comma-separated: i32 (integer bins), f32 (uniform bins over [0, nbins)).
@@ -236,8 +238,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// GPU only: strategies to time, comma-separated (auto, shared, shared16, shared8, cluster2 ...
-    /// cluster16, global, partition, exchange, exchange8x8 ..., sliced, sliced5 ...); all of them by
-    /// default.
+    /// cluster16, global, partition, exchange, exchange8x8 ..., clusterpacked, clusterpacked8x8 ...,
+    /// sliced, sliced5 ...); all of them by default.
     #[arg(long, value_delimiter = ',')]
     pub strategies: Vec<String>,
     /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).

@@ -1,6 +1,6 @@
 // Histogram kernels, one family per header: shared (one private histogram per block in dynamic
-// shared memory), packed (narrow counters), cluster and exchange (the bins split across the shared
-// memories of a thread block cluster, reached through distributed shared memory), sliced (the bins
+// shared memory), packed (narrow counters), cluster, cluster_packed and exchange (the bins split
+// across the shared memories of a thread block cluster, reached through distributed shared memory), sliced (the bins
 // cut into slices of one block each), global (counters in global memory), the partition passes,
 // the skew verdict (hist_probe.cuh), one window of the bins (hist_window.cuh: bins sharded over
 // ranks) and the deterministic weighted sums (hist_exact.cuh, with their
@@ -51,6 +51,7 @@ typedef SAMPLE_T sample_t;
 #include "hist_sliced.cuh"
 #include "hist_small.cuh"
 #include "hist_exchange.cuh"
+#include "hist_cluster_packed.cuh"
 #include "hist_global.cuh"
 #include "hist_partition.cuh"
 #include "hist_probe.cuh"
@@ -147,6 +148,15 @@ typedef SAMPLE_T sample_t;
             exchange_kernel<MODE, BITS>(in, n, p, out, t);                                                     \
         })
 
+// Counts only, 1024-thread blocks (one per SM where the counters take 128 KiB), prefetching.
+#define CLUSTER_PACKED_KERNEL(MODE, MNAME, BITS)                                                               \
+    SMEMKIT_ENTRY(hist_clusterpacked##BITS##_##MNAME##_none,                                                   \
+        extern "C" __global__ void __launch_bounds__(1024) hist_clusterpacked##BITS##_##MNAME##_none(          \
+            const sample_t* in, unsigned long long n, const void* w, BinParams p, unsigned long long* out,     \
+            unsigned long long* t) {                                                                           \
+            cluster_packed_kernel<MODE, BITS>(in, n, p, out, t);                                               \
+        })
+
 // Counts only, one 1024-thread block per SM (narrow counters fill its shared memory), prefetching.
 #define SLICED_KERNEL(MODE, MNAME, BITS)                                                                       \
     SMEMKIT_ENTRY(hist_sliced##BITS##_##MNAME##_none,                                                          \
@@ -172,6 +182,8 @@ typedef SAMPLE_T sample_t;
     SLICED_KERNEL(MODE, MNAME, 4)                                          \
     EXCHANGE_KERNEL(MODE, MNAME, 16)                                       \
     EXCHANGE_KERNEL(MODE, MNAME, 8)                                        \
+    CLUSTER_PACKED_KERNEL(MODE, MNAME, 16)                                 \
+    CLUSTER_PACKED_KERNEL(MODE, MNAME, 8)                                  \
     PACKED_KERNELS(MODE, MNAME)                                            \
     SHARED_ONE_BLOCK_KERNEL(MODE, MNAME)                                   \
     HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \

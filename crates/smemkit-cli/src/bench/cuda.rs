@@ -1,7 +1,9 @@
 //! `smemkit bench --backend cuda`: the standard histogram workloads of shared/BENCH.md on the GPU.
 //! The data is drawn on the device, every strategy that can hold the bins is timed (forced, plus the
 //! planner's `auto`, each as planned and with warp aggregation flipped), and every result is checked against
-//! the CPU engine on a copy of the same data before its line is printed.
+//! the CPU engine on a copy of the same data before its line is printed. `--dist normal` is issue
+//! 23's realistic float workload instead: standard normal float32 samples (drawn on the host,
+//! copied to the device before timing) in bins over [-4, 4].
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
@@ -9,7 +11,7 @@ use smemkit::internals::histogram::cuda::bench::{self as dev, median};
 use smemkit::internals::histogram::cuda::device_engine::DeviceEngine;
 use smemkit::internals::histogram::cuda::prepared::{Counting, WeightKind};
 use smemkit::{
-    bins::{Binning, OutOfRange},
+    bins::{BinSpec, Binning, OutOfRange},
     histogram::{Counts, StrategyChoice},
     sample::SampleType,
     Error,
@@ -36,6 +38,10 @@ fn all_choices() -> Vec<StrategyChoice> {
         bits: None,
         size: None,
     });
+    v.push(StrategyChoice::ClusterPacked {
+        bits: None,
+        size: None,
+    });
     v.push(StrategyChoice::Packed(4));
     for bits in [8, 4] {
         v.push(StrategyChoice::Sliced {
@@ -47,7 +53,8 @@ fn all_choices() -> Vec<StrategyChoice> {
 }
 
 /// Whether a strategy of the default set is worth a row at `nbins`: 4-bit counters in one block
-/// only beyond what 8-bit counters hold (they wrap every 16 counts, for nothing below that), and
+/// and clusterpacked only beyond what 8-bit counters in one block hold (4-bit ones wrap every 16
+/// counts, for nothing below that), and
 /// `sliced` (the fewest slices) only beyond what one block of its counters holds (below that it is
 /// `shared8` / `shared4` with a slice test per sample) and up to 2^22 bins (every slice reads the
 /// whole input, so beyond that it only slows down).
@@ -56,6 +63,8 @@ fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::internals::
         |bits| smemkit::internals::histogram::plan::packed_max_bins_per_block(&gpu.limits, bits);
     match choice {
         StrategyChoice::Packed(4) => nbins > one_block(8),
+        // Bins split over a cluster only pay where one block holds no 8-bit counters of them all.
+        StrategyChoice::ClusterPacked { .. } => nbins > one_block(8),
         StrategyChoice::Sliced {
             bits: Some(bits),
             slices: None,
@@ -82,6 +91,35 @@ fn choices(names: &[String]) -> Result<Vec<StrategyChoice>> {
         .collect()
 }
 
+/// The range of `--dist normal`'s bins: about all of a standard normal.
+const NORMAL_RANGE: (f64, f64) = (-4.0, 4.0);
+
+/// The device data and bins of one `--dist`: the generator's uniform or hot samples in the
+/// standard workload's bins, or standard normal float32 samples in bins over [`NORMAL_RANGE`].
+fn workload(
+    gpu: &std::sync::Arc<smemkit::internals::gpu::Gpu>,
+    ty: SampleType,
+    n: usize,
+    nbins: usize,
+    dist: &str,
+    seed: u64,
+) -> Result<(dev::DeviceSamples, BinSpec)> {
+    if dist != "normal" {
+        let data = dev::generate(gpu, ty, n, nbins, hot_share(dist)?, seed)?;
+        return Ok((data, workload_spec(ty, nbins)));
+    }
+    if ty != SampleType::F32 {
+        bail!("--dist normal draws float32 samples: use --dtype f32 (not {ty})");
+    }
+    let values = crate::bench::histdd::normals(n, seed);
+    let data = dev::DeviceSamples::upload(gpu, smemkit::sample::Samples::F32(&values))?;
+    let spec = BinSpec::Uniform {
+        nbins,
+        range: Some(NORMAL_RANGE),
+    };
+    Ok((data, spec))
+}
+
 /// Powers of two and the 1.5x steps between them, from 2 to 2^24 bins.
 /// The share of samples in the hot bin that `--dist` names: `uniform` 0, `hot` shared/BENCH.md's 7/8,
 /// `hot:F` any fraction F in [0, 1] (a skew sweep for the planner's crossovers; GPU only).
@@ -92,7 +130,8 @@ fn hot_share(dist: &str) -> Result<f64> {
         d => match d.strip_prefix("hot:").map(str::parse::<f64>) {
             Some(Ok(f)) if (0.0..=1.0).contains(&f) => f,
             _ => bail!(
-                "--dist {d}: the GPU benchmark draws uniform, hot or hot:F data (F a fraction in [0, 1])"
+                "--dist {d}: the GPU benchmark draws uniform, hot or hot:F data (F a fraction in [0, 1]), \
+                 or normal float32 samples"
             ),
         },
     })
@@ -172,10 +211,9 @@ pub fn bench_cuda(args: &BenchArgs) -> Result<()> {
         };
         for &nbins in &bins {
             for dist in &args.dist {
-                let hot = hot_share(dist)?;
-                let data = dev::generate(&gpu, ty, n, nbins, hot, args.seed)?;
+                let (data, spec) = workload(&gpu, ty, n, nbins, dist, args.seed)?;
                 let host = data.to_host(&gpu)?;
-                let binning = Binning::resolve(&workload_spec(ty, nbins), host.as_samples())?;
+                let binning = Binning::resolve(&spec, host.as_samples())?;
                 let reference = smemkit::sample::with_samples!(host.as_samples(), s =>
                     smemkit::internals::histogram::cpu::histogram(s, None, &binning, OutOfRange::Ignore));
                 drop(host);

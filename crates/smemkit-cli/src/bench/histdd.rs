@@ -87,7 +87,7 @@ fn name(choice: StrategyChoice) -> String {
 
 /// `count` standard normal float32 values, drawn in parallel from `seed` (chunks of fixed size,
 /// so the values do not depend on the thread count).
-fn normals(count: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn normals(count: usize, seed: u64) -> Vec<f32> {
     let mut v = vec![0f32; count];
     v.par_chunks_mut(1 << 20)
         .enumerate()

@@ -45,6 +45,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
         header!("hist_sliced.cuh"),
         header!("hist_small.cuh"),
         header!("hist_exchange.cuh"),
+        header!("hist_cluster_packed.cuh"),
         header!("hist_global.cuh"),
         header!("hist_partition.cuh"),
         header!("hist_probe.cuh"),

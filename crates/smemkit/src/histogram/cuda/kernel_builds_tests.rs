@@ -101,6 +101,9 @@ pub(crate) fn choices() -> Vec<StrategyChoice> {
         bits: None,
         size: None,
     });
+    for bits in [Some(16), Some(8), None] {
+        c.push(StrategyChoice::ClusterPacked { bits, size: None });
+    }
     c
 }
 
@@ -241,6 +244,8 @@ fn every_histogram_kernel_compiles_for_hopper() {
                 "shared4p",
                 "sliced8",
                 "sliced4",
+                "clusterpacked16",
+                "clusterpacked8",
             ] {
                 for &m in &modes {
                     let name = format!("hist_{kernel}_{m}_none");
@@ -266,6 +271,8 @@ fn the_planner_names_kernels_of_every_family() {
         "hist_cluster_",
         "hist_exchange16_",
         "hist_exchange8_",
+        "hist_clusterpacked16_",
+        "hist_clusterpacked8_",
         "hist_sliced8_",
         "hist_sliced4_",
         "hist_global_",

@@ -12,6 +12,8 @@
 pub mod bench;
 #[doc(hidden)]
 pub mod bin_shards;
+#[cfg(test)]
+mod cluster_packed_kernel_tests;
 #[doc(hidden)]
 pub mod device_engine;
 pub mod device_histogram;

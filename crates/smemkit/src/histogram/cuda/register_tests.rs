@@ -11,7 +11,7 @@ use crate::sample::{SampleType, Samples};
 
 /// `(attribute, value)` of every EIATTR in the CUBIN's global `.nv.info` section whose payload
 /// is a (function, value) pair.
-fn function_attributes(cubin: &[u8]) -> Vec<(u8, u32)> {
+pub(super) fn function_attributes(cubin: &[u8]) -> Vec<(u8, u32)> {
     let u16_at = |o: usize| u16::from_le_bytes([cubin[o], cubin[o + 1]]) as usize;
     let u32_at = |o: usize| u32::from_le_bytes(cubin[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(cubin[o..o + 8].try_into().unwrap()) as usize;

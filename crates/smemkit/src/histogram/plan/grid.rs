@@ -76,7 +76,9 @@ pub(super) fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool
         Strategy::Shared | Strategy::Packed { .. } => {
             samples_per_counter_set(n, candidate.grid, 1, w.sample_type) < w.nbins
         }
-        Strategy::Cluster { size } | Strategy::Exchange { size, .. } => {
+        Strategy::Cluster { size }
+        | Strategy::Exchange { size, .. }
+        | Strategy::ClusterPacked { size, .. } => {
             samples_per_counter_set(n, candidate.grid, size, w.sample_type) < w.nbins
         }
         // Each block counts about n / grid samples (its share of its slice's) into one slice.

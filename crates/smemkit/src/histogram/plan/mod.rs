@@ -19,6 +19,10 @@ mod families;
 pub use families::*;
 mod exchange;
 pub use exchange::*;
+mod cluster_packed;
+pub use cluster_packed::*;
+#[cfg(test)]
+mod cluster_packed_tests;
 #[cfg(test)]
 mod exchange_tests;
 #[cfg(test)]
@@ -283,6 +287,9 @@ pub fn plan(
             Ok(cluster_plan(w, limits, size, "forced".into()))
         }
         StrategyChoice::Exchange { bits, size } => exchange_choice(w, limits, bits, size),
+        StrategyChoice::ClusterPacked { bits, size } => {
+            cluster_packed_choice(w, limits, bits, size)
+        }
         StrategyChoice::Sliced { bits, slices } => sliced_choice(w, limits, bits, slices),
         StrategyChoice::Auto => Ok(auto_plan(w, limits)),
     }

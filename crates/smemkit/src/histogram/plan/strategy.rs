@@ -32,6 +32,15 @@ pub enum Strategy {
         /// Counter width.
         bits: u32,
     },
+    /// The bins split across a cluster's blocks as packed narrow counters (`bits` wide), every
+    /// sample added to its owner's counter through distributed shared memory, wraps corrected in
+    /// global memory. Counts only.
+    ClusterPacked {
+        /// Blocks per cluster.
+        size: u32,
+        /// Counter width: 16 or 8.
+        bits: u32,
+    },
     /// The bins cut into `slices` slices of `bits`-wide packed counters (8 or 4), one slice per
     /// block; every block reads the whole input and counts its slice's samples, the blocks of the
     /// different slices reading each tile at about the same time (once from DRAM, `slices` times
@@ -55,6 +64,7 @@ impl Strategy {
             Strategy::Partition => "partition".into(),
             Strategy::Exchange { size, bits } => format!("exchange{bits}x{size}"),
             Strategy::Sliced { slices, bits } => format!("sliced{bits}x{slices}"),
+            Strategy::ClusterPacked { size, bits } => format!("clusterpacked{bits}x{size}"),
         }
     }
 }
@@ -63,7 +73,9 @@ impl Strategy {
     /// Blocks per cluster of the strategy's launches (1: no cluster).
     pub fn cluster_size(&self) -> u32 {
         match self {
-            Strategy::Cluster { size } | Strategy::Exchange { size, .. } => *size,
+            Strategy::Cluster { size }
+            | Strategy::Exchange { size, .. }
+            | Strategy::ClusterPacked { size, .. } => *size,
             _ => 1,
         }
     }
@@ -107,6 +119,14 @@ pub enum StrategyChoice {
         /// Blocks per cluster.
         size: Option<u32>,
     },
+    /// The cluster_packed strategy; `None` lets the planner pick the counter width or the cluster
+    /// size.
+    ClusterPacked {
+        /// Counter width.
+        bits: Option<u32>,
+        /// Blocks per cluster.
+        size: Option<u32>,
+    },
     /// The sliced strategy; `None` lets the planner pick the counter width (8 bits) or the
     /// fewest slices that hold the bins.
     Sliced {
@@ -121,10 +141,17 @@ impl std::str::FromStr for StrategyChoice {
     type Err = crate::Error;
 
     /// A strategy name: `auto`, `shared`, `shared16`, `shared8`, `shared4`, `cluster`, `global`,
-    /// `partition`, or an exchange or sliced name (`exchange8x8`, `sliced4x3`, the names
-    /// [`Strategy::name`] prints). The cluster size of `cluster` comes from
+    /// `partition`, or an exchange, cluster_packed or sliced name (`exchange8x8`,
+    /// `clusterpacked8x8`, `sliced4x3`, the names [`Strategy::name`] prints; `cluster-packed` is
+    /// `clusterpacked`). The cluster size of `cluster` comes from
     /// [`StrategyChoice::with_cluster_size`].
     fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if let Some(rest) = text
+            .strip_prefix("clusterpacked")
+            .or_else(|| text.strip_prefix("cluster-packed"))
+        {
+            return parse_cluster_packed(text, rest);
+        }
         if let Some(rest) = text.strip_prefix("exchange") {
             return parse_exchange(text, rest);
         }
@@ -142,7 +169,7 @@ impl std::str::FromStr for StrategyChoice {
             "cluster" => Ok(StrategyChoice::Cluster(None)),
             _ => Err(crate::Error::InvalidArgument(format!(
                 "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global, \
-                 partition, exchange or sliced)"
+                 partition, exchange, clusterpacked or sliced)"
             ))),
         }
     }
@@ -150,7 +177,8 @@ impl std::str::FromStr for StrategyChoice {
 
 impl StrategyChoice {
     /// The same choice with `size` blocks per cluster (the CLI's `--cluster-size`), for `cluster`
-    /// and for an `exchange` whose name does not give the size; `None` changes nothing. Any other
+    /// and for an `exchange` or `clusterpacked` whose name does not give the size; `None` changes
+    /// nothing. Any other
     /// strategy has no cluster size to take, and that is an error rather than a size ignored.
     pub fn with_cluster_size(self, size: Option<u32>) -> Result<Self, crate::Error> {
         let Some(k) = size else {
@@ -169,6 +197,19 @@ impl StrategyChoice {
                 "`exchange{}x{named}` names its cluster size; leave out --cluster-size",
                 bits.map(|b| b.to_string()).unwrap_or_default()
             ))),
+            StrategyChoice::ClusterPacked { bits, size: None } => {
+                Ok(StrategyChoice::ClusterPacked {
+                    bits,
+                    size: Some(k),
+                })
+            }
+            StrategyChoice::ClusterPacked {
+                bits,
+                size: Some(named),
+            } => Err(crate::Error::InvalidArgument(format!(
+                "`clusterpacked{}x{named}` names its cluster size; leave out --cluster-size",
+                bits.map(|b| b.to_string()).unwrap_or_default()
+            ))),
             other => {
                 let name = match other {
                     StrategyChoice::Auto => "auto".to_string(),
@@ -179,7 +220,8 @@ impl StrategyChoice {
                     _ => "sliced".to_string(),
                 };
                 Err(crate::Error::InvalidArgument(format!(
-                    "--cluster-size only applies to --strategy cluster or exchange, not {name}"
+                    "--cluster-size only applies to --strategy cluster, exchange or clusterpacked, \
+                     not {name}"
                 )))
             }
         }
@@ -228,4 +270,27 @@ pub(super) fn parse_exchange(text: &str, rest: &str) -> Result<StrategyChoice, c
         _ => return Err(bad()),
     };
     Ok(StrategyChoice::Exchange { bits, size })
+}
+
+/// `clusterpacked`, `clusterpacked8`, `clusterpacked16`, each optionally followed by
+/// `x<cluster size>` (the names [`Strategy::name`] prints) or given the size by
+/// [`StrategyChoice::with_cluster_size`].
+pub(super) fn parse_cluster_packed(text: &str, rest: &str) -> Result<StrategyChoice, crate::Error> {
+    let bad = || {
+        crate::Error::InvalidArgument(format!(
+            "unknown strategy `{text}` (cluster_packed strategies: clusterpacked, clusterpacked8, \
+             clusterpacked16, optionally with x<cluster size>, e.g. clusterpacked8x8)"
+        ))
+    };
+    let (bits, size) = match rest.split_once('x') {
+        Some((b, k)) => (b, Some(k.parse::<u32>().map_err(|_| bad())?)),
+        None => (rest, None),
+    };
+    let bits = match bits {
+        "" => None,
+        "8" => Some(8),
+        "16" => Some(16),
+        _ => return Err(bad()),
+    };
+    Ok(StrategyChoice::ClusterPacked { bits, size })
 }

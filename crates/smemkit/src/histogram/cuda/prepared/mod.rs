@@ -186,7 +186,9 @@ impl Prepared {
         launch::prepare_function(&func, &shape, gpu.limits.smem_per_block_optin)?;
         // Persistent grid sized by what the driver says fits, not by the input length.
         match plan.strategy {
-            Strategy::Cluster { size } | Strategy::Exchange { size, .. } => {
+            Strategy::Cluster { size }
+            | Strategy::Exchange { size, .. }
+            | Strategy::ClusterPacked { size, .. } => {
                 let active = launch::max_active_clusters(
                     &func,
                     &gpu.stream,

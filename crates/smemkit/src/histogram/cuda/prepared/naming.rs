@@ -60,6 +60,9 @@ pub fn kernel_name(plan: &Plan, limits: &DeviceLimits, what: &Counting<'_>) -> S
         Strategy::Cluster { .. } => "cluster",
         // Counts only, one kernel per counter width.
         Strategy::Exchange { bits, .. } => return format!("hist_exchange{bits}_{}_none", mode),
+        Strategy::ClusterPacked { bits, .. } => {
+            return format!("hist_clusterpacked{bits}_{}_none", mode)
+        }
         // Counts only, one kernel per counter width: 1024-thread blocks, prefetching.
         Strategy::Sliced { bits, .. } => return format!("hist_sliced{bits}_{}_none", mode),
         Strategy::Global => "global",
@@ -97,11 +100,17 @@ pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String>
 
 /// Whether warps combine equal bins before their atomics. Shared-memory atomics on one address are
 /// cheap enough that `__match_any_sync` only costs, while remote (cluster) and global atomics on one
-/// address serialise without it (figures in bench/NOTES.md). Weighted sums never aggregate.
+/// address serialise without it (figures in bench/NOTES.md). The cluster_packed kernels' loop without
+/// it sends a batch of returning remote atomics before waiting on any (kernels/
+/// hist_cluster_packed.cuh), and their hot bins take the data piled on one bin. Weighted sums never
+/// aggregate.
 pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
     weights == WeightKind::None
         && !matches!(
             strategy,
-            Strategy::Shared | Strategy::Packed { .. } | Strategy::Sliced { .. }
+            Strategy::Shared
+                | Strategy::Packed { .. }
+                | Strategy::Sliced { .. }
+                | Strategy::ClusterPacked { .. }
         )
 }
