@@ -8,7 +8,8 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::internals::histogram::cuda::bench as dev;
-use smemkit::internals::histogram::cuda::prepared::{Prepared, WeightKind};
+use smemkit::internals::histogram::cuda::device_engine::DeviceEngine;
+use smemkit::internals::histogram::cuda::prepared::{Counting, WeightKind};
 use smemkit::{
     bins::{BinSpec, Binning, OutOfRange},
     histogram::{histogram, Counts, HistogramOptions, StrategyChoice, Tallies},
@@ -252,13 +253,18 @@ fn aggregated_loop_counts_exactly() {
                     size: Some(size),
                 };
                 let ty = samples.sample_type();
-                let mut prepared =
-                    Prepared::new(gpu.clone(), ty, WeightKind::None, &binning, policy, choice)
-                        .unwrap();
-                assert_eq!(prepared.params.aggregate, 0, "not aggregated by default");
-                prepared.params.aggregate = 1;
-                let out = dev::run_once(&prepared, &data).unwrap();
-                let what = format!("{ty} {policy:?} {}", prepared.detail());
+                let counting = Counting {
+                    sample_type: ty,
+                    weights: WeightKind::None,
+                    binning: &binning,
+                    policy,
+                };
+                let mut engine =
+                    DeviceEngine::new(&gpu, counting, choice, false, samples.len(), None).unwrap();
+                assert!(!engine.aggregates(), "not aggregated by default");
+                engine.flip_aggregation().unwrap();
+                let out = dev::run_once(&engine, &data).unwrap();
+                let what = format!("{ty} {policy:?} {}", engine.detail());
                 assert_eq!(out.tallies, want_tallies, "{what}");
                 assert!(
                     matches!(&out.counts, Counts::Unweighted(c) if *c == want),
