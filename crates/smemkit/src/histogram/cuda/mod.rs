@@ -25,6 +25,7 @@ pub mod exact_sums;
 #[cfg(test)]
 mod half_kernel_tests;
 pub mod half_table;
+pub(crate) mod int_weights;
 #[cfg(test)]
 mod kernel_builds_tests;
 pub mod multi;

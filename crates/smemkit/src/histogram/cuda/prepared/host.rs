@@ -7,6 +7,7 @@ use half::slice::HalfFloatSliceExt;
 use super::*;
 use crate::histogram::cuda::device_engine::DeviceEngine;
 use crate::histogram::cuda::device_histogram::{DeviceOutput, RawBuffers};
+use crate::histogram::cuda::int_weights::IntStaging;
 
 /// Histogram of host-resident samples on the GPU.
 pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
@@ -28,7 +29,7 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
         &gpu,
         Counting {
             sample_type,
-            weights: WeightKind::of(&weights)?,
+            weights: WeightKind::of(&weights),
             binning,
             policy,
         },
@@ -89,6 +90,11 @@ fn run_host<T: Sample + DeviceRepr>(
                 0
             })
             .map_err(cuda_err("allocating the weight buffer"))?;
+        // Integer weights: copied in their own type and widened to int64 on the device.
+        let mut ints = match weights {
+            Some(Weights::Int(w)) => Some(IntStaging::new(stream, w.int_type(), batch)?),
+            _ => None,
+        };
         drop(alloc_span);
         // Events around each batch's copies and kernels split the call's time for the summary
         // (`gpu::work_time`). Each batch waits for its kernels before the next copy: a pageable
@@ -118,7 +124,12 @@ fn run_host<T: Sample + DeviceRepr>(
                         .map_err(cuda_err("copying weights"))?;
                     (wbuf64.device_ptr(stream).0, Some((len, WeightKind::F64)))
                 }
-                Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
+                Some(Weights::Int(w)) => {
+                    let staging = ints.as_mut().expect("made above for integer weights");
+                    let (ptr, kind) =
+                        staging.upload(engine.gpu(), stream, &w.slice(start..start + len))?;
+                    (ptr, Some((len, kind)))
+                }
             };
             let in_ptr = buf.device_ptr(stream).0;
             timing.before_kernels()?;
