@@ -340,3 +340,20 @@ fn every_planned_kernel_builds_alone_as_cubin_for_sm_90a() {
         eprintln!("{t}: {} kernels, {} KB of CUBIN", names.len(), bytes / 1024);
     }
 }
+
+/// The int64 weight kind's kernels (exact integer sums: u64 counters in shared memory, in a
+/// cluster's shared memories and in global memory), each built alone as a CUBIN for sm_90a.
+#[test]
+fn int64_weight_kernels_build_alone_as_cubin_for_sm_90a() {
+    if !toolchain() {
+        return;
+    }
+    for (t, kernel) in [
+        (SampleType::F32, "hist_shared_uniform32_i64"),
+        (SampleType::F32, "hist_cluster_edges_i64"),
+        (SampleType::I32, "hist_global_integer_i64"),
+        (SampleType::F64, "hist_shared_uniform64_i64"),
+    ] {
+        check_one_kernel_cubin(t, kernel);
+    }
+}
