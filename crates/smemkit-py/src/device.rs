@@ -100,13 +100,16 @@ pub(crate) fn capturing(stream: sys::CUstream) -> PyResult<bool> {
     Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
+/// The kernels' weight kind for the Python layer's dtype: int64 weights (uint64 as their bits;
+/// narrower integers are widened to int64 before the call) sum as exact 64-bit integers.
 fn weight_kind(dtype: Option<&str>) -> PyResult<WeightKind> {
     match dtype {
         None => Ok(WeightKind::None),
         Some("float32") => Ok(WeightKind::F32),
         Some("float64") => Ok(WeightKind::F64),
+        Some("int64" | "uint64") => Ok(WeightKind::I64),
         Some(other) => Err(PyValueError::new_err(format!(
-            "internal: device weights of {other} (expected float32 or float64)"
+            "internal: device weights of {other} (expected float32, float64 or int64)"
         ))),
     }
 }

@@ -89,6 +89,10 @@ def _fake_device_histogram(device, stream, samples, out, bins, run):
                       extremes=extremes))
     x = _read(input, n, dtype)
     w = None if weights == 0 else _read(weights, n, weights_dtype)
+    if w is not None and w.dtype.kind in "iu":
+        # The kernels' int64 weights: exact sums modulo 2**64 (numpy's int64 add.at wraps too).
+        assert weights_dtype == "int64", weights_dtype
+        return _fake_int_sums(x, w, out, nbins, range, edges, integer_bins, out_of_range)
     if integer_bins:
         counts = smemkit.bincount(x, w, minlength=nbins, out_of_range=out_of_range)
         lo_t, hi_t, nan_t = int((x < 0).sum()), int((x >= nbins).sum()), 0
@@ -101,6 +105,33 @@ def _fake_device_histogram(device, stream, samples, out, bins, run):
         k = counts.size
     words = np.empty(k + 3, np.uint64)
     words[:k] = np.asarray(counts, np.float64 if w is not None else np.int64).view(np.uint64)
+    words[k:] = (lo_t, hi_t, nan_t)
+    ctypes.memmove(out, words.ctypes.data, words.nbytes)
+
+
+def _fake_int_sums(x, w, out, nbins, range, edges, integer_bins, out_of_range):
+    if integer_bins:
+        k = nbins
+        slots = x.astype(np.int64)
+        lo_t, hi_t, nan_t = int((slots < 0).sum()), int((slots >= k).sum()), 0
+    else:
+        e = np.asarray(edges, np.float64) if edges is not None else np.linspace(*range, nbins + 1)
+        k = e.size - 1
+        xf = x.astype(np.float64)
+        slots = np.searchsorted(e, xf, side="right") - 1
+        slots[xf == e[-1]] = k - 1
+        lo_t, hi_t = int((xf < e[0]).sum()), int((xf > e[-1]).sum())
+        nan_t = int(np.isnan(xf).sum())
+        slots[np.isnan(xf)] = -(2**40)
+    if out_of_range == "clamp":
+        keep = slots > -(2**40)
+        slots = np.clip(slots, 0, k - 1)
+    else:
+        keep = (slots >= 0) & (slots < k)
+    sums = np.zeros(k, np.int64)
+    np.add.at(sums, slots[keep], w[keep])
+    words = np.empty(k + 3, np.uint64)
+    words[:k] = sums.view(np.uint64)
     words[k:] = (lo_t, hi_t, nan_t)
     ctypes.memmove(out, words.ctypes.data, words.nbytes)
 

@@ -182,8 +182,12 @@ def test_integer_weights_on_gpu_arrays_keep_their_type(fake, rng, wtype):
     np.testing.assert_array_equal(np.asarray(got), want)
 
 
-def test_integer_weights_beyond_exact_float64_sums_are_refused(fake):
+def test_integer_weights_beyond_2_53_sum_exactly(fake):
+    # Exact int64 sums modulo 2**64 (test_device_int_weights.py has more): 4 * 2**62 wraps to 0.
     x = np.zeros(4, np.float32)
     w = np.full(4, 2**62, np.int64)
-    with pytest.raises(NotImplementedError, match="2\\*\\*53"):
-        smemkit.histogram(dev(x), 3, range=(0.0, 1.0), weights=dev(w))
+    h, _ = smemkit.histogram(dev(x), 3, range=(0.0, 1.0), weights=dev(w))
+    np.testing.assert_array_equal(np.asarray(h), np.array([0, 0, 0], np.int64))
+    w[0] += 7
+    h, _ = smemkit.histogram(dev(x), 3, range=(0.0, 1.0), weights=dev(w))
+    np.testing.assert_array_equal(np.asarray(h), np.array([7, 0, 0], np.int64))

@@ -33,10 +33,14 @@ __device__ __forceinline__ long long resolve(long long slot, const BinParams& p,
 
 // Counts sample i's bin into a sink. Unweighted counts may be aggregated: lanes of a warp that hit
 // the same bin send one update carrying their number, so skewed data does not serialise on one
-// counter. Weighted sums (W = float or double) add each weight.
+// counter. Weighted sums (W = float or double) add each weight as a double; integer weights
+// (W = long long) add it as its 64-bit two's-complement bits into unsigned 64-bit counters, so
+// that the sums are the exact int64 sums modulo 2^64 whatever the order of the atomics.
 template <class W, class Sink>
 __device__ __forceinline__ void count(long long bin, const W* w, unsigned long long i, const BinParams& p, Sink& sink) {
-    if constexpr (!IsVoid<W>::value) {
+    if constexpr (IsSame<W, long long>::value) {
+        if (bin >= 0) sink.add((unsigned long long)bin, (unsigned long long)__ldg(w + i));
+    } else if constexpr (!IsVoid<W>::value) {
         if (bin >= 0) sink.add((unsigned long long)bin, (double)__ldg(w + i));
     } else if (!p.aggregate) {
         if (bin >= 0) sink.add((unsigned long long)bin, 1u);

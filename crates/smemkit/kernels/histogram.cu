@@ -11,8 +11,9 @@
 // Compiled by NVRTC once per sample type and kernel: the host passes -DSAMPLE_T=<C type>,
 // -DSAMPLE_IS_FLOAT=0|1, -DSAMPLE_IS_F32=0|1, -DSAMPLE_IS_SIGNED=0|1 and -DSAMPLE_IS_HALF=0|1, and names the one kernel it
 // wants (one_kernel.cuh). Each strategy comes in four binning modes (integer bins, uniform bins in
-// float32 or float64 arithmetic, explicit edges) and three weight kinds (none, float, double), as
-// extern "C" kernels named hist_<strategy>_<mode>_<weights>.
+// float32 or float64 arithmetic, explicit edges) and four weight kinds (none, float, double, and
+// int64 summed exactly in unsigned 64-bit counters: shared, cluster and global only), as extern "C"
+// kernels named hist_<strategy>_<mode>_<weights>.
 
 // Compiled with no header outside this folder: cooperative_groups and libcu++ each cost NVRTC most
 // of a second per compilation, which one-kernel builds pay every time.
@@ -189,6 +190,8 @@ typedef SAMPLE_T sample_t;
     HIST_KERNELS(MODE, MNAME, void, none, unsigned int, unsigned long long, unsigned int) \
     HIST_KERNELS(MODE, MNAME, float, f32, double, double, double)                         \
     HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)                         \
+    HIST_KERNELS(MODE, MNAME, long long, i64, unsigned long long, unsigned long long,       \
+                 unsigned long long)                                                       \
     WINDOW_KERNELS(MODE, MNAME)
 
 #if SAMPLE_IS_HALF

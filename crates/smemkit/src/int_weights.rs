@@ -44,6 +44,24 @@ impl IntType {
         }
     }
 
+    /// Bytes per weight (bool: one byte of 0 or 1).
+    pub fn bytes(self) -> usize {
+        match self {
+            IntType::Bool | IntType::U8 | IntType::I8 => 1,
+            IntType::U16 | IntType::I16 => 2,
+            IntType::U32 | IntType::I32 => 4,
+            IntType::U64 | IntType::I64 => 8,
+        }
+    }
+
+    /// Whether the type is signed.
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            IntType::I8 | IntType::I16 | IntType::I32 | IntType::I64
+        )
+    }
+
     /// `sum` wrapped into this type as numpy's integer arithmetic wraps it (bool: nonzero), as
     /// an i64 (every value of every type here but uint64 above 2^63, which exact sums never reach).
     pub fn wrap(self, sum: i64) -> i64 {
@@ -153,6 +171,20 @@ impl<'a> IntWeights<'a> {
     /// Weight `i` as f64 (rounded to nearest beyond 2^53, as numpy's cast to double).
     pub fn get_f64(&self, i: usize) -> f64 {
         with_ints!(*self, w => w[i].value() as f64)
+    }
+    /// Weight `i` as i64, uint64 above 2^63 as its two's-complement bits (exact sums modulo
+    /// 2^64 are the same either way).
+    pub fn get_i64(&self, i: usize) -> i64 {
+        with_ints!(*self, w => w[i].value() as i64)
+    }
+    /// The weights' bytes as they lie in memory (native endianness; bool as bytes of 0 or 1), for
+    /// a copy to the device.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        // SAFETY: every type here is a plain integer (or bool: one byte of 0 or 1) without padding,
+        // so its slice is `size_of_val` initialised bytes, borrowed for the slice's lifetime 'a.
+        with_ints!(*self, w => unsafe {
+            std::slice::from_raw_parts(w.as_ptr().cast::<u8>(), std::mem::size_of_val(w))
+        })
     }
     /// Every weight as f64 (rounded to nearest beyond 2^53, as numpy's cast to double): what
     /// numpy's `bincount` and `histogramdd` sum.

@@ -221,6 +221,7 @@ fn floats_weights_and_clamping() {
                     WeightKind::None => None,
                     WeightKind::F32 => Some(DeviceWeights::F32(&v32)),
                     WeightKind::F64 => Some(DeviceWeights::F64(&v64)),
+                    WeightKind::I64 => unreachable!("float weights only here"),
                 };
                 h.run(&dd.as_view(), w, &mut out, &stream).unwrap();
                 compare(

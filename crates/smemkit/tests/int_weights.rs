@@ -177,21 +177,19 @@ fn density_of_wrapped_sums() {
     assert!((d[0] - 1.87234043).abs() < 1e-8 && (d[1] - 0.12765957).abs() < 1e-8);
 }
 
-/// Sums beyond 2^53 cannot be promised exact: refused, as is a numpy cast that overflows.
+/// Sums beyond 2^53 are exact 64-bit integers (tests/int_weights_exact.rs has more); a numpy
+/// cast that overflows is refused.
 #[test]
-fn inexact_and_overflowing_cases_are_refused() {
+fn large_sums_are_exact_and_overflowing_casts_refused() {
     let a = [0.5f64; 4];
-    let big = [1i64 << 52; 4];
-    let e = histogram(
+    let big = [(1i64 << 52) + 1; 4];
+    let h = histogram(
         Samples::F64(&a),
         Some(Weights::Int(IntWeights::I64(&big))),
         &cpu(uniform(1, 0.0, 1.0)),
     )
-    .unwrap_err();
-    assert!(
-        matches!(&e, Error::NotImplemented(m) if m.contains("2^53")),
-        "{e}"
-    );
+    .unwrap();
+    assert_eq!(sums(&h.counts), (vec![(1i64 << 54) + 4], IntType::I64));
     // int32 weights of 2^30, eight in one bin: numpy's uniform path casts 2^33 to int32
     // (giving -2147483648 with "invalid value encountered in cast"): refused; its edges path
     // wraps the cumulative sums: `np.histogram(np.zeros(8), bins=[0, 1],

@@ -84,10 +84,13 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         data is a ValueError, as in numpy.
     weights: same shape as ``a``; the result takes the weights' dtype, as numpy's does (sums are
         formed in float64 and rounded once, so float32 sums can differ from numpy's float32
-        accumulation in the last bits; integer and bool weights of host arrays are summed exactly
-        in their dtype, wrapping around as numpy's do, and sums whose magnitudes could exceed
-        2**53 raise NotImplementedError, as do uint16/int32 weights over uniform bins where
-        numpy's per-block cast overflows; bool weights with explicit edges are numpy's TypeError).
+        accumulation in the last bits; integer and bool weights, of host and GPU arrays, are summed
+        exactly as 64-bit integers and returned in their dtype, wrapping around as numpy's do, at
+        any magnitude (beyond 2**53 numpy's uniform-bins path rounds its float64 block sums;
+        smemkit gives the exact sums its explicit-edges path gives); uint16/int32 weights of host arrays over
+        uniform bins where numpy's per-block cast overflows raise NotImplementedError (GPU
+        arrays, whose weights are not read back, give the wrapped sums there); bool
+        weights with explicit edges are numpy's TypeError).
     density: counts divided by their sum and the bin widths, computed as numpy computes them.
     backend, strategy, out_of_range: smemkit's options (see the module documentation).
     deterministic: GPU arrays with weights: sums bit-identical on every run and strategy (exact

@@ -360,54 +360,21 @@ def _sample_dtype(inp: Input, for_bincount: bool) -> str:
     return d
 
 
-def _weights(weights, a: Input, kind: str, frame: _Frame):
-    if weights is None:
-        return None
-    wkind = device_kind(weights)
-    if wkind is None:
-        raise TypeError(
-            f"the samples are on a GPU ({kind}) but the weights are not: pass both on the same device"
-        )
-    w = Input(weights, wkind, "weights", frame if wkind not in ("torch", "cupy") else None)
-    if w.device != a.device:
-        raise ValueError(f"the samples are on CUDA device {a.device}, the weights on {w.device}")
-    if w.dtype in _INT_WEIGHTS and wkind in ("torch", "cupy"):
-        return _integer_weights(w, weights, wkind)
-    if w.dtype not in ("float32", "float64"):
-        raise NotImplementedError(
-            f"GPU weights of dtype {w.dtype} are not supported (float32, float64 and, from torch "
-            "or CuPy, integers are): convert them first, e.g. w.double()"
-        )
-    w.result_dtype = w.dtype
-    return w
+def _weights(weights, a: Input, kind: str, frame: _Frame, float_ints: bool = False):
+    """The weights as the native call reads them (see ``_device_weights``)."""
+    from ._device_weights import weights_of
+
+    return weights_of(weights, a, kind, frame, float_ints)
 
 
-_INT_WEIGHTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-
-
-def _integer_weights(w: Input, weights, wkind):
-    """Integer weights summed as float64 on the device (a float64 copy made on the current
-    stream), the sums cast back to the weights' type as numpy's histogram returns them. The sums
-    are exact while they stay below 2**53: the weights' extremes are read back (a
-    synchronisation) to refuse larger ones, as for host arrays."""
-    if w.size:
-        lo, hi = w.minmax()
-        if max(abs(int(lo)), abs(int(hi))) * w.size > 2**53:
-            raise NotImplementedError(
-                "integer weights whose sums may exceed 2**53 (exact integer sums) are not "
-                "supported yet")
-    wide = weights.double() if wkind == "torch" else weights.astype("float64")
-    out = Input(wide, wkind, "weights", None)
-    out.keep = out.keep + [wide]
-    out.result_dtype = w.dtype
-    return out
+_INT_WEIGHTS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
 def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer, policy,
          strategy, deterministic):
     frame = a.frame
     stream = a.run_stream()
-    words = "int64" if w is None else "float64"
+    words = "int64" if w is None or w.result_dtype in _INT_WEIGHTS else "float64"
     if a.kind == "cai" and a.stream_kind == "handle":
         with frame.use_stream(stream):
             out = frame.empty(nbins + 3, words)
@@ -415,7 +382,7 @@ def _run(a: Input, dtype: str, w: Input | None, nbins: int, rng, edges, integer,
         out = frame.empty(nbins + 3, words)
     _native.device_histogram(
         a.device, stream,
-        (a.ptr, a.size, dtype, 0 if w is None else w.ptr, None if w is None else w.dtype),
+        (a.ptr, a.size, dtype, 0 if w is None else w.ptr, None if w is None else w.native_dtype),
         frame.ptr(out),
         (None if edges is not None else nbins, None if isinstance(rng, _Extremes) else rng, edges,
          integer, list(rng) if isinstance(rng, _Extremes) else None),
@@ -611,6 +578,10 @@ def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range,
     if w is not None:
         if w.shape != a.shape:
             raise ValueError("weights should have the same shape as a.")
+        if w.result_dtype == "bool" and bins_arg is not None:
+            # numpy adds int64 cumulative sums into a bool result there, which its casting refuses.
+            raise TypeError("Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool') "
+                            "with casting rule 'same_kind'")
         a.check_layout(w)
     else:
         a.check_layout()
@@ -624,7 +595,7 @@ def histogram(a_obj, kind, nbins, edges, range_, weights, density, out_of_range,
                 _finish(frame, kind, _given_edges(frame, bins_arg)))
     rng, edges, nb, (key, make) = _resolve(a, dtype, nbins, edges, range_, bins_arg)
     counts = _run(a, dtype, w, nb, rng, edges, False, out_of_range, strategy, deterministic)
-    if w is not None and w.result_dtype != "float64":
+    if w is not None and w.result_dtype not in ("float64", "int64"):
         counts = _cast(frame, counts, w.result_dtype)
     bin_edges = _half_edges(frame, key, frame.edges(key, make))
     if density:
@@ -643,7 +614,8 @@ def bincount(x_obj, kind, weights, minlength, out_of_range, strategy, determinis
     dtype = _sample_dtype(x, True)
     x.check_aligned()
     x.check_layout()
-    w = _weights(weights, x, kind, x.frame)
+    # numpy's bincount sums integer weights as float64 (no wrapping): so does this one.
+    w = _weights(weights, x, kind, x.frame, float_ints=True)
     if w is not None:
         if len(w.shape) != 1:
             raise ValueError("object too deep for desired array")

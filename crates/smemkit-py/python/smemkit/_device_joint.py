@@ -151,7 +151,7 @@ def histogramdd(sample, bins, range_, density, weights, backend, axes_of):
             resolved.append((nb, r, e))
     w = None
     if weights is not None:
-        w = _device._weights(weights, first, first.kind, frame)
+        w = _device._weights(weights, first, first.kind, frame, float_ints=True)
         if w.shape != (n,):
             raise ValueError(
                 f"weights must be 1-D with one weight per sample ({n}), not shape {w.shape}")

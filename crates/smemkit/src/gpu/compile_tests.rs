@@ -84,6 +84,18 @@ fn generators_compile_for_hopper() {
 }
 
 #[test]
+fn int_weights_kernel_compiles_for_hopper() {
+    if !toolchain() {
+        return;
+    }
+    let ptx = compile_uncached(&INT_WEIGHTS, &options("compute_90a", &[])).unwrap();
+    assert!(
+        ptx.contains(".entry widen_weights_i64("),
+        "widen_weights_i64 missing"
+    );
+}
+
+#[test]
 fn array_operation_kernels_compile_for_hopper() {
     if !toolchain() {
         return;
@@ -283,6 +295,7 @@ fn define_sets() -> Vec<(KernelSource, String, Defines)> {
         }
     }
     sets.push((GENERATE, "generate".into(), vec![]));
+    sets.push((INT_WEIGHTS, "int_weights".into(), vec![]));
     sets.push((LAB, "lab".into(), vec![]));
     sets
 }

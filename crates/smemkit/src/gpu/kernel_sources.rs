@@ -69,6 +69,13 @@ pub const ESTIMATE: KernelSource = KernelSource {
     headers: &[],
     one_kernel: false,
 };
+/// Integer and bool weights widened to int64 on the device (the histogram's integer weight kind).
+pub const INT_WEIGHTS: KernelSource = KernelSource {
+    name: "int_weights.cu",
+    text: include_str!("../../kernels/int_weights.cu"),
+    headers: &[],
+    one_kernel: false,
+};
 /// The 1D stencil with halo.
 pub const STENCIL: KernelSource = KernelSource {
     name: "stencil.cu",

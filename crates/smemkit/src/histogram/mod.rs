@@ -241,8 +241,6 @@ pub fn histogram_with_progress(
         options.ranks.is_some(),
     )?;
     let class = WeightClass::of(&weights);
-    let mut wide = Vec::new();
-    let weights = int_sums::widen(weights, &options.bins, &mut wide)?;
     let binning = Binning::resolve(&options.bins, samples)?;
     let gap = crate::histogram::engine_support::cuda_gap(&binning, samples.sample_type());
     // One GPU or the CPU for host samples: `Auto` weighs both ([`crate::backend::cost`]).
@@ -288,6 +286,15 @@ pub fn histogram_with_progress(
             limit: cpu_limit,
         });
     }
+    // One GPU fed from host memory and the CPU sum integer weights as exact 64-bit integers; the
+    // other paths (several GPUs, ranks, a streamed input) in float64 (`int_sums`).
+    let one_gpu = backend == Backend::Cuda
+        && options.ranks.is_none()
+        && options.devices == DeviceSet::Default;
+    let streamed = one_gpu && !samples.is_empty() && streams(samples.byte_len(), options)?;
+    let exact_ints = backend == Backend::Cpu || (one_gpu && !streamed);
+    let mut wide = Vec::new();
+    let weights = int_sums::prepare(weights, &options.bins, exact_ints, &mut wide)?;
     let job = Job {
         weights,
         binning: &binning,
@@ -362,7 +369,7 @@ pub fn histogram_with_progress(
             let r = crate::histogram::cuda::multi::histogram(samples, &devices, &job)?;
             (r.counts, r.tallies, r.detail)
         }
-        Backend::Cuda if streams(samples.byte_len(), options)? => {
+        Backend::Cuda if streamed => {
             let r = crate::histogram::cuda::stream::histogram(&StreamInput::Host(samples), &job)?;
             (r.counts, r.tallies, r.detail)
         }
@@ -512,7 +519,8 @@ pub fn histogram_file_with_progress(
     crate::histogram::engine_support::check_spec(&options.bins, weights.is_some(), true)?;
     let class = WeightClass::of(&weights);
     let mut wide = Vec::new();
-    let weights = int_sums::widen(weights, &options.bins, &mut wide)?;
+    // A streamed input sums integer weights in float64 (`int_sums`).
+    let weights = int_sums::prepare(weights, &options.bins, false, &mut wide)?;
     let binning = file.binning(&options.bins)?;
     crate::histogram::engine_support::choose(
         Backend::Cuda,
@@ -563,8 +571,8 @@ fn weight_bytes(weights: &Option<Weights<'_>>) -> u64 {
     match weights {
         Some(Weights::F32(w)) => std::mem::size_of_val(*w) as u64,
         Some(Weights::F64(w)) => std::mem::size_of_val(*w) as u64,
-        // Widened to float64 before an engine sees them.
-        Some(Weights::Int(w)) => 8 * w.len() as u64,
+        // Copied in their own type (widened to float64 only where a stream carries them).
+        Some(Weights::Int(w)) => (w.int_type().bytes() * w.len()) as u64,
         None => 0,
     }
 }

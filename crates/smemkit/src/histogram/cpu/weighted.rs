@@ -1,8 +1,11 @@
-//! Weighted histograms: per-block sums of weights in float64, added in a fixed order.
+//! Weighted histograms: per-block sums of weights in float64 (integer weights: in int64, modulo
+//! 2^64), added in a fixed order.
 
 use super::*;
 
 /// Weighted sums, deterministic: fixed blocks summed in sample order, added in block order.
+/// Integer weights sum as exact 64-bit integers modulo 2^64 (uint64 as its bits), returned as
+/// int64 [`Counts::Integer`] for the caller to wrap into their type ([`crate::histogram::int_sums`]).
 pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
     samples: &[T],
     weights: Weights<'_>,
@@ -10,21 +13,67 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
     clamp: bool,
     codes: &C,
 ) -> EngineOutput {
+    let (counts, tallies) = match weights {
+        Weights::Int(w) => {
+            let (sums, tallies) = block_sums(samples, nbins, clamp, codes, |i| w.get_i64(i));
+            let counts = Counts::Integer {
+                sums,
+                dtype: crate::int_weights::IntType::I64,
+            };
+            (counts, tallies)
+        }
+        w => {
+            let (sums, tallies) = block_sums(samples, nbins, clamp, codes, |i| w.get(i));
+            (Counts::Weighted(sums), tallies)
+        }
+    };
+    EngineOutput {
+        counts,
+        tallies,
+        detail: detail(),
+    }
+}
+
+/// What the sums are kept in: f64, or i64 that wraps modulo 2^64.
+trait Sum: Copy + Default + Send + Sync {
+    fn add(&mut self, v: Self);
+}
+impl Sum for f64 {
+    #[inline(always)]
+    fn add(&mut self, v: f64) {
+        *self += v;
+    }
+}
+impl Sum for i64 {
+    #[inline(always)]
+    fn add(&mut self, v: i64) {
+        *self = self.wrapping_add(v);
+    }
+}
+
+/// The bins' sums of `weight(i)` and the tallies, in fixed blocks in a fixed order.
+fn block_sums<T: Sample, C: Codes<T>, A: Sum>(
+    samples: &[T],
+    nbins: usize,
+    clamp: bool,
+    codes: &C,
+    weight: impl Fn(usize) -> A + Sync,
+) -> (Vec<A>, Tallies) {
     // Blocks are never shorter than the bins they fill (keeps the merge cost below the count cost).
     let block = WEIGHTED_BLOCK * nbins.div_ceil(WEIGHTED_BLOCK).max(1);
     let workers = rayon::current_num_threads().max(1);
     // How many blocks are summed at once; it changes the memory used, never the result.
     let group = 2 * workers;
-    let mut sums = vec![0.0f64; nbins];
+    let mut sums = vec![A::default(); nbins];
     let mut tallies = Tallies::default();
     for (g, group_samples) in samples.chunks(block * group).enumerate() {
         let base = g * block * group;
-        let parts: Vec<(Vec<f64>, Tallies)> = group_samples
+        let parts: Vec<(Vec<A>, Tallies)> = group_samples
             .par_chunks(block)
             .enumerate()
             .map(|(k, chunk)| {
                 let start = base + k * block;
-                let mut s = vec![0.0f64; nbins];
+                let mut s = vec![A::default(); nbins];
                 let mut t = Tallies::default();
                 for (j, &x) in chunk.iter().enumerate() {
                     let c = codes.code(x) as usize;
@@ -46,7 +95,7 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
                         t.nan += 1;
                         continue;
                     };
-                    s[bin] += weights.get(start + j);
+                    s[bin].add(weight(start + j));
                 }
                 (s, t)
             })
@@ -58,8 +107,8 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
                 let lo = j << 14;
                 let len = out.len();
                 for (p, _) in &parts {
-                    for (o, v) in out.iter_mut().zip(&p[lo..lo + len]) {
-                        *o += v;
+                    for (o, &v) in out.iter_mut().zip(&p[lo..lo + len]) {
+                        o.add(v);
                     }
                 }
             });
@@ -67,9 +116,5 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
             tallies.add(t);
         }
     }
-    EngineOutput {
-        counts: Counts::Weighted(sums),
-        tallies,
-        detail: detail(),
-    }
+    (sums, tallies)
 }

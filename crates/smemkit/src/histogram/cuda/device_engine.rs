@@ -69,8 +69,9 @@ impl DeviceEngine {
         max_samples: usize,
         plan_samples: Option<usize>,
     ) -> Result<DeviceEngine> {
+        // Integer sums do not depend on the order of the atomics: deterministic as they are.
         let exact = match (deterministic, what.weights) {
-            (false, _) | (true, WeightKind::None) => None,
+            (false, _) | (true, WeightKind::None | WeightKind::I64) => None,
             (true, w) => Some(ExactSums::new(
                 gpu,
                 what.sample_type,
@@ -134,7 +135,7 @@ impl DeviceEngine {
             Kernels::Window(w) => w.nbins(),
         }
     }
-    /// Whether it sums weights (f64) rather than counting (u64).
+    /// Whether it sums weights (f64, or i64 of integer weights) rather than counting (u64).
     pub fn weighted(&self) -> bool {
         self.weights != WeightKind::None
     }
@@ -398,7 +399,7 @@ impl DeviceEngine {
                         weights: len,
                     });
                 }
-                let size = if kind == WeightKind::F64 { 8 } else { 4 };
+                let size = kind.size() as u64;
                 if n > 0 && ptr % size != 0 {
                     return Err(Error::InvalidArgument(format!(
                         "the weights start at {ptr:#x}, not aligned to their {size}-byte type"

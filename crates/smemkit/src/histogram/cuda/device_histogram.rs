@@ -10,7 +10,9 @@
 //!
 //! Counts are u64 and exact whatever the order of the atomics. Weighted sums are f64; with
 //! [`DeviceHistogramSpec::deterministic`] they are also bit-identical on every run and strategy
-//! (see [`super::exact_sums`]).
+//! (see [`super::exact_sums`]). int64 weights ([`WeightKind::I64`]) sum as exact 64-bit integers,
+//! wrapping modulo 2^64 as numpy's int64 sums do, bit-identical on every run and strategy whatever
+//! `deterministic` says (integer addition does not depend on the order).
 
 use std::sync::Arc;
 
@@ -37,7 +39,7 @@ pub struct RawBuffers {
     pub sample_type: SampleType,
     /// `n` weights of the histogram's weight kind, or 0 without weights.
     pub weights: u64,
-    /// nbins u64 counts or f64 sums.
+    /// nbins u64 counts, f64 sums, or i64 sums (int64 weights).
     pub bins: u64,
     /// 3 u64: below, above and NaN.
     pub tallies: u64,
@@ -119,15 +121,17 @@ pub enum DeviceWeights<'a> {
     F32(&'a CudaView<'a, f32>),
     /// float64 weights.
     F64(&'a CudaView<'a, f64>),
+    /// int64 weights (other integer types: widen them to int64 first; uint64 as their bits).
+    I64(&'a CudaView<'a, i64>),
 }
 
 /// A histogram's result in device memory: one allocation of 3 + nbins u64 words, the tallies
-/// (below, above, NaN) first and then the counts (u64) or the sums (f64 bits), so that one memset
-/// clears it.
+/// (below, above, NaN) first and then the counts (u64) or the sums (f64 bits, or i64 of int64
+/// weights), so that one memset clears it.
 pub struct DeviceOutput {
     words: CudaSlice<u64>,
     nbins: usize,
-    weighted: bool,
+    weights: WeightKind,
     policy: OutOfRange,
 }
 
@@ -173,7 +177,7 @@ impl DeviceOutput {
         DeviceOutput {
             words,
             nbins: engine.nbins(),
-            weighted: engine.weighted(),
+            weights: engine.weight_kind(),
             policy,
         }
     }
@@ -210,11 +214,17 @@ impl DeviceOutput {
             above: t[1],
             nan: t[2],
         };
-        let counts = if self.weighted {
+        let counts = match self.weights {
             // Collected in place: the u64 allocation becomes the f64 one.
-            Counts::Weighted(bins.into_iter().map(f64::from_bits).collect())
-        } else {
-            Counts::Unweighted(bins)
+            WeightKind::F32 | WeightKind::F64 => {
+                Counts::Weighted(bins.into_iter().map(f64::from_bits).collect())
+            }
+            // The two's-complement sums modulo 2^64, as int64.
+            WeightKind::I64 => Counts::Integer {
+                sums: bins.into_iter().map(|b| b as i64).collect(),
+                dtype: crate::int_weights::IntType::I64,
+            },
+            WeightKind::None => Counts::Unweighted(bins),
         };
         Ok((counts, tallies))
     }
@@ -417,34 +427,35 @@ impl DeviceHistogram {
         stream: &Arc<CudaStream>,
         accumulate: bool,
     ) -> Result<()> {
-        if out.nbins != self.nbins() || out.weighted != (self.spec.weights != WeightKind::None) {
+        if out.nbins != self.nbins() || out.weights != self.spec.weights {
             return Err(Error::InvalidArgument(format!(
-                "the output was made for {} {} bins, this histogram has {} {}",
+                "the output was made for {} bins with weights {:?}, this histogram has {} with {:?}",
                 out.nbins,
-                if out.weighted { "weighted" } else { "counted" },
+                out.weights,
                 self.nbins(),
-                if self.spec.weights != WeightKind::None {
-                    "weighted"
-                } else {
-                    "counted"
-                }
+                self.spec.weights
             )));
         }
-        let (w, _w_guard32, _w_guard64);
+        let (w, _w_guard32, _w_guard64, _w_guard_i64);
         match weights {
             None => {
                 w = None;
-                (_w_guard32, _w_guard64) = (None, None);
+                (_w_guard32, _w_guard64, _w_guard_i64) = (None, None, None);
             }
             Some(DeviceWeights::F32(v)) => {
                 let (p, g) = v.device_ptr(stream);
                 w = Some((p, v.len(), WeightKind::F32));
-                (_w_guard32, _w_guard64) = (Some(g), None);
+                (_w_guard32, _w_guard64, _w_guard_i64) = (Some(g), None, None);
             }
             Some(DeviceWeights::F64(v)) => {
                 let (p, g) = v.device_ptr(stream);
                 w = Some((p, v.len(), WeightKind::F64));
-                (_w_guard32, _w_guard64) = (None, Some(g));
+                (_w_guard32, _w_guard64, _w_guard_i64) = (None, Some(g), None);
+            }
+            Some(DeviceWeights::I64(v)) => {
+                let (p, g) = v.device_ptr(stream);
+                w = Some((p, v.len(), WeightKind::I64));
+                (_w_guard32, _w_guard64, _w_guard_i64) = (None, None, Some(g));
             }
         }
         let (in_ptr, _in_guard) = input.device_ptr(stream);

@@ -58,9 +58,9 @@ impl ExactSums {
         let wname = match weights {
             WeightKind::F32 => "f32",
             WeightKind::F64 => "f64",
-            WeightKind::None => {
+            WeightKind::None | WeightKind::I64 => {
                 return Err(Error::InvalidArgument(
-                    "deterministic sums need weights: counts without weights are exact already"
+                    "deterministic sums need float weights: counts and integer sums are exact                      already"
                         .into(),
                 ))
             }

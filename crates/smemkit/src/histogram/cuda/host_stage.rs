@@ -1,16 +1,19 @@
 //! Host samples and weights copied to the device a batch at a time, for the layers that feed host
 //! slices to the device engine ([`super::device_engine::DeviceEngine`]): the host-slice histogram
 //! and the window passes of bins sharded over ranks. Both copy through the same buffers, so that
-//! the engine's run, not the layer, is what differs between them.
+//! the engine's run, not the layer, is what differs between them. Integer weights are copied in
+//! their own type and widened to int64 on the device ([`super::int_weights`]) where the layer asks
+//! for it ([`HostStage::widening`]).
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
 
+use super::int_weights::IntStaging;
 use super::prepared::WeightKind;
 use crate::error::{Error, Result};
-use crate::gpu::device::cuda_err;
+use crate::gpu::device::{cuda_err, Gpu};
 use crate::sample::Weights;
 
 /// Calls `$body` with `$s` bound to the samples as the kernels read them: a typed slice, 16-bit
@@ -48,6 +51,7 @@ pub(crate) struct HostStage<'w, T> {
     samples: CudaSlice<T>,
     w32: CudaSlice<f32>,
     w64: CudaSlice<f64>,
+    ints: Option<(Arc<Gpu>, IntStaging)>,
     weights: Option<Weights<'w>>,
     batch: usize,
 }
@@ -72,6 +76,27 @@ impl<'w, T: DeviceRepr> HostStage<'w, T> {
         weights: Option<Weights<'w>>,
         batch: usize,
     ) -> Result<HostStage<'w, T>> {
+        Self::build(None, stream, len, weights, batch)
+    }
+
+    /// As [`HostStage::new`], and integer weights too, widened to int64 on `gpu`.
+    pub(crate) fn widening(
+        gpu: &Arc<Gpu>,
+        stream: &Arc<CudaStream>,
+        len: usize,
+        weights: Option<Weights<'w>>,
+        batch: usize,
+    ) -> Result<HostStage<'w, T>> {
+        Self::build(Some(gpu), stream, len, weights, batch)
+    }
+
+    fn build(
+        gpu: Option<&Arc<Gpu>>,
+        stream: &Arc<CudaStream>,
+        len: usize,
+        weights: Option<Weights<'w>>,
+        batch: usize,
+    ) -> Result<HostStage<'w, T>> {
         if let Some(w) = weights {
             if w.len() != len {
                 return Err(Error::WeightsLength {
@@ -84,6 +109,7 @@ impl<'w, T: DeviceRepr> HostStage<'w, T> {
             None => WeightKind::None,
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
+            Some(Weights::Int(_)) if gpu.is_some() => WeightKind::I64,
             Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
         };
         let batch = batch.max(1);
@@ -97,10 +123,17 @@ impl<'w, T: DeviceRepr> HostStage<'w, T> {
         let w64 = stream
             .alloc_zeros::<f64>(wlen(WeightKind::F64))
             .map_err(cuda_err("allocating the weight buffer"))?;
+        let ints = match (weights, gpu) {
+            (Some(Weights::Int(w)), Some(gpu)) => {
+                Some((gpu.clone(), IntStaging::new(stream, w.int_type(), batch)?))
+            }
+            _ => None,
+        };
         Ok(HostStage {
             samples,
             w32,
             w64,
+            ints,
             weights,
             batch,
         })
@@ -144,7 +177,14 @@ impl<'w, T: DeviceRepr> HostStage<'w, T> {
                     .map_err(cuda_err("copying weights"))?;
                 (self.w64.device_ptr(stream).0, Some((len, WeightKind::F64)))
             }
-            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
+            Some(Weights::Int(w)) => {
+                let (gpu, staging) = self
+                    .ints
+                    .as_mut()
+                    .ok_or_else(crate::histogram::int_sums::unwidened)?;
+                let (ptr, kind) = staging.upload(gpu, stream, &w.slice(at))?;
+                (ptr, Some((len, kind)))
+            }
         };
         Ok(Staged {
             input: self.samples.device_ptr(stream).0,

@@ -117,7 +117,12 @@ pub(crate) fn planned_kernels(t: SampleType, choices: &[StrategyChoice]) -> BTre
             // As Prepared::sized plans them: 16-bit floats' table lookups are cheap binning.
             let exact = super::half_table::is_half(t)
                 || matches!(&binning, Binning::UniformF32(u) if u.exact_power_of_two_width().is_some());
-            for weights in [WeightKind::None, WeightKind::F32, WeightKind::F64] {
+            for weights in [
+                WeightKind::None,
+                WeightKind::F32,
+                WeightKind::F64,
+                WeightKind::I64,
+            ] {
                 for samples in [Some(1000), None] {
                     let w = Workload::new(nbins, t, weights != WeightKind::None)
                         .with_samples(samples)
@@ -209,7 +214,7 @@ fn every_histogram_kernel_compiles_for_hopper() {
                 &[]
             };
             let modes: Vec<&str> = [mode, "edges"].iter().chain(own).copied().collect();
-            for w in ["none", "f32", "f64"] {
+            for w in ["none", "f32", "f64", "i64"] {
                 for &m in &modes {
                     let name = format!("hist_{strategy}_{m}_{w}");
                     assert!(
@@ -300,7 +305,7 @@ fn auto_kernels_build_alone_as_cubin_for_sm_90a() {
     for t in [SampleType::I32, SampleType::F32] {
         let auto = planned_kernels(t, &[StrategyChoice::Auto]);
         for kernel in &auto {
-            if kernel.contains("_f32") || kernel.contains("_f64") {
+            if kernel.contains("_f32") || kernel.contains("_f64") || kernel.contains("_i64") {
                 continue; // weighted: the exhaustive check below
             }
             check_one_kernel_cubin(t, kernel);
@@ -340,5 +345,22 @@ fn every_planned_kernel_builds_alone_as_cubin_for_sm_90a() {
         let names: Vec<String> = planned_kernels(t, &choices()).into_iter().collect();
         let bytes: usize = names.par_iter().map(|k| check_one_kernel_cubin(t, k)).sum();
         eprintln!("{t}: {} kernels, {} KB of CUBIN", names.len(), bytes / 1024);
+    }
+}
+
+/// The int64 weight kind's kernels (exact integer sums: u64 counters in shared memory, in a
+/// cluster's shared memories and in global memory), each built alone as a CUBIN for sm_90a.
+#[test]
+fn int64_weight_kernels_build_alone_as_cubin_for_sm_90a() {
+    if !toolchain() {
+        return;
+    }
+    for (t, kernel) in [
+        (SampleType::F32, "hist_shared_uniform32_i64"),
+        (SampleType::F32, "hist_cluster_edges_i64"),
+        (SampleType::I32, "hist_global_integer_i64"),
+        (SampleType::F64, "hist_shared_uniform64_i64"),
+    ] {
+        check_one_kernel_cubin(t, kernel);
     }
 }

@@ -28,6 +28,7 @@ pub mod exact_sums;
 mod half_kernel_tests;
 pub mod half_table;
 pub(crate) mod host_stage;
+pub(crate) mod int_weights;
 #[cfg(test)]
 mod kernel_builds_tests;
 pub mod multi;

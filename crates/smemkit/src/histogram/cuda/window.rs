@@ -44,6 +44,13 @@ pub fn window_kernel_name(what: &Counting<'_>) -> Result<String> {
         WeightKind::None => "none",
         WeightKind::F32 => "f32",
         WeightKind::F64 => "f64",
+        // Bins sharded over ranks take integer weights widened to float64 on the host.
+        WeightKind::I64 => {
+            return Err(Error::NotImplemented(
+                "int64 weights in a window of sharded bins (they are summed as float64 there)"
+                    .into(),
+            ))
+        }
     };
     Ok(format!("hist_window_{mode}_{w}"))
 }

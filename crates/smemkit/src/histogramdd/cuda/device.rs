@@ -372,6 +372,13 @@ impl DeviceJoint {
             WeightKind::None => "none",
             WeightKind::F32 => "f32",
             WeightKind::F64 => "f64",
+            // numpy's histogramdd sums integer weights as float64: so do the callers.
+            WeightKind::I64 => {
+                return Err(Error::NotImplemented(
+                    "int64 weights in a joint histogram (numpy's histogramdd sums integer weights                      as float64): pass them as float64"
+                        .into(),
+                ))
+            }
         };
         let kernel = match window {
             Some(w) => format!("histdd_window{}_{}_{wname}", w.bits, layout.name()),

@@ -27,7 +27,7 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
         &gpu,
         Counting {
             sample_type,
-            weights: WeightKind::of(&weights)?,
+            weights: WeightKind::of(&weights),
             binning,
             policy,
         },
@@ -57,7 +57,8 @@ fn run_host<T: Sample + DeviceRepr>(
     let (t_ptr, out_ptr) = (out.tallies_ptr(stream), out.bins_ptr(stream));
     let batch = samples.len().min(HOST_BATCH);
     if batch > 0 {
-        let mut stage = HostStage::<T>::new(stream, samples.len(), weights, batch)?;
+        let mut stage =
+            HostStage::<T>::widening(engine.gpu(), stream, samples.len(), weights, batch)?;
         drop(alloc_span);
         // Events around each batch's copies and kernels split the call's time for the summary
         // (`gpu::work_time`). Each batch waits for its kernels before the next copy: a pageable

@@ -46,28 +46,42 @@ pub struct Counting<'a> {
     pub policy: OutOfRange,
 }
 
-/// The type of the weights, if any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The type of the weights as the kernels read them, if any. `I64`: int64 weights (every integer
+/// and bool type is widened to them on the device first, [`super::int_weights`]) summed as exact
+/// 64-bit integers, modulo 2^64 (two's-complement wrapping, as numpy's int64 sums wrap), into u64
+/// counters read back as [`Counts::Integer`] of int64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WeightKind {
     None,
     F32,
     F64,
+    I64,
 }
 
 impl WeightKind {
-    fn of(w: &Option<Weights<'_>>) -> Result<WeightKind> {
-        Ok(match w {
+    /// The kind the kernels read `w` as (integer weights: int64, after the device's widening).
+    pub(crate) fn of(w: &Option<Weights<'_>>) -> WeightKind {
+        match w {
             None => WeightKind::None,
             Some(Weights::F32(_)) => WeightKind::F32,
             Some(Weights::F64(_)) => WeightKind::F64,
-            Some(Weights::Int(_)) => return Err(crate::histogram::int_sums::unwidened()),
-        })
+            Some(Weights::Int(_)) => WeightKind::I64,
+        }
     }
     fn suffix(self) -> &'static str {
         match self {
             WeightKind::None => "none",
             WeightKind::F32 => "f32",
             WeightKind::F64 => "f64",
+            WeightKind::I64 => "i64",
+        }
+    }
+    /// Bytes per weight as the kernels read them (0 without weights).
+    pub fn size(self) -> usize {
+        match self {
+            WeightKind::None => 0,
+            WeightKind::F32 => 4,
+            WeightKind::F64 | WeightKind::I64 => 8,
         }
     }
 }
@@ -474,10 +488,7 @@ impl Prepared {
             return unsafe { part.launch(self, run, params) };
         }
         let elem = self.sample_type.size() as u64;
-        let welem = match self.weights {
-            WeightKind::F64 => 8,
-            _ => 4,
-        };
+        let welem = self.weights.size() as u64;
         let mut start = 0usize;
         while start < n {
             let len = (n - start).min(LAUNCH_BATCH);

@@ -118,11 +118,7 @@ pub struct Streamer {
 }
 
 fn weight_size(w: WeightKind) -> usize {
-    match w {
-        WeightKind::None => 0,
-        WeightKind::F32 => 4,
-        WeightKind::F64 => 8,
-    }
+    w.size()
 }
 
 impl Streamer {
