@@ -78,6 +78,12 @@ def device_kind(obj):
     return None
 
 
+def _event_done(event) -> bool:
+    """Whether a recorded event has completed: torch's events answer ``query()``, CuPy's ``done``."""
+    query = getattr(event, "query", None)
+    return bool(query()) if query is not None else bool(event.done)
+
+
 class _Frame:
     """The framework that allocates the outputs and whose current stream runs the work."""
 
@@ -159,7 +165,7 @@ class _Frame:
 
     def keep_until_done(self, objects):
         """Keeps ``objects`` alive until the current stream has run what is enqueued so far."""
-        while _PENDING and _PENDING[0][0].query():
+        while _PENDING and _event_done(_PENDING[0][0]):
             _PENDING.popleft()
         if self.capturing():
             return
