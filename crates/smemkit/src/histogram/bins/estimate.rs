@@ -166,12 +166,23 @@ pub(crate) fn multiply_estimate_factors(binning: &Binning) -> Option<(f64, f32)>
 pub(crate) fn interior_fraction(binning: &Binning) -> (f64, f64) {
     /// Above this margin the shortcut is off: about 6 % of warps would diverge.
     const MAX_INTERIOR_MARGIN: f64 = 1e-3;
-    const NONE: (f64, f64) = (0.0, 0.0);
+    // Worth it only where nearly every warp takes it: a sample falls in the margins with
+    // probability near 2 * margin, and a warp whose 32 lanes do not all take the shortcut runs
+    // both paths (float32 at 32768 bins over [-4, 4], margin 8e-3, ran 2.7x slower on the H100).
+    match interior_margin(binning) {
+        Some(margin) if margin < MAX_INTERIOR_MARGIN => (margin, 1.0 - margin),
+        _ => (0.0, 0.0),
+    }
+}
+
+/// [`interior_fraction`]'s margin before its cap: twice the proven bound `e`, or `None` where no
+/// bound is proven.
+fn interior_margin(binning: &Binning) -> Option<f64> {
     let e = match binning {
         Binning::UniformF32(u) if u.denom_is_f64 => {
             let p = EstimateParams::new(u.nbins, u.denom);
             if !f32_multiply_estimate(u, &p) {
-                return NONE;
+                return None;
             }
             let ulp = ulp32(u.first.abs().max(u.last.abs()));
             2.0 * ulp / (u.denom / u.nbins as f64) + (-26f64).exp2()
@@ -179,23 +190,21 @@ pub(crate) fn interior_fraction(binning: &Binning) -> (f64, f64) {
         Binning::UniformF64(u) => {
             let p = EstimateParams::new(u.nbins, u.denom);
             if !f64_multiply_estimate(u, &p) {
-                return NONE;
+                return None;
             }
             let ulp = ulp64(u.first.abs().max(u.last.abs()));
             7.5 * ulp / (u.denom / u.nbins as f64) + (-28f64).exp2()
         }
-        _ => return NONE,
+        _ => return None,
     };
     let margin = 2.0 * e;
-    // Worth it only where nearly every warp takes it: a sample falls in the margins with
-    // probability near 2 * margin, and a warp whose 32 lanes do not all take the shortcut runs
-    // both paths (float32 at 32768 bins over [-4, 4], margin 8e-3, ran 2.7x slower on the H100).
-    if margin.is_finite() && margin < MAX_INTERIOR_MARGIN {
-        (margin, 1.0 - margin)
-    } else {
-        NONE
-    }
+    margin.is_finite().then_some(margin)
 }
+
+/// The float32 shortcut's cap on its margin: beyond it too many warps would take both paths. Looser
+/// than [`interior_fraction`]'s: the float32 kernels' rule for samples near an edge is an
+/// out-of-line call that only the lanes near an edge take (bench/NOTES.md, session 15).
+const MAX_INTERIOR32_MARGIN: f64 = 1.0 / 32.0;
 
 /// The same shortcut in float32 arithmetic, for float32 samples: `Some((scale, lo, hi))` where the
 /// kernel may take the bin from `m32 = (x - first) * scale` rounded to float32, without float64: a
@@ -223,8 +232,6 @@ pub(crate) fn interior_fraction(binning: &Binning) -> (f64, f64) {
 /// Both: bins up to 2^22 keep `m32` below 2^23, where the kernel's floor (an add rounding down) is
 /// exact.
 pub(crate) fn interior_fraction32(binning: &Binning) -> Option<(f32, f32, f32)> {
-    /// As [`interior_fraction`]'s cap: beyond it too many warps would take both paths.
-    const MAX_INTERIOR_MARGIN: f64 = 1e-3;
     let Binning::UniformF32(u) = binning else {
         return None;
     };
@@ -234,7 +241,7 @@ pub(crate) fn interior_fraction32(binning: &Binning) -> Option<(f32, f32, f32)> 
     let (scale64, scale32) = multiply_estimate_factors(binning)?;
     let two_n = 2.0 * u.nbins as f64;
     let (scale, lo) = if u.denom_is_f64 {
-        let (margin, _) = interior_fraction(binning);
+        let margin = interior_margin(binning).unwrap_or(0.0);
         let scale = scale64 as f32;
         if margin <= 0.0 || scale as f64 != scale64 {
             return None;
@@ -254,7 +261,7 @@ pub(crate) fn interior_fraction32(binning: &Binning) -> Option<(f32, f32, f32)> 
         (scale32, 2.0 * (dev + e))
     };
     let hi = 1.0 - lo;
-    if !scale.is_normal() || !lo.is_finite() || lo >= MAX_INTERIOR_MARGIN || lo >= hi {
+    if !scale.is_normal() || !lo.is_finite() || lo >= MAX_INTERIOR32_MARGIN || lo >= hi {
         return None;
     }
     // Round both bounds inward (both positive: the neighbouring float32 is one bit pattern away).
