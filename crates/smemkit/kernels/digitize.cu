@@ -9,7 +9,9 @@
 // same number of steps for every sample, so a warp never diverges.
 //
 // The bins go to shared memory when they fit (in_shared = 1, dynamic shared memory of
-// 8 * len(bins) bytes), otherwise the search reads them through L1. Each thread reads 16 bytes of
+// 8 * len(bins) bytes), otherwise the search reads them through L1. With a search table
+// (search_table.cuh) the search starts at the sample's cell's first candidate and takes only the
+// steps the fullest cell needs. Each thread reads 16 bytes of
 // samples at a time and writes their int64 indices with 16-byte stores; the tail goes one by one.
 //
 // Compiled by NVRTC once per sample type: the host passes -DSAMPLE_T=<C type> and
@@ -19,6 +21,8 @@
 #error "SAMPLE_T must be defined by the host"
 #endif
 typedef SAMPLE_T sample_t;
+
+#include "search_table.cuh"
 
 #define DIGITIZE_INC_LEFT 0   // increasing bins, right=False: bins[i-1] <= x < bins[i]
 #define DIGITIZE_INC_RIGHT 1  // increasing bins, right=True:  bins[i-1] < x <= bins[i]
@@ -35,12 +39,16 @@ __device__ __forceinline__ bool holds(double b, double x) {
 
 template <int MODE>
 __device__ __forceinline__ long long digitize_one(sample_t v, const double* __restrict__ bins, unsigned nbins,
-                                                  unsigned top) {
+                                                  unsigned top, const SearchTable& table) {
     const double x = (double)v;
 #if SAMPLE_IS_FLOAT
     if (x != x) return (MODE == DIGITIZE_INC_LEFT || MODE == DIGITIZE_INC_RIGHT) ? (long long)nbins : 0;
 #endif
     unsigned pos = 0;
+    if (table.starts) {
+        pos = search_start(table, x);
+        top = table.top;
+    }
     for (unsigned step = top; step > 0; step >>= 1) {
         const unsigned next = pos + step;
         // The bins hold the predicate on a prefix, so pos never passes its end.
@@ -53,7 +61,7 @@ __device__ __forceinline__ long long digitize_one(sample_t v, const double* __re
 template <int MODE>
 __device__ __forceinline__ void digitize_walk(const sample_t* __restrict__ in, unsigned long long n,
                                               const double* __restrict__ bins, unsigned nbins, unsigned top,
-                                              long long* __restrict__ out) {
+                                              long long* __restrict__ out, const SearchTable& table) {
     constexpr int VEC = 16 / sizeof(sample_t) > 0 ? 16 / sizeof(sample_t) : 1;
     union Vec { uint4 raw; sample_t s[VEC]; };
     const unsigned long long nvec = n / VEC;
@@ -64,7 +72,7 @@ __device__ __forceinline__ void digitize_walk(const sample_t* __restrict__ in, u
         a.raw = __ldg(in4 + i);
         long long r[VEC];
 #pragma unroll
-        for (int k = 0; k < VEC; k++) r[k] = digitize_one<MODE>(a.s[k], bins, nbins, top);
+        for (int k = 0; k < VEC; k++) r[k] = digitize_one<MODE>(a.s[k], bins, nbins, top, table);
         // VEC int64 indices: 16-byte stores of two (one index for 16-byte samples).
         if (VEC >= 2) {
             longlong2* o2 = reinterpret_cast<longlong2*>(out + i * VEC);
@@ -76,14 +84,16 @@ __device__ __forceinline__ void digitize_walk(const sample_t* __restrict__ in, u
     }
     for (unsigned long long j = nvec * VEC + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
          j += stride)
-        out[j] = digitize_one<MODE>(in[j], bins, nbins, top);
+        out[j] = digitize_one<MODE>(in[j], bins, nbins, top, table);
 }
 
 // in: n samples (16-byte aligned); bins: nbins float64 bins (fewer than 2^31); top: the largest
-// power of two not above nbins (0 without bins); out: n int64 indices (16-byte aligned).
+// power of two not above nbins (0 without bins); out: n int64 indices (16-byte aligned); table:
+// the search table of these bins and mode, or one with null starts.
 extern "C" __global__ void __launch_bounds__(512) digitize(const sample_t* in, unsigned long long n,
                                                           const double* bins, unsigned nbins, unsigned top,
-                                                          int mode, int in_shared, long long* out) {
+                                                          int mode, int in_shared, long long* out,
+                                                          SearchTable table) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const double* b = bins;
     if (in_shared) {
@@ -93,9 +103,9 @@ extern "C" __global__ void __launch_bounds__(512) digitize(const sample_t* in, u
         b = s;
     }
     switch (mode) {
-        case DIGITIZE_INC_LEFT: digitize_walk<DIGITIZE_INC_LEFT>(in, n, b, nbins, top, out); break;
-        case DIGITIZE_INC_RIGHT: digitize_walk<DIGITIZE_INC_RIGHT>(in, n, b, nbins, top, out); break;
-        case DIGITIZE_DEC_LEFT: digitize_walk<DIGITIZE_DEC_LEFT>(in, n, b, nbins, top, out); break;
-        default: digitize_walk<DIGITIZE_DEC_RIGHT>(in, n, b, nbins, top, out); break;
+        case DIGITIZE_INC_LEFT: digitize_walk<DIGITIZE_INC_LEFT>(in, n, b, nbins, top, out, table); break;
+        case DIGITIZE_INC_RIGHT: digitize_walk<DIGITIZE_INC_RIGHT>(in, n, b, nbins, top, out, table); break;
+        case DIGITIZE_DEC_LEFT: digitize_walk<DIGITIZE_DEC_LEFT>(in, n, b, nbins, top, out, table); break;
+        default: digitize_walk<DIGITIZE_DEC_RIGHT>(in, n, b, nbins, top, out, table); break;
     }
 }

@@ -29,6 +29,7 @@ struct BinParams {
     const unsigned* lut;   // mode LUT: the slot of each of the 65536 codes of a 16-bit float
     double interior_lo, interior_hi;  // multiply: fractions of an estimate that need no correction
     float interior32_scale, interior32_lo, interior32_hi;  // the same in float32 (hi 0: off)
+    SearchTable table;  // mode EDGES: narrows the search over `edges` (null starts: none)
 };
 
 // With the multiply estimate m (float64, m >= 0): whether m's fractional part is far enough from
@@ -227,6 +228,16 @@ __device__ __forceinline__ long long locate_edges(sample_t v, const BinParams& p
     double top = __ldg(e + n);
     if (x > top) return SLOT_ABOVE;
     if (x == top) return (long long)n - 1;
+    if (p.table.starts) {
+        // The number of edges <= x from the table's first candidate, in the same steps for
+        // every sample (search_table.cuh); x lies in [e[0], top), so it is in [1, n].
+        unsigned long long pos = search_start(p.table, x);
+        for (unsigned step = p.table.top; step > 0; step >>= 1) {
+            const unsigned long long next = pos + step;
+            if (next <= n + 1 && __ldg(e + next - 1) <= x) pos = next;
+        }
+        return (long long)pos - 1;
+    }
     unsigned long long lo = 0, hi = n + 1;  // first edge above x, searched in [lo, hi)
     while (lo < hi) {
         unsigned long long mid = (lo + hi) / 2;

@@ -51,6 +51,7 @@ mod lab;
 mod launch;
 pub mod matmul;
 pub mod sample;
+mod search_table;
 
 /// Not API: the parts the `smemkit` binary's benchmarks, tools and tests reach into (prepared
 /// kernels, streaming, host memory, the compiler, NCCL, the planner, the labs, the launchers).

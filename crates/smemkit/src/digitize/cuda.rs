@@ -16,6 +16,7 @@ use crate::gpu::compile::DIGITIZE;
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::gpu::launch::{self, LaunchShape};
 use crate::sample::{Sample, SampleType, Samples};
+use crate::search_table::{top_step, KernelSearchTable, SearchTable};
 
 /// Threads per block (the kernel's launch bound).
 const BLOCK: u32 = 512;
@@ -61,15 +62,6 @@ fn mode(dir: Direction, right: bool) -> i32 {
     }
 }
 
-/// The largest power of two not above `n` (0 for 0): the search's first step.
-fn top_step(n: u32) -> u32 {
-    if n == 0 {
-        0
-    } else {
-        1 << (31 - n.leading_zeros())
-    }
-}
-
 /// `numpy.digitize` of samples of one type against fixed bins, ready to run on the GPU.
 pub struct DeviceDigitize {
     gpu: Arc<Gpu>,
@@ -78,6 +70,9 @@ pub struct DeviceDigitize {
     nbins: u32,
     mode: i32,
     in_shared: bool,
+    /// The table that narrows each sample's search (`crate::search_table`), or none.
+    _search: Option<CudaSlice<u32>>,
+    table: KernelSearchTable,
     /// Resident blocks over the whole device (the grid for large inputs).
     max_grid: u32,
     shared_bytes: u32,
@@ -110,6 +105,24 @@ impl DeviceDigitize {
             .stream
             .clone_htod(if bins.is_empty() { &[0.0][..] } else { bins })
             .map_err(cuda_err("copying the bins"))?;
+        let mode = mode(dir, right);
+        let holds: fn(f64, f64) -> bool = match mode {
+            0 => |b, x| b <= x,
+            1 => |b, x| b < x,
+            2 => |b, x| b > x,
+            _ => |b, x| b >= x,
+        };
+        let (search, table) = match SearchTable::build(bins, holds) {
+            Some(table) => {
+                let t = gpu
+                    .stream
+                    .clone_htod(&table.starts)
+                    .map_err(cuda_err("copying the bins' search table"))?;
+                let k = table.kernel(t.device_ptr(&gpu.stream).0);
+                (Some(t), k)
+            }
+            None => (None, KernelSearchTable::default()),
+        };
         let bytes = bins.len() * 8;
         let in_shared = bytes <= gpu.limits.smem_per_block_optin as usize;
         let shared_bytes = if in_shared { bytes as u32 } else { 0 };
@@ -134,8 +147,10 @@ impl DeviceDigitize {
             func,
             bins: bins_dev,
             nbins,
-            mode: mode(dir, right),
+            mode,
             in_shared,
+            _search: search,
+            table,
             max_grid: per_sm * gpu.limits.sm_count,
             shared_bytes,
             sample_type,
@@ -238,7 +253,8 @@ impl DeviceDigitize {
         let (mut nbins, mut top) = (self.nbins, top_step(self.nbins));
         let (mut mode, mut in_shared) = (self.mode, self.in_shared as i32);
         let mut out_ptr = out;
-        let mut args: [*mut c_void; 8] = [
+        let mut table = self.table;
+        let mut args: [*mut c_void; 9] = [
             &mut in_ptr as *mut u64 as *mut c_void,
             &mut n64 as *mut u64 as *mut c_void,
             &mut bins_ptr as *mut u64 as *mut c_void,
@@ -247,9 +263,11 @@ impl DeviceDigitize {
             &mut mode as *mut i32 as *mut c_void,
             &mut in_shared as *mut i32 as *mut c_void,
             &mut out_ptr as *mut u64 as *mut c_void,
+            &mut table as *mut KernelSearchTable as *mut c_void,
         ];
-        // SAFETY: the list matches digitize(in, n, bins, nbins, top, mode, in_shared, out); the
-        // caller guarantees the sample and index pointers, `bins` lives as long as `self`.
+        // SAFETY: the list matches digitize(in, n, bins, nbins, top, mode, in_shared, out,
+        // table), `table` by value with the C layout of `SearchTable`; the caller guarantees the
+        // sample and index pointers, `bins` and the table's starts live as long as `self`.
         unsafe { launch::launch(&self.func, stream, &shape, &mut args) }
     }
 }

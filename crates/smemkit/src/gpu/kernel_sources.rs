@@ -37,6 +37,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
     text: include_str!("../../kernels/histogram.cu"),
     headers: &[
         header!("one_kernel.cuh"),
+        header!("search_table.cuh"),
         header!("hist_bins.cuh"),
         header!("hist_walk.cuh"),
         header!("hist_shared.cuh"),
@@ -59,7 +60,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
 pub const DIGITIZE: KernelSource = KernelSource {
     name: "digitize.cu",
     text: include_str!("../../kernels/digitize.cu"),
-    headers: &[],
+    headers: &[header!("search_table.cuh")],
     one_kernel: false,
 };
 /// numpy's bin estimators: extremes, pairwise sums in numpy's tree, packing, radix select.

@@ -364,3 +364,21 @@ fn int64_weight_kernels_build_alone_as_cubin_for_sm_90a() {
         check_one_kernel_cubin(t, kernel);
     }
 }
+
+/// Explicit edges search through their table (`crate::search_table`): the shared, global and
+/// small kernels of that mode, each built alone as a CUBIN for sm_90a.
+#[test]
+fn edges_kernels_with_their_search_table_build_for_sm_90a() {
+    if !toolchain() {
+        return;
+    }
+    for t in [SampleType::F32, SampleType::F64, SampleType::I32] {
+        for kernel in [
+            "hist_shared_edges_none",
+            "hist_global_edges_none",
+            "hist_small_edges_none",
+        ] {
+            check_one_kernel_cubin(t, kernel);
+        }
+    }
+}

@@ -56,6 +56,8 @@ pub struct KernelBinParams {
     pub interior32_scale: f32,
     pub interior32_lo: f32,
     pub interior32_hi: f32,
+    /// Explicit edges: the table that narrows the search (`crate::search_table`), or none.
+    pub table: crate::search_table::KernelSearchTable,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.

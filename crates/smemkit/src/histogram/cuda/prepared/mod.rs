@@ -18,6 +18,7 @@ use crate::histogram::bins::{Binning, OutOfRange};
 use crate::histogram::job::Job;
 use crate::histogram::plan::{self, DeviceLimits, Plan, Strategy, StrategyChoice, Workload};
 use crate::sample::{Sample, SampleType, Samples, Weights};
+use crate::search_table::SearchTable;
 
 pub use crate::histogram::result::EngineOutput;
 
@@ -107,6 +108,8 @@ pub(crate) struct Prepared {
     /// numpy's float32 edges of uniform float32 bins, read by the correction step instead of
     /// recomputing two edges per sample (see `edge_table`).
     _edges32: Option<CudaSlice<f32>>,
+    /// Explicit edges: the table that narrows each sample's search (`crate::search_table`).
+    _edge_search: Option<CudaSlice<u32>>,
     /// 16-bit float samples: the slot of each code (`half_table`), u16 for the shared-memory
     /// table kernel, u32 for the others.
     _lut16: Option<CudaSlice<u16>>,
@@ -267,6 +270,20 @@ impl Prepared {
             edges_ptr,
         );
         params.bins_per_block = plan.bins_per_block as u32;
+        let edge_search = match binning {
+            Binning::Edges(e) => match SearchTable::build(e, |edge, x| edge <= x) {
+                Some(table) => {
+                    let t = gpu
+                        .stream
+                        .clone_htod(&table.starts)
+                        .map_err(cuda_err("copying the edges' search table"))?;
+                    params.table = table.kernel(t.device_ptr(&gpu.stream).0);
+                    Some(t)
+                }
+                None => None,
+            },
+            _ => None,
+        };
         let (lut16, lut32) = if !half_table::is_half(sample_type) {
             (None, None)
         } else if table16.is_some() {
@@ -351,6 +368,7 @@ impl Prepared {
             func,
             _edges: edges,
             _edges32: edges32,
+            _edge_search: edge_search,
             _lut16: lut16,
             _lut32: lut32,
         })
