@@ -157,17 +157,47 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
 // estimate_passes.rs for the choice of the depth).
 #define NODE_ROWS 30
 
-// Records one sample in a lane's running count, extremes and NaN count (as est_extremes).
-__device__ __forceinline__ void note_sample(sample_t v, u64& count, u64& lo_key, u64& hi_key, u64& nans) {
-    if (is_nan(v)) {
-        ++nans;
-        return;
+// A lane's running count, extremes and NaN count in the sum passes (what est_extremes finds), in
+// 32-bit words for samples of at most 4 bytes, whose keys fit: with 64-bit keys the compares and
+// selects made the pass that sums the values bound by the integer pipe rather than by memory.
+template <int BYTES>
+struct LaneKey {
+    typedef u64 type;
+};
+template <>
+struct LaneKey<1> {
+    typedef unsigned type;
+};
+template <>
+struct LaneKey<2> {
+    typedef unsigned type;
+};
+template <>
+struct LaneKey<4> {
+    typedef unsigned type;
+};
+
+struct LaneExtremes {
+    typedef LaneKey<sizeof(sample_t)>::type key_t;
+    unsigned count = 0, nans = 0;
+    key_t lo = (key_t)~(key_t)0, hi = 0;
+
+    __device__ __forceinline__ void note(sample_t v) {
+        if (is_nan(v)) {
+            ++nans;
+            return;
+        }
+        ++count;
+        const key_t k = (key_t)key_of(v);
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
     }
-    ++count;
-    const u64 k = key_of(v);
-    lo_key = k < lo_key ? k : lo_key;
-    hi_key = k > hi_key ? k : hi_key;
-}
+
+    // A lane without samples keeps lo at the type's largest key, no smaller than any real one.
+    __device__ __forceinline__ void flush(u64* ext) const {
+        flush_extremes((u64)count, (u64)lo, (u64)hi, (u64)nans, ext);
+    }
+};
 
 // numpy's pairwise_sum of one node of at most 240 values at `a`, by the eight lanes of a group
 // (j = 0..7; every lane returns the sum). A node of more than 128 values is split once at
@@ -183,8 +213,7 @@ __device__ __forceinline__ void note_sample(sample_t v, u64& count, u64& lo_key,
 // value j of each row (and lane 0 the tail) in the running extremes.
 template <int TERM>
 __device__ __forceinline__ acc_t group_node(const sample_t* __restrict__ a, u64 size, acc_t p1, acc_t p2,
-                                            unsigned j, bool track, u64& count, u64& lo_key, u64& hi_key,
-                                            u64& nans) {
+                                            unsigned j, bool track, LaneExtremes& ext) {
     const unsigned rows = (unsigned)(size >> 3);
     const bool split = size > 128;
     const unsigned left_rows = split ? (unsigned)((size / 2) >> 3) : rows;
@@ -201,7 +230,7 @@ __device__ __forceinline__ acc_t group_node(const sample_t* __restrict__ a, u64 
                 left = add(left, t);
             else
                 right = add(right, t);
-            if (track) note_sample(x[k], count, lo_key, hi_key, nans);
+            if (track) ext.note(x[k]);
         }
     }
 #pragma unroll
@@ -222,7 +251,7 @@ __device__ __forceinline__ acc_t group_node(const sample_t* __restrict__ a, u64 
         s = left;
     }
     if (track && j == 0)
-        for (u64 i = 8 * (u64)rows; i < size; ++i) note_sample(a[i], count, lo_key, hi_key, nans);
+        for (u64 i = 8 * (u64)rows; i < size; ++i) ext.note(a[i]);
     return s;
 }
 
@@ -260,20 +289,20 @@ __device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m
     const int g = depth < 2 ? depth : 2;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
     const bool track = ext != nullptr;
-    u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
+    LaneExtremes lane_ext;
     for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; 4 * q < nodes; q += warps) {
         const u64 w = 4 * q + group;
         u64 start = 0, size = 0;
         if (w < nodes) node_at(m, depth, w & mask, &start, &size);
         const sample_t* a = in + (w >> depth) * m + start;
-        acc_t s = group_node<TERM>(a, size, p1, p2, j, track, count, lo_key, hi_key, nans);
+        acc_t s = group_node<TERM>(a, size, p1, p2, j, track, lane_ext);
         // Nodes come in aligned pairs and quads of one problem when g is 1 or 2 (2^depth of them
         // per problem), so every group of a combining warp holds a node.
         if (g >= 1) s = add(s, __shfl_xor_sync(FULL, s, 8));
         if (g >= 2) s = add(s, __shfl_xor_sync(FULL, s, 16));
         if (w < nodes && j == 0 && (group & ((1u << g) - 1)) == 0) out[w >> g] = s;
     }
-    if (track) flush_extremes(count, lo_key, hi_key, nans, ext);
+    if (track) lane_ext.flush(ext);
 }
 
 // Blocks per SM the sum kernels are built for: three (24 warps) for float32, whose rows and float32
