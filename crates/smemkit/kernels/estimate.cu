@@ -256,10 +256,13 @@ __device__ __forceinline__ acc_t group_node(const sample_t* __restrict__ a, u64 
 }
 
 // Node `t` (left to right) at `depth` of numpy's tree over m values: its first value and size.
-__device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64* size) {
-    u64 s = 0, z = m;
+// In 32-bit arithmetic where m fits (the walk runs once per node, and 64-bit shifts, subtractions
+// and selects are two instructions each on the integer pipe, which bounds these passes).
+template <class I>
+__device__ __forceinline__ void node_walk(I m, int depth, I t, I* start, I* size) {
+    I s = 0, z = m;
     for (int d = depth - 1; d >= 0; --d) {
-        u64 n2 = z / 2;
+        I n2 = z / 2;
         n2 -= n2 % 8;
         if ((t >> d) & 1) {
             s += n2;
@@ -270,6 +273,17 @@ __device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64
     }
     *start = s;
     *size = z;
+}
+
+__device__ __forceinline__ void node_at(u64 m, int depth, u64 t, u64* start, u64* size) {
+    if (m <= 0xffffffffull) {
+        unsigned s, z;
+        node_walk<unsigned>((unsigned)m, depth, (unsigned)t, &s, &z);
+        *start = s;
+        *size = z;
+    } else {
+        node_walk<u64>(m, depth, t, start, size);
+    }
 }
 
 // Problem p (`problems` of `m` values each, one after the other) at `depth` (every node there of
