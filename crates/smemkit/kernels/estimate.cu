@@ -255,6 +255,71 @@ __device__ __forceinline__ acc_t group_node(const sample_t* __restrict__ a, u64 
     return s;
 }
 
+#if SAMPLE_KIND == 0
+// Rows of a float32 node a pair of lanes loads before adding any (16 bytes a lane a row).
+#define PAIR_CHUNK 8
+
+// group_node's sum of a float32 node by two lanes (h = 0, 1) with 16-byte loads: lane h holds
+// numpy's accumulators 4h..4h + 3, so one load per lane a row instead of one per value, and a
+// warp sums sixteen nodes at a time. The same additions in the same order: each accumulator adds
+// its value of each row of its leaf, lane 0 forms (r0 + r1) + (r2 + r3), lane 1
+// (r4 + r5) + (r6 + r7), and their sum is the leaf's; the tail and the short blocks as
+// group_node. `a` 16-byte aligned.
+template <int TERM>
+__device__ __forceinline__ float pair_node(const float* __restrict__ a, u64 size, float p1, float p2, unsigned h,
+                                           bool track, LaneExtremes& ext) {
+    const unsigned rows = (unsigned)(size >> 3);
+    const bool split = size > 128;
+    const unsigned left_rows = split ? (unsigned)((size / 2) >> 3) : rows;
+    const float4* a4 = reinterpret_cast<const float4*>(a) + h;
+    float l0 = -0.0f, l1 = -0.0f, l2 = -0.0f, l3 = -0.0f;
+    float r0 = -0.0f, r1 = -0.0f, r2 = -0.0f, r3 = -0.0f;
+#pragma unroll
+    for (int c = 0; c < NODE_ROWS; c += PAIR_CHUNK) {
+        float4 x[PAIR_CHUNK];
+#pragma unroll
+        for (int k = 0; k < PAIR_CHUNK; ++k)
+            if ((unsigned)(c + k) < rows) x[k] = __ldg(a4 + 2 * (c + k));
+#pragma unroll
+        for (int k = 0; k < PAIR_CHUNK; ++k) {
+            if ((unsigned)(c + k) < rows) {
+                const float t0 = term<TERM>(x[k].x, p1, p2), t1 = term<TERM>(x[k].y, p1, p2);
+                const float t2 = term<TERM>(x[k].z, p1, p2), t3 = term<TERM>(x[k].w, p1, p2);
+                if ((unsigned)(c + k) < left_rows) {
+                    l0 = add(l0, t0), l1 = add(l1, t1), l2 = add(l2, t2), l3 = add(l3, t3);
+                } else {
+                    r0 = add(r0, t0), r1 = add(r1, t1), r2 = add(r2, t2), r3 = add(r3, t3);
+                }
+                if (track) {
+                    ext.note(x[k].x);
+                    ext.note(x[k].y);
+                    ext.note(x[k].z);
+                    ext.note(x[k].w);
+                }
+            }
+        }
+    }
+    float left = add(add(l0, l1), add(l2, l3)), right = add(add(r0, r1), add(r2, r3));
+    left = add(left, __shfl_xor_sync(FULL, left, 1));
+    right = add(right, __shfl_xor_sync(FULL, right, 1));
+    float s;
+    if (rows == 0) {
+        s = -0.0f;
+        for (u64 i = 0; i < size; ++i) s = add(s, term<TERM>(a[i], p1, p2));
+        s = add(0.0f, s);
+    } else if (split) {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) right = add(right, term<TERM>(a[i], p1, p2));
+        s = add(left, right);
+    } else {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) left = add(left, term<TERM>(a[i], p1, p2));
+        s = left;
+    }
+    if (track && h == 0)
+        for (u64 i = 8 * (u64)rows; i < size; ++i) ext.note(a[i]);
+    return s;
+}
+#endif
+
 // Node `t` (left to right) at `depth` of numpy's tree over m values: its first value and size.
 // In 32-bit arithmetic where m fits (the walk runs once per node, and 64-bit shifts, subtractions
 // and selects are two instructions each on the integer pipe, which bounds these passes).
@@ -304,6 +369,25 @@ __device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
     const bool track = ext != nullptr;
     LaneExtremes lane_ext;
+#if SAMPLE_KIND == 0
+    // Float32 nodes in pairs of lanes where every node starts 16-byte aligned (node starts are
+    // multiples of 8 values within a problem): sixteen nodes a warp, combined as below.
+    if (((u64)in & 15) == 0 && (problems == 1 || m % 4 == 0)) {
+        const unsigned h = lane & 1, pair = lane >> 1;
+        for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; 16 * q < nodes; q += warps) {
+            const u64 w = 16 * q + pair;
+            u64 start = 0, size = 0;
+            if (w < nodes) node_at(m, depth, w & mask, &start, &size);
+            const float* a = in + (w >> depth) * m + start;
+            float s = pair_node<TERM>(a, size, p1, p2, h, track, lane_ext);
+            if (g >= 1) s = add(s, __shfl_xor_sync(FULL, s, 2));
+            if (g >= 2) s = add(s, __shfl_xor_sync(FULL, s, 4));
+            if (w < nodes && h == 0 && (pair & ((1u << g) - 1)) == 0) out[w >> g] = s;
+        }
+        if (track) lane_ext.flush(ext);
+        return;
+    }
+#endif
     for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; 4 * q < nodes; q += warps) {
         const u64 w = 4 * q + group;
         u64 start = 0, size = 0;
