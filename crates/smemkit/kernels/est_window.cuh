@@ -1,0 +1,134 @@
+// The quartiles by a sampled window (crates/smemkit/src/histogram/cuda/estimate_window.rs), included
+// at the end of estimate.cu (whose types, key_of, kept, flush_extremes, digits_pass, GATHER and
+// AHEAD these kernels use):
+// est_sample takes the keys of a few evenly spaced samples; the host picks from them one or two
+// key windows that should hold the quartiles' neighbours; est_window, one pass over all samples,
+// counts the samples below and up to each window's ends, copies those inside the windows and finds
+// the extremes as est_digits' first pass does; est_digits_mapped then selects in the copy on keys
+// mapped into the windows (map_key). The host checks with the counts that every rank it wants is
+// inside a window and otherwise runs the radix select over all samples, so the result is exact
+// whatever the sample looked like.
+
+// est_digits over a copy made by est_window (no range, no extremes), its keys mapped by map_key.
+extern "C" __global__ void __launch_bounds__(256) est_digits_mapped(const sample_t* __restrict__ in, u64 n,
+                                                                    int shift, int bits, int first,
+                                                                    const u64* __restrict__ prefix,
+                                                                    u64* __restrict__ hist, u64 lo0,
+                                                                    u64 hi0, u64 lo1, u64 off1) {
+    digits_pass<true>(in, n, 0, 0.0, 0.0, shift, bits, first, prefix, hist, nullptr, lo0, hi0, lo1, off1);
+}
+
+// The keys of the samples at indices floor(i * n / m), i < m, that are inside the range and not
+// NaN, in no particular order: out[0] their number (0 from the host), out[1..] the keys.
+extern "C" __global__ void __launch_bounds__(256) est_sample(const sample_t* __restrict__ in, u64 n,
+                                                             int has_range, double lo, double hi, u64 m,
+                                                             u64* __restrict__ out) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned lane = threadIdx.x & 31;
+    bool take = false;
+    u64 key = 0;
+    if (i < m) {
+        // i * n / m without overflow: i * (n % m) < m * m, and the host keeps m below 2^24.
+        const sample_t v = in[i * (n / m) + i * (n % m) / m];
+        take = !is_nan(v) && kept(v, has_range, lo, hi);
+        key = key_of(v);
+    }
+    const unsigned votes = __ballot_sync(FULL, take);
+    u64 base = 0;
+    if (lane == 0 && votes) base = atomicAdd(&out[0], (u64)__popc(votes));
+    base = __shfl_sync(FULL, base, 0);
+    if (take) out[1 + base + __popc(votes & ((1u << lane) - 1))] = key;
+}
+
+// The keys of up to 32 bits as 32-bit words (keys of 32-bit samples compare in one instruction).
+template <int SIZE> struct key_word { typedef u64 t; };
+template <> struct key_word<1> { typedef unsigned t; };
+template <> struct key_word<2> { typedef unsigned t; };
+template <> struct key_word<4> { typedef unsigned t; };
+typedef key_word<sizeof(sample_t)>::t wkey_t;
+
+__device__ __forceinline__ u64 warp_sum(u64 x) {
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(FULL, x, o);
+    return x;
+}
+
+// One pass over the samples for two key windows [lo0, hi0] and [lo1, hi1] (the same twice when the
+// host merged them): the samples inside the range whose key is in a window are copied (in no
+// particular order, staged per warp as est_gather does) to out[0..cap); counts (set by the host to
+// [0, ~0, 0, 0, 0...]) gets [kept count, smallest key, largest key, NaN count] as est_extremes
+// gives them, then the kept samples with a key below lo0, up to hi0, below lo1 and up to hi1, and
+// the number of samples taken (all of them, even past cap). Four blocks an SM (the host's
+// WINDOW_BLOCKS_PER_SM) keep enough loads in flight.
+extern "C" __global__ void __launch_bounds__(256, 4) est_window(const sample_t* __restrict__ in, u64 n,
+                                                                int has_range, double lo, double hi,
+                                                                u64 wlo0, u64 whi0, u64 wlo1, u64 whi1,
+                                                                sample_t* __restrict__ out, u64 cap,
+                                                                u64* __restrict__ counts) {
+    __shared__ sample_t stage[256 / 32][GATHER];
+    const wkey_t lo0 = (wkey_t)wlo0, hi0 = (wkey_t)whi0, lo1 = (wkey_t)wlo1, hi1 = (wkey_t)whi1;
+    const unsigned lane = threadIdx.x & 31;
+    sample_t* mine = stage[threadIdx.x >> 5];
+    unsigned held = 0;
+    wkey_t lo_key = (wkey_t)~0ull, hi_key = 0;
+    unsigned count = 0, nans = 0, below0 = 0, upto0 = 0, below1 = 0, upto1 = 0;
+    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
+    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal;
+    // each trip loads AHEAD samples per thread before looking at any.
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
+        sample_t x[AHEAD];
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n) x[u] = in[i];
+        }
+#pragma unroll
+        for (int u = 0; u < AHEAD; ++u) {
+            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
+            const sample_t v = i < n ? x[u] : (sample_t)0;
+            const bool nan = i < n && is_nan(v);
+            const bool valid = i < n && !nan && kept(v, has_range, lo, hi);
+            const wkey_t key = (wkey_t)key_of(v);
+            nans += nan;
+            count += valid;
+            if (valid) {
+                lo_key = key < lo_key ? key : lo_key;
+                hi_key = key > hi_key ? key : hi_key;
+            }
+            below0 += valid && key < lo0;
+            upto0 += valid && key <= hi0;
+            below1 += valid && key < lo1;
+            upto1 += valid && key <= hi1;
+            const bool take = valid && ((key >= lo0 && key <= hi0) || (key >= lo1 && key <= hi1));
+            const unsigned votes = __ballot_sync(FULL, take);
+            if (votes == 0) continue;
+            if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
+            held += __popc(votes);
+            if (held > GATHER - 32) {
+                __syncwarp();
+                u64 base = 0;
+                if (lane == 0) base = atomicAdd(&counts[8], (u64)held);
+                base = __shfl_sync(FULL, base, 0);
+                for (unsigned j = lane; j < held; j += 32)
+                    if (base + j < cap) out[base + j] = mine[j];
+                held = 0;
+                __syncwarp();
+            }
+        }
+    }
+    __syncwarp();
+    if (held) {
+        u64 base = 0;
+        if (lane == 0) base = atomicAdd(&counts[8], (u64)held);
+        base = __shfl_sync(FULL, base, 0);
+        for (unsigned j = lane; j < held; j += 32)
+            if (base + j < cap) out[base + j] = mine[j];
+    }
+    flush_extremes(count, (u64)lo_key, (u64)hi_key, nans, counts);
+    const u64 b0 = warp_sum(below0), u0 = warp_sum(upto0), b1 = warp_sum(below1), u1 = warp_sum(upto1);
+    if (lane == 0) {
+        if (b0) atomicAdd(&counts[4], b0);
+        if (u0) atomicAdd(&counts[5], u0);
+        if (b1) atomicAdd(&counts[6], b1);
+        if (u1) atomicAdd(&counts[7], u1);
+    }
+}
