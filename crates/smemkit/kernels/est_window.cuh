@@ -52,83 +52,135 @@ __device__ __forceinline__ u64 warp_sum(u64 x) {
     return x;
 }
 
+// What one thread of est_window has seen: the extremes' statistics and the window counts.
+struct window_seen {
+    wkey_t lo_key, hi_key;
+    unsigned count, nans, below0, upto0, below1, upto1;
+};
+
+// The range as est_window compares samples with it (kept's rounding, done once).
+#if SAMPLE_KIND == 0
+typedef float bound_t;
+__device__ __forceinline__ bound_t bound_of(double x) { return __double2float_rn(x); }
+#else
+typedef double bound_t;
+__device__ __forceinline__ bound_t bound_of(double x) { return x; }
+#endif
+
+// Looks at sample v (`inside`: within the n samples; RANGE: trimmed to [lo, hi], which `kept`
+// would do) for est_window; returns whether to copy it.
+template <bool RANGE>
+__device__ __forceinline__ bool window_look(sample_t v, bool inside, bound_t lo, bound_t hi, wkey_t lo0,
+                                            wkey_t hi0, wkey_t lo1, wkey_t hi1, window_seen& s) {
+    const bool nan = inside && is_nan(v);
+    bool valid = inside && !nan;
+    if (RANGE) valid = valid && (bound_t)v >= lo && (bound_t)v <= hi;
+    const wkey_t key = (wkey_t)key_of(v);
+    s.nans += nan;
+    s.count += valid;
+    if (valid) {
+        s.lo_key = key < s.lo_key ? key : s.lo_key;
+        s.hi_key = key > s.hi_key ? key : s.hi_key;
+    }
+    const bool lt0 = key < lo0, le0 = key <= hi0, lt1 = key < lo1, le1 = key <= hi1;
+    s.below0 += valid && lt0;
+    s.upto0 += valid && le0;
+    s.below1 += valid && lt1;
+    s.upto1 += valid && le1;
+    return valid && ((!lt0 && le0) || (!lt1 && le1));
+}
+
+// Copies the warp's taken samples to out in batches: stages them in `mine` (the warp's GATHER
+// slots, `held` of them full) and claims room once the stage is nearly full (counts[8]: the
+// samples claimed, past cap too) or, with `last`, for what is left.
+__device__ __forceinline__ void window_stage(bool take, sample_t v, sample_t* mine, unsigned& held,
+                                             bool last, sample_t* __restrict__ out, u64 cap,
+                                             u64* __restrict__ counts) {
+    const unsigned lane = threadIdx.x & 31;
+    if (!last) {
+        const unsigned votes = __ballot_sync(FULL, take);
+        if (votes == 0) return;
+        if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
+        held += __popc(votes);
+        if (held <= GATHER - 32) return;
+    }
+    if (held == 0) return;
+    __syncwarp();
+    u64 base = 0;
+    if (lane == 0) base = atomicAdd(&counts[8], (u64)held);
+    base = __shfl_sync(FULL, base, 0);
+    for (unsigned j = lane; j < held; j += 32)
+        if (base + j < cap) out[base + j] = mine[j];
+    held = 0;
+    __syncwarp();
+}
+
+template <bool RANGE>
+__device__ __forceinline__ void window_pass(const sample_t* __restrict__ in, u64 n, bound_t lo, bound_t hi,
+                                            wkey_t lo0, wkey_t hi0, wkey_t lo1, wkey_t hi1,
+                                            sample_t* __restrict__ out, u64 cap, u64* __restrict__ counts,
+                                            sample_t* mine) {
+    unsigned held = 0;
+    window_seen s = {(wkey_t)~0ull, 0, 0, 0, 0, 0, 0, 0};
+    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
+    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal;
+    // each trip loads AHEAD samples per thread before looking at any.
+    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
+        const sample_t* at = in + i0 + threadIdx.x;
+        sample_t x[AHEAD];
+        if (i0 + (u64)AHEAD * blockDim.x <= n) {
+#pragma unroll
+            for (int u = 0; u < AHEAD; ++u) x[u] = at[u * blockDim.x];
+#pragma unroll
+            for (int u = 0; u < AHEAD; ++u) {
+                const bool take = window_look<RANGE>(x[u], true, lo, hi, lo0, hi0, lo1, hi1, s);
+                window_stage(take, x[u], mine, held, false, out, cap, counts);
+            }
+        } else {
+#pragma unroll
+            for (int u = 0; u < AHEAD; ++u) {
+                const bool inside = i0 + (u64)u * blockDim.x + threadIdx.x < n;
+                x[u] = inside ? at[u * blockDim.x] : (sample_t)0;
+            }
+#pragma unroll
+            for (int u = 0; u < AHEAD; ++u) {
+                const bool inside = i0 + (u64)u * blockDim.x + threadIdx.x < n;
+                const bool take = window_look<RANGE>(x[u], inside, lo, hi, lo0, hi0, lo1, hi1, s);
+                window_stage(take, x[u], mine, held, false, out, cap, counts);
+            }
+        }
+    }
+    window_stage(false, (sample_t)0, mine, held, true, out, cap, counts);
+    flush_extremes(s.count, (u64)s.lo_key, (u64)s.hi_key, s.nans, counts);
+    const u64 b0 = warp_sum(s.below0), u0 = warp_sum(s.upto0);
+    const u64 b1 = warp_sum(s.below1), u1 = warp_sum(s.upto1);
+    if ((threadIdx.x & 31) == 0) {
+        if (b0) atomicAdd(&counts[4], b0);
+        if (u0) atomicAdd(&counts[5], u0);
+        if (b1) atomicAdd(&counts[6], b1);
+        if (u1) atomicAdd(&counts[7], u1);
+    }
+}
+
 // One pass over the samples for two key windows [lo0, hi0] and [lo1, hi1] (the same twice when the
 // host merged them): the samples inside the range whose key is in a window are copied (in no
 // particular order, staged per warp as est_gather does) to out[0..cap); counts (set by the host to
 // [0, ~0, 0, 0, 0...]) gets [kept count, smallest key, largest key, NaN count] as est_extremes
 // gives them, then the kept samples with a key below lo0, up to hi0, below lo1 and up to hi1, and
 // the number of samples taken (all of them, even past cap). Four blocks an SM (the host's
-// WINDOW_BLOCKS_PER_SM) keep enough loads in flight.
+// WINDOW_BLOCKS_PER_SM) keep enough loads in flight; the trips wholly inside the samples (all but
+// the last few) skip the per-sample bounds checks, and the pass without a range any comparison
+// with it.
 extern "C" __global__ void __launch_bounds__(256, 4) est_window(const sample_t* __restrict__ in, u64 n,
                                                                 int has_range, double lo, double hi,
                                                                 u64 wlo0, u64 whi0, u64 wlo1, u64 whi1,
                                                                 sample_t* __restrict__ out, u64 cap,
                                                                 u64* __restrict__ counts) {
     __shared__ sample_t stage[256 / 32][GATHER];
-    const wkey_t lo0 = (wkey_t)wlo0, hi0 = (wkey_t)whi0, lo1 = (wkey_t)wlo1, hi1 = (wkey_t)whi1;
-    const unsigned lane = threadIdx.x & 31;
     sample_t* mine = stage[threadIdx.x >> 5];
-    unsigned held = 0;
-    wkey_t lo_key = (wkey_t)~0ull, hi_key = 0;
-    unsigned count = 0, nans = 0, below0 = 0, upto0 = 0, below1 = 0, upto1 = 0;
-    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
-    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal;
-    // each trip loads AHEAD samples per thread before looking at any.
-    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
-        sample_t x[AHEAD];
-#pragma unroll
-        for (int u = 0; u < AHEAD; ++u) {
-            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
-            if (i < n) x[u] = in[i];
-        }
-#pragma unroll
-        for (int u = 0; u < AHEAD; ++u) {
-            const u64 i = i0 + (u64)u * blockDim.x + threadIdx.x;
-            const sample_t v = i < n ? x[u] : (sample_t)0;
-            const bool nan = i < n && is_nan(v);
-            const bool valid = i < n && !nan && kept(v, has_range, lo, hi);
-            const wkey_t key = (wkey_t)key_of(v);
-            nans += nan;
-            count += valid;
-            if (valid) {
-                lo_key = key < lo_key ? key : lo_key;
-                hi_key = key > hi_key ? key : hi_key;
-            }
-            below0 += valid && key < lo0;
-            upto0 += valid && key <= hi0;
-            below1 += valid && key < lo1;
-            upto1 += valid && key <= hi1;
-            const bool take = valid && ((key >= lo0 && key <= hi0) || (key >= lo1 && key <= hi1));
-            const unsigned votes = __ballot_sync(FULL, take);
-            if (votes == 0) continue;
-            if (take) mine[held + __popc(votes & ((1u << lane) - 1))] = v;
-            held += __popc(votes);
-            if (held > GATHER - 32) {
-                __syncwarp();
-                u64 base = 0;
-                if (lane == 0) base = atomicAdd(&counts[8], (u64)held);
-                base = __shfl_sync(FULL, base, 0);
-                for (unsigned j = lane; j < held; j += 32)
-                    if (base + j < cap) out[base + j] = mine[j];
-                held = 0;
-                __syncwarp();
-            }
-        }
-    }
-    __syncwarp();
-    if (held) {
-        u64 base = 0;
-        if (lane == 0) base = atomicAdd(&counts[8], (u64)held);
-        base = __shfl_sync(FULL, base, 0);
-        for (unsigned j = lane; j < held; j += 32)
-            if (base + j < cap) out[base + j] = mine[j];
-    }
-    flush_extremes(count, (u64)lo_key, (u64)hi_key, nans, counts);
-    const u64 b0 = warp_sum(below0), u0 = warp_sum(upto0), b1 = warp_sum(below1), u1 = warp_sum(upto1);
-    if (lane == 0) {
-        if (b0) atomicAdd(&counts[4], b0);
-        if (u0) atomicAdd(&counts[5], u0);
-        if (b1) atomicAdd(&counts[6], b1);
-        if (u1) atomicAdd(&counts[7], u1);
-    }
+    const wkey_t lo0 = (wkey_t)wlo0, hi0 = (wkey_t)whi0, lo1 = (wkey_t)wlo1, hi1 = (wkey_t)whi1;
+    if (has_range)
+        window_pass<true>(in, n, bound_of(lo), bound_of(hi), lo0, hi0, lo1, hi1, out, cap, counts, mine);
+    else
+        window_pass<false>(in, n, 0, 0, lo0, hi0, lo1, hi1, out, cap, counts, mine);
 }

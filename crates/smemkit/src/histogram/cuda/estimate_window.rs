@@ -429,7 +429,10 @@ impl Passes {
         range: Option<(f64, f64)>,
         plan: Plan,
     ) -> Result<([u64; 4], Quartiles)> {
-        let copy = self.alloc(plan.cap * self.size)?;
+        // SAFETY: the copy is left unset: est_window writes its first `taken` samples (at most
+        // `cap`, as copy_ranks checks before anything reads them) and nothing reads the rest.
+        let copy = unsafe { self.stream.alloc::<u8>((plan.cap * self.size).max(8)) }
+            .map_err(cuda_err("allocating the estimator's scratch"))?;
         let mut init = [0u64; WINDOW_WORDS];
         init[1] = u64::MAX;
         let init: Vec<u8> = init.iter().flat_map(|w| w.to_ne_bytes()).collect();
