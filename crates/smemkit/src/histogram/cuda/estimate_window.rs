@@ -18,13 +18,20 @@ use super::estimate_select::Selection;
 use crate::error::Result;
 use crate::gpu::device::cuda_err;
 
-/// Samples drawn to place the windows. The windows hold a share of the samples shrinking as the
-/// square root of this (about 6 % of them at 32768), while the draws cost a read back of their
-/// keys and a selection on the host.
+/// The most samples drawn to place the windows. The windows hold a share of the samples shrinking
+/// as the square root of the draws (about 6 % of them at 32768, 12 % at 8192), while the draws
+/// cost a read back of their keys and a selection on the host (tens of microseconds at 32768).
 pub(crate) const DRAWS: usize = 32_768;
 /// The fewest samples for which the windows are tried: below, the radix select's few short passes
 /// cost no more than the draws' round trip.
 pub(crate) const WINDOW_MIN: usize = 1 << 21;
+
+/// Draws for `n` samples: one per 2048 samples, from 8192 (at [`WINDOW_MIN`]) to [`DRAWS`] (from
+/// 2^26 samples on), so that the draws' fixed cost stays small beside the pass over the samples
+/// while the copy stays a few percent of them.
+pub(crate) fn draws_for(n: usize) -> usize {
+    (n / 2048).clamp(8192, DRAWS)
+}
 /// The windows' half-width, in standard deviations of a sample quantile's rank, and in ranks
 /// added to that.
 const SIGMAS: f64 = 6.0;
@@ -283,7 +290,7 @@ impl Passes {
     ) -> Result<([u64; 4], Quartiles)> {
         if n >= WINDOW_MIN {
             // SAFETY: forwarded.
-            let plan = unsafe { self.draw_windows(input, n, range, DRAWS)? };
+            let plan = unsafe { self.draw_windows(input, n, range, draws_for(n))? };
             if plan.cap <= n / 2 {
                 // SAFETY: forwarded.
                 return unsafe { self.window_pass(input, n, range, plan) };
