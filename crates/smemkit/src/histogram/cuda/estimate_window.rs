@@ -32,6 +32,7 @@ pub(crate) const WINDOW_MIN: usize = 1 << 21;
 pub(crate) fn draws_for(n: usize) -> usize {
     (n / 2048).clamp(8192, DRAWS)
 }
+
 /// The windows' half-width, in standard deviations of a sample quantile's rank, and in ranks
 /// added to that.
 const SIGMAS: f64 = 6.0;

@@ -608,6 +608,11 @@ fn gpu_window_quartiles_timing() {
                 passes.extremes(ptr, n, None).unwrap();
             });
             println!("2^{log}: extremes {ms:.3} ms");
+            let draws = draws_for(n);
+            let ms = best_ms(|| {
+                passes.draw_windows(ptr, n, None, draws).unwrap();
+            });
+            println!("2^{log}: {draws} draws and their windows on the host {ms:.3} ms");
             let ms = best_ms(|| drop(passes.extremes_for_quartiles(ptr, n, None).unwrap()));
             println!("2^{log}: draws and window pass {ms:.3} ms");
             let ms = best_ms(|| {
