@@ -9,12 +9,14 @@
 // inside a window and otherwise runs the radix select over all samples, so the result is exact
 // whatever the sample looked like.
 
-// est_digits over a copy made by est_window (no range, no extremes), its keys mapped by map_key.
-extern "C" __global__ void __launch_bounds__(256) est_digits_mapped(const sample_t* __restrict__ in, u64 n,
-                                                                    int shift, int bits, int first,
-                                                                    const u64* __restrict__ prefix,
-                                                                    u64* __restrict__ hist, u64 lo0,
-                                                                    u64 hi0, u64 lo1, u64 off1) {
+// est_digits over a copy made by est_window (no range, no extremes), its keys mapped by map_key;
+// held to est_digits' five blocks an SM (the host's DIGITS_BLOCKS_PER_SM), which the map's
+// registers would otherwise exceed for 64-bit integers.
+extern "C" __global__ void __launch_bounds__(256, 5) est_digits_mapped(const sample_t* __restrict__ in, u64 n,
+                                                                       int shift, int bits, int first,
+                                                                       const u64* __restrict__ prefix,
+                                                                       u64* __restrict__ hist, u64 lo0,
+                                                                       u64 hi0, u64 lo1, u64 off1) {
     digits_pass<true>(in, n, 0, 0.0, 0.0, shift, bits, first, prefix, hist, nullptr, lo0, hi0, lo1, off1);
 }
 

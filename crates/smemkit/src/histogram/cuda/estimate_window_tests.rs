@@ -303,6 +303,96 @@ fn the_windows_replayed_on_the_host_select_the_quartiles_or_refuse() {
     assert_eq!(replay(&phase, max), None);
 }
 
+/// `(function, attribute, value)` of the per-function EIATTRs of a CUBIN's global `.nv.info`
+/// section (their payload: the function's symbol index, then the value), named by `.symtab`.
+fn named_attributes(cubin: &[u8]) -> Vec<(String, u8, u32)> {
+    let u16_at = |o: usize| u16::from_le_bytes([cubin[o], cubin[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(cubin[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(cubin[o..o + 8].try_into().unwrap()) as usize;
+    let cstr = |o: usize| {
+        let end = cubin[o..].iter().position(|&c| c == 0).unwrap();
+        String::from_utf8_lossy(&cubin[o..o + end]).into_owned()
+    };
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 0x18);
+    let section = |want: &str| {
+        (0..shnum)
+            .map(header)
+            .find(|&h| cstr(names + u32_at(h)) == want)
+            .unwrap_or_else(|| panic!("no {want} section"))
+    };
+    // .symtab: 24-byte entries whose first word is the name's offset in the linked strings.
+    let symtab = section(".symtab");
+    let strings = u64_at(header(u32_at(symtab + 0x28)) + 0x18);
+    let (sym_at, sym_size) = (u64_at(symtab + 0x18), u64_at(symtab + 0x20));
+    let symbol = |i: usize| {
+        assert!(i * 24 < sym_size, "symbol {i}");
+        cstr(strings + u32_at(sym_at + i * 24))
+    };
+    let info = section(".nv.info");
+    let (start, size) = (u64_at(info + 0x18), u64_at(info + 0x20));
+    let mut out = Vec::new();
+    let mut o = start;
+    while o + 4 <= start + size {
+        let (format, attribute) = (cubin[o], cubin[o + 1]);
+        if format == 4 {
+            let len = u16_at(o + 2);
+            if len == 8 {
+                out.push((symbol(u32_at(o + 4)), attribute, u32_at(o + 8) as u32));
+            }
+            o += 4 + len;
+        } else {
+            o += 4;
+        }
+    }
+    out
+}
+
+#[test]
+fn window_kernels_fit_their_blocks_without_spilling() {
+    // est_window's launch bounds ask for four 256-thread blocks an SM (64 registers) and
+    // est_digits_mapped runs at est_digits' five (51 registers), both without local memory
+    // (EIATTR_REGCOUNT 0x2f, EIATTR_FRAME_SIZE 0x12).
+    use crate::gpu::compile::{compile_image, options, Image, Output, ESTIMATE};
+    use crate::histogram::cuda::estimate_passes::defines;
+    if !crate::gpu::compile::tests::toolchain() {
+        return;
+    }
+    for t in [
+        SampleType::U8,
+        SampleType::I16,
+        SampleType::I32,
+        SampleType::F32,
+        SampleType::U64,
+        SampleType::F64,
+    ] {
+        let (d, _) = defines(t).unwrap();
+        let image = compile_image(&ESTIMATE, &options("sm_90a", &d), Output::Cubin);
+        let Ok(Image::Cubin(cubin)) = image else {
+            panic!("{t}: no CUBIN")
+        };
+        let attrs = named_attributes(&cubin);
+        let get = |kernel: &str, a: u8| {
+            attrs
+                .iter()
+                .find(|(k, x, _)| k == kernel && *x == a)
+                .map(|x| x.2)
+                .unwrap_or_else(|| panic!("{t} {kernel}: no attribute {a:#x}"))
+        };
+        for (kernel, most) in [
+            ("est_window", 64),
+            ("est_digits_mapped", 51),
+            ("est_sample", 64),
+        ] {
+            let regs = get(kernel, 0x2f);
+            assert!(regs <= most, "{t} {kernel}: {regs} registers");
+            assert_eq!(get(kernel, 0x12), 0, "{t} {kernel}: a stack frame (spills)");
+        }
+    }
+}
+
 // ---- On the GPU ----
 
 /// A sample type the GPU tests draw.
