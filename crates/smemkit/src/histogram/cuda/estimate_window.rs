@@ -19,18 +19,20 @@ use crate::error::Result;
 use crate::gpu::device::cuda_err;
 
 /// The most samples drawn to place the windows. The windows hold a share of the samples shrinking
-/// as the square root of the draws (about 6 % of them at 32768, 12 % at 8192), while the draws
-/// cost a read back of their keys and a selection on the host (tens of microseconds at 32768).
+/// as the square root of the draws (about 6 % of them at 32768, 12 % at 8192, 16 % at 4096),
+/// while the draws cost a read back of their keys and a selection on the host (tens of
+/// microseconds at 32768).
 pub(crate) const DRAWS: usize = 32_768;
 /// The fewest samples for which the windows are tried: below, the radix select's few short passes
 /// cost no more than the draws' round trip.
 pub(crate) const WINDOW_MIN: usize = 1 << 21;
 
-/// Draws for `n` samples: one per 2048 samples, from 8192 (at [`WINDOW_MIN`]) to [`DRAWS`] (from
-/// 2^26 samples on), so that the draws' fixed cost stays small beside the pass over the samples
-/// while the copy stays a few percent of them.
+/// Draws for `n` samples: one per 8192 samples, from 4096 (up to 2^25 samples) to [`DRAWS`] (from
+/// 2^28 on). Each draw costs the host a few nanoseconds (its key's read back and selection) and
+/// the copy's share falls as the square root of the draws, so the best count grows as n^(2/3):
+/// with a few picoseconds per copied sample, about 9000 at 2^26 and 22000 at 2^28.
 pub(crate) fn draws_for(n: usize) -> usize {
-    (n / 2048).clamp(8192, DRAWS)
+    (n / 8192).clamp(4096, DRAWS)
 }
 
 /// The windows' half-width, in standard deviations of a sample quantile's rank, and in ranks

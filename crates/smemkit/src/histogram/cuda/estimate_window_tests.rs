@@ -199,10 +199,11 @@ fn the_copys_room_covers_what_the_draws_saw_and_no_more_than_all() {
 
 #[test]
 fn draws_grow_with_the_samples_up_to_their_most() {
-    assert_eq!(draws_for(WINDOW_MIN), 8192);
-    assert_eq!(draws_for(1 << 24), 8192);
-    assert_eq!(draws_for(1 << 25), 16_384);
-    assert_eq!(draws_for(1 << 26), DRAWS);
+    assert_eq!(draws_for(WINDOW_MIN), 4096);
+    assert_eq!(draws_for(1 << 25), 4096);
+    assert_eq!(draws_for(1 << 26), 8192);
+    assert_eq!(draws_for(1 << 27), 16_384);
+    assert_eq!(draws_for(1 << 28), DRAWS);
     assert_eq!(draws_for(1 << 34), DRAWS);
 }
 
