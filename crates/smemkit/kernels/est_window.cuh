@@ -129,8 +129,8 @@ __device__ __forceinline__ void window_pass(const sample_t* __restrict__ in, u64
     // each trip loads AHEAD samples per thread before looking at any.
     for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
         const sample_t* at = in + i0 + threadIdx.x;
-        sample_t x[AHEAD];
         if (i0 + (u64)AHEAD * blockDim.x <= n) {
+            sample_t x[AHEAD];
 #pragma unroll
             for (int u = 0; u < AHEAD; ++u) x[u] = at[u * blockDim.x];
 #pragma unroll
@@ -139,16 +139,13 @@ __device__ __forceinline__ void window_pass(const sample_t* __restrict__ in, u64
                 window_stage(take, x[u], mine, held, false, out, cap, counts);
             }
         } else {
-#pragma unroll
+            // The block's last trip: one sample at a time, not unrolled (it runs once).
+#pragma unroll 1
             for (int u = 0; u < AHEAD; ++u) {
                 const bool inside = i0 + (u64)u * blockDim.x + threadIdx.x < n;
-                x[u] = inside ? at[u * blockDim.x] : (sample_t)0;
-            }
-#pragma unroll
-            for (int u = 0; u < AHEAD; ++u) {
-                const bool inside = i0 + (u64)u * blockDim.x + threadIdx.x < n;
-                const bool take = window_look<RANGE>(x[u], inside, lo, hi, lo0, hi0, lo1, hi1, s);
-                window_stage(take, x[u], mine, held, false, out, cap, counts);
+                const sample_t v = inside ? at[u * blockDim.x] : (sample_t)0;
+                const bool take = window_look<RANGE>(v, inside, lo, hi, lo0, hi0, lo1, hi1, s);
+                window_stage(take, v, mine, held, false, out, cap, counts);
             }
         }
     }
