@@ -25,7 +25,8 @@
 //   at a time from the top, for up to four ranks at once (the two neighbours of each quartile);
 //   the first digit pass also finds the extremes (so that `fd` and `auto` need no pass of their
 //   own for them). When the samples that agree with the ranks' first digits are few, est_gather
-//   copies them out in one pass and the later digit passes read only the copy.
+//   copies them out in one pass and the later digit passes read only the copy. This is the
+//   fallback of the quartiles by a sampled window (est_window.cuh), which reads the samples once.
 //
 // Every add, subtract, multiply and divide of the sums is an explicitly rounded intrinsic, so that
 // NVRTC contracts nothing into a fused multiply-add.
@@ -590,6 +591,14 @@ __device__ __forceinline__ int shares_with(const u64* prefix, int t) {
     return t;
 }
 
+// The key's place among the keys of two disjoint windows [lo0, hi0] < [lo1, ...] taken
+// together: window 0's keys from 0, window 1's from off1 = hi0 - lo0 + 1 (one window: hi0 its top,
+// so that every key of the copy maps by the first case). Order-preserving on the windows' keys,
+// whose mapped keys span far fewer bits than the keys themselves.
+__device__ __forceinline__ u64 map_key(u64 key, u64 lo0, u64 hi0, u64 lo1, u64 off1) {
+    return key <= hi0 ? key - lo0 : key - lo1 + off1;
+}
+
 // One radix-select pass: for each target t, hist[t][d] counts the samples inside the range whose
 // key agrees with prefix[t] above bit shift + bits and has digit d in bits [shift, shift + bits).
 // The first pass (`first` 1 or 2: the prefixes are all 0, every sample agrees) counts every sample
@@ -598,12 +607,13 @@ __device__ __forceinline__ int shares_with(const u64* prefix, int t) {
 // add one by one). Later passes (`first` 0) count the few samples that agree with a prefix one
 // by one. With `ext` non-null the
 // pass also adds the extremes of the samples inside the range to it, as est_extremes does.
-extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __restrict__ in, u64 n,
-                                                             int has_range, double lo, double hi,
-                                                             int shift, int bits, int first,
-                                                             const u64* __restrict__ prefix,
-                                                             u64* __restrict__ hist,
-                                                             u64* __restrict__ ext) {
+// MAPPED (est_digits_mapped): the keys are first mapped by map_key (a copy of the samples of one
+// or two key windows, see est_window), so that their top digits spread.
+template <bool MAPPED>
+__device__ __forceinline__ void digits_pass(const sample_t* __restrict__ in, u64 n, int has_range,
+                                            double lo, double hi, int shift, int bits, int first,
+                                            const u64* __restrict__ prefix, u64* __restrict__ hist,
+                                            u64* __restrict__ ext, u64 lo0, u64 hi0, u64 lo1, u64 off1) {
     __shared__ unsigned counts[RANKS][DIGITS];
     __shared__ u64 pre[RANKS];
     __shared__ int owner[RANKS];
@@ -638,6 +648,7 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
                 nans += nan;
                 valid = !nan && kept(v, has_range, lo, hi);
                 key = key_of(v);
+                if (MAPPED) key = map_key(key, lo0, hi0, lo1, off1);
             }
             if (valid) {
                 ++count;
@@ -679,6 +690,15 @@ extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __r
             if (c) atomicAdd(&hist[t * DIGITS + d], (u64)c);
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) est_digits(const sample_t* __restrict__ in, u64 n,
+                                                             int has_range, double lo, double hi,
+                                                             int shift, int bits, int first,
+                                                             const u64* __restrict__ prefix,
+                                                             u64* __restrict__ hist,
+                                                             u64* __restrict__ ext) {
+    digits_pass<false>(in, n, has_range, lo, hi, shift, bits, first, prefix, hist, ext, 0, 0, 0, 0);
 }
 
 #define SELECT_THREADS 1024
@@ -801,3 +821,6 @@ extern "C" __global__ void __launch_bounds__(256) est_gather(const sample_t* __r
             if (base + j < cap) out[base + j] = mine[j];
     }
 }
+
+// The quartiles by a sampled window: est_digits_mapped, est_sample, est_window.
+#include "est_window.cuh"

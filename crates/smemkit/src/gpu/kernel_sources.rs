@@ -63,11 +63,12 @@ pub const DIGITIZE: KernelSource = KernelSource {
     headers: &[header!("search_table.cuh")],
     one_kernel: false,
 };
-/// numpy's bin estimators: extremes, pairwise sums in numpy's tree, packing, radix select.
+/// numpy's bin estimators: extremes, pairwise sums in numpy's tree, packing, radix select, the
+/// quartiles' sampled windows.
 pub const ESTIMATE: KernelSource = KernelSource {
     name: "estimate.cu",
     text: include_str!("../../kernels/estimate.cu"),
-    headers: &[],
+    headers: &[header!("est_window.cuh")],
     one_kernel: false,
 };
 /// Integer and bool weights widened to int64 on the device (the histogram's integer weight kind).

@@ -11,9 +11,13 @@
 //! Their cost in passes over the samples (without a range): `sqrt`, `sturges` and `rice` one
 //! (the extremes); `scott` two (the extremes with the sum of the samples, then the squared
 //! deviations); `doane` three (and the cubes, which need the standard deviation); `fd` and
-//! `auto` a radix select whose first pass also finds the extremes, then either one pass that
-//! copies out the samples agreeing with the quartiles' first digits (when few do: the later
-//! digit passes read only them) or one pass per further 11 bits of the sample type. With a
+//! `auto` about one: a few thousand evenly spaced samples place two key windows around the
+//! quartiles, one pass finds the extremes, counts the samples below the windows and copies those
+//! inside, and the quartiles' neighbours are selected in the copy ([`super::estimate_window`]);
+//! when the windows miss (or for fewer than a few million samples), a radix select whose first
+//! pass also finds the extremes, then either one pass that copies out the samples agreeing with
+//! the quartiles' first digits (when few do: the later digit passes read only them) or one pass
+//! per further 11 bits of the sample type. With a
 //! range, `scott` and `doane` find the extremes with the count of the samples inside the range in
 //! each tile, then pack those samples (one more pass), since numpy sums the trimmed array, whose
 //! summation tree differs; their sums read only the packed samples.
@@ -31,7 +35,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
 use super::estimate_passes::{Kind, Passes, Tiles};
-use super::estimate_select::Selection;
+use super::estimate_window::Quartiles;
 use crate::error::{Error, Result};
 use crate::gpu::device::Gpu;
 use crate::histogram::bins::estimators::{
@@ -145,7 +149,7 @@ unsafe fn estimate_on(
 }
 
 /// The sample of an order-preserving key of `estimate.cu` (`key_of`).
-fn value_of<T: Sample>(kind: Kind, key: u64) -> T {
+pub(crate) fn value_of<T: Sample>(kind: Kind, key: u64) -> T {
     let size = std::mem::size_of::<T>();
     let bits = match kind {
         Kind::F32 => {
@@ -215,8 +219,8 @@ where
         First::Digits => {
             // SAFETY: forwarded from the caller (the selection reads the samples until the
             // quartiles are known, within this call).
-            let (ext, sel) = unsafe { passes.extremes_and_digits(input, n, trim)? };
-            selection = Some(sel);
+            let (ext, q) = unsafe { passes.extremes_for_quartiles(input, n, trim)? };
+            selection = Some(q);
             ext
         }
     };
@@ -282,7 +286,8 @@ enum First {
     /// numpy's sum of the samples, for the mean of `scott` and `doane` (no range: every sample
     /// is summed, in the tree of the whole array).
     Sum,
-    /// The first radix-select digits, for the quartiles of `fd` and `auto`.
+    /// The first pass of the quartiles' selection, for `fd` and `auto` (see
+    /// [`Passes::extremes_for_quartiles`]).
     Digits,
 }
 
@@ -312,8 +317,8 @@ struct DeviceStats<'p, T> {
     tiles: Option<Tiles>,
     /// numpy's sum of the samples, when the first pass computed it.
     total: Option<f64>,
-    /// The radix select of the quartiles, its first pass done with the extremes.
-    selection: Option<Selection>,
+    /// The selection of the quartiles, its first pass done with the extremes.
+    selection: Option<Quartiles>,
     /// (mean, standard deviation) in numpy's types, held in f64 (float32 exactly).
     moments: Option<(f64, f64)>,
 }
@@ -423,17 +428,17 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
         let (a75, b75) = stats::percentile_ranks(n, 0.75);
         let (a25, b25) = stats::percentile_ranks(n, 0.25);
         let ranks = [a75, b75, a25, b25].map(|r| r as u64);
-        let sel = match self.selection.take() {
-            Some(sel) => sel,
+        let q = match self.selection.take() {
+            Some(q) => q,
             // SAFETY: the input's `n` samples are valid for the whole estimate.
             None => unsafe {
                 self.passes
-                    .extremes_and_digits(self.input, self.n, self.trim)?
+                    .extremes_for_quartiles(self.input, self.n, self.trim)?
                     .1
             },
         };
         // SAFETY: as above.
-        let keys = unsafe { self.passes.select(sel, ranks)? };
+        let (keys, _) = unsafe { self.passes.select_quartiles(q, ranks)? };
         let kind = self.passes.kind;
         let at = |i: usize| {
             let slot = ranks

@@ -60,7 +60,7 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
 }
 
 /// The kernels' entry points.
-pub(crate) const ENTRIES: [&str; 12] = [
+pub(crate) const ENTRIES: [&str; 15] = [
     "est_extremes",
     "est_sum_values",
     "est_sum_squares",
@@ -73,6 +73,9 @@ pub(crate) const ENTRIES: [&str; 12] = [
     "est_digits",
     "est_select",
     "est_gather",
+    "est_digits_mapped",
+    "est_sample",
+    "est_window",
 ];
 
 /// Blocks of the sum kernels that fit an SM (their `SUM_BLOCKS`, three for float32 and two for

@@ -2,13 +2,15 @@
 //! `est_gather` of `kernels/estimate.cu`), for the `fd` and `auto` estimators: the quartiles'
 //! neighbours are selected exactly, 11 bits of their order-preserving keys at a time, the first
 //! pass also finding the samples' extremes, and the later passes reading only a copy of the
-//! samples that can still be selected when few can.
+//! samples that can still be selected when few can. The same passes select in the copy of
+//! [`super::estimate_window`] (on its mapped keys), and over all samples when its windows miss.
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::estimate_passes::{
     arg, Passes, AHEAD, DIGITS, DIGITS_BLOCKS_PER_SM, DIGIT_BITS, GATHER_BLOCKS_PER_SM, RANKS,
 };
+use super::estimate_window::KeyMap;
 use crate::error::Result;
 use crate::gpu::device::cuda_err;
 
@@ -16,6 +18,10 @@ use crate::gpu::device::cuda_err;
 /// per sample (robust to any ties, but a slow instruction); 2, lane 0's digit together and the
 /// others one by one (cheap for spread samples and for samples all tied).
 pub(crate) const FIRST_DIGITS: i32 = 1;
+
+/// How the first pass over a window's copy counts its digits: its mapped keys spread over the
+/// digits, or are all tied, both cheap for lane 0's digit together.
+const FIRST_MAPPED_DIGITS: i32 = 2;
 
 /// Threads of `est_select`'s one block (`SELECT_THREADS`): two digits each.
 const SELECT_THREADS: u32 = (DIGITS / 2) as u32;
@@ -56,6 +62,8 @@ impl Passes {
             input,
             n,
             range,
+            width,
+            map: None,
             hist: self.alloc(passes * RANKS * DIGITS * 8)?,
             prefix: self.alloc(2 * RANKS * 8)?,
             _copy: None,
@@ -68,6 +76,36 @@ impl Passes {
         }
         let w = self.read_u64(&out, 4)?;
         Ok(([w[0], w[1], w[2], w[3]], sel))
+    }
+
+    /// The first pass of a radix select (see [`Passes::select`]) over the `n` samples of a
+    /// window's `copy` (est_window), on their keys mapped by `map`.
+    ///
+    /// # Safety
+    /// `copy` must hold `n` samples whose keys `map` maps.
+    pub(crate) unsafe fn mapped_selection(
+        &self,
+        copy: CudaSlice<u8>,
+        n: usize,
+        map: KeyMap,
+    ) -> Result<Selection> {
+        let passes = map.width.div_ceil(DIGIT_BITS);
+        let sel = Selection {
+            input: self.ptr(&copy),
+            n,
+            range: None,
+            width: map.width,
+            map: Some(map),
+            hist: self.alloc(passes * RANKS * DIGITS * 8)?,
+            prefix: self.alloc(2 * RANKS * 8)?,
+            _copy: Some(copy),
+        };
+        if n > 0 {
+            let (shift, bits) = digit_of(map.width, 0);
+            // SAFETY: forwarded; the first pass's histogram is in `sel`.
+            unsafe { self.digits(&sel, 0, shift, bits, FIRST_MAPPED_DIGITS, 0)? };
+        }
+        Ok(sel)
     }
 
     /// Enqueues radix-select pass `pass` (est_digits) of `sel`: `first` 0 for a later pass, else
@@ -92,12 +130,38 @@ impl Passes {
         let mut prefix_ptr = self.ptr(&sel.prefix);
         let mut hist_ptr = self.ptr(&sel.hist) + (pass * RANKS * DIGITS * 8) as u64;
         let mut ext = ext;
+        let grid = self.wave_for(sel.n.div_ceil(AHEAD), 256, DIGITS_BLOCKS_PER_SM);
+        if let Some(map) = sel.map {
+            let (mut lo0, mut hi0, mut lo1, mut off1) = (map.lo0, map.hi0, map.lo1, map.off1);
+            // SAFETY: est_digits_mapped(in, n, shift, bits, first, prefix, hist, lo0, hi0, lo1,
+            // off1); the copy held by `sel`, `sel`'s buffers.
+            return unsafe {
+                self.launch(
+                    "est_digits_mapped",
+                    grid,
+                    256,
+                    &mut [
+                        arg(&mut input),
+                        arg(&mut n64),
+                        arg(&mut shift_arg),
+                        arg(&mut bits_arg),
+                        arg(&mut first),
+                        arg(&mut prefix_ptr),
+                        arg(&mut hist_ptr),
+                        arg(&mut lo0),
+                        arg(&mut hi0),
+                        arg(&mut lo1),
+                        arg(&mut off1),
+                    ],
+                )
+            };
+        }
         // SAFETY: est_digits(in, n, has_range, lo, hi, shift, bits, first, prefix, hist, ext);
         // the caller's samples, `sel`'s buffers.
         unsafe {
             self.launch(
                 "est_digits",
-                self.wave_for(sel.n.div_ceil(AHEAD), 256, DIGITS_BLOCKS_PER_SM),
+                grid,
                 256,
                 &mut [
                     arg(&mut input),
@@ -120,12 +184,12 @@ impl Passes {
     /// (its first pass done), by radix select: each later pass counts the digits of the samples
     /// that agree with a rank's digits so far. After the first pass, when the samples agreeing
     /// with the ranks' first digits are few enough ([`gather_pays`]), they are copied out in one
-    /// pass and the later passes read only the copy.
+    /// pass and the later passes read only the copy (not for a window's copy, already small).
     ///
     /// # Safety
     /// As [`Passes::extremes_and_digits`].
     pub unsafe fn select(&self, mut sel: Selection, ranks: [u64; RANKS]) -> Result<[u64; RANKS]> {
-        let width = 8 * self.size;
+        let width = sel.width;
         let passes = width.div_ceil(DIGIT_BITS);
         let rank_bytes: Vec<u8> = ranks.iter().flat_map(|r| r.to_ne_bytes()).collect();
         let rank = self
@@ -159,7 +223,7 @@ impl Passes {
                     ],
                 )?
             };
-            if pass == 0 && passes > 1 {
+            if pass == 0 && passes > 1 && sel.map.is_none() {
                 let words = self.read_u64(&sel.prefix, 2 * RANKS)?;
                 let agreeing = agreeing(&words[..RANKS], &words[RANKS..]);
                 if gather_pays(agreeing, sel.n, passes - 1) {
@@ -169,7 +233,8 @@ impl Passes {
             }
         }
         let keys = self.read_u64(&sel.prefix, RANKS)?;
-        Ok([keys[0], keys[1], keys[2], keys[3]])
+        let key = |k: u64| sel.map.map_or(k, |m| m.unmap(k));
+        Ok([key(keys[0]), key(keys[1]), key(keys[2]), key(keys[3])])
     }
 
     /// `sel` over a copy of its `count` samples that agree with the ranks' digits from bit
@@ -242,6 +307,10 @@ pub(crate) struct Selection {
     input: u64,
     n: usize,
     range: Option<(f64, f64)>,
+    /// Bits of the keys selected among (the samples' or, for a window's copy, the mapped keys').
+    width: usize,
+    /// The map of a window's copy's keys.
+    map: Option<KeyMap>,
     hist: CudaSlice<u8>,
     prefix: CudaSlice<u8>,
     /// The gathered samples `input` points into, once gathered (held for as long as `input`).

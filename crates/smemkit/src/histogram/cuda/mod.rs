@@ -22,6 +22,7 @@ pub mod device_samples;
 pub mod estimate;
 pub(crate) mod estimate_passes;
 pub(crate) mod estimate_select;
+pub(crate) mod estimate_window;
 #[doc(hidden)]
 pub mod exact_sums;
 #[cfg(test)]
