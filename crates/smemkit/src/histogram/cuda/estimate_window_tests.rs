@@ -516,8 +516,11 @@ fn windows_of_type<T: Gen>(gpu: &Arc<Gpu>, sizes: &[usize], seed: u64) {
                 let what = format!("{} {dist} n {n} range {range:?}", T::TYPE);
                 let path = window_agrees(gpu, &host, range, DRAWS, &what);
                 // Periodic samples whose period divides the stride fall back (from some size on
-                // the stride is a multiple of 64); the rest select in the copy.
-                if dist != "periodic" {
+                // the stride is a multiple of 64); the rest select in the copy once the samples
+                // outnumber the draws many times over. With fewer samples than draws each sample
+                // is drawn many times, the draws' ranks no longer model the samples' and a window
+                // may miss (a GPU run: 3 normal samples fell back); either path is exact.
+                if dist != "periodic" && n >= 64 * DRAWS {
                     assert!(path.is_none_or(|p| p == Path::Window), "{what}: {path:?}");
                 } else if n >= 64 * DRAWS && n % (64 * DRAWS) == 0 {
                     assert_eq!(path, Some(Path::Fallback), "{what}");
