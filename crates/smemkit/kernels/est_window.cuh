@@ -127,12 +127,29 @@ __device__ __forceinline__ void window_pass(const sample_t* __restrict__ in, u64
     const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
     // Every thread of a block makes the same number of trips, so the warp-wide votes are legal;
     // each trip loads AHEAD samples per thread before looking at any.
+    // Samples of 2 to 8 bytes starting 16-byte aligned come in 16-byte loads: each thread takes
+    // AHEAD / VEC whole vectors of its block's trip instead of AHEAD strided samples (which
+    // samples a thread looks at does not matter: the counts and the copy are order-free).
+    constexpr int VEC = 16 / (int)sizeof(sample_t);
+    const bool vectors = VEC >= 2 && VEC <= AHEAD && ((u64)in & 15) == 0;
     for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
         const sample_t* at = in + i0 + threadIdx.x;
         if (i0 + (u64)AHEAD * blockDim.x <= n) {
             sample_t x[AHEAD];
+            if (vectors) {
+                union Vec { uint4 raw; sample_t s[VEC]; };
+                const uint4* trip = reinterpret_cast<const uint4*>(in + i0);
 #pragma unroll
-            for (int u = 0; u < AHEAD; ++u) x[u] = at[u * blockDim.x];
+                for (int v = 0; v < AHEAD / VEC; ++v) {
+                    Vec a;
+                    a.raw = __ldg(trip + v * blockDim.x + threadIdx.x);
+#pragma unroll
+                    for (int e = 0; e < VEC; ++e) x[v * VEC + e] = a.s[e];
+                }
+            } else {
+#pragma unroll
+                for (int u = 0; u < AHEAD; ++u) x[u] = at[u * blockDim.x];
+            }
 #pragma unroll
             for (int u = 0; u < AHEAD; ++u) {
                 const bool take = window_look<RANGE>(x[u], true, lo, hi, lo0, hi0, lo1, hi1, s);

@@ -492,10 +492,11 @@ where
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_float32_estimates_from_an_unaligned_start_are_the_cpu_engines() {
-    // Float32 samples starting 4 bytes past 16-byte alignment: the sums' per-value path.
+    // Float32 samples starting 4 bytes past 16-byte alignment: the sums' per-value path, and
+    // past the window quartiles' threshold the window pass's strided loads.
     let gpu = crate::gpu::gpu().unwrap();
     let mut r = Xoshiro256PlusPlus::seed_from_u64(31);
-    for n in [8usize, 129, 257, 1793, 65_537, 1_000_003] {
+    for n in [8usize, 129, 257, 1793, 65_537, 1_000_003, 2_100_001] {
         for dist in ["uniform", "normal", "ties"] {
             let host = samples::<f32>(dist, n, &mut r);
             for rule in GPU_RULES {
