@@ -87,7 +87,7 @@ impl SearchTable {
     /// `x`. `None` where the plain search is as short.
     pub(crate) fn build(bins: &[f64], holds: impl Fn(f64, f64) -> bool) -> Option<SearchTable> {
         let n = bins.len();
-        if n < MIN_BINS || n >= 1 << 31 {
+        if !(MIN_BINS..1 << 31).contains(&n) {
             return None;
         }
         let point = |x: f64| bins.partition_point(|&b| holds(b, x)) as u32;
@@ -98,7 +98,7 @@ impl SearchTable {
             .flatten()
         {
             let (starts, widest) = starts_of(cells, &point);
-            if best.as_ref().is_none_or(|(w, _)| widest < *w) {
+            if best.as_ref().map_or(true, |(w, _)| widest < *w) {
                 best = Some((
                     widest,
                     SearchTable {
@@ -162,7 +162,7 @@ fn cell_of(cells: Cells, x: f64) -> usize {
     match cells {
         Cells::Linear { first, scale } => {
             let c = (x - first) * scale;
-            if !(c > 0.0) {
+            if c.is_nan() || c <= 0.0 {
                 0
             } else if c >= last as f64 {
                 last

@@ -3,6 +3,23 @@ use rand::{Rng, SeedableRng};
 
 type Holds = fn(f64, f64) -> bool;
 
+/// The next float64 above `x` (`f64::next_up`, newer than the crate's minimum Rust).
+fn up(x: f64) -> f64 {
+    if x.is_nan() || x == f64::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f64::from_bits(1);
+    }
+    let b = x.to_bits();
+    f64::from_bits(if x > 0.0 { b + 1 } else { b - 1 })
+}
+
+/// The next float64 below `x`.
+fn down(x: f64) -> f64 {
+    -up(-x)
+}
+
 /// The four predicates the kernels search with: a histogram's edges and digitize's increasing
 /// bins (`b <= x`, `b < x` with right), digitize's decreasing bins (`b > x`, `b >= x`).
 const PREDICATES: [(Holds, bool); 4] = [
@@ -15,7 +32,7 @@ const PREDICATES: [(Holds, bool); 4] = [
 fn samples_near(bins: &[f64], r: &mut impl Rng) -> Vec<f64> {
     let mut xs = Vec::new();
     for &b in bins {
-        xs.extend([b, b.next_up(), b.next_down()]);
+        xs.extend([b, up(b), down(b)]);
     }
     let (lo, hi) = (
         bins[0].min(bins[bins.len() - 1]),

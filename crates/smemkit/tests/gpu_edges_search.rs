@@ -12,7 +12,24 @@ use smemkit::{
 };
 
 mod gpu_common;
-use gpu_common::{check, rng, strategies_for};
+use gpu_common::{check, f32_neighbours, rng, strategies_for};
+
+/// The next float64 above `x` (`f64::next_up`, newer than the crate's minimum Rust).
+fn up(x: f64) -> f64 {
+    if x.is_nan() || x == f64::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f64::from_bits(1);
+    }
+    let b = x.to_bits();
+    f64::from_bits(if x > 0.0 { b + 1 } else { b - 1 })
+}
+
+/// The next float64 below `x`.
+fn down(x: f64) -> f64 {
+    -up(-x)
+}
 
 /// Edge sets of `n` edges that get a table (the lengths are past its minimum).
 fn edge_sets(n: usize, r: &mut impl Rng) -> Vec<(&'static str, Vec<f64>)> {
@@ -45,9 +62,10 @@ fn edge_sets(n: usize, r: &mut impl Rng) -> Vec<(&'static str, Vec<f64>)> {
 fn samples(edges: &[f64], r: &mut impl Rng) -> Vec<f64> {
     let mut xs: Vec<f64> = Vec::new();
     for &e in edges.iter().filter(|e| e.is_finite()) {
-        xs.extend([e, e.next_up(), e.next_down()]);
+        xs.extend([e, up(e), down(e)]);
         let f = e as f32;
-        xs.extend([f as f64, f.next_up() as f64, f.next_down() as f64]);
+        let [a, b] = f32_neighbours(f);
+        xs.extend([f as f64, a as f64, b as f64]);
     }
     let finite: Vec<f64> = edges.iter().copied().filter(|e| e.is_finite()).collect();
     let (lo, hi) = (finite[0], finite[finite.len() - 1]);
