@@ -7,6 +7,8 @@
 // values, which are recomputed here with linspace's formula. The _rn intrinsics keep NVRTC from
 // contracting a multiply and an add into one FMA, which would round differently from numpy.
 
+#include "search_table.cuh"
+
 // Mirrors `KernelBinParams` in crates/smemkit/src/cuda/params.rs field for field.
 struct BinParams {
     unsigned long long nbins;

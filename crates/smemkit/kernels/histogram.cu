@@ -44,7 +44,6 @@ typedef SAMPLE_T sample_t;
 #define SAMPLE_IS_HALF 0
 #endif
 
-#include "search_table.cuh"
 #include "hist_bins.cuh"
 #include "hist_walk.cuh"
 #include "hist_shared.cuh"

@@ -3,6 +3,9 @@
 // why the search stays exact. A sample's cell gives its first candidate; the search then takes
 // `top`, `top / 2`, ... 1 steps from there, the same number for every sample.
 
+#ifndef SMEMKIT_SEARCH_TABLE_CUH
+#define SMEMKIT_SEARCH_TABLE_CUH
+
 // Mirrors `KernelSearchTable` in crates/smemkit/src/search_table.rs field for field.
 struct SearchTable {
     const unsigned* starts;     // the lowest partition point of each cell's samples; null: no table
@@ -32,3 +35,5 @@ __device__ __forceinline__ unsigned search_start(const SearchTable& t, double x)
     }
     return __ldg(t.starts + cell);
 }
+
+#endif  // SMEMKIT_SEARCH_TABLE_CUH

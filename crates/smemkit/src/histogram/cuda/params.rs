@@ -222,10 +222,11 @@ mod tests {
         // and its float32 factor, its float64 factor, the float32 edge table's address, the
         // verdict's address, the wanted verdict (padded to 8 bytes, as the C struct is), the
         // 16-bit float table's address, the two interior fractions, and the float32 interior
-        // factor and fractions (padded to 8 bytes).
+        // factor and fractions (padded to 8 bytes), the edges' search table (a pointer, three
+        // 8-byte numbers, four 4-byte ones).
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 3 * 4 + 4
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 3 * 4 + 4 + 48
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }

@@ -41,6 +41,7 @@ pub const HISTDD: KernelSource = KernelSource {
     text: include_str!("../../../kernels/histdd.cu"),
     headers: &[
         header!("one_kernel.cuh"),
+        header!("search_table.cuh"),
         header!("hist_bins.cuh"),
         header!("hist_walk.cuh"),
         header!("hist_shared.cuh"),
