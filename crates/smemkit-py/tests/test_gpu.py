@@ -22,7 +22,7 @@ def test_cuda_backend_without_a_gpu_is_a_runtime_error():
 
 
 @needs_gpu
-@pytest.mark.parametrize("bins", [1000, 32768, 1 << 20])
+@pytest.mark.parametrize("bins", [1000, 32768, 1 << 17, 1 << 20, 1_000_000])
 def test_float32_normal_over_a_range(rng, bins):
     x = rng.standard_normal(1 << 22).astype(np.float32)
     h, e = smemkit.histogram(x, bins, range=(-4, 4), backend="cuda")

@@ -61,6 +61,28 @@ def test_float32_rounding_at_the_edges(bins):
     same(hist(x, bins), np.histogram(x, bins))
 
 
+@pytest.mark.parametrize(
+    "bins, lo, hi", [(1 << 17, -4, 4), (1 << 20, -4, 4), (256, -256, 0), (4, 0.5, 1.5), (256, -1024, 1024)]
+)
+def test_float32_bins_on_a_power_of_two_grid(rng, bins, lo, hi):
+    """Grids of a power-of-two width that start away from 0 (the exact path where the edges allow
+    it): every edge and its neighbours, signed zeros, subnormals and normal samples."""
+    _, edges = np.histogram(np.zeros(0, np.float32), bins, range=(lo, hi))
+    e = np.asarray(edges, np.float32)[:: max(1, bins // 4096)]
+    tiny = np.float32(1e-45)
+    specials = np.array([0.0, -0.0, tiny, -tiny, 1.2e-38, -1.2e-38, lo, hi, np.nan, np.inf, -np.inf], np.float32)
+    x = np.concatenate(
+        [
+            e,
+            np.nextafter(e, np.float32(-np.inf)),
+            np.nextafter(e, np.float32(np.inf)),
+            specials,
+            (rng.standard_normal(100_000) * (hi - lo) / 4 + (lo + hi) / 2).astype(np.float32),
+        ]
+    )
+    same(hist(x, bins, range=(lo, hi)), np.histogram(x, bins, range=(lo, hi)))
+
+
 def test_float32_range_as_float64_scalars(rng):
     """A float64 range makes numpy bin float32 samples in float64 (edges float64 too)."""
     x = rng.standard_normal(10000).astype(np.float32)

@@ -22,7 +22,7 @@ struct BinParams {
     int aggregate;        // combine equal bins across a warp before the atomic (skewed data)
     unsigned int bins_per_block;  // cluster: bins owned by each block of the cluster
     int multiply;         // 1: the estimate multiplies by n / denom (where the host proved it exact);
-                          // 2: float32 bins from 0 of a power-of-two width (mode uniform32x)
+                          // 2: float32 bins on a power-of-two grid (mode uniform32x)
     float scale32;
     double scale64;
     const float* edges32;  // numpy's float32 edges (uniform32 with multiply, small bin counts), or null
@@ -190,17 +190,20 @@ __device__ __forceinline__ long long locate_uniform32_interior(sample_t v, const
     return locate_uniform32_near_edge(x, p);
 }
 
-// Float32 bins from 0 of a power-of-two width whose every edge is exactly i * width (the host
-// checks them: `UniformF32::exact_power_of_two_width` in bins.rs): the true bin is floor(x / width), the
-// product by the power of two exact, and numpy's corrected estimate is the true bin. Its own kernel
-// builds, so that the other float32 kernels keep their registers and this one needs few.
+// Float32 bins on a grid of a power-of-two width, every edge exactly (k0 + i) * width (the host
+// checks them: `UniformF32::exact_grid` in bins/mod.rs): the true bin is floor(x / width) - k0, the
+// product by the power of two exact (the host refuses ranges where it could round a sample's sign
+// away), k0 = first32 * scale32 exact too, and numpy's corrected estimate is the true bin. Its own
+// kernel builds, so that the other float32 kernels keep their registers and this one needs few.
+__device__ __forceinline__ float grid_first_index(const BinParams& p) { return __fmul_rn(p.first32, p.scale32); }
+
 __device__ __forceinline__ long long locate_uniform32_exact(sample_t v, const BinParams& p) {
     float x = (float)v;
     if (x != x) return SLOT_NAN;
-    if (x < 0.0f) return SLOT_BELOW;
+    if (x < p.first32) return SLOT_BELOW;
     if (x > p.last32) return SLOT_ABOVE;
     const int n = (int)p.nbins;
-    const int est = (int)__fmul_rn(x, p.scale32);
+    const int est = (int)__fsub_rn(floorf(__fmul_rn(x, p.scale32)), grid_first_index(p));
     return est < n - 1 ? est : n - 1;
 }
 

@@ -172,7 +172,7 @@ __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally&
     if (MODE == MODE_UNIFORM32_EXACT) {
         const float x = (float)v;
         const unsigned n = (unsigned)p.nbins;
-        if (!(x >= 0.0f)) {
+        if (!(x >= p.first32)) {
             if (x != x) {
                 if (TALLY) t.nan++;
                 return NO_BIN;
@@ -184,7 +184,7 @@ __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally&
             if (TALLY) t.above++;
             return p.clamp ? n - 1 : NO_BIN;
         }
-        return min((unsigned)__fmul_rn(x, p.scale32), n - 1);
+        return min((unsigned)__fsub_rn(floorf(__fmul_rn(x, p.scale32)), grid_first_index(p)), n - 1);
     }
     // The float32 shortcut with 32-bit results; anything else (outside the bins, NaN, near an
     // edge) takes numpy's rule out of line.

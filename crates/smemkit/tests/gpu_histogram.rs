@@ -606,30 +606,46 @@ fn small_run_for_sanitizers() {
 }
 
 /// The next float32 above and below `x` (for the samples around each edge).
-/// Float32 bins from 0 of a power-of-two width skip numpy's correction (the host proves every edge
-/// exact): samples on the edges and one ulp either side, -0.0, the upper edge, NaN, infinities and
-/// values beyond the range, widths 1, 1/4 and 2, every strategy that holds the bins.
+/// Float32 bins on a grid of a power-of-two width skip numpy's correction (the host proves every
+/// edge exact): samples on the edges and one ulp either side, signed zeros and subnormals, the upper
+/// edge, NaN, infinities and values beyond the range, grids from 0 and across it (widths 1, 1/4, 2,
+/// 2^-14 and 2^-17), every strategy that holds the bins.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn float_power_of_two_bins_match_numpy() {
     let mut r = rng();
-    for (nbins, hi) in [
-        (256usize, 256.0f64),
-        (4096, 1024.0),
-        (100_000, 100_000.0),
-        (1 << 20, (1u64 << 21) as f64),
+    for (nbins, lo, hi) in [
+        (256usize, 0.0f64, 256.0f64),
+        (4096, 0.0, 1024.0),
+        (100_000, 0.0, 100_000.0),
+        (1 << 20, 0.0, (1u64 << 21) as f64),
+        (1 << 17, -4.0, 4.0),
+        (1 << 20, -4.0, 4.0),
+        (256, -256.0, 0.0),
     ] {
-        let width = (hi / nbins as f64) as f32;
-        let top = hi as f32;
+        let width = ((hi - lo) / nbins as f64) as f32;
+        let (bottom, top) = (lo as f32, hi as f32);
+        let span = top - bottom;
         let mut data: Vec<f32> = (0..200_003)
-            .map(|_| r.gen_range(-0.1 * top..1.1 * top))
+            .map(|_| r.gen_range(bottom - 0.1 * span..top + 0.1 * span))
             .collect();
         for i in (0..=nbins).step_by((nbins / 4096).max(1)) {
-            let e = i as f32 * width;
+            let e = bottom + i as f32 * width;
             data.push(e);
             data.extend(f32_neighbours(e));
         }
-        data.extend([-0.0, top, f32::NAN, f32::INFINITY, f32::NEG_INFINITY]);
+        let tiny = f32::from_bits(1);
+        data.extend([
+            0.0,
+            -0.0,
+            tiny,
+            -tiny,
+            bottom,
+            top,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ]);
         for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
             for choice in strategies_for(nbins, false) {
                 check(
@@ -637,11 +653,13 @@ fn float_power_of_two_bins_match_numpy() {
                     None,
                     BinSpec::Uniform {
                         nbins,
-                        range: Some((0.0, hi)),
+                        range: Some((lo, hi)),
                     },
                     policy,
                     choice,
-                    &format!("f32 power-of-two bins {nbins} over [0, {hi}] {policy:?} {choice:?}"),
+                    &format!(
+                        "f32 power-of-two grid {nbins} over [{lo}, {hi}] {policy:?} {choice:?}"
+                    ),
                 );
             }
         }

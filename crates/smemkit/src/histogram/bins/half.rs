@@ -192,7 +192,7 @@ pub(super) fn resolve<T: Sample>(
                     denom_is_f64: false,
                     range64: (lo as f64, hi as f64),
                     edges,
-                    exact_inv_width: None,
+                    exact_grid: None,
                 }
                 .with_exactness(),
             ));

@@ -126,9 +126,20 @@ pub struct UniformF32 {
     /// numpy's `nbins + 1` edges in float32; the estimate is corrected against them: one down if
     /// `x < edges[i]`, else one up if `x >= edges[i + 1]` (never past the last bin).
     pub edges: Vec<f32>,
-    /// [`UniformF32::exact_power_of_two_width`], found once when the bins are resolved: the check
-    /// walks every edge, and both engines ask for it several times per histogram.
-    exact_inv_width: Option<f32>,
+    /// [`UniformF32::exact_grid`], found once when the bins are resolved: the check walks every
+    /// edge, and both engines ask for it several times per histogram.
+    exact_grid: Option<ExactGrid>,
+}
+
+/// Float32 bins on a grid of a power-of-two width ([`UniformF32::exact_grid`]): the bin of a
+/// sample `x` inside them is `floor(x * inv_width) - first_index`, every step exact.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExactGrid {
+    /// `1 / width`, a power of two.
+    pub inv_width: f32,
+    /// `first / width`: an integer, and with the bin count at most 2^24 in magnitude, so that
+    /// every grid index of the bins is a float32.
+    pub first_index: f32,
 }
 
 /// Uniform bins computed in float64 (float64 and all integer samples).
@@ -170,37 +181,59 @@ pub enum Binning {
 }
 
 impl UniformF32 {
-    /// `1 / width` when the bins start at 0 and every edge is exactly `i * width` for a
-    /// power-of-two width (pixel values over [0, 256), integer-valued data at unit width...): the
-    /// true bin of `x` is then `floor(x * (1 / width))`, the product exact, and numpy's result is the
-    /// true bin, since its correction returns the bin the edges define from any estimate within one
-    /// bin of it. Both engines then skip the estimate and the two edge comparisons (the CPU's exact
-    /// code loop, the GPU's `uniform32x` kernels). The edges are checked one by one, not derived.
-    pub fn exact_power_of_two_width(&self) -> Option<f32> {
-        self.exact_inv_width
+    /// The grid under the bins when every edge is `(k0 + i) * width` exactly, for a power-of-two
+    /// width and an integer `k0` (pixel values over [0, 256), integer-valued data at unit width,
+    /// 2^k bins over [-4, 4]...): the true bin of `x` is then `floor(x * (1 / width)) - k0`, the
+    /// product exact, and numpy's result is the true bin, since its correction returns the bin the
+    /// edges define from any estimate within one bin of it. Both engines then skip the estimate
+    /// and the two edge comparisons (the CPU's exact code loop, the GPU's `uniform32x` kernels).
+    /// The edges are checked one by one, not derived.
+    pub fn exact_grid(&self) -> Option<ExactGrid> {
+        self.exact_grid
     }
 
-    /// The same bins with [`UniformF32::exact_power_of_two_width`] found (every constructor ends here).
+    /// The same bins with [`UniformF32::exact_grid`] found (every constructor ends here).
     fn with_exactness(mut self) -> UniformF32 {
-        self.exact_inv_width = self.find_exact_inv_width();
+        self.exact_grid = self.find_exact_grid();
         self
     }
 
-    fn find_exact_inv_width(&self) -> Option<f32> {
-        if self.first != 0.0 || self.nbins == 0 || self.nbins > 1 << 24 {
+    fn find_exact_grid(&self) -> Option<ExactGrid> {
+        if self.nbins == 0
+            || self.nbins > 1 << 24
+            || !self.first.is_finite()
+            || !self.last.is_finite()
+        {
             return None;
         }
-        let width = self.last / self.nbins as f32;
-        let power_of_two = width.is_normal() && width > 0.0 && width.to_bits() & 0x007f_ffff == 0;
-        let inv = 1.0 / width;
+        let width = (self.last as f64 - self.first as f64) / self.nbins as f64;
+        let width32 = width as f32;
+        let power_of_two = width32 as f64 == width
+            && width32.is_normal()
+            && width32 > 0.0
+            && width32.to_bits() & 0x007f_ffff == 0;
+        let inv = 1.0 / width32;
         if !power_of_two || !inv.is_normal() {
+            return None;
+        }
+        // Scaling by a power of two is exact for every sample in the bins unless it rounds a
+        // product below float32's smallest normal: only a sample just below 0 can then lose its
+        // sign's bin (-tiny * inv rounding to -0), so a range reaching below 0 needs inv >= 1.
+        if self.first < 0.0 && inv < 1.0 {
+            return None;
+        }
+        let k0 = self.first as f64 * inv as f64;
+        if k0.fract() != 0.0 || k0.abs() + self.nbins as f64 > (1u64 << 24) as f64 {
             return None;
         }
         self.edges
             .iter()
             .enumerate()
-            .all(|(i, &e)| e == i as f32 * width)
-            .then_some(inv)
+            .all(|(i, &e)| e == (k0 + i as f64) as f32 * width32)
+            .then_some(ExactGrid {
+                inv_width: inv,
+                first_index: k0 as f32,
+            })
     }
 
     #[inline(always)]
@@ -538,7 +571,7 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                     .into_iter()
                     .map(|e| e as f32)
                     .collect(),
-                exact_inv_width: None,
+                exact_grid: None,
             }
         }
         None => {
@@ -556,7 +589,7 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                             .into_iter()
                             .map(|e| e as f32)
                             .collect(),
-                        exact_inv_width: None,
+                        exact_grid: None,
                     }
                     .with_exactness())
                 }
@@ -577,7 +610,7 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
                 denom_is_f64: false,
                 range64: (lo as f64, hi as f64),
                 edges: linspace_f32(lo, hi, nbins + 1),
-                exact_inv_width: None,
+                exact_grid: None,
             }
         }
     };

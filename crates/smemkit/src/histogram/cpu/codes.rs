@@ -91,9 +91,9 @@ pub(super) struct F32Codes<'a> {
     /// The estimate is `(x - first) * (n / denom)` (one multiply) instead of numpy's division:
     /// the same bins (see [`fast_estimate`]).
     pub(super) fast: bool,
-    /// `1 / width` where the bin is `floor(x / width)` exactly, no estimate or correction needed
-    /// ([`UniformF32::exact_power_of_two_width`]).
-    pub(super) exact: Option<f32>,
+    /// The grid where the bin is `floor(x / width) - first / width` exactly, no estimate or
+    /// correction needed ([`UniformF32::exact_grid`]).
+    pub(super) exact: Option<ExactGrid>,
 }
 
 impl<'a> F32Codes<'a> {
@@ -101,7 +101,7 @@ impl<'a> F32Codes<'a> {
         let n = u.nbins;
         let p = EstimateParams::new(n, u.denom);
         let fast = f32_multiply_estimate(u, &p);
-        let exact = u.exact_power_of_two_width();
+        let exact = u.exact_grid();
         F32Codes {
             u,
             n,
@@ -112,33 +112,51 @@ impl<'a> F32Codes<'a> {
     }
 }
 
-/// The codes of float32 bins from 0 of a power-of-two width (see
-/// [`UniformF32::exact_power_of_two_width`]): `floor(x * inv)` inside `[0, last]`, no edge loads, so
-/// the loop vectorises without gathers.
+/// The bounds and grid of float32 bins on a power-of-two grid, as the exact code loop reads them.
+#[derive(Clone, Copy)]
+pub(super) struct ExactBins {
+    n: u32,
+    first: f32,
+    last: f32,
+    grid: ExactGrid,
+}
+
+/// The codes of float32 bins on a grid of a power-of-two width (see [`UniformF32::exact_grid`]):
+/// `floor(x * inv) - first_index` inside `[first, last]`, no edge loads, so the loop vectorises
+/// without gathers.
 #[inline(always)]
-pub(super) fn exact_f32(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
+pub(super) fn exact_f32(xs: &[f32], out: &mut [u32], b: ExactBins) {
+    let ExactBins {
+        n,
+        first,
+        last,
+        grid,
+    } = b;
     let top = (n - 1) as f32;
     for (o, &x) in out.iter_mut().zip(xs) {
-        let inside = (x >= 0.0) & (x <= last);
+        let inside = (x >= first) & (x <= last);
         #[allow(clippy::eq_op)]
         let nan = (x != x) as u32;
         let outside = n + (x > last) as u32 + 2 * nan;
+        let e = ((x * grid.inv_width).floor() - grid.first_index)
+            .max(0.0)
+            .min(top);
         // SAFETY: `max` drops NaN, so the value is finite and in [0, n - 1] < 2^24.
-        let e = unsafe { (x * inv).max(0.0).min(top).to_int_unchecked::<i32>() } as u32;
+        let e = unsafe { e.to_int_unchecked::<i32>() } as u32;
         *o = if inside { e } else { outside };
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn exact_f32_avx2(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
-    exact_f32(xs, out, n, last, inv)
+pub(super) unsafe fn exact_f32_avx2(xs: &[f32], out: &mut [u32], b: ExactBins) {
+    exact_f32(xs, out, b)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
-pub(super) unsafe fn exact_f32_avx512(xs: &[f32], out: &mut [u32], n: u32, last: f32, inv: f32) {
-    exact_f32(xs, out, n, last, inv)
+pub(super) unsafe fn exact_f32_avx512(xs: &[f32], out: &mut [u32], b: ExactBins) {
+    exact_f32(xs, out, b)
 }
 
 impl<T: Sample> Codes<T> for F32Codes<'_> {
@@ -151,8 +169,8 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
         if !(x >= u.first && x <= u.last) {
             return n as u32 + if x.is_nan() { 2 } else { (x > u.last) as u32 };
         }
-        if let Some(inv) = self.exact {
-            return ((x * inv) as u32).min(n as u32 - 1);
+        if let Some(g) = self.exact {
+            return (((x * g.inv_width).floor() - g.first_index) as u32).min(n as u32 - 1);
         }
         let diff = x - u.first;
         let estimate = match (u.denom_is_f64, self.fast) {
@@ -180,18 +198,14 @@ impl<T: Sample> Codes<T> for F32Codes<'_> {
             }
         };
         let u = self.u;
-        if let Some(inv) = self.exact {
-            let (n, last) = (self.n as u32, u.last);
-            run_pass!(
-                exact_f32,
-                exact_f32_avx2,
-                exact_f32_avx512,
-                xs32,
-                out,
-                n,
-                last,
-                inv
-            );
+        if let Some(grid) = self.exact {
+            let b = ExactBins {
+                n: self.n as u32,
+                first: u.first,
+                last: u.last,
+                grid,
+            };
+            run_pass!(exact_f32, exact_f32_avx2, exact_f32_avx512, xs32, out, b);
             return;
         }
         let (e, f, l, p) = (&u.edges[..], u.first, u.last, self.p);

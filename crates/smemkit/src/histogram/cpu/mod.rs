@@ -31,7 +31,9 @@
 
 use rayon::prelude::*;
 
-use crate::histogram::bins::{locate_in_edges, Binning, OutOfRange, Slot, UniformF32, UniformF64};
+use crate::histogram::bins::{
+    locate_in_edges, Binning, ExactGrid, OutOfRange, Slot, UniformF32, UniformF64,
+};
 use crate::histogram::result::{Counts, Tallies};
 use crate::sample::{Sample, SampleType, Weights};
 

@@ -54,46 +54,88 @@ mod paths {
         }
     }
 
-    /// Float32 bins from 0 of a power-of-two width take the exact code loop (no estimate, no
-    /// correction): on every edge, one and two ulps either side, specials and random values, both
-    /// the scalar code and the vector loop agree with numpy's rule (`UniformF32::locate`); ranges
-    /// just off the rule keep numpy's loop and agree too.
+    /// The float32 `d` representable values above `x` (below for negative `d`), across zero too.
+    fn ulps_away(x: f32, d: i32) -> f32 {
+        // Float32 bit patterns ordered as integers: negatives mirrored below zero.
+        let key = |v: f32| {
+            let b = v.to_bits() as i32;
+            if b < 0 {
+                -(b & 0x7fff_ffff)
+            } else {
+                b
+            }
+        };
+        let k = key(x) + d;
+        if k < 0 {
+            f32::from_bits((-k) as u32 | 0x8000_0000)
+        } else {
+            f32::from_bits(k as u32)
+        }
+    }
+
+    /// Float32 bins on a grid of a power-of-two width take the exact code loop (no estimate, no
+    /// correction): on every edge, one and two ulps either side, specials (signed zeros and
+    /// subnormals at a grid that crosses 0) and random values, both the scalar code and the vector
+    /// loop agree with numpy's rule (`UniformF32::locate`); ranges just off the rule keep numpy's
+    /// loop and agree too.
     #[test]
     fn exact_power_of_two_bins_agree_with_locate() {
         use rand::{Rng, SeedableRng};
         let mut r = rand::rngs::StdRng::seed_from_u64(7);
-        for (nbins, hi, exact) in [
-            (256usize, 256.0f64, true),
-            (4096, 1024.0, true),
-            (3, 3.0, true),
-            (1 << 16, (1u64 << 17) as f64, true),
-            (1000, 1000.0 * 0.125, true),
-            (256, 255.0, false),
-            (100, 300.0, false),
+        for (nbins, lo, hi, exact) in [
+            (256usize, 0.0, 256.0f64, true),
+            (4096, 0.0, 1024.0, true),
+            (3, 0.0, 3.0, true),
+            (1 << 16, 0.0, (1u64 << 17) as f64, true),
+            (1000, 0.0, 1000.0 * 0.125, true),
+            (1 << 17, -4.0, 4.0, true),
+            (256, -256.0, 0.0, true),
+            (4, 0.5, 1.5, true),
+            (2, 8.0, 24.0, true),
+            (256, 0.0, 255.0, false),
+            (100, 0.0, 300.0, false),
+            (256, -1024.0, 1024.0, false),
+            (1000, -4.0, 4.0, false),
         ] {
             let spec = BinSpec::Uniform {
                 nbins,
-                range: Some((0.0, hi)),
+                range: Some((lo, hi)),
             };
             let b = Binning::resolve(&spec, Samples::F32(&[0.0])).unwrap();
             let Binning::UniformF32(u) = &b else {
                 unreachable!()
             };
             let codes = F32Codes::new(u);
-            assert_eq!(codes.exact.is_some(), exact, "{nbins} bins over [0, {hi}]");
-            let mut xs: Vec<f32> = vec![f32::NAN, f32::INFINITY, -f32::INFINITY, -0.0, hi as f32];
+            assert_eq!(
+                codes.exact.is_some(),
+                exact,
+                "{nbins} bins over [{lo}, {hi}]"
+            );
+            let tiny = f32::from_bits(1);
+            let mut xs: Vec<f32> = vec![
+                f32::NAN,
+                f32::INFINITY,
+                -f32::INFINITY,
+                0.0,
+                -0.0,
+                tiny,
+                -tiny,
+                f32::MIN_POSITIVE,
+                -f32::MIN_POSITIVE,
+                lo as f32,
+                hi as f32,
+            ];
             for &e in u.edges.iter().step_by((nbins / 2048).max(1)) {
                 for d in 1..=2u32 {
                     xs.push(e);
-                    xs.push(f32::from_bits(e.to_bits() + d));
-                    xs.push(if e == 0.0 {
-                        -f32::from_bits(d)
-                    } else {
-                        f32::from_bits(e.to_bits() - d)
-                    });
+                    xs.push(ulps_away(e, d as i32));
+                    xs.push(ulps_away(e, -(d as i32)));
                 }
             }
-            xs.extend((0..5000).map(|_| r.gen_range(-0.1 * hi as f32..1.1 * hi as f32)));
+            let span = (hi - lo) as f32;
+            xs.extend(
+                (0..5000).map(|_| r.gen_range(lo as f32 - 0.1 * span..hi as f32 + 0.1 * span)),
+            );
             let n = nbins as u32;
             let expected: Vec<u32> = xs
                 .iter()
@@ -105,7 +147,7 @@ mod paths {
                 })
                 .collect();
             let scalar: Vec<u32> = xs.iter().map(|&x| Codes::<f32>::code(&codes, x)).collect();
-            assert_eq!(scalar, expected, "scalar, {nbins} bins over [0, {hi}]");
+            assert_eq!(scalar, expected, "scalar, {nbins} bins over [{lo}, {hi}]");
             for chunk in 0..xs.len().div_ceil(BATCH) {
                 let part = &xs[chunk * BATCH..((chunk + 1) * BATCH).min(xs.len())];
                 let mut out = vec![0u32; part.len()];
@@ -113,7 +155,7 @@ mod paths {
                 assert_eq!(
                     out,
                     expected[chunk * BATCH..chunk * BATCH + part.len()],
-                    "vector loop, {nbins} bins over [0, {hi}]"
+                    "vector loop, {nbins} bins over [{lo}, {hi}]"
                 );
             }
         }

@@ -116,7 +116,7 @@ pub(crate) fn planned_kernels(t: SampleType, choices: &[StrategyChoice]) -> BTre
         for binning in binnings(t, nbins) {
             // As Prepared::sized plans them: 16-bit floats' table lookups are cheap binning.
             let exact = super::half_table::is_half(t)
-                || matches!(&binning, Binning::UniformF32(u) if u.exact_power_of_two_width().is_some());
+                || matches!(&binning, Binning::UniformF32(u) if u.exact_grid().is_some());
             for weights in [
                 WeightKind::None,
                 WeightKind::F32,

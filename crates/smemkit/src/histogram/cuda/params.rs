@@ -34,8 +34,8 @@ pub struct KernelBinParams {
     pub aggregate: i32,
     pub bins_per_block: u32,
     /// 1: the estimate multiplies by `n / denom` instead of dividing (the CPU engine's proven rule);
-    /// 2: float32 bins from 0 of a power-of-two width, no correction (the `uniform32x` kernels,
-    /// `UniformF32::exact_power_of_two_width`).
+    /// 2: float32 bins on a grid of a power-of-two width, no correction (the `uniform32x` kernels,
+    /// `UniformF32::exact_grid`).
     pub multiply: i32,
     pub scale32: f32,
     pub scale64: f64,
@@ -71,7 +71,7 @@ pub fn mode_name(binning: &Binning, t: SampleType) -> &'static str {
     }
     match binning {
         Binning::Integer { .. } => "integer",
-        Binning::UniformF32(u) if u.exact_power_of_two_width().is_some() => "uniform32x",
+        Binning::UniformF32(u) if u.exact_grid().is_some() => "uniform32x",
         Binning::UniformF32(_)
             if crate::histogram::bins::estimate::interior_fraction32(binning).is_some() =>
         {
@@ -145,9 +145,10 @@ pub fn kernel_params(
                 p.step32 = p.delta32 / div;
                 p.step_zero = (p.step32 == 0.0) as i32;
             }
-            if let Some(inv_width) = u.exact_power_of_two_width() {
+            // The kernels take the grid's first index as first32 * scale32 (exact: a power of two).
+            if let Some(grid) = u.exact_grid() {
                 p.multiply = 2;
-                p.scale32 = inv_width;
+                p.scale32 = grid.inv_width;
             }
         }
     }
@@ -177,21 +178,32 @@ mod tests {
     }
 
     #[test]
-    fn power_of_two_bins_from_zero_skip_the_correction() {
-        for (nbins, hi, inv) in [
-            (256, 256.0, Some(1.0f32)),
-            (4, 1.0, Some(4.0)),
-            (4096, 1024.0, Some(4.0)),
-            (1 << 20, (1 << 21) as f64, Some(0.5)),
-            (3, 3.0, Some(1.0)),
-            (4, 6.0, None),
-            (10, 1.0, None),
-            (1000, 1000.5, None),
+    fn bins_on_a_power_of_two_grid_skip_the_correction() {
+        for (nbins, lo, hi, inv) in [
+            (256, 0.0, 256.0, Some(1.0f32)),
+            (4, 0.0, 1.0, Some(4.0)),
+            (4096, 0.0, 1024.0, Some(4.0)),
+            (1 << 20, 0.0, (1 << 21) as f64, Some(0.5)),
+            (3, 0.0, 3.0, Some(1.0)),
+            (4, 0.0, 6.0, None),
+            (10, 0.0, 1.0, None),
+            (1000, 0.0, 1000.5, None),
+            // Grids that do not start at 0.
+            (1 << 17, -4.0, 4.0, Some(16384.0)),
+            (1 << 20, -4.0, 4.0, Some(131072.0)),
+            (256, -256.0, 0.0, Some(1.0)),
+            (4, 0.5, 1.5, Some(4.0)),
+            (2, 8.0, 24.0, Some(0.125)),
+            // Below 0 with a width above 1: -tiny * inv could round to -0, so numpy's rule stays.
+            (256, -1024.0, 1024.0, None),
+            // A first edge off the grid, and a width that is not a power of two.
+            (4, 0.3, 1.3, None),
+            (1000, -4.0, 4.0, None),
         ] {
-            let b = uniform32(nbins, 0.0, hi);
+            let b = uniform32(nbins, lo, hi);
             let p = kernel_params(&b, OutOfRange::Ignore, false, 0);
             let expected = inv.map_or(p.multiply != 2, |i| p.multiply == 2 && p.scale32 == i);
-            assert!(expected, "{nbins} bins over [0, {hi}): {p:?}");
+            assert!(expected, "{nbins} bins over [{lo}, {hi}): {p:?}");
             let mode = if inv.is_some() {
                 "uniform32x"
             } else if crate::histogram::bins::estimate::interior_fraction32(&b).is_some() {
@@ -199,7 +211,16 @@ mod tests {
             } else {
                 "uniform32"
             };
-            assert_eq!(mode_name(&b, SampleType::F32), mode);
+            assert_eq!(
+                mode_name(&b, SampleType::F32),
+                mode,
+                "{nbins} bins over [{lo}, {hi})"
+            );
+            if inv.is_some() {
+                // The kernels' first grid index, first32 * scale32, is an integer.
+                let k0 = p.first32 * p.scale32;
+                assert_eq!(k0, k0.floor(), "{nbins} bins over [{lo}, {hi})");
+            }
         }
         // 1000 bins over [-4, 4]: the float32 shortcut's own kernels; over [0.1, 0.7] (a factor
         // float32 cannot hold) the plain ones.
@@ -211,9 +232,6 @@ mod tests {
             mode_name(&uniform32(1000, 0.1, 0.7), SampleType::F32),
             "uniform32"
         );
-        // A lower edge other than 0 keeps numpy's estimate and correction.
-        let p = kernel_params(&uniform32(256, -256.0, 0.0), OutOfRange::Ignore, false, 0);
-        assert_ne!(p.multiply, 2);
     }
 
     #[test]

@@ -121,8 +121,13 @@ pub const AUTO_SLICED4_MAX_SLICES: usize = 4;
 /// counter wraps every 16 counts and each wrap costs a few global atomics, so they assume spread
 /// data (2^28 samples over 1M bins in three slices: ~6 counts per bin and block); data piled on few
 /// bins goes to global through the skew probe ([`skew_probe_threshold`]).
+///
+/// Float32 samples in bins that need numpy's correction bin every sample at a cost that multiplies
+/// with the slices: two slices of 8-bit counters still beat global there, more do not
+/// ([`AUTO_SLICED_COSTLY_MAX_SLICES`]).
 pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
-    if w.weighted || !w.cheap_binning() {
+    let costly_float32 = w.sample_type == SampleType::F32 && !w.cheap_binning();
+    if w.weighted || (!w.cheap_binning() && !costly_float32) {
         return None;
     }
     let bits = [
@@ -132,20 +137,40 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
     .into_iter()
     .find(|&(bits, most)| w.nbins.div_ceil(packed_max_bins_per_block(limits, bits)) <= most)?
     .0;
+    if costly_float32
+        && (bits != 8
+            || w.nbins.div_ceil(packed_max_bins_per_block(limits, 8))
+                > AUTO_SLICED_COSTLY_MAX_SLICES)
+    {
+        return None;
+    }
     let p = sliced_choice(w, limits, Some(bits), None).ok()?;
     let Strategy::Sliced { slices, .. } = p.strategy else {
         return None;
     };
+    let measured = if costly_float32 {
+        format!(
+            "float32 samples in bins that need numpy's correction: measured ahead of global up to \
+             {AUTO_SLICED_COSTLY_MAX_SLICES} slices"
+        )
+    } else {
+        format!(
+            "measured ahead of partition up to {AUTO_SLICED4_MAX_SLICES} slices of 4-bit counters"
+        )
+    };
     Some(Plan {
         reason: format!(
             "{} bins in {slices} slices of {bits}-bit counters, one block each: every block reads \
-             the input and counts its slice (measured ahead of partition up to {} slices of 4-bit \
-             counters)",
-            w.nbins, AUTO_SLICED4_MAX_SLICES
+             the input and counts its slice ({measured})",
+            w.nbins
         ),
         ..p
     })
 }
+
+/// Most slices (of 8-bit counters) `auto` plans for float32 samples whose bins need numpy's
+/// correction. See bench/NOTES.md, "Session 16".
+pub const AUTO_SLICED_COSTLY_MAX_SLICES: usize = 2;
 
 /// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
 pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;

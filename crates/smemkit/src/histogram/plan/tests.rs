@@ -160,7 +160,6 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
         at(464_609, SampleType::I32),
         Strategy::Sliced { slices: 2, bits: 4 }
     );
-    assert_eq!(at(262_144, SampleType::F32), Strategy::Global);
     assert_eq!(
         at(1 << 20, SampleType::I32),
         Strategy::Sliced { slices: 3, bits: 4 }
@@ -171,6 +170,26 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
     );
     assert_eq!(at(4 * 464_608 + 1, SampleType::I32), Strategy::Partition);
     assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
+    // Float32 bins that need numpy's correction: two slices of 8-bit counters, then global.
+    assert_eq!(
+        at(262_144, SampleType::F32),
+        Strategy::Sliced { slices: 2, bits: 8 }
+    );
+    assert_eq!(
+        at(
+            2 * packed_max_bins_per_block(&DeviceLimits::H100, 8),
+            SampleType::F32
+        ),
+        Strategy::Sliced { slices: 2, bits: 8 }
+    );
+    assert_eq!(
+        at(
+            2 * packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1,
+            SampleType::F32
+        ),
+        Strategy::Global
+    );
+    assert_eq!(at(262_144, SampleType::F64), Strategy::Global);
     // Float bins that need no correction bin as cheaply as integers: planned as them.
     let exact = |nbins| {
         let w = Workload::new(nbins, SampleType::F32, false).with_exact_float_bins(true);

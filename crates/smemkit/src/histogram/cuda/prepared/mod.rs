@@ -150,7 +150,7 @@ impl Prepared {
                 half_table::is_half(sample_type)
                     || matches!(
                         binning,
-                        Binning::UniformF32(u) if u.exact_power_of_two_width().is_some()
+                        Binning::UniformF32(u) if u.exact_grid().is_some()
                     ),
             )
             .with_computed_integer_bins(!matches!(binning, Binning::Integer { .. }));
