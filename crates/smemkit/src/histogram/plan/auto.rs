@@ -122,12 +122,12 @@ pub const AUTO_SLICED4_MAX_SLICES: usize = 4;
 /// data (2^28 samples over 1M bins in three slices: ~6 counts per bin and block); data piled on few
 /// bins goes to global through the skew probe ([`skew_probe_threshold`]).
 ///
-/// Float32 samples in bins that need numpy's correction bin every sample at a cost that multiplies
-/// with the slices: two slices of 8-bit counters still beat global there, more do not
-/// ([`AUTO_SLICED_COSTLY_MAX_SLICES`]).
+/// Samples whose bins cost more (float bins that need numpy's correction, integer samples in
+/// computed bins) bin every sample once per slice: two slices of 8-bit counters still beat global
+/// there, more do not ([`AUTO_SLICED_COSTLY_MAX_SLICES`]).
 pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
-    let costly_float32 = w.sample_type == SampleType::F32 && !w.cheap_binning();
-    if w.weighted || (!w.cheap_binning() && !costly_float32) {
+    let costly = !w.cheap_binning();
+    if w.weighted {
         return None;
     }
     let bits = [
@@ -137,7 +137,7 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
     .into_iter()
     .find(|&(bits, most)| w.nbins.div_ceil(packed_max_bins_per_block(limits, bits)) <= most)?
     .0;
-    if costly_float32
+    if costly
         && (bits != 8
             || w.nbins.div_ceil(packed_max_bins_per_block(limits, 8))
                 > AUTO_SLICED_COSTLY_MAX_SLICES)
@@ -148,10 +148,10 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
     let Strategy::Sliced { slices, .. } = p.strategy else {
         return None;
     };
-    let measured = if costly_float32 {
+    let measured = if costly {
         format!(
-            "float32 samples in bins that need numpy's correction: measured ahead of global up to \
-             {AUTO_SLICED_COSTLY_MAX_SLICES} slices"
+            "samples whose bins are computed with numpy's correction: measured ahead of global up \
+             to {AUTO_SLICED_COSTLY_MAX_SLICES} slices"
         )
     } else {
         format!(
@@ -168,8 +168,8 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
     })
 }
 
-/// Most slices (of 8-bit counters) `auto` plans for float32 samples whose bins need numpy's
-/// correction. See bench/NOTES.md, "Session 16".
+/// Most slices (of 8-bit counters) `auto` plans for samples whose bins cost more than a
+/// subtraction (`Workload::cheap_binning`). See bench/NOTES.md, "Session 16".
 pub const AUTO_SLICED_COSTLY_MAX_SLICES: usize = 2;
 
 /// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.

@@ -189,7 +189,11 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
         ),
         Strategy::Global
     );
-    assert_eq!(at(262_144, SampleType::F64), Strategy::Global);
+    assert_eq!(
+        at(262_144, SampleType::F64),
+        Strategy::Sliced { slices: 2, bits: 8 }
+    );
+    assert_eq!(at(1 << 20, SampleType::F64), Strategy::Global);
     // Float bins that need no correction bin as cheaply as integers: planned as them.
     let exact = |nbins| {
         let w = Workload::new(nbins, SampleType::F32, false).with_exact_float_bins(true);
@@ -207,6 +211,7 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
             .unwrap()
             .strategy
     };
+    assert_eq!(computed(262_144), Strategy::Sliced { slices: 2, bits: 8 });
     assert_eq!(computed(1 << 20), Strategy::Global);
     assert_eq!(computed(1 << 21), Strategy::Global);
     assert_eq!(computed(1 << 24), Strategy::Partition);
