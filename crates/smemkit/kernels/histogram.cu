@@ -167,6 +167,16 @@ typedef SAMPLE_T sample_t;
             sliced_kernel<MODE, BITS>(in, n, p, out, t);                                                       \
         })
 
+// Weight sums (and int64 weights' 64-bit sums) in slices of the bins, 512-thread blocks as the
+// other weighted kernels.
+#define SLICED_SUMS_KERNEL(MODE, MNAME, WTYPE, WNAME, C, OUT)                                                  \
+    SMEMKIT_ENTRY(hist_slicedsums_##MNAME##_##WNAME,                                                          \
+        extern "C" __global__ void __launch_bounds__(512, 1) hist_slicedsums_##MNAME##_##WNAME(               \
+            const sample_t* in, unsigned long long n, const WTYPE* w, BinParams p, OUT* out,                  \
+            unsigned long long* t) {                                                                           \
+            sliced_sums_kernel<MODE, WTYPE, C, OUT>(in, n, w, p, out, t);                                     \
+        })
+
 // Counts only, small inputs: the whole call in one launch (output written whole, edges copied).
 #define SMALL_KERNEL(MODE, MNAME)                                                                              \
     SMEMKIT_ENTRY(hist_small_##MNAME##_none,                                                                   \
@@ -192,6 +202,9 @@ typedef SAMPLE_T sample_t;
     HIST_KERNELS(MODE, MNAME, double, f64, double, double, double)                         \
     HIST_KERNELS(MODE, MNAME, long long, i64, unsigned long long, unsigned long long,       \
                  unsigned long long)                                                       \
+    SLICED_SUMS_KERNEL(MODE, MNAME, float, f32, double, double)                            \
+    SLICED_SUMS_KERNEL(MODE, MNAME, double, f64, double, double)                           \
+    SLICED_SUMS_KERNEL(MODE, MNAME, long long, i64, unsigned long long, unsigned long long) \
     WINDOW_KERNELS(MODE, MNAME)
 
 #if SAMPLE_IS_HALF

@@ -106,6 +106,20 @@ pub fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
             size: None,
         });
     }
+    // Weighted sums in slices: the fewest that hold them, and three wherever there are bins for
+    // them, so that slice edges fall inside small bin counts too.
+    if weighted {
+        v.push(StrategyChoice::Sliced {
+            bits: Some(64),
+            slices: None,
+        });
+        if nbins >= 3 {
+            v.push(StrategyChoice::Sliced {
+                bits: Some(64),
+                slices: Some(3),
+            });
+        }
+    }
     // The fewest slices that hold the bins in either width (8-bit: two beyond 232304 bins, 73 at
     // 2^24), and 4-bit counters in three slices wherever there are bins for them, so that slice
     // edges fall inside small bin counts too.

@@ -280,6 +280,7 @@ fn the_planner_names_kernels_of_every_family() {
         "hist_clusterpacked8_",
         "hist_sliced8_",
         "hist_sliced4_",
+        "hist_slicedsums_",
         "hist_global_",
         "hist_fold_u32",
         "hist_part_count_",

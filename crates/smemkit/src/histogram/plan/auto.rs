@@ -80,6 +80,9 @@ pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
         return partition_plan(w, limits, format!("{} bins of counters would not stay in L2: partition passes measured fastest beyond {} bins", w.nbins, AUTO_PARTITION_LARGE_MIN))
             .expect("checked by plan_partition_ok");
     }
+    if let Some(p) = auto_sliced_sums_plan(w, limits) {
+        return p;
+    }
     if w.weighted && limits.has_clusters() {
         if let Some(k) = smallest_cluster(
             bytes,
@@ -163,6 +166,32 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
             "{} bins in {slices} slices of {bits}-bit counters, one block each: every block reads \
              the input and counts its slice ({measured})",
             w.nbins
+        ),
+        ..p
+    })
+}
+
+/// Most slices of weighted sums `auto` plans beyond one block's shared memory. See bench/NOTES.md,
+/// "Session 16".
+pub const AUTO_SLICED_SUMS_MAX_SLICES: usize = 4;
+
+/// Weighted sums beyond one block: slices of 64-bit sums, up to [`AUTO_SLICED_SUMS_MAX_SLICES`]
+/// (each slice bins every sample again; a shared atomic per sample against the cluster's remote
+/// ones or global's L2 ones). No skew probe: global's float atomics on one hot bin cost more still.
+fn auto_sliced_sums_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
+    if !w.weighted || w.nbins.div_ceil(counter_capacity(limits) / 8) > AUTO_SLICED_SUMS_MAX_SLICES {
+        return None;
+    }
+    let p = sliced_choice(w, limits, Some(64), None).ok()?;
+    let Strategy::Sliced { slices, .. } = p.strategy else {
+        return None;
+    };
+    Some(Plan {
+        reason: format!(
+            "{} bins of weight sums in {slices} slices of one block's shared memory: every block \
+             reads the input and sums its slice (measured ahead of cluster and global up to {} \
+             slices)",
+            w.nbins, AUTO_SLICED_SUMS_MAX_SLICES
         ),
         ..p
     })

@@ -174,9 +174,10 @@ pub fn packed_max_bins_per_block(limits: &DeviceLimits, bits: u32) -> usize {
     (counter_capacity(limits) - packed_bytes(0, bits)) / 4 * (32 / bits) as usize
 }
 
-/// The sliced strategy with `bits`-wide counters (8 unless asked) in `slices` slices, or the fewest
-/// that hold the bins; one block of [`ONE_BLOCK_THREADS`] threads (the prefetching loop). The CUDA
-/// layer sizes the grid by occupancy, cut to a multiple of the slice count.
+/// The sliced strategy with `bits`-wide counters (8 unless asked; weighted sums 64) in `slices`
+/// slices, or the fewest that hold the bins; counts in blocks of [`ONE_BLOCK_THREADS`] threads (the
+/// prefetching loop), weighted sums in blocks of [`BLOCK_THREADS`]. The CUDA layer sizes the grid by
+/// occupancy, cut to a multiple of the slice count.
 pub(super) fn sliced_choice(
     w: &Workload,
     limits: &DeviceLimits,
@@ -187,20 +188,25 @@ pub(super) fn sliced_choice(
         strategy: "sliced".into(),
         reason,
     };
-    if w.weighted {
-        return Err(unsupported(
-            "the sliced kernels count samples in narrow counters; weighted sums use shared, \
-             cluster or global"
-                .into(),
-        ));
+    let bits = bits.unwrap_or(if w.weighted { 64 } else { 8 });
+    match (w.weighted, bits) {
+        (false, 8 | 4) | (true, 64) => {}
+        (false, _) => {
+            return Err(unsupported(format!(
+                "sliced counts are 8 or 4 bits wide, not {bits} (64: weighted sums)"
+            )))
+        }
+        (true, _) => {
+            return Err(unsupported(format!(
+                "weighted sums are sliced as 64-bit sums (sliced64), not {bits}-bit counters"
+            )))
+        }
     }
-    let bits = bits.unwrap_or(8);
-    if bits != 8 && bits != 4 {
-        return Err(unsupported(format!(
-            "sliced counters are 8 or 4 bits wide, not {bits}"
-        )));
-    }
-    let max_per_block = packed_max_bins_per_block(limits, bits);
+    let max_per_block = if bits == 64 {
+        counter_capacity(limits) / 8
+    } else {
+        packed_max_bins_per_block(limits, bits)
+    };
     let fewest = w.nbins.div_ceil(max_per_block).max(1);
     let slices = slices.map_or(fewest, |k| k as usize);
     if slices < fewest {
@@ -228,7 +234,11 @@ pub(super) fn sliced_choice(
     // The kernel derives the slice count from the bins per slice: 10 bins asked in 6 slices are 5
     // slices of 2.
     let slices = w.nbins.div_ceil(per_block).max(1);
-    let shared_bytes = packed_bytes(per_block, bits) as u32;
+    let (shared_bytes, block) = if bits == 64 {
+        ((per_block * 8) as u32, BLOCK_THREADS)
+    } else {
+        (packed_bytes(per_block, bits) as u32, ONE_BLOCK_THREADS)
+    };
     let blocks = limits.sm_count * blocks_per_sm(limits, shared_bytes);
     Ok(Plan {
         strategy: Strategy::Sliced {
@@ -236,7 +246,7 @@ pub(super) fn sliced_choice(
             bits,
         },
         grid: blocks / slices as u32 * slices as u32,
-        block: ONE_BLOCK_THREADS,
+        block,
         shared_bytes,
         bins_per_block: per_block,
         reason: "forced".into(),

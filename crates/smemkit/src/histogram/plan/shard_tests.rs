@@ -115,14 +115,17 @@ fn tiny_shards_count_in_global_memory() {
         at(1 << 20, SampleType::I32, false, Some(1 << 28)).strategy,
         Strategy::Sliced { slices: 3, bits: 4 }
     );
-    // Weighted clusters of 2: 198 clusters own 32768 sums each.
+    // Weighted sums in two slices: 132 blocks own 16384 sums each.
     assert_eq!(
         at(32_768, SampleType::F32, true, Some(1 << 20)).strategy,
         Strategy::Global
     );
     assert_eq!(
-        at(32_768, SampleType::F32, true, Some(198 * 32_768)).strategy,
-        Strategy::Cluster { size: 2 }
+        at(32_768, SampleType::F32, true, Some(132 * 16_384)).strategy,
+        Strategy::Sliced {
+            slices: 2,
+            bits: 64
+        }
     );
 }
 

@@ -99,6 +99,8 @@ pub fn skew_probe_threshold(plan: &Plan, w: &Workload, choice: StrategyChoice) -
     }
     match plan.strategy {
         Strategy::Partition => Some(hot_share_for_global(w.nbins)),
+        // Weighted sums are never sent to global: its float atomics on one hot bin cost far more.
+        Strategy::Sliced { bits: 64, .. } => None,
         Strategy::Sliced { slices, .. } => Some(hot_share_for_global_sliced(slices)),
         _ => None,
     }

@@ -103,15 +103,27 @@ fn sliced_refuses_what_it_cannot_do() {
         sliced(1 << 20, None, Some(133)).is_err(),
         "more slices than SMs"
     );
-    let weighted = plan(
-        &Workload::new(1000, SampleType::I32, true),
-        &H100,
-        StrategyChoice::Sliced {
-            bits: None,
-            slices: None,
-        },
+    // Weighted sums are sliced as 64-bit sums, counts in narrow counters only.
+    let forced = |weighted, bits| {
+        plan(
+            &Workload::new(100_000, SampleType::I32, weighted),
+            &H100,
+            StrategyChoice::Sliced { bits, slices: None },
+        )
+    };
+    let p = forced(true, None).unwrap();
+    assert_eq!(
+        p.strategy,
+        Strategy::Sliced {
+            slices: 4,
+            bits: 64
+        }
     );
-    assert!(weighted.is_err());
+    assert_eq!(p.shared_bytes as usize, p.bins_per_block * 8);
+    assert!(p.shared_bytes as usize <= counter_capacity(&H100));
+    assert_eq!(p.block, BLOCK_THREADS);
+    assert!(forced(true, Some(8)).is_err());
+    assert!(forced(false, Some(64)).is_err());
     // Forced extra slices are allowed where there are bins and SMs for them.
     let p = sliced(3000, None, Some(5)).unwrap();
     assert_eq!(p.bins_per_block, 600);

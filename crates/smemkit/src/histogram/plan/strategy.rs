@@ -41,14 +41,15 @@ pub enum Strategy {
         /// Counter width: 16 or 8.
         bits: u32,
     },
-    /// The bins cut into `slices` slices of `bits`-wide packed counters (8 or 4), one slice per
-    /// block; every block reads the whole input and counts its slice's samples, the blocks of the
-    /// different slices reading each tile at about the same time (once from DRAM, `slices` times
-    /// from L2). Counts only.
+    /// The bins cut into `slices` slices of `bits`-wide counters, one slice per block; every block
+    /// reads the whole input and counts its slice's samples, the blocks of the different slices
+    /// reading each tile at about the same time (once from DRAM, `slices` times from L2). Counts
+    /// in packed counters of 8 or 4 bits; weighted sums in 64-bit ones (f64, or u64 for integer
+    /// weights).
     Sliced {
         /// How many slices.
         slices: u32,
-        /// Counter width.
+        /// Counter width: 8 or 4 (counts), 64 (weighted sums).
         bits: u32,
     },
 }
@@ -127,8 +128,8 @@ pub enum StrategyChoice {
         /// Blocks per cluster.
         size: Option<u32>,
     },
-    /// The sliced strategy; `None` lets the planner pick the counter width (8 bits) or the
-    /// fewest slices that hold the bins.
+    /// The sliced strategy; `None` lets the planner pick the counter width (8 bits for counts, 64
+    /// for weighted sums) or the fewest slices that hold the bins.
     Sliced {
         /// Counter width.
         bits: Option<u32>,
@@ -228,13 +229,13 @@ impl StrategyChoice {
     }
 }
 
-/// `sliced`, `sliced8`, `sliced4`, each optionally followed by `x<slices>` (the names
-/// [`Strategy::name`] prints).
+/// `sliced`, `sliced8`, `sliced4`, `sliced64` (weighted sums), each optionally followed by
+/// `x<slices>` (the names [`Strategy::name`] prints).
 pub(super) fn parse_sliced(text: &str, rest: &str) -> Result<StrategyChoice, crate::Error> {
     let bad = || {
         crate::Error::InvalidArgument(format!(
-            "unknown strategy `{text}` (sliced strategies: sliced, sliced8, sliced4, optionally \
-             with x<slices>, e.g. sliced4x3)"
+            "unknown strategy `{text}` (sliced strategies: sliced, sliced8, sliced4, sliced64, \
+             optionally with x<slices>, e.g. sliced4x3)"
         ))
     };
     let (bits, slices) = match rest.split_once('x') {
@@ -245,6 +246,7 @@ pub(super) fn parse_sliced(text: &str, rest: &str) -> Result<StrategyChoice, cra
         "" => None,
         "8" => Some(8),
         "4" => Some(4),
+        "64" => Some(64),
         _ => return Err(bad()),
     };
     Ok(StrategyChoice::Sliced { bits, slices })

@@ -130,9 +130,38 @@ fn the_widest_counters_that_fit_one_block() {
 
 #[test]
 fn weighted_counters_take_twice_the_space() {
-    let ww = Workload::new(32_768, SampleType::F32, true);
-    let p = plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-    assert_eq!(p.strategy, Strategy::Cluster { size: 2 });
+    let at = |nbins| {
+        let ww = Workload::new(nbins, SampleType::F32, true);
+        plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto).unwrap()
+    };
+    // 8-byte sums: 16384 fit one block, 32768 take two slices, and beyond
+    // AUTO_SLICED_SUMS_MAX_SLICES slices clusters and then global take over.
+    assert_eq!(at(16_384).strategy, Strategy::Shared);
+    let p = at(32_768);
+    assert_eq!(
+        p.strategy,
+        Strategy::Sliced {
+            slices: 2,
+            bits: 64
+        }
+    );
+    assert_eq!(
+        skew_probe_threshold(
+            &p,
+            &Workload::new(32_768, SampleType::F32, true),
+            StrategyChoice::Auto
+        ),
+        None
+    );
+    let most = AUTO_SLICED_SUMS_MAX_SLICES * (counter_capacity(&DeviceLimits::H100) / 8);
+    assert_eq!(
+        at(most).strategy,
+        Strategy::Sliced {
+            slices: AUTO_SLICED_SUMS_MAX_SLICES as u32,
+            bits: 64
+        }
+    );
+    assert!(!matches!(at(most + 1).strategy, Strategy::Sliced { .. }));
 }
 
 #[test]

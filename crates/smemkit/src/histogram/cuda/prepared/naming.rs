@@ -63,7 +63,9 @@ pub fn kernel_name(plan: &Plan, limits: &DeviceLimits, what: &Counting<'_>) -> S
         Strategy::ClusterPacked { bits, .. } => {
             return format!("hist_clusterpacked{bits}_{}_none", mode)
         }
-        // Counts only, one kernel per counter width: 1024-thread blocks, prefetching.
+        // Weighted sums: 512-thread blocks, one kernel per weight type.
+        Strategy::Sliced { bits: 64, .. } => "slicedsums",
+        // Counts, one kernel per counter width: 1024-thread blocks, prefetching.
         Strategy::Sliced { bits, .. } => return format!("hist_sliced{bits}_{}_none", mode),
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
