@@ -173,25 +173,28 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
 
 /// Most slices of weighted sums `auto` plans beyond one block's shared memory. See bench/NOTES.md,
 /// "Session 16".
-pub const AUTO_SLICED_SUMS_MAX_SLICES: usize = 4;
+pub const AUTO_SLICED_SUMS_MAX_SLICES: u32 = 3;
 
-/// Weighted sums beyond one block: slices of 64-bit sums, up to [`AUTO_SLICED_SUMS_MAX_SLICES`]
-/// (each slice bins every sample again; a shared atomic per sample against the cluster's remote
-/// ones or global's L2 ones). No skew probe: global's float atomics on one hot bin cost more still.
+/// Weighted sums just beyond one block: slices of 64-bit sums small enough that two blocks share an
+/// SM, up to [`AUTO_SLICED_SUMS_MAX_SLICES`] slices. The weighted kernels wait on their shared
+/// atomics, so a second block per SM pays for a third reading of the input there; with one block
+/// per SM, or more slices, the cluster does as well or better. No skew probe: global's float
+/// atomics on one hot bin cost more still.
 fn auto_sliced_sums_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
-    if !w.weighted || w.nbins.div_ceil(counter_capacity(limits) / 8) > AUTO_SLICED_SUMS_MAX_SLICES {
+    if !w.weighted {
         return None;
     }
-    let p = sliced_choice(w, limits, Some(64), None).ok()?;
+    let p = (2..=AUTO_SLICED_SUMS_MAX_SLICES)
+        .filter_map(|k| sliced_choice(w, limits, Some(64), Some(k)).ok())
+        .find(|p| blocks_per_sm(limits, p.shared_bytes) >= 2)?;
     let Strategy::Sliced { slices, .. } = p.strategy else {
         return None;
     };
     Some(Plan {
         reason: format!(
-            "{} bins of weight sums in {slices} slices of one block's shared memory: every block \
-             reads the input and sums its slice (measured ahead of cluster and global up to {} \
-             slices)",
-            w.nbins, AUTO_SLICED_SUMS_MAX_SLICES
+            "{} bins of weight sums in {slices} slices, two blocks an SM: every block reads the \
+             input and sums its slice (measured ahead of cluster and global at 32768 bins)",
+            w.nbins
         ),
         ..p
     })

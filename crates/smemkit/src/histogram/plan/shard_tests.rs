@@ -115,17 +115,14 @@ fn tiny_shards_count_in_global_memory() {
         at(1 << 20, SampleType::I32, false, Some(1 << 28)).strategy,
         Strategy::Sliced { slices: 3, bits: 4 }
     );
-    // Weighted sums in two slices: 132 blocks own 16384 sums each.
+    // Weighted sums in three slices: 264 blocks own 10923 sums each.
     assert_eq!(
         at(32_768, SampleType::F32, true, Some(1 << 20)).strategy,
         Strategy::Global
     );
     assert_eq!(
-        at(32_768, SampleType::F32, true, Some(132 * 16_384)).strategy,
-        Strategy::Sliced {
-            slices: 2,
-            bits: 64
-        }
+        at(32_768, SampleType::F32, true, Some(264 * 10_923)).strategy,
+        Strategy::Sliced { slices: 3, bits: 64 }
     );
 }
 

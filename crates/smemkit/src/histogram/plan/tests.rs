@@ -134,34 +134,20 @@ fn weighted_counters_take_twice_the_space() {
         let ww = Workload::new(nbins, SampleType::F32, true);
         plan(&ww, &DeviceLimits::H100, StrategyChoice::Auto).unwrap()
     };
-    // 8-byte sums: 16384 fit one block, 32768 take two slices, and beyond
-    // AUTO_SLICED_SUMS_MAX_SLICES slices clusters and then global take over.
+    // 8-byte sums: 16384 fit one block; 32768 take three slices, two blocks an SM; beyond what
+    // AUTO_SLICED_SUMS_MAX_SLICES such slices hold, clusters.
     assert_eq!(at(16_384).strategy, Strategy::Shared);
     let p = at(32_768);
-    assert_eq!(
-        p.strategy,
-        Strategy::Sliced {
-            slices: 2,
-            bits: 64
-        }
+    assert_eq!(p.strategy, Strategy::Sliced { slices: 3, bits: 64 });
+    assert!(blocks_per_sm(&DeviceLimits::H100, p.shared_bytes) >= 2);
+    let probe = skew_probe_threshold(
+        &p,
+        &Workload::new(32_768, SampleType::F32, true),
+        StrategyChoice::Auto,
     );
-    assert_eq!(
-        skew_probe_threshold(
-            &p,
-            &Workload::new(32_768, SampleType::F32, true),
-            StrategyChoice::Auto
-        ),
-        None
-    );
-    let most = AUTO_SLICED_SUMS_MAX_SLICES * (counter_capacity(&DeviceLimits::H100) / 8);
-    assert_eq!(
-        at(most).strategy,
-        Strategy::Sliced {
-            slices: AUTO_SLICED_SUMS_MAX_SLICES as u32,
-            bits: 64
-        }
-    );
-    assert!(!matches!(at(most + 1).strategy, Strategy::Sliced { .. }));
+    assert_eq!(probe, None);
+    assert_eq!(at(43_000).strategy, Strategy::Sliced { slices: 3, bits: 64 });
+    assert_eq!(at(50_000).strategy, Strategy::Cluster { size: 2 });
 }
 
 #[test]
