@@ -30,6 +30,8 @@ struct BinParams {
     unsigned gate_want;    // with `gate`: the verdict for which this kernel runs
     const unsigned* lut;   // mode LUT: the slot of each of the 65536 codes of a 16-bit float
     double interior_lo, interior_hi;  // multiply: fractions of an estimate that need no correction
+                                      // (mode uniform32w: of its float64 shortcut's estimate)
+    double interior64_first, interior64_scale;  // mode uniform32w: m = (x - first) * scale
     float interior32_scale, interior32_lo, interior32_hi;  // the same in float32 (hi 0: off)
     SearchTable table;  // mode EDGES: narrows the search over `edges` (null starts: none)
 };
@@ -183,6 +185,26 @@ __device__ __forceinline__ long long locate_uniform32_near_edge(float x, const B
                        p.start64);
 }
 
+// MODE_UNIFORM32_WIDE's shortcut in float64 (`interior_fraction_wide` in crates/smemkit/src/
+// histogram/bins/estimate.rs proves it against the measured edges) for a sample inside the bins:
+// adding 2^52 rounding down leaves floor(m) in the low word (0 <= m <= n < 2^31), and m minus that
+// floor is exact. One conversion, no edge read. True with `bin` set where the fractional part is
+// far enough from both edges.
+__device__ __forceinline__ bool interior64_bin(float x, const BinParams& p, unsigned& bin) {
+    const double m = __dmul_rn(__dsub_rn((double)x, p.interior64_first), p.interior64_scale);
+    const double r = __dadd_rd(m, 4503599627370496.0);
+    const double frac = __dsub_rn(m, __dsub_rn(r, 4503599627370496.0));
+    bin = (unsigned)__double2loint(r);
+    return frac > p.interior_lo && frac < p.interior_hi && bin < (unsigned)p.nbins;
+}
+
+__device__ __forceinline__ long long locate_uniform32_wide(sample_t v, const BinParams& p) {
+    const float x = (float)v;
+    unsigned bin;
+    if (x >= p.first32 && x <= p.last32 && interior64_bin(x, p, bin)) return bin;
+    return locate_uniform32_near_edge(x, p);
+}
+
 __device__ __forceinline__ long long locate_uniform32_interior(sample_t v, const BinParams& p) {
     const float x = (float)v;
     unsigned bin;
@@ -270,16 +292,20 @@ __device__ __forceinline__ long long locate_lut(sample_t v, const BinParams& p) 
 // (`interior32_*`): the same rule as MODE_UNIFORM32, in kernels of its own whose step tries the
 // shortcut first in 32-bit arithmetic (`bin32`).
 #define MODE_UNIFORM32_INTERIOR 6
+// The same with the shortcut in float64 on the exact difference (`interior64_*`), where the float32
+// one's margin would send many warps down both paths.
+#define MODE_UNIFORM32_WIDE 7
 // Modes whose bin costs about an integer's: the lean loops and the builds for more blocks per SM.
 #define CHEAP_MODE(MODE)                                                                            \
     ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT || (MODE) == MODE_LUT ||              \
-     (MODE) == MODE_UNIFORM32_INTERIOR)
+     (MODE) == MODE_UNIFORM32_INTERIOR || (MODE) == MODE_UNIFORM32_WIDE)
 
 template <int MODE>
 __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
     if (MODE == MODE_INTEGER) return locate_integer(v, p);
     if (MODE == MODE_UNIFORM32) return locate_uniform32(v, p);
     if (MODE == MODE_UNIFORM32_INTERIOR) return locate_uniform32_interior(v, p);
+    if (MODE == MODE_UNIFORM32_WIDE) return locate_uniform32_wide(v, p);
     if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
     if (MODE == MODE_UNIFORM32_EXACT) return locate_uniform32_exact(v, p);
     if (MODE == MODE_LUT) return locate_lut(v, p);

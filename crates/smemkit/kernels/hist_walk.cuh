@@ -195,6 +195,14 @@ __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally&
         const long long b = resolve(locate_uniform32_near_edge(x, p), p, t);
         return b >= 0 ? (unsigned)b : NO_BIN;
     }
+    // The same with the shortcut in float64.
+    if (MODE == MODE_UNIFORM32_WIDE) {
+        const float x = (float)v;
+        unsigned k;
+        if (x >= p.first32 && x <= p.last32 && interior64_bin(x, p, k)) return k;
+        const long long b = resolve(locate_uniform32_near_edge(x, p), p, t);
+        return b >= 0 ? (unsigned)b : NO_BIN;
+    }
 #endif
     // locate_lut with 32-bit results.
     if (MODE == MODE_LUT) {

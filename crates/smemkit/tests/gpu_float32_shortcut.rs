@@ -1,5 +1,7 @@
-//! The float32 kernels with the 32-bit shortcut (`uniform32i`): the bin is taken from a float32
-//! estimate except near an edge, where an out-of-line rule corrects against numpy's edges. These
+//! The float32 kernels with the 32-bit shortcut (`uniform32i`) and with the float64 one on the
+//! exact difference (`uniform32w`, where the float32 margin is wide: 10007 and more bins over
+//! [-4, 4], a factor float32 cannot hold): the bin is taken from the estimate except near an edge,
+//! where an out-of-line rule corrects against numpy's edges. These
 //! tests put samples on every edge and up to 3 ulps either side (where the out-of-line rule runs),
 //! plus normal samples, NaN, infinities and values outside the bins, through every strategy that
 //! holds the bins and both policies, with a caller's range and with the range from the data, and
@@ -83,6 +85,10 @@ fn edges_and_their_neighbours_with_a_callers_range() {
         (1000, 0.0, 1.0),
         (32768, -4.0, 4.0),
         (257, -3.0, 5.5),
+        (10007, -4.0, 4.0),
+        (100_000, -4.0, 4.0),
+        (250_000, -4.0, 4.0),
+        (1000, 0.1, 0.7),
     ] {
         let spec = BinSpec::Uniform {
             nbins,
@@ -111,7 +117,7 @@ fn edges_and_their_neighbours_with_a_callers_range() {
 #[ignore = "needs a CUDA GPU"]
 fn edges_and_their_neighbours_with_the_range_from_the_data() {
     let mut r = rng();
-    for nbins in [1000usize, 4096, 16384] {
+    for nbins in [1000usize, 4096, 16384, 100_000] {
         // The edges numpy would use for normal data: taken from the CPU engine on finite samples.
         let finite: Vec<f32> = samples(&[], 1.0, &mut r)
             .into_iter()

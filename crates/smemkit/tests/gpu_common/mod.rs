@@ -113,7 +113,7 @@ pub fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
             bits: Some(64),
             slices: None,
         });
-        if nbins >= 3 {
+        if nbins >= 3 && nbins <= 3 * (smem / 8) {
             v.push(StrategyChoice::Sliced {
                 bits: Some(64),
                 slices: Some(3),

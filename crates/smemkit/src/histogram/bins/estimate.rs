@@ -201,6 +201,61 @@ fn interior_margin(binning: &Binning) -> Option<f64> {
     margin.is_finite().then_some(margin)
 }
 
+/// Where the float32 shortcut's margin exceeds this, the float64 one on the exact difference
+/// ([`interior_fraction_wide`]) takes over: about 6 % of warps would have a lane near an edge.
+const WIDE_FROM_MARGIN32: f64 = 1.0 / 512.0;
+/// The float64 shortcut's cap on its margin: beyond it most warps would take both paths.
+const MAX_WIDE_MARGIN: f64 = 1.0 / 16.0;
+
+/// The float32 samples' shortcut in float64 arithmetic, for bins where the float32 one
+/// ([`interior_fraction32`]) needs a wide margin or none: `Some((first, scale, lo))` where the
+/// kernel may take the bin `k = floor(m)` of `m = (x - first) * scale`, both operations in float64
+/// rounded to nearest (the difference of two float32 values, so nearly exact), for a sample `x`
+/// in `[first, last]` whose `m` has a fractional part strictly between `lo` and `1 - lo` (and
+/// `k < n`). The rule's other samples go to numpy's estimate and correction, as in the float32
+/// shortcut's kernels.
+///
+/// Why. `m` is non-decreasing in `x` (a rounded difference, then a rounded product by a positive
+/// constant). Let `M_i` be `m` computed for edge `i` (the edges numpy cuts with, in float32), and
+/// `lo` the largest `|M_i - i|` over every edge, measured here with the kernel's operations. A
+/// fraction of `m` above `lo` gives `m > k + lo >= M_k`, so `x > edges[k]` (otherwise `m <= M_k`);
+/// below `1 - lo` gives `m < k + 1 - lo <= M_(k+1)`, so `x < edges[k + 1]`. The sample lies inside
+/// bin `k` as the edges define it, which is numpy's bin because numpy's estimate is within one bin
+/// of it (the multiply estimate's proof, [`multiply_estimate_factors`], which this requires).
+/// No bound on the rounding is assumed: the edges' deviation is measured, so the margin is only as
+/// wide as the float32 edges' own rounding (about 0.3 % of a bin at 100000 bins over [-4, 4]).
+pub(crate) fn interior_fraction_wide(binning: &Binning) -> Option<(f64, f64, f64)> {
+    let Binning::UniformF32(u) = binning else {
+        return None;
+    };
+    if u.nbins == 0 || u.nbins > 1 << 24 || u.edges.len() != u.nbins + 1 {
+        return None;
+    }
+    multiply_estimate_factors(binning)?;
+    if interior_fraction32(binning).is_some_and(|(_, lo32, _)| (lo32 as f64) <= WIDE_FROM_MARGIN32)
+    {
+        return None;
+    }
+    let first = u.edges[0] as f64;
+    let scale = u.nbins as f64 / (u.edges[u.nbins] as f64 - first);
+    if !scale.is_finite() || scale <= 0.0 {
+        return None;
+    }
+    let lo = u
+        .edges
+        .iter()
+        .enumerate()
+        .map(|(i, &e)| ((e as f64 - first) * scale - i as f64).abs())
+        .fold(0.0f64, f64::max);
+    (lo < MAX_WIDE_MARGIN).then_some((first, scale, lo))
+}
+
+/// [`interior_fraction_wide`]'s upper fraction for `lo`: `1 - lo` rounded down past the rounding
+/// of the subtraction, so that a fraction below it is below the exact `1 - lo`.
+pub(crate) fn wide_hi(lo: f64) -> f64 {
+    (1.0 - lo) - (-50f64).exp2()
+}
+
 /// The float32 shortcut's cap on its margin: beyond it too many warps would take both paths. Looser
 /// than [`interior_fraction`]'s: the float32 kernels' rule for samples near an edge is an
 /// out-of-line call that only the lanes near an edge take (bench/NOTES.md, session 15).

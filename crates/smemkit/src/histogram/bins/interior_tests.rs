@@ -4,7 +4,10 @@
 //! factor; float64 difference times the factor) on every edge, 1 to 3 ulps either side, and random
 //! values.
 
-use super::estimate::{interior_fraction, interior_fraction32, multiply_estimate_factors};
+use super::estimate::{
+    interior_fraction, interior_fraction32, interior_fraction_wide, multiply_estimate_factors,
+    wide_hi,
+};
 use super::{BinSpec, Binning, Slot};
 use crate::sample::Samples;
 
@@ -178,6 +181,80 @@ fn float32_interior_estimates_are_numpys_bins() {
         "only {from_data} ranges from the data qualify"
     );
     assert!(total > 100_000, "only {total} samples took the shortcut");
+}
+
+#[test]
+fn float32_wide_shortcut_estimates_are_numpys_bins() {
+    // The kernels' float64 shortcut for float32 samples: m = (x - first) * scale in float64 rounded
+    // to nearest, its floor and fractional part, and the bounds (lo, wide_hi(lo)).
+    let mut rng = Rng(0x9b05688c2b3e6c1f);
+    let (mut total, mut binnings) = (0, 0);
+    let cases = RANGES
+        .iter()
+        .flat_map(|&r| [(r, true), (r, false)])
+        .chain([((-5.873_214, 6.021_7), false), ((-0.37, 9.81e3), false)]);
+    for ((lo, hi), given) in cases {
+        for &n in NBINS.iter().chain(&[100_000, 250_000, 1_000_003]) {
+            let spec = BinSpec::Uniform {
+                nbins: n,
+                range: given.then_some((lo, hi)),
+            };
+            let data = [lo as f32, hi as f32];
+            let Ok(b) = Binning::resolve(&spec, Samples::F32(if given { &[1.0] } else { &data }))
+            else {
+                continue;
+            };
+            let Binning::UniformF32(u) = &b else {
+                unreachable!()
+            };
+            let Some((first, scale, lo64)) = interior_fraction_wide(&b) else {
+                continue;
+            };
+            let hi64 = wide_hi(lo64);
+            binnings += 1;
+            assert!(lo64 >= 0.0 && lo64 < hi64 && hi64 < 1.0, "{lo64} {hi64}");
+            let mut xs = around(&u.edges, step32, (n / 20_000).max(1));
+            let (l, h) = (u.first as f64, u.last as f64);
+            xs.extend((0..20_000).map(|_| (l + (h - l) * rng.unit()) as f32));
+            for x in xs {
+                if !(x >= u.first && x <= u.last) {
+                    continue;
+                }
+                let m = (x as f64 - first) * scale;
+                let k = m.floor();
+                let frac = m - k;
+                if frac > lo64 && frac < hi64 && (k as usize) < n {
+                    total += 1;
+                    assert_eq!(
+                        u.locate(x),
+                        Slot::Bin(k as usize),
+                        "x = {x:?}, m = {m}, bounds ({lo64}, {hi64}), {b:?}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(binnings >= 10, "only {binnings} binnings qualify");
+    assert!(total > 100_000, "only {total} samples took the shortcut");
+}
+
+#[test]
+fn the_wide_shortcut_takes_over_where_the_float32_margin_is_wide() {
+    let uniform = |n: usize, lo: f64, hi: f64| {
+        let spec = BinSpec::Uniform {
+            nbins: n,
+            range: Some((lo, hi)),
+        };
+        Binning::resolve(&spec, Samples::F32(&[1.0])).unwrap()
+    };
+    // 1000 bins over [-4, 4]: the float32 margin is narrow, so the float32 shortcut stays.
+    assert_eq!(interior_fraction_wide(&uniform(1000, -4.0, 4.0)), None);
+    // 100000 bins over [-4, 4]: the float32 margin is over 1 %, the edges' own rounding 0.15 %.
+    let (first, scale, lo) = interior_fraction_wide(&uniform(100_000, -4.0, 4.0)).unwrap();
+    assert_eq!((first, scale), (-4.0, 12_500.0));
+    assert!(lo > 0.0 && lo < 0.002, "{lo}");
+    // A factor float32 cannot hold (1000 / 0.6): the float64 shortcut still applies.
+    assert!(interior_fraction_wide(&uniform(1000, 0.1, 0.7)).is_some());
 }
 
 #[test]

@@ -209,7 +209,7 @@ fn every_histogram_kernel_compiles_for_hopper() {
             // Float32 bins from 0 of a power-of-two width, and those with the float32 shortcut,
             // have their own builds.
             let own: &[&str] = if t == SampleType::F32 {
-                &["uniform32x", "uniform32i"]
+                &["uniform32x", "uniform32i", "uniform32w"]
             } else {
                 &[]
             };

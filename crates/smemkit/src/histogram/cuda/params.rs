@@ -51,6 +51,10 @@ pub struct KernelBinParams {
     /// bin with no edge read (`bins::estimate::interior_fraction`); `(0, 0)` turns it off.
     pub interior_lo: f64,
     pub interior_hi: f64,
+    /// Mode `uniform32w`: the first edge and factor of its float64 shortcut
+    /// (`bins::estimate::interior_fraction_wide`), whose fractions `interior_lo` and `interior_hi` hold.
+    pub interior64_first: f64,
+    pub interior64_scale: f64,
     /// Float32 samples with a caller's range: the float32 factor and fractions of the same
     /// shortcut in float32 arithmetic (`bins::estimate::interior_fraction32`); hi 0 turns it off.
     pub interior32_scale: f32,
@@ -72,6 +76,11 @@ pub fn mode_name(binning: &Binning, t: SampleType) -> &'static str {
     match binning {
         Binning::Integer { .. } => "integer",
         Binning::UniformF32(u) if u.exact_grid().is_some() => "uniform32x",
+        Binning::UniformF32(_)
+            if crate::histogram::bins::estimate::interior_fraction_wide(binning).is_some() =>
+        {
+            "uniform32w"
+        }
         Binning::UniformF32(_)
             if crate::histogram::bins::estimate::interior_fraction32(binning).is_some() =>
         {
@@ -111,6 +120,13 @@ pub fn kernel_params(
             crate::histogram::bins::estimate::interior_fraction32(binning)
         {
             (p.interior32_scale, p.interior32_lo, p.interior32_hi) = (scale, lo, hi);
+        }
+        if let Some((first, scale, lo)) =
+            crate::histogram::bins::estimate::interior_fraction_wide(binning)
+        {
+            (p.interior64_first, p.interior64_scale) = (first, scale);
+            p.interior_lo = lo;
+            p.interior_hi = crate::histogram::bins::estimate::wide_hi(lo);
         }
     }
     match binning {
@@ -206,6 +222,8 @@ mod tests {
             assert!(expected, "{nbins} bins over [{lo}, {hi}): {p:?}");
             let mode = if inv.is_some() {
                 "uniform32x"
+            } else if crate::histogram::bins::estimate::interior_fraction_wide(&b).is_some() {
+                "uniform32w"
             } else if crate::histogram::bins::estimate::interior_fraction32(&b).is_some() {
                 "uniform32i"
             } else {
@@ -223,15 +241,22 @@ mod tests {
             }
         }
         // 1000 bins over [-4, 4]: the float32 shortcut's own kernels; over [0.1, 0.7] (a factor
-        // float32 cannot hold) the plain ones.
+        // float32 cannot hold) and 100000 bins over [-4, 4] (a float32 margin too wide) the
+        // float64 shortcut's, whose margin is the edges' measured rounding.
         assert_eq!(
             mode_name(&uniform32(1000, -4.0, 4.0), SampleType::F32),
             "uniform32i"
         );
         assert_eq!(
             mode_name(&uniform32(1000, 0.1, 0.7), SampleType::F32),
-            "uniform32"
+            "uniform32w"
         );
+        let wide = uniform32(100_000, -4.0, 4.0);
+        assert_eq!(mode_name(&wide, SampleType::F32), "uniform32w");
+        let p = kernel_params(&wide, OutOfRange::Ignore, false, 0);
+        assert!(p.interior_lo > 0.0 && p.interior_lo < 0.005, "{p:?}");
+        assert!(p.interior_hi < 1.0 - p.interior_lo, "{p:?}");
+        assert_eq!((p.interior64_first, p.interior64_scale), (-4.0, 12_500.0));
     }
 
     #[test]
@@ -239,12 +264,12 @@ mod tests {
         // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
         // and its float32 factor, its float64 factor, the float32 edge table's address, the
         // verdict's address, the wanted verdict (padded to 8 bytes, as the C struct is), the
-        // 16-bit float table's address, the two interior fractions, and the float32 interior
-        // factor and fractions (padded to 8 bytes), the edges' search table (a pointer, three
-        // 8-byte numbers, four 4-byte ones).
+        // 16-bit float table's address, the two interior fractions, the float64 shortcut's first
+        // edge and factor, and the float32 interior factor and fractions (padded to 8 bytes), the
+        // edges' search table (a pointer, three 8-byte numbers, four 4-byte ones).
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 3 * 4 + 4 + 48
+            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 3 * 4 + 4 + 48
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }

@@ -74,7 +74,7 @@ fn window_kernels_are_named_for_every_mode() {
     assert_eq!(
         names(SampleType::F32),
         [
-            "hist_window_uniform32_f32",
+            "hist_window_uniform32w_f32",
             "hist_window_edges_f32",
             "hist_window_uniform32x_f32"
         ]

@@ -122,7 +122,10 @@ fn tiny_shards_count_in_global_memory() {
     );
     assert_eq!(
         at(32_768, SampleType::F32, true, Some(264 * 10_923)).strategy,
-        Strategy::Sliced { slices: 3, bits: 64 }
+        Strategy::Sliced {
+            slices: 3,
+            bits: 64
+        }
     );
 }
 

@@ -138,7 +138,13 @@ fn weighted_counters_take_twice_the_space() {
     // AUTO_SLICED_SUMS_MAX_SLICES such slices hold, clusters.
     assert_eq!(at(16_384).strategy, Strategy::Shared);
     let p = at(32_768);
-    assert_eq!(p.strategy, Strategy::Sliced { slices: 3, bits: 64 });
+    assert_eq!(
+        p.strategy,
+        Strategy::Sliced {
+            slices: 3,
+            bits: 64
+        }
+    );
     assert!(blocks_per_sm(&DeviceLimits::H100, p.shared_bytes) >= 2);
     let probe = skew_probe_threshold(
         &p,
@@ -146,7 +152,13 @@ fn weighted_counters_take_twice_the_space() {
         StrategyChoice::Auto,
     );
     assert_eq!(probe, None);
-    assert_eq!(at(43_000).strategy, Strategy::Sliced { slices: 3, bits: 64 });
+    assert_eq!(
+        at(43_000).strategy,
+        Strategy::Sliced {
+            slices: 3,
+            bits: 64
+        }
+    );
     assert_eq!(at(50_000).strategy, Strategy::Cluster { size: 2 });
 }
 
