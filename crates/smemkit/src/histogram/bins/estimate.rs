@@ -202,8 +202,10 @@ fn interior_margin(binning: &Binning) -> Option<f64> {
 }
 
 /// Where the float32 shortcut's margin exceeds this, the float64 one on the exact difference
-/// ([`interior_fraction_wide`]) takes over: about 6 % of warps would have a lane near an edge.
-const WIDE_FROM_MARGIN32: f64 = 1.0 / 512.0;
+/// ([`interior_fraction_wide`]) takes over: about 6 % of warps would have a lane near an edge, and
+/// the float64 shortcut measured as fast as the float32 one where neither diverges (bench/NOTES.md,
+/// "Session 16").
+const WIDE_FROM_MARGIN32: f64 = 1.0 / 1024.0;
 /// The float64 shortcut's cap on its margin: beyond it most warps would take both paths.
 const MAX_WIDE_MARGIN: f64 = 1.0 / 16.0;
 
