@@ -39,12 +39,11 @@ pub const PREFETCH_MAX_THREADS_PER_SM: u32 = 1024;
 /// Whether a plan runs the prefetching build of its kernel: counts (not weighted sums) in shared
 /// memory, u32 or packed, with at most [`PREFETCH_MAX_THREADS_PER_SM`] threads per SM.
 pub fn prefetch_build(plan: &Plan, limits: &DeviceLimits, weighted: bool) -> bool {
-    // 4-bit counters and the sliced kernels have no other build.
-    if matches!(
-        plan.strategy,
-        Strategy::Packed { bits: 4 } | Strategy::Sliced { .. }
-    ) {
-        return true;
+    // 4-bit counters and the sliced counts have no other build; sliced weighted sums no such one.
+    match plan.strategy {
+        Strategy::Sliced { bits: 64, .. } => return false,
+        Strategy::Packed { bits: 4 } | Strategy::Sliced { .. } => return true,
+        _ => {}
     }
     let counts_in_shared = match plan.strategy {
         Strategy::Packed { .. } => true,

@@ -122,6 +122,7 @@ fn sliced_refuses_what_it_cannot_do() {
     assert_eq!(p.shared_bytes as usize, p.bins_per_block * 8);
     assert!(p.shared_bytes as usize <= counter_capacity(&H100));
     assert_eq!(p.block, BLOCK_THREADS);
+    assert!(!prefetch_build(&p, &H100, true));
     assert!(forced(true, Some(8)).is_err());
     assert!(forced(false, Some(64)).is_err());
     // Forced extra slices are allowed where there are bins and SMs for them.
