@@ -32,6 +32,7 @@ struct BinParams {
     double interior_lo, interior_hi;  // multiply: fractions of an estimate that need no correction
                                       // (mode uniform32w: of its float64 shortcut's estimate)
     double interior64_first, interior64_scale;  // mode uniform32w: m = (x - first) * scale
+    double grid64_inv, grid64_first;  // mode uniform64x: bin = floor(x * inv) - first
     float interior32_scale, interior32_lo, interior32_hi;  // the same in float32 (hi 0: off)
     SearchTable table;  // mode EDGES: narrows the search over `edges` (null starts: none)
 };
@@ -229,6 +230,19 @@ __device__ __forceinline__ long long locate_uniform32_exact(sample_t v, const Bi
     return est < n - 1 ? est : n - 1;
 }
 
+// MODE_UNIFORM64_EXACT: every edge is (first + i) / inv exactly (the host checks them), so the true
+// bin is floor(x * inv) - first, each step exact (the host refuses ranges where the product could
+// round a sample's sign away), and numpy's corrected estimate is the true bin.
+__device__ __forceinline__ long long locate_uniform64_exact(sample_t v, const BinParams& p) {
+    const double x = (double)v;
+    if (x != x) return SLOT_NAN;
+    if (x < p.first64) return SLOT_BELOW;
+    if (x > p.last64) return SLOT_ABOVE;
+    const long long n = (long long)p.nbins;
+    const long long est = (long long)__dsub_rn(floor(__dmul_rn(x, p.grid64_inv)), p.grid64_first);
+    return est < n - 1 ? est : n - 1;
+}
+
 __device__ __forceinline__ long long locate_uniform64(sample_t v, const BinParams& p) {
     double x = (double)v;
     if (x != x) return SLOT_NAN;
@@ -295,10 +309,13 @@ __device__ __forceinline__ long long locate_lut(sample_t v, const BinParams& p) 
 // The same with the shortcut in float64 on the exact difference (`interior64_*`), where the float32
 // one's margin would send many warps down both paths.
 #define MODE_UNIFORM32_WIDE 7
+// Float64 samples in float64 bins on a grid of a power-of-two width (`UniformF64::exact_grid`):
+// as MODE_UNIFORM32_EXACT, in float64.
+#define MODE_UNIFORM64_EXACT 8
 // Modes whose bin costs about an integer's: the lean loops and the builds for more blocks per SM.
 #define CHEAP_MODE(MODE)                                                                            \
     ((MODE) == MODE_INTEGER || (MODE) == MODE_UNIFORM32_EXACT || (MODE) == MODE_LUT ||              \
-     (MODE) == MODE_UNIFORM32_INTERIOR || (MODE) == MODE_UNIFORM32_WIDE)
+     (MODE) == MODE_UNIFORM32_INTERIOR || (MODE) == MODE_UNIFORM32_WIDE || (MODE) == MODE_UNIFORM64_EXACT)
 
 template <int MODE>
 __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
@@ -308,6 +325,7 @@ __device__ __forceinline__ long long locate(sample_t v, const BinParams& p) {
     if (MODE == MODE_UNIFORM32_WIDE) return locate_uniform32_wide(v, p);
     if (MODE == MODE_UNIFORM64) return locate_uniform64(v, p);
     if (MODE == MODE_UNIFORM32_EXACT) return locate_uniform32_exact(v, p);
+    if (MODE == MODE_UNIFORM64_EXACT) return locate_uniform64_exact(v, p);
     if (MODE == MODE_LUT) return locate_lut(v, p);
     return locate_edges(v, p);
 }

@@ -28,7 +28,7 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
     // Unaggregated u32 counts of integer bins take the lean step (see `lean_loop`).
     constexpr bool LEAN = IsVoid<W>::value && IsSame<C, unsigned int>::value &&
                           (MODE == MODE_INTEGER || MODE == MODE_LUT || MODE == MODE_UNIFORM32_INTERIOR ||
-                           MODE == MODE_UNIFORM32_WIDE);
+                           MODE == MODE_UNIFORM32_WIDE || MODE == MODE_UNIFORM64_EXACT);
     if (LEAN && !p.aggregate)
         lean_loop<MODE, true, PREFETCH>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
     else

@@ -204,6 +204,26 @@ __device__ __forceinline__ unsigned bin32(sample_t v, const BinParams& p, Tally&
         return b >= 0 ? (unsigned)b : NO_BIN;
     }
 #endif
+#if SAMPLE_IS_FLOAT && !SAMPLE_IS_F32
+    // locate_uniform64_exact with 32-bit results.
+    if (MODE == MODE_UNIFORM64_EXACT) {
+        const double x = (double)v;
+        const unsigned n = (unsigned)p.nbins;
+        if (!(x >= p.first64)) {
+            if (x != x) {
+                if (TALLY) t.nan++;
+                return NO_BIN;
+            }
+            if (TALLY) t.below++;
+            return p.clamp ? 0u : NO_BIN;
+        }
+        if (x > p.last64) {
+            if (TALLY) t.above++;
+            return p.clamp ? n - 1 : NO_BIN;
+        }
+        return min((unsigned)__dsub_rn(floor(__dmul_rn(x, p.grid64_inv)), p.grid64_first), n - 1);
+    }
+#endif
     // locate_lut with 32-bit results.
     if (MODE == MODE_LUT) {
         const unsigned s = __ldg(p.lut + (unsigned)(unsigned short)v);

@@ -666,6 +666,64 @@ fn float_power_of_two_bins_match_numpy() {
     }
 }
 
+/// The same for float64 samples (the `uniform64x` kernels): the edges and one ulp either side,
+/// signed zeros and subnormals, NaN, infinities and values beyond the range, grids from 0 and across
+/// it, every strategy that holds the bins, against the CPU engine (numpy's rule).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn float64_power_of_two_bins_match_numpy() {
+    let mut r = rng();
+    for (nbins, lo, hi) in [
+        (256usize, 0.0f64, 256.0f64),
+        (4096, 0.0, 1024.0),
+        (1 << 17, -4.0, 4.0),
+        (1 << 18, -4.0, 4.0),
+        (1 << 20, -4.0, 4.0),
+        (256, -256.0, 0.0),
+        (4, 0.5, 1.5),
+    ] {
+        let width = (hi - lo) / nbins as f64;
+        let span = hi - lo;
+        let mut data: Vec<f64> = (0..200_003)
+            .map(|_| r.gen_range(lo - 0.1 * span..hi + 0.1 * span))
+            .collect();
+        for i in (0..=nbins).step_by((nbins / 4096).max(1)) {
+            let e = lo + i as f64 * width;
+            data.push(e);
+            data.extend(gpu_common::f64_neighbours(e));
+        }
+        let tiny = f64::from_bits(1);
+        data.extend([
+            0.0,
+            -0.0,
+            tiny,
+            -tiny,
+            lo,
+            hi,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ]);
+        for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
+            for choice in strategies_for(nbins, false) {
+                check(
+                    Samples::F64(&data),
+                    None,
+                    BinSpec::Uniform {
+                        nbins,
+                        range: Some((lo, hi)),
+                    },
+                    policy,
+                    choice,
+                    &format!(
+                        "f64 power-of-two grid {nbins} over [{lo}, {hi}] {policy:?} {choice:?}"
+                    ),
+                );
+            }
+        }
+    }
+}
+
 /// The exchange strategy on inputs long enough for many phases and 8-bit counters that wrap in
 /// every block: uniform data (the inboxes), hot data and a single bin (inboxes that overflow into
 /// remote atomics on the owner's counters, whose wraps are corrected from the sending block),

@@ -144,6 +144,16 @@ pub fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
     v
 }
 
+pub fn f64_neighbours(x: f64) -> [f64; 2] {
+    if x == 0.0 {
+        return [f64::from_bits(1), -f64::from_bits(1)];
+    }
+    [
+        f64::from_bits(x.to_bits() + 1),
+        f64::from_bits(x.to_bits() - 1),
+    ]
+}
+
 pub fn f32_neighbours(x: f32) -> [f32; 2] {
     if x == 0.0 {
         return [f32::from_bits(1), -f32::from_bits(1)];

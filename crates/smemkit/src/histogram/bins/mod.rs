@@ -158,6 +158,20 @@ pub struct UniformF64 {
     /// numpy's `nbins + 1` edges (`linspace` in float64); the estimate is corrected against them
     /// as for [`UniformF32::edges`].
     pub edges: Vec<f64>,
+    /// [`UniformF64::exact_grid`], found once when the bins are resolved (the check walks every
+    /// edge).
+    exact_grid: Option<ExactGrid64>,
+}
+
+/// Float64 bins on a grid of a power-of-two width ([`UniformF64::exact_grid`]): the bin of a
+/// sample `x` inside them is `floor(x * inv_width) - first_index`, every step exact.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExactGrid64 {
+    /// `1 / width`, a power of two.
+    pub inv_width: f64,
+    /// `first / width`: an integer, and with the bin count at most 2^53 in magnitude, so that
+    /// every grid index of the bins is a float64.
+    pub first_index: f64,
 }
 
 /// A resolved binning rule: what every engine applies to every sample.
@@ -265,6 +279,65 @@ impl UniformF32 {
 }
 
 impl UniformF64 {
+    /// Bins with numpy's `nbins + 1` float64 edges, `first` and `last` the first and last of
+    /// them and `denom` the divisor of numpy's estimate; [`UniformF64::exact_grid`] is found here.
+    pub fn new(nbins: usize, first: f64, last: f64, denom: f64, edges: Vec<f64>) -> UniformF64 {
+        let mut u = UniformF64 {
+            nbins,
+            first,
+            last,
+            denom,
+            edges,
+            exact_grid: None,
+        };
+        u.exact_grid = u.find_exact_grid();
+        u
+    }
+
+    /// As [`UniformF32::exact_grid`], in float64: where every edge is `(k0 + i) * width` exactly
+    /// for a power-of-two width and an integer `k0` (2^k bins over [-4, 4], unit bins of
+    /// integer-valued data...), the true bin of a float64 `x` is `floor(x * (1 / width)) - k0`, the
+    /// product exact, and numpy's corrected estimate is that bin. The GPU's `uniform64x` kernels
+    /// (float64 samples) skip the estimate and the edge comparisons there.
+    pub fn exact_grid(&self) -> Option<ExactGrid64> {
+        self.exact_grid
+    }
+
+    fn find_exact_grid(&self) -> Option<ExactGrid64> {
+        const EXACT_INTEGERS: f64 = (1u64 << 53) as f64;
+        if self.nbins == 0
+            || self.edges.len() != self.nbins + 1
+            || !self.first.is_finite()
+            || !self.last.is_finite()
+        {
+            return None;
+        }
+        let width = self.edges[1] - self.edges[0];
+        let power_of_two =
+            width.is_normal() && width > 0.0 && width.to_bits() & 0x000f_ffff_ffff_ffff == 0;
+        let inv = 1.0 / width;
+        if !power_of_two || !inv.is_normal() {
+            return None;
+        }
+        // As for float32: only a sample just below 0 can lose its bin to a product rounded to -0,
+        // so a range reaching below 0 needs inv >= 1.
+        if self.first < 0.0 && inv < 1.0 {
+            return None;
+        }
+        let k0 = self.first * inv;
+        if k0.fract() != 0.0 || k0.abs() + self.nbins as f64 > EXACT_INTEGERS {
+            return None;
+        }
+        self.edges
+            .iter()
+            .enumerate()
+            .all(|(i, &e)| e == (k0 + i as f64) * width)
+            .then_some(ExactGrid64 {
+                inv_width: inv,
+                first_index: k0,
+            })
+    }
+
     #[inline(always)]
     /// The slot of `x`.
     pub fn locate(&self, x: f64) -> Slot {
@@ -621,13 +694,7 @@ fn resolve_uniform_f32(nbins: usize, range: Option<(f64, f64)>, s: &[f32]) -> Re
 fn uniform_f64(nbins: usize, lo: f64, hi: f64, denom: f64) -> Result<UniformF64> {
     let edges = linspace_f64(lo, hi, nbins + 1);
     check_increasing(&edges, nbins, "float64", (lo, hi))?;
-    Ok(UniformF64 {
-        nbins,
-        first: lo,
-        last: hi,
-        denom,
-        edges,
-    })
+    Ok(UniformF64::new(nbins, lo, hi, denom, edges))
 }
 
 fn resolve_uniform_f64_float(

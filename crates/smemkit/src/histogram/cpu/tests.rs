@@ -325,13 +325,7 @@ mod simd_tests {
                 }
             }
             // and the plain version agrees with the scalar rule
-            let u = UniformF64 {
-                nbins: n,
-                first: lo,
-                last: hi,
-                denom: hi - lo,
-                edges: edges64.clone(),
-            };
+            let u = UniformF64::new(n, lo, hi, hi - lo, edges64.clone());
             let fc = F64Codes::new(&u);
             for (k, &x) in xs64.iter().enumerate() {
                 assert_eq!(want[2][k], Codes::<f64>::code(&fc, x), "x={x}");

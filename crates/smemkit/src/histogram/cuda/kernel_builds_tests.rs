@@ -206,12 +206,12 @@ fn every_histogram_kernel_compiles_for_hopper() {
             } else {
                 "integer"
             };
-            // Float32 bins from 0 of a power-of-two width, and those with the float32 shortcut,
-            // have their own builds.
-            let own: &[&str] = if t == SampleType::F32 {
-                &["uniform32x", "uniform32i", "uniform32w"]
-            } else {
-                &[]
+            // Float bins on a power-of-two grid, and float32 bins with a shortcut, have their own
+            // builds.
+            let own: &[&str] = match t {
+                SampleType::F32 => &["uniform32x", "uniform32i", "uniform32w"],
+                SampleType::F64 => &["uniform64x"],
+                _ => &[],
             };
             let modes: Vec<&str> = [mode, "edges"].iter().chain(own).copied().collect();
             for w in ["none", "f32", "f64", "i64"] {

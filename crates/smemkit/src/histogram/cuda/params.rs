@@ -55,6 +55,10 @@ pub struct KernelBinParams {
     /// (`bins::estimate::interior_fraction_wide`), whose fractions `interior_lo` and `interior_hi` hold.
     pub interior64_first: f64,
     pub interior64_scale: f64,
+    /// Mode `uniform64x` (float64 samples, `UniformF64::exact_grid`): `1 / width` and the grid's
+    /// first index.
+    pub grid64_inv: f64,
+    pub grid64_first: f64,
     /// Float32 samples with a caller's range: the float32 factor and fractions of the same
     /// shortcut in float32 arithmetic (`bins::estimate::interior_fraction32`); hi 0 turns it off.
     pub interior32_scale: f32,
@@ -87,6 +91,7 @@ pub fn mode_name(binning: &Binning, t: SampleType) -> &'static str {
             "uniform32i"
         }
         Binning::UniformF32(_) => "uniform32",
+        Binning::UniformF64(u) if t == SampleType::F64 && u.exact_grid().is_some() => "uniform64x",
         Binning::UniformF64(_) => "uniform64",
         Binning::Edges(_) => "edges",
         Binning::IntEdges(_) => "int_edges",
@@ -139,6 +144,9 @@ pub fn kernel_params(
             p.last64 = u.last;
             p.denom64 = u.denom;
             set_linspace64(&mut p, u.first, u.last, u.nbins);
+            if let Some(grid) = u.exact_grid() {
+                (p.grid64_inv, p.grid64_first) = (grid.inv_width, grid.first_index);
+            }
         }
         Binning::UniformF32(u) => {
             p.first32 = u.first;
@@ -259,17 +267,148 @@ mod tests {
         assert_eq!((p.interior64_first, p.interior64_scale), (-4.0, 12_500.0));
     }
 
+    fn uniform64(t: SampleType, nbins: usize, lo: f64, hi: f64) -> Binning {
+        let spec = crate::bins::BinSpec::Uniform {
+            nbins,
+            range: Some((lo, hi)),
+        };
+        match t {
+            SampleType::F64 => Binning::resolve(&spec, crate::sample::Samples::F64(&[1.0])),
+            _ => Binning::resolve(&spec, crate::sample::Samples::I32(&[1])),
+        }
+        .unwrap()
+    }
+
+    #[test]
+    fn float64_bins_on_a_power_of_two_grid_take_the_grid_kernels() {
+        for (nbins, lo, hi, inv) in [
+            (256, 0.0, 256.0, Some(1.0)),
+            (1 << 18, -4.0, 4.0, Some(32768.0)),
+            (1 << 20, -4.0, 4.0, Some(131072.0)),
+            (4, 0.5, 1.5, Some(4.0)),
+            (2, 8.0, 24.0, Some(0.125)),
+            (1 << 20, 0.0, (1u64 << 21) as f64, Some(0.5)),
+            // Below 0 with a width above 1; off the grid; not a power of two.
+            (256, -1024.0, 1024.0, None),
+            (4, 0.3, 1.3, None),
+            (1000, -4.0, 4.0, None),
+            (100_000, -4.0, 4.0, None),
+        ] {
+            let b = uniform64(SampleType::F64, nbins, lo, hi);
+            let p = kernel_params(&b, OutOfRange::Ignore, false, 0);
+            let what = format!("{nbins} bins over [{lo}, {hi})");
+            match inv {
+                Some(inv) => {
+                    assert_eq!(mode_name(&b, SampleType::F64), "uniform64x", "{what}");
+                    assert_eq!(p.grid64_inv, inv, "{what}");
+                    assert_eq!(p.grid64_first, lo * inv, "{what}");
+                }
+                None => assert_eq!(mode_name(&b, SampleType::F64), "uniform64", "{what}"),
+            }
+            // Integer samples keep numpy's rule (no grid kernels are built for them).
+            let ints = uniform64(SampleType::I32, nbins, lo.floor(), hi.ceil());
+            assert_eq!(mode_name(&ints, SampleType::I32), "uniform64", "{what}");
+        }
+    }
+
+    /// The kernels' grid step (`locate_uniform64_exact`), replayed in Rust on every edge and its
+    /// neighbours up to 3 ulps, on tiny and signed-zero samples and on random ones, agrees with
+    /// numpy's rule (`UniformF64::locate`).
+    #[test]
+    fn float64_grid_step_is_numpys_rule() {
+        use crate::histogram::bins::Slot;
+        fn step(x: f64, k: i64) -> f64 {
+            let b = x.to_bits() as i64;
+            if x == 0.0 {
+                return if k >= 0 {
+                    f64::from_bits(k as u64)
+                } else {
+                    -f64::from_bits((-k) as u64)
+                };
+            }
+            f64::from_bits((if x > 0.0 { b + k } else { b - k }) as u64)
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for (nbins, lo, hi) in [
+            (1usize << 18, -4.0, 4.0),
+            (4096, 0.0, 1024.0),
+            (4, 0.5, 1.5),
+            (2, 8.0, 24.0),
+            (256, -256.0, 0.0),
+        ] {
+            let Binning::UniformF64(u) = uniform64(SampleType::F64, nbins, lo, hi) else {
+                unreachable!()
+            };
+            let grid = u.exact_grid().expect("a grid");
+            let kernel = |x: f64| -> Slot {
+                if x.is_nan() {
+                    Slot::Nan
+                } else if x < u.first {
+                    Slot::Below
+                } else if x > u.last {
+                    Slot::Above
+                } else {
+                    let est = ((x * grid.inv_width).floor() - grid.first_index) as usize;
+                    Slot::Bin(est.min(nbins - 1))
+                }
+            };
+            let mut xs: Vec<f64> = vec![0.0, -0.0, f64::from_bits(1), -f64::from_bits(1), f64::NAN];
+            for e in u
+                .edges
+                .iter()
+                .step_by((nbins / 4096).max(1))
+                .chain(u.edges.last())
+            {
+                xs.extend((-3..=3).map(|k| step(*e, k)));
+            }
+            let span = hi - lo;
+            xs.extend((0..100_000).map(|_| lo - 0.1 * span + 1.2 * span * random()));
+            for x in xs {
+                assert_eq!(
+                    kernel(x),
+                    u.locate(x),
+                    "{nbins} bins over [{lo}, {hi}): x = {x:e}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn layout_matches_the_kernel_struct() {
         // 9 eight-byte numbers, a pointer, 8 floats, 6 four-byte integers, the multiply flag
         // and its float32 factor, its float64 factor, the float32 edge table's address, the
         // verdict's address, the wanted verdict (padded to 8 bytes, as the C struct is), the
         // 16-bit float table's address, the two interior fractions, the float64 shortcut's first
-        // edge and factor, and the float32 interior factor and fractions (padded to 8 bytes), the
-        // edges' search table (a pointer, three 8-byte numbers, four 4-byte ones).
+        // edge and factor, the float64 grid's factor and first index, and the float32 interior
+        // factor and fractions (padded to 8 bytes), the edges' search table (a pointer, three
+        // 8-byte numbers, four 4-byte ones).
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
-            9 * 8 + 8 + 8 * 4 + 6 * 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 3 * 4 + 4 + 48
+            9 * 8
+                + 8
+                + 8 * 4
+                + 6 * 4
+                + 4
+                + 4
+                + 8
+                + 8
+                + 8
+                + 8
+                + 8
+                + 8
+                + 8
+                + 8
+                + 8
+                + 16
+                + 3 * 4
+                + 4
+                + 48
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }
