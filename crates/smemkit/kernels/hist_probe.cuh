@@ -5,16 +5,17 @@
 // commonest bin holds at least `threshold` of the probed samples (the global kernel, whose
 // per-block hot bin absorbs it, then runs: see `hot_share_for_global` in
 // crates/smemkit/src/histogram/plan/skew.rs), else 0; verdict[1] = that bin's count, for reports.
-// Before the sliced passes (`slice_bins` > 0, the bins of one slice) the verdict is 1 also where the
-// busiest slice holds at least `slice_threshold` of the probed samples: that slice's blocks count
-// most of the input while the others idle (`busiest_slice_share_for_global` in skew.rs).
+// Before the sliced passes (`slice_bins` > 0, the bins of one slice) the verdict is `crowded`
+// otherwise where the busiest slice holds at least `slice_threshold` of the probed samples: that
+// slice's blocks count most of the input while the others idle, and narrow counters wrap; 1 sends
+// the run to global, 2 to the crowded-slice alternative (`crowded_slice_share` in skew.rs).
 // One block.
 #define VERDICT_SLOTS 4096
 #define VERDICT_MAX_SLICES 16
 template <int MODE>
 __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned probes,
                              double threshold, unsigned slice_bins, double slice_threshold,
-                             unsigned* __restrict__ verdict) {
+                             unsigned crowded, unsigned* __restrict__ verdict) {
     __shared__ unsigned keys[VERDICT_SLOTS];
     __shared__ unsigned counts[VERDICT_SLOTS];
     __shared__ unsigned slice_counts[VERDICT_MAX_SLICES];
@@ -56,8 +57,8 @@ __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long
     if (threadIdx.x == 0) {
         unsigned busiest = 0;
         for (unsigned i = 0; i < VERDICT_MAX_SLICES; i++) busiest = max(busiest, slice_counts[i]);
-        const bool crowded = slice_bins > 0 && (double)busiest / (double)probes >= slice_threshold;
-        verdict[0] = (double)best / (double)probes >= threshold || crowded ? 1u : 0u;
+        const bool is_crowded = slice_bins > 0 && (double)busiest / (double)probes >= slice_threshold;
+        verdict[0] = (double)best / (double)probes >= threshold ? 1u : is_crowded ? crowded : 0u;
         verdict[1] = best;
     }
 }

@@ -22,7 +22,8 @@ enum Dist {
     Uniform,
     Hot,
     OneBin,
-    Wide, // a third below or above the bins
+    Wide,   // a third below or above the bins
+    Middle, // spread over the middle fifth of the bins: one slice of three crowded, no bin hot
 }
 
 fn ints(n: usize, nbins: usize, dist: Dist, r: &mut impl Rng) -> Vec<i32> {
@@ -38,6 +39,7 @@ fn ints(n: usize, nbins: usize, dist: Dist, r: &mut impl Rng) -> Vec<i32> {
             }
             Dist::OneBin => (nbins / 2) as i32,
             Dist::Wide => r.gen_range(-(nbins as i32) / 2..(nbins as i32) * 3 / 2),
+            Dist::Middle => r.gen_range((nbins * 2 / 5) as i32..(nbins * 3 / 5) as i32),
         })
         .collect()
 }
@@ -414,6 +416,8 @@ fn auto_probes_skew_beyond_one_block() {
         (262_144, Dist::Uniform, "-> sliced8x2"),
         (1 << 20, Dist::Hot, "-> global"),
         (1 << 20, Dist::Uniform, "-> sliced4x3"),
+        // One slice crowded, no bin hot: slices of 8-bit counters.
+        (1 << 20, Dist::Middle, "-> sliced8x5"),
         (1 << 24, Dist::Hot, "-> global"),
         (1 << 24, Dist::Uniform, "-> partition"),
     ] {

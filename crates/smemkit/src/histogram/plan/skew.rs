@@ -82,6 +82,52 @@ pub fn busiest_slice_share_for_global(slices: u32) -> f64 {
     (1.3 * uniform).max(uniform + 0.1).min(1.0)
 }
 
+/// Most slices of 8-bit counters the crowded-slice alternative ([`crowded_alternative`]) takes:
+/// each slice reads the input once more (at 1M bins, 2^28 float32 samples: five slices 2.2-2.6 ms
+/// on every distribution tried, six 2.6-2.9, global 3.0-3.3; bench/NOTES.md, "Session 17").
+pub const CROWDED_SLICED8_MAX_SLICES: usize = 5;
+
+/// The busiest slice's share of the probed samples from which the crowded-slice alternative
+/// replaces `auto`'s slices of 4-bit counters. Their counters wrap every 16 counts, and the time
+/// grows with the crowding (at 1M bins in three slices: a third each 1.83 ms, half in the middle
+/// slice 2.0, 82 % 3.9, 99 % 5.1), while five slices of 8-bit counters took 2.2-2.6 ms whatever
+/// the data; the crossover lies between a half and 82 %.
+pub const CROWDED_SLICE_SHARE: f64 = 0.6;
+
+/// Where `auto` planned slices of 4-bit counters, the plan that runs instead when the skew probe
+/// finds one slice crowded (but no bin hot): slices of 8-bit counters, where at most
+/// [`CROWDED_SLICED8_MAX_SLICES`] hold the bins. `None` for every other plan (a crowded slice then
+/// sends the run to global).
+pub fn crowded_alternative(plan: &Plan, w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
+    if !matches!(plan.strategy, Strategy::Sliced { bits: 4, .. }) {
+        return None;
+    }
+    let p = sliced_choice(w, limits, Some(8), None).ok()?;
+    match p.strategy {
+        Strategy::Sliced { slices, .. } if slices as usize <= CROWDED_SLICED8_MAX_SLICES => {
+            Some(Plan {
+                reason: format!(
+                    "one slice crowded: {} bins in {slices} slices of 8-bit counters",
+                    w.nbins
+                ),
+                ..p
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The busiest slice's share from which a sliced plan of `slices` slices gives way, and to what:
+/// the crowded alternative where there is one ([`CROWDED_SLICE_SHARE`]), else global
+/// ([`busiest_slice_share_for_global`]).
+pub fn crowded_slice_share(slices: u32, has_alternative: bool) -> f64 {
+    if has_alternative {
+        CROWDED_SLICE_SHARE.max(busiest_slice_share_for_global(slices))
+    } else {
+        busiest_slice_share_for_global(slices)
+    }
+}
+
 /// Where `auto`'s plan is worth a skew probe (skewed data runs faster on the global strategy,
 /// whose per-block hot bin absorbs it), the share of the commonest bin from which to switch: the
 /// partition passes (far slower than global on hot data at every bin count they serve) and

@@ -205,3 +205,30 @@ fn a_uniform_probe_never_finds_a_crowded_slice() {
         assert!(share <= 1.0, "{slices} slices: {share}");
     }
 }
+
+#[test]
+fn crowded_slices_of_four_bit_counters_give_way_to_eight_bit_ones() {
+    let w = |nbins| Workload::new(nbins, SampleType::I32, false).with_samples(Some(1 << 28));
+    // 1M bins: three slices of 4-bit counters, five of 8-bit ones where one slice is crowded.
+    let p = plan(&w(1 << 20), &H100, StrategyChoice::Auto).unwrap();
+    assert_eq!(p.strategy, Strategy::Sliced { slices: 3, bits: 4 });
+    let alt = crowded_alternative(&p, &w(1 << 20), &H100).expect("an alternative");
+    assert_eq!(alt.strategy, Strategy::Sliced { slices: 5, bits: 8 });
+    assert_eq!(alt.grid % 5, 0);
+    assert!(alt.reason.contains("crowded"), "{}", alt.reason);
+    assert_eq!(crowded_slice_share(3, true), CROWDED_SLICE_SHARE);
+    assert_eq!(
+        crowded_slice_share(3, false),
+        busiest_slice_share_for_global(3)
+    );
+    // 1.5M bins: four slices of 4-bit counters, seven of 8-bit ones: too many, global stays.
+    let p = plan(&w(1_500_000), &H100, StrategyChoice::Auto).unwrap();
+    assert_eq!(p.strategy, Strategy::Sliced { slices: 4, bits: 4 });
+    assert!(crowded_alternative(&p, &w(1_500_000), &H100).is_none());
+    // Slices of 8-bit counters, and every other plan, have none.
+    let p = plan(&w(300_000), &H100, StrategyChoice::Auto).unwrap();
+    assert_eq!(p.strategy, Strategy::Sliced { slices: 2, bits: 8 });
+    assert!(crowded_alternative(&p, &w(300_000), &H100).is_none());
+    let p = plan(&w(1 << 24), &H100, StrategyChoice::Auto).unwrap();
+    assert!(crowded_alternative(&p, &w(1 << 24), &H100).is_none());
+}

@@ -187,7 +187,11 @@ impl Prepared {
             None => kernel_name(&plan, &gpu.limits, &what),
         };
         let probed = plan::skew_probe_threshold(&plan, &workload, choice).is_some();
+        let crowded = probed
+            .then(|| plan::crowded_alternative(&plan, &workload, &gpu.limits))
+            .flatten();
         let mut kernels = companions(&plan, &what, probed);
+        kernels.extend(crowded.iter().map(|p| kernel_name(p, &gpu.limits, &what)));
         kernels.push(main.clone());
         let names: Vec<&str> = kernels.iter().map(String::as_str).collect();
         gpu.prepare(&HISTOGRAM, &sample_defines(sample_type), &names)?;
@@ -351,6 +355,13 @@ impl Prepared {
                     threshold,
                     plan.strategy,
                     plan.bins_per_block,
+                    crowded.as_ref().and_then(|p| match p.strategy {
+                        Strategy::Sliced { bits, slices } => Some(StrategyChoice::Sliced {
+                            bits: Some(bits),
+                            slices: Some(slices),
+                        }),
+                        _ => None,
+                    }),
                 )
             })
             .transpose()?;
@@ -426,8 +437,8 @@ impl Prepared {
     /// `nbins` long) and `run.tallies` (3 u64), on `run.stream` (of this GPU's context): every
     /// launch of the run, `auto`'s skew verdict included, is enqueued there and nothing waits
     /// for the host, so a run can be captured in a CUDA graph. Where the plan has a skew probe and the input is long
-    /// enough, both the planned strategy and global are enqueued, each gated on the verdict
-    /// (`gated_off` in the kernels): the one not chosen returns at once.
+    /// enough, the planned strategy, global and any crowded-slice alternative are enqueued, each
+    /// gated on the verdict (`gated_off` in the kernels): those not chosen return at once.
     ///
     /// Without `probe` the planned strategy runs whatever the data, with no verdict (the chunks of
     /// a stream: the bus, not the strategy, bounds them, and a verdict per chunk would cost a
@@ -460,6 +471,9 @@ impl Prepared {
                 // exactly one of them runs.
                 unsafe {
                     skew.global.launch_planned(run, Some((verdict, 1)), false)?;
+                    if let Some(crowded) = &skew.crowded {
+                        crowded.launch_planned(run, Some((verdict, 2)), false)?;
+                    }
                     self.launch_planned(run, Some((verdict, 0)), false)
                 }
             }

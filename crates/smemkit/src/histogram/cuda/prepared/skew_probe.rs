@@ -11,9 +11,12 @@ pub(super) struct SkewProbe {
     /// The verdict (1: global) and the commonest bin's count among the probed samples.
     pub(super) verdict: CudaSlice<u32>,
     pub(super) global: Box<Prepared>,
+    /// Before slices of 4-bit counters: the slices of 8-bit counters that run where one slice is
+    /// crowded (`plan::crowded_alternative`, verdict 2).
+    pub(super) crowded: Option<Box<Prepared>>,
     pub(super) threshold: f64,
     /// Before the sliced passes: the bins of one slice and the busiest slice's share from which
-    /// global runs instead; `(0, 0.0)` otherwise.
+    /// the crowded alternative (or global, where there is none) runs instead; `(0, 0.0)` otherwise.
     pub(super) slice: (u32, f64),
     /// The plan the probe may replace (for reports).
     pub(super) planned: Strategy,
@@ -32,6 +35,7 @@ impl SkewProbe {
         threshold: f64,
         planned: Strategy,
         slice_bins: usize,
+        crowded: Option<StrategyChoice>,
     ) -> Result<SkewProbe> {
         let (sample_type, binning) = (what.sample_type, what.binning);
         let func = gpu.function(
@@ -44,18 +48,22 @@ impl SkewProbe {
             .alloc_zeros::<u32>(2)
             .map_err(cuda_err("allocating the skew verdict"))?;
         let global = Prepared::sized(gpu.clone(), what, StrategyChoice::Global, samples)?;
+        let crowded = crowded
+            .map(|choice| Prepared::sized(gpu.clone(), what, choice, samples).map(Box::new))
+            .transpose()?;
         Ok(SkewProbe {
             func,
             verdict,
             global: Box::new(global),
-            threshold,
             slice: match planned {
                 Strategy::Sliced { slices, .. } => (
                     slice_bins as u32,
-                    plan::busiest_slice_share_for_global(slices),
+                    plan::crowded_slice_share(slices, crowded.is_some()),
                 ),
                 _ => (0, 0.0),
             },
+            crowded,
+            threshold,
             planned,
             probed: std::sync::atomic::AtomicBool::new(false),
         })
@@ -78,7 +86,8 @@ impl SkewProbe {
         let (mut in_ptr, mut n64, mut params, mut count) = (input, n as u64, p.params, probes);
         let (mut threshold, mut v_ptr) = (self.threshold, verdict);
         let (mut slice_bins, mut slice_threshold) = self.slice;
-        let mut args: [*mut c_void; 8] = [
+        let mut crowded: u32 = if self.crowded.is_some() { 2 } else { 1 };
+        let mut args: [*mut c_void; 9] = [
             &mut in_ptr as *mut u64 as *mut c_void,
             &mut n64 as *mut u64 as *mut c_void,
             &mut params as *mut KernelBinParams as *mut c_void,
@@ -86,6 +95,7 @@ impl SkewProbe {
             &mut threshold as *mut f64 as *mut c_void,
             &mut slice_bins as *mut u32 as *mut c_void,
             &mut slice_threshold as *mut f64 as *mut c_void,
+            &mut crowded as *mut u32 as *mut c_void,
             &mut v_ptr as *mut u64 as *mut c_void,
         ];
         let shape = LaunchShape {
@@ -95,7 +105,8 @@ impl SkewProbe {
             cluster: 1,
         };
         // SAFETY: hist_verdict_*(in, n, BinParams, probes, threshold, slice_bins,
-        // slice_threshold, verdict): `in` holds n samples (the caller's guarantee), `verdict` 2 u32.
+        // slice_threshold, crowded, verdict): `in` holds n samples (the caller's guarantee),
+        // `verdict` 2 u32.
         unsafe { launch::launch(&self.func, stream, &shape, &mut args)? };
         self.probed
             .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -113,10 +124,10 @@ impl SkewProbe {
                 Ok(v) => format!(
                     "; last probe: commonest bin {:.1}% -> {}",
                     v[1] as f64 * 100.0 / plan::SKEW_PROBE_SAMPLES as f64,
-                    if v[0] == 1 {
-                        "global".to_string()
-                    } else {
-                        self.planned.name()
+                    match (v[0], &self.crowded) {
+                        (1, _) => "global".to_string(),
+                        (2, Some(c)) => c.plan.strategy.name(),
+                        _ => self.planned.name(),
                     }
                 ),
                 Err(e) => format!("; last probe unreadable: {e:?}"),
@@ -124,10 +135,14 @@ impl SkewProbe {
         } else {
             String::new()
         };
-        let crowded = if self.slice.0 > 0 {
-            format!(" or one slice >= {:.0}%", self.slice.1 * 100.0)
-        } else {
-            String::new()
+        let crowded = match (self.slice.0 > 0, &self.crowded) {
+            (true, Some(c)) => format!(
+                "; {} where one slice holds >= {:.0}%",
+                c.plan.strategy.name(),
+                self.slice.1 * 100.0
+            ),
+            (true, None) => format!(" or one slice >= {:.0}%", self.slice.1 * 100.0),
+            (false, _) => String::new(),
         };
         format!(
             ", skew probe (global where one bin holds >= {:.0}%{crowded} of {} samples{seen})",
