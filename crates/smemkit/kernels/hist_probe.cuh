@@ -8,24 +8,27 @@
 // Before the sliced passes (`slice_bins` > 0, the bins of one slice) the verdict is `crowded`
 // otherwise where the busiest slice holds at least `slice_threshold` of the probed samples: that
 // slice's blocks count most of the input while the others idle, and narrow counters wrap; 1 sends
-// the run to global, 2 to the crowded-slice alternative (`crowded_slice_share` in skew.rs).
+// the run to global, 2 to the crowded-slice alternative (`crowded_slice_share` in skew.rs). With
+// `pair_threshold` > 0 the data count as crowded also where at least that many pairs of probed
+// samples share a bin (data piled on many bins, none hot: their narrow counters wrap in every
+// block; `CROWDED_PROBE_PAIRS` in skew.rs).
 // One block.
 #define VERDICT_SLOTS 4096
 #define VERDICT_MAX_SLICES 16
 template <int MODE>
 __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned probes,
                              double threshold, unsigned slice_bins, double slice_threshold,
-                             unsigned crowded, unsigned* __restrict__ verdict) {
+                             unsigned crowded, unsigned pair_threshold, unsigned* __restrict__ verdict) {
     __shared__ unsigned keys[VERDICT_SLOTS];
     __shared__ unsigned counts[VERDICT_SLOTS];
     __shared__ unsigned slice_counts[VERDICT_MAX_SLICES];
-    __shared__ unsigned best;
+    __shared__ unsigned best, pairs;
     for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) {
         keys[i] = NO_BIN;
         counts[i] = 0;
     }
     if (threadIdx.x < VERDICT_MAX_SLICES) slice_counts[threadIdx.x] = 0;
-    if (threadIdx.x == 0) best = 0;
+    if (threadIdx.x == 0) best = pairs = 0;
     __syncthreads();
     // Sample floor(i * n / probes) (evenly spread, the first at 0, all below n), as
     // i * q + i * r / probes with n = q * probes + r, which cannot overflow.
@@ -49,15 +52,26 @@ __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long
         }
     }
     __syncthreads();
-    unsigned m = 0;
-    for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) m = max(m, counts[i]);
-    for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_down_sync(0xffffffffu, m, off));
-    if ((threadIdx.x & 31) == 0) atomicMax(&best, m);
+    // The commonest bin's count, and the pairs of probes that share a bin (at most 2048 * 2047 / 2).
+    unsigned m = 0, same = 0;
+    for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) {
+        m = max(m, counts[i]);
+        same += counts[i] * (counts[i] - (counts[i] > 0 ? 1u : 0u)) / 2;
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        m = max(m, __shfl_down_sync(0xffffffffu, m, off));
+        same += __shfl_down_sync(0xffffffffu, same, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicMax(&best, m);
+        atomicAdd(&pairs, same);
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
         unsigned busiest = 0;
         for (unsigned i = 0; i < VERDICT_MAX_SLICES; i++) busiest = max(busiest, slice_counts[i]);
-        const bool is_crowded = slice_bins > 0 && (double)busiest / (double)probes >= slice_threshold;
+        const bool is_crowded = slice_bins > 0 && ((double)busiest / (double)probes >= slice_threshold ||
+                                                   (pair_threshold > 0 && pairs >= pair_threshold));
         verdict[0] = (double)best / (double)probes >= threshold ? 1u : is_crowded ? crowded : 0u;
         verdict[1] = best;
     }

@@ -103,8 +103,10 @@ typedef SAMPLE_T sample_t;
     SMEMKIT_ENTRY(hist_verdict_##MNAME,                                                                        \
         extern "C" __global__ void __launch_bounds__(1024) hist_verdict_##MNAME(                               \
             const sample_t* in, unsigned long long n, BinParams p, unsigned probes, double threshold,          \
-            unsigned slice_bins, double slice_threshold, unsigned crowded, unsigned* verdict) {                \
-            skew_verdict<MODE>(in, n, p, probes, threshold, slice_bins, slice_threshold, crowded, verdict);    \
+            unsigned slice_bins, double slice_threshold, unsigned crowded, unsigned pair_threshold,            \
+            unsigned* verdict) {                                                                               \
+            skew_verdict<MODE>(in, n, p, probes, threshold, slice_bins, slice_threshold, crowded,             \
+                               pair_threshold, verdict);                                                       \
         })
 
 // Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14

@@ -24,6 +24,7 @@ enum Dist {
     OneBin,
     Wide,   // a third below or above the bins
     Middle, // spread over the middle fifth of the bins: one slice of three crowded, no bin hot
+    Values, // 1000 values spread over the bins: no slice crowded, no bin hot, many samples a bin
 }
 
 fn ints(n: usize, nbins: usize, dist: Dist, r: &mut impl Rng) -> Vec<i32> {
@@ -40,6 +41,7 @@ fn ints(n: usize, nbins: usize, dist: Dist, r: &mut impl Rng) -> Vec<i32> {
             Dist::OneBin => (nbins / 2) as i32,
             Dist::Wide => r.gen_range(-(nbins as i32) / 2..(nbins as i32) * 3 / 2),
             Dist::Middle => r.gen_range((nbins * 2 / 5) as i32..(nbins * 3 / 5) as i32),
+            Dist::Values => (r.gen_range(0..1000) * (nbins / 1000)) as i32,
         })
         .collect()
 }
@@ -418,6 +420,8 @@ fn auto_probes_skew_beyond_one_block() {
         (1 << 20, Dist::Uniform, "-> sliced4x3"),
         // One slice crowded, no bin hot: slices of 8-bit counters.
         (1 << 20, Dist::Middle, "-> sliced8x5"),
+        // Many samples a bin (pairs of probes in one bin), spread over every slice: the same.
+        (1 << 20, Dist::Values, "-> sliced8x5"),
         (1 << 24, Dist::Hot, "-> global"),
         (1 << 24, Dist::Uniform, "-> partition"),
     ] {

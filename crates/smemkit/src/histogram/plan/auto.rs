@@ -126,27 +126,23 @@ pub const AUTO_SLICED4_MAX_SLICES: usize = 4;
 /// bins goes to global through the skew probe ([`skew_probe_threshold`]).
 ///
 /// Samples whose bins cost more (float bins that need numpy's correction, integer samples in
-/// computed bins) bin every sample once per slice: two slices of 8-bit counters still beat global
-/// there, more do not ([`AUTO_SLICED_COSTLY_MAX_SLICES`]).
+/// computed bins) bin every sample once per slice: up to three slices of 8-bit counters still beat
+/// global there, more do not ([`AUTO_SLICED_COSTLY_MAX_SLICES`]).
 pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
     let costly = !w.cheap_binning();
     if w.weighted {
         return None;
     }
-    let bits = [
-        (8u32, AUTO_SLICED8_MAX_SLICES),
-        (4, AUTO_SLICED4_MAX_SLICES),
-    ]
-    .into_iter()
-    .find(|&(bits, most)| w.nbins.div_ceil(packed_max_bins_per_block(limits, bits)) <= most)?
-    .0;
-    if costly
-        && (bits != 8
-            || w.nbins.div_ceil(packed_max_bins_per_block(limits, 8))
-                > AUTO_SLICED_COSTLY_MAX_SLICES)
-    {
-        return None;
-    }
+    // Costly bins take 8-bit counters only.
+    let widths: &[(u32, usize)] = if costly {
+        &[(8, AUTO_SLICED_COSTLY_MAX_SLICES)]
+    } else {
+        &[(8, AUTO_SLICED8_MAX_SLICES), (4, AUTO_SLICED4_MAX_SLICES)]
+    };
+    let bits = widths
+        .iter()
+        .find(|&&(bits, most)| w.nbins.div_ceil(packed_max_bins_per_block(limits, bits)) <= most)?
+        .0;
     let p = sliced_choice(w, limits, Some(bits), None).ok()?;
     let Strategy::Sliced { slices, .. } = p.strategy else {
         return None;
@@ -201,8 +197,10 @@ fn auto_sliced_sums_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
 }
 
 /// Most slices (of 8-bit counters) `auto` plans for samples whose bins cost more than a
-/// subtraction (`Workload::cheap_binning`). See bench/NOTES.md, "Session 16".
-pub const AUTO_SLICED_COSTLY_MAX_SLICES: usize = 2;
+/// subtraction (`Workload::cheap_binning`): at 500000 bins, 2^28 normal samples, three slices
+/// took 2.53 ms for float32 (global 3.25, four slices 3.24) and 2.64 for float64 (global 3.39).
+/// See bench/NOTES.md, "Session 17".
+pub const AUTO_SLICED_COSTLY_MAX_SLICES: usize = 3;
 
 /// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
 pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;

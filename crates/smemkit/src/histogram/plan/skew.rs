@@ -70,8 +70,10 @@ pub fn hot_share_for_global_sliced(slices: u32) -> f64 {
 }
 
 /// The share of the probed samples in the busiest slice from which global beats `auto`'s sliced
-/// plan of `slices` slices: every slice's blocks read the whole input, but the busiest slice's
-/// blocks count its samples, so its share sets the time. Modelled from one H100 measurement
+/// plan of `slices` slices of 4-bit counters: every slice's blocks read the whole input, but the
+/// busiest slice's blocks count its samples, and their counters wrap every 16 counts. (Slices of
+/// 8-bit counters are not switched on crowding: five of them at 1M bins took 2.2 ms on normal data
+/// and 2.3 on uniform data, bench/NOTES.md, "Session 17".) Modelled from one H100 measurement
 /// (bench/NOTES.md, "Session 13"): int32 normal samples at 1M bins in 3 slices of 4-bit counters
 /// took 10.4 ms with 82 % in the middle slice, 1.45 ms uniform (a third each), global 3.2 ms;
 /// time linear in the busiest share puts the crossover near 1.3 / slices, far above a uniform
@@ -93,6 +95,15 @@ pub const CROWDED_SLICED8_MAX_SLICES: usize = 5;
 /// slice 2.0, 82 % 3.9, 99 % 5.1), while five slices of 8-bit counters took 2.2-2.6 ms whatever
 /// the data; the crossover lies between a half and 82 %.
 pub const CROWDED_SLICE_SHARE: f64 = 0.6;
+
+/// Pairs of probed samples sharing a bin from which the data count as crowded where a
+/// crowded-slice alternative exists: data piled on many bins but on no hot one, whose 4-bit
+/// counters wrap in every block whichever slice they fall in (at 1M bins, 2^28 float32 samples on
+/// 10, 100 or 1000 values: three slices of 4-bit counters 6.2, 3.9 and 3.7 ms, five of 8-bit
+/// ones 2.3-2.5). 2048 probes expect C(2048, 2) times the chance that two samples share a bin:
+/// about 2 pairs for uniform data over 1M bins (at least 16 once in 10^8 probes), 4.5 for normal
+/// data over [-4, 4], about 2000 on 1000 values.
+pub const CROWDED_PROBE_PAIRS: u32 = 16;
 
 /// Where `auto` planned slices of 4-bit counters, the plan that runs instead when the skew probe
 /// finds one slice crowded (but no bin hot): slices of 8-bit counters, where at most

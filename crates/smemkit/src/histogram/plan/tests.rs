@@ -197,16 +197,10 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
     );
     assert_eq!(at(4 * 464_608 + 1, SampleType::I32), Strategy::Partition);
     assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
-    // Float32 bins that need numpy's correction: two slices of 8-bit counters, then global.
+    // Float32 bins that need numpy's correction: two or three slices of 8-bit counters, then
+    // global.
     assert_eq!(
         at(262_144, SampleType::F32),
-        Strategy::Sliced { slices: 2, bits: 8 }
-    );
-    assert_eq!(
-        at(
-            2 * packed_max_bins_per_block(&DeviceLimits::H100, 8),
-            SampleType::F32
-        ),
         Strategy::Sliced { slices: 2, bits: 8 }
     );
     assert_eq!(
@@ -214,7 +208,25 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
             2 * packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1,
             SampleType::F32
         ),
+        Strategy::Sliced { slices: 3, bits: 8 }
+    );
+    assert_eq!(
+        at(
+            3 * packed_max_bins_per_block(&DeviceLimits::H100, 8),
+            SampleType::F32
+        ),
+        Strategy::Sliced { slices: 3, bits: 8 }
+    );
+    assert_eq!(
+        at(
+            3 * packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1,
+            SampleType::F32
+        ),
         Strategy::Global
+    );
+    assert_eq!(
+        at(524_288, SampleType::F64),
+        Strategy::Sliced { slices: 3, bits: 8 }
     );
     assert_eq!(
         at(262_144, SampleType::F64),
