@@ -2,7 +2,7 @@
 `hist` rows of shared/BENCH.md with `dist` = normal | edges | weighted | bf16 | f16.
 
 - normal: float32 and float64 normal samples, bins over [-4, 4] (numpy's correction matters) at
-  1000, 32768, 100000, 131072, 262144 and 1048576 bins: smemkit.histogram, torch.histc,
+  1000, 32768, 100000, 131072, 262144, 500000 and 1048576 bins: smemkit.histogram, torch.histc,
   cupy.histogram.
 - edges: |normal| float32 samples, 1000 log-spaced edges (numpy.geomspace(1e-3, 4, 1000), 999
   bins): smemkit.histogram, cupy.histogram, cupy.digitize + cupy.bincount, torch.bucketize +
@@ -219,7 +219,7 @@ def main():
             host = base.cpu().numpy()
             ref = Reference(host, chunk, lambda c, nb: np.histogram(c, nb, range=RANGE)[0])
             cx = cupy.from_dlpack(base) if cupy is not None else None
-            for nbins in (1000, 32768, 100_000, 1 << 17, 1 << 18, 1 << 20):
+            for nbins in (1000, 32768, 100_000, 1 << 17, 1 << 18, 500_000, 1 << 20):
                 if over_budget(f"normal {dtype} {nbins}"):
                     continue
                 cases = [
