@@ -277,10 +277,12 @@ struct Choose<false, A, B> {
 // `lean_loop`'s step for float bins on a power-of-two grid (modes uniform32x and uniform64x) under
 // the ignore policy, without branches on the sample: f = floor(x * inv) - (first index + lo) is the
 // sample's bin minus the slice's first, exact for every sample of the bins (integers below 2^24,
-// or 2^53 in float64, as `exact_grid` requires), and for every other sample outside [0, len): below
-// the first edge the floor lies below the first index, above the last edge at or past n - lo, and
-// NaN compares false. The last edge itself, which numpy counts in the last bin, lands on n - 1 - lo
-// (past len in every slice but the last). The tallies are counted on the side without branches,
+// or 2^53 in float64, as `exact_grid` requires), and for every other sample outside [0, len) or
+// below `first`: above the last edge the floor lies at or past n - lo, and NaN compares false.
+// Below the first edge it lies below the first index too, except where a grid from 0 of a width
+// above 1 scales a tiny negative sample to -0, which only the comparison with `first` keeps out.
+// The last edge itself, which numpy counts in the last bin, lands on n - 1 - lo (past len in every
+// slice but the last). The tallies are counted on the side without branches,
 // in 32-bit counters (a thread reads far fewer than 2^32 samples). The generic step's branches
 // (NaN, below, above, in range) cost the sliced passes about a third of their instructions.
 template <int MODE, bool TALLY, bool PREFETCH, class Sink>
@@ -305,7 +307,7 @@ __device__ __forceinline__ void grid_slice_loop(const sample_t* __restrict__ in,
             above += x > last;
             nan += x != x;
         }
-        if (f >= (T)0 && f < lenf) sink.add((unsigned)f, 1u);
+        if (f >= (T)0 && f < lenf && x >= first) sink.add((unsigned)f, 1u);
     }, block, blocks);
     if (TALLY) {
         t.below += below;

@@ -689,6 +689,8 @@ fn float64_power_of_two_bins_match_numpy() {
         (1 << 20, -4.0, 4.0),
         (256, -256.0, 0.0),
         (4, 0.5, 1.5),
+        // From 0 with a width above 1: a tiny negative sample scales to -0.
+        (1 << 20, 0.0, (1u64 << 21) as f64),
     ] {
         let width = (hi - lo) / nbins as f64;
         let span = hi - lo;
