@@ -11,7 +11,7 @@
 // the run to global, 2 to the crowded-slice alternative (`crowded_slice_share` in skew.rs). With
 // `pair_threshold` > 0 the data count as crowded also where at least that many pairs of probed
 // samples share a bin (data piled on many bins, none hot: their narrow counters wrap in every
-// block; `CROWDED_PROBE_PAIRS` in skew.rs).
+// block; `crowded_probe_pairs` in skew.rs).
 // One block.
 #define VERDICT_SLOTS 4096
 #define VERDICT_MAX_SLICES 16

@@ -96,14 +96,28 @@ pub const CROWDED_SLICED8_MAX_SLICES: usize = 5;
 /// the data; the crossover lies between a half and 82 %.
 pub const CROWDED_SLICE_SHARE: f64 = 0.6;
 
-/// Pairs of probed samples sharing a bin from which the data count as crowded where a
-/// crowded-slice alternative exists: data piled on many bins but on no hot one, whose 4-bit
-/// counters wrap in every block whichever slice they fall in (at 1M bins, 2^28 float32 samples on
-/// 10, 100 or 1000 values: three slices of 4-bit counters 6.2, 3.9 and 3.7 ms, five of 8-bit
-/// ones 2.3-2.5). 2048 probes expect C(2048, 2) times the chance that two samples share a bin:
-/// about 2 pairs for uniform data over 1M bins (at least 16 once in 10^8 probes), 4.5 for normal
-/// data over [-4, 4], about 2000 on 1000 values.
-pub const CROWDED_PROBE_PAIRS: u32 = 16;
+/// Pairs of probed samples sharing a bin from which the data count as crowded before `slices`
+/// slices of 4-bit counters that have a crowded-slice alternative: data piled on many bins but on
+/// no hot one, whose 4-bit counters wrap in every block whichever slice they fall in. 2048 probes
+/// expect C(2048, 2) times the chance that two samples share a bin.
+///
+/// Three or more slices (1M bins and up): 16. Uniform data expect about 2 pairs (16 or more far
+/// under once in 10^8 probes), normal data over [-4, 4] 4.5 (their crowded middle slice decides
+/// instead), data on 10-10000 values hundreds or more (at 1M bins, 2^28 float32 samples on 10,
+/// 100 or 1000 values: three slices of 4-bit counters 6.2, 3.9 and 3.7 ms, five of 8-bit ones
+/// 2.3-2.5).
+///
+/// Two slices (464609 to 929216 bins): 6. Each block of two slices reads twice the samples of a
+/// block of three, so its counters wrap at half the crowding: normal data over [-4, 4] at 2^19
+/// bins (9 pairs expected) took 2.10 ms in two 4-bit slices, 1.17 in three 8-bit ones; uniform
+/// data (4 pairs expected, so often above 6) 1.21 against 1.22, where the switch costs nothing.
+pub fn crowded_probe_pairs(slices: u32) -> u32 {
+    if slices <= 2 {
+        6
+    } else {
+        16
+    }
+}
 
 /// Where `auto` planned slices of 4-bit counters, the plan that runs instead when the skew probe
 /// finds one slice crowded (but no bin hot): slices of 8-bit counters, where at most

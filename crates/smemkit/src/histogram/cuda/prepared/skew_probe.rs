@@ -90,7 +90,7 @@ impl SkewProbe {
         let mut crowded: u32 = if self.crowded.is_some() { 2 } else { 1 };
         // Pairs of probes in one bin count as crowding only where the alternative takes them.
         let mut pair_threshold: u32 = if self.crowded.is_some() {
-            plan::CROWDED_PROBE_PAIRS
+            plan::crowded_probe_pairs(self.planned_slices())
         } else {
             0
         };
@@ -122,6 +122,14 @@ impl SkewProbe {
         Ok(verdict)
     }
 
+    /// The planned plan's slice count (0 for a plan that is not sliced).
+    fn planned_slices(&self) -> u32 {
+        match self.planned {
+            Strategy::Sliced { slices, .. } => slices,
+            _ => 0,
+        }
+    }
+
     /// For reports: reads the last verdict back (waiting for the GPU), if any was launched.
     pub(super) fn describe(&self, gpu: &Gpu) -> String {
         let seen = if self.probed.load(std::sync::atomic::Ordering::Relaxed) {
@@ -149,7 +157,7 @@ impl SkewProbe {
                 "; {} where one slice holds >= {:.0}% or >= {} pairs share a bin",
                 c.plan.strategy.name(),
                 self.slice.1 * 100.0,
-                plan::CROWDED_PROBE_PAIRS
+                plan::crowded_probe_pairs(self.planned_slices())
             ),
             (true, None) => format!(" or one slice >= {:.0}%", self.slice.1 * 100.0),
             (false, _) => String::new(),
