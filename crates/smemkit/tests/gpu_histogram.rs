@@ -422,6 +422,9 @@ fn auto_probes_skew_beyond_one_block() {
         (1 << 20, Dist::Middle, "-> sliced8x5"),
         // Many samples a bin (pairs of probes in one bin), spread over every slice: the same.
         (1 << 20, Dist::Values, "-> sliced8x5"),
+        // Two slices of 4-bit counters: the middle fifth is split between them, but its many
+        // pairs of probes in one bin call for slices of 8-bit counters.
+        (524_288, Dist::Middle, "-> sliced8x3"),
         (1 << 24, Dist::Hot, "-> global"),
         (1 << 24, Dist::Uniform, "-> partition"),
     ] {
