@@ -115,8 +115,7 @@ pub(crate) fn planned_kernels(t: SampleType, choices: &[StrategyChoice]) -> BTre
     for nbins in BIN_COUNTS {
         for binning in binnings(t, nbins) {
             // As Prepared::sized plans them: 16-bit floats' table lookups are cheap binning.
-            let exact = super::half_table::is_half(t)
-                || matches!(&binning, Binning::UniformF32(u) if u.exact_grid().is_some());
+            let exact = super::half_table::is_half(t) || super::prepared::on_grid(&binning, t);
             for weights in [
                 WeightKind::None,
                 WeightKind::F32,

@@ -60,7 +60,9 @@ pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
     // saves while the counters stay in L2; beyond 2^22 bins the counters leave L2 and partition
     // wins for them too. Figures in bench/NOTES.md and bench/results/.
     let bucketable = plan_partition_ok(w);
-    if bucketable && w.cheap_binning() {
+    // Float64 samples on a grid bin cheaply too, but the partition passes read their 8 bytes
+    // twice: measured for samples of at most 4 bytes only.
+    if bucketable && w.cheap_binning() && w.sample_type.size() <= 4 {
         return partition_plan(
             w,
             limits,

@@ -100,9 +100,10 @@ pub struct Workload {
     /// Samples this GPU will count (its shard), when known; `None` plans as for a large input
     /// (the persistent, occupancy-sized grid), which is what every caller did before.
     pub samples: Option<usize>,
-    /// Float samples whose bins need no correction against the edges (float32 bins on a grid of a
-    /// power-of-two width, `UniformF32::exact_grid`): binning costs about what
-    /// integer bins cost, so they are planned as integer samples are.
+    /// Float samples whose bins need no correction against the edges (bins on a grid of a
+    /// power-of-two width, `UniformF32::exact_grid`, `UniformF64::exact_grid`): binning costs about
+    /// what integer bins cost, so they are planned as integer samples are (the partition passes
+    /// for samples of at most 4 bytes only).
     pub exact_float_bins: bool,
     /// Integer samples whose bins are computed, not read off the value (uniform bins over a
     /// range, explicit edges): each sample's bin costs what a float sample's does.

@@ -242,6 +242,17 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
     };
     assert_eq!(exact(1 << 20), Strategy::Sliced { slices: 3, bits: 4 });
     assert_eq!(exact(1 << 21), Strategy::Partition);
+    // Float64 samples on a grid: the same slices, but no partition passes before 2^22 bins.
+    let exact64 = |nbins| {
+        let w = Workload::new(nbins, SampleType::F64, false).with_exact_float_bins(true);
+        plan(&w, &DeviceLimits::H100, StrategyChoice::Auto)
+            .unwrap()
+            .strategy
+    };
+    assert_eq!(exact64(1 << 20), Strategy::Sliced { slices: 3, bits: 4 });
+    assert_eq!(exact64(1 << 19), Strategy::Sliced { slices: 2, bits: 4 });
+    assert_eq!(exact64(1 << 21), Strategy::Global);
+    assert_eq!(exact64(1 << 23), Strategy::Partition);
     // Integer samples in computed bins (a range, explicit edges) bin as floats do: the sliced and
     // partition passes would compute every bin once per pass.
     let computed = |nbins| {

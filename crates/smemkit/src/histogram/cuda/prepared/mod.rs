@@ -116,6 +116,16 @@ pub(crate) struct Prepared {
     _lut32: Option<CudaSlice<u32>>,
 }
 
+/// Float samples in bins on a power-of-two grid, which the `uniform32x` and `uniform64x` kernels
+/// bin without numpy's correction.
+pub(crate) fn on_grid(binning: &Binning, sample_type: SampleType) -> bool {
+    match binning {
+        Binning::UniformF32(u) => u.exact_grid().is_some(),
+        Binning::UniformF64(u) => sample_type == SampleType::F64 && u.exact_grid().is_some(),
+        _ => false,
+    }
+}
+
 impl Prepared {
     /// Compiles and plans a histogram of what `what` counts, for runs over `samples` samples
     /// (one GPU's shard) where known, else (`None`) as a large input with the persistent grid.
@@ -147,11 +157,7 @@ impl Prepared {
             .with_samples(samples)
             // A table lookup (16-bit floats) costs about what integer bins cost.
             .with_exact_float_bins(
-                half_table::is_half(sample_type)
-                    || matches!(
-                        binning,
-                        Binning::UniformF32(u) if u.exact_grid().is_some()
-                    ),
+                half_table::is_half(sample_type) || on_grid(binning, sample_type),
             )
             .with_computed_integer_bins(!matches!(binning, Binning::Integer { .. }));
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
