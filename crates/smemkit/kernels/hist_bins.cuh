@@ -199,17 +199,25 @@ __device__ __forceinline__ bool interior64_bin(float x, const BinParams& p, unsi
     return frac > p.interior_lo && frac < p.interior_hi && bin < (unsigned)p.nbins;
 }
 
+// A float32 sample outside [first32, last32], or NaN: its slot, in line (the out-of-line rule would
+// give the same, but a call one lane makes costs the whole warp).
+__device__ __forceinline__ long long outside_slot32(float x, const BinParams& p) {
+    return x != x ? SLOT_NAN : x < p.first32 ? SLOT_BELOW : SLOT_ABOVE;
+}
+
 __device__ __forceinline__ long long locate_uniform32_wide(sample_t v, const BinParams& p) {
     const float x = (float)v;
     unsigned bin;
-    if (x >= p.first32 && x <= p.last32 && interior64_bin(x, p, bin)) return bin;
+    if (!(x >= p.first32 && x <= p.last32)) return outside_slot32(x, p);
+    if (interior64_bin(x, p, bin)) return bin;
     return locate_uniform32_near_edge(x, p);
 }
 
 __device__ __forceinline__ long long locate_uniform32_interior(sample_t v, const BinParams& p) {
     const float x = (float)v;
     unsigned bin;
-    if (x >= p.first32 && x <= p.last32 && interior32_bin(x, p, bin)) return bin;
+    if (!(x >= p.first32 && x <= p.last32)) return outside_slot32(x, p);
+    if (interior32_bin(x, p, bin)) return bin;
     return locate_uniform32_near_edge(x, p);
 }
 
