@@ -199,6 +199,15 @@ __device__ __forceinline__ bool interior64_bin(float x, const BinParams& p, unsi
     return frac > p.interior_lo && frac < p.interior_hi && bin < (unsigned)p.nbins;
 }
 
+// Edge i < n of numpy's float32 edges for uniform float32 bins: read where the host keeps them,
+// else numpy's linspace, in float32 or in float64 rounded to float32 as numpy computes it
+// (`near_edge32`'s rule, with the parameters from `p`).
+__device__ __forceinline__ float numpy_edge32(int i, const BinParams& p) {
+    if (p.edges32) return __ldg(p.edges32 + i);
+    if (p.linspace_in_f32) return __fadd_rn(__fmul_rn((float)i, p.step32), p.start32);
+    return (float)__dadd_rn(__dmul_rn((double)i, p.step64), p.start64);
+}
+
 // A float32 sample outside [first32, last32], or NaN: its slot, in line (the out-of-line rule would
 // give the same, but a call one lane makes costs the whole warp).
 __device__ __forceinline__ long long outside_slot32(float x, const BinParams& p) {

@@ -295,6 +295,65 @@ struct Choose<false, A, B> {
 };
 
 #if SAMPLE_IS_FLOAT && !SAMPLE_IS_HALF
+// `grid_slice_loop`'s step with the floor and the slice's offset in one fused multiply-add
+// rounded down: r = x * inv + c, with c = 2^23 - (first index + lo) (2^52 in float64), is
+// 2^23 + the bin minus the slice's first, rounded down to an integer, wherever that lies in
+// [0, 2^23): the binade of r has a spacing of exactly 1 there. So r's bits minus those of 2^23
+// are the sample's place in the slice, with no floor, no conversion and no subtraction in
+// floating point (floor and the float-to-integer conversion issue on the SM's narrow conversion
+// pipe, an eighth of the float32 rate). Elsewhere r is in another binade: below the slice, its
+// bits minus 2^23's wrap past every slice's length (r may even be negative: its sign bit then
+// does the same); above it, they are at least len. In float64 the high word of r must also be
+// 2^52's, since the low word alone repeats from binade to binade. So no range test is needed:
+// a sample below the first edge has r below 2^23 (2^52), one above the last edge a place of at
+// least n - lo >= len, NaN and the infinities bits far past any slice. The product is not rounded
+// before the add, so a tiny negative sample cannot become -0 here. The last edge goes to the last
+// bin by a select. Needs c exact in
+// the sample type (|c| < 2^24, or 2^53) and a slice within the binade: where not (a grid far
+// from 0), false, and the caller takes the plain step.
+template <int MODE, bool TALLY, bool PREFETCH, class Sink>
+__device__ __forceinline__ bool grid_fma_slice_loop(const sample_t* __restrict__ in, unsigned long long n,
+                                                    const BinParams& p, Sink& sink, Tally& t, unsigned lo,
+                                                    unsigned len, unsigned block, unsigned blocks) {
+    constexpr bool F64 = MODE == MODE_UNIFORM64_EXACT;
+    typedef typename Choose<F64, double, float>::type T;
+    const long long first_index = F64 ? (long long)p.grid64_first : (long long)grid_first_index(p);
+    const long long binade = F64 ? (1ll << 52) : (1ll << 23);
+    const long long c = binade - first_index - (long long)lo;
+    if (c <= -2 * binade || c >= 2 * binade || (long long)len > binade) return false;
+    const T cf = (T)c;
+    const T inv = F64 ? (T)p.grid64_inv : (T)p.scale32;
+    const T first = F64 ? (T)p.first64 : (T)p.first32;
+    const T last = F64 ? (T)p.last64 : (T)p.last32;
+    const unsigned last_at = (unsigned)(p.nbins - 1 - lo);
+    unsigned below = 0, above = 0, nan = 0;
+    grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
+        const T x = (T)v;
+        unsigned local;
+        bool binade_ok = true;
+        if constexpr (F64) {
+            const double r = __fma_rd((double)x, (double)inv, (double)cf);
+            local = (unsigned)__double2loint(r);
+            binade_ok = __double2hiint(r) == 0x43300000;
+        } else {
+            local = (unsigned)__float_as_int(__fmaf_rd((float)x, (float)inv, (float)cf)) - 0x4B000000u;
+        }
+        local = x == last ? last_at : local;
+        if (TALLY) {
+            below += x < first;
+            above += x > last;
+            nan += x != x;
+        }
+        if (binade_ok && local < len) sink.add(local, 1u);
+    }, block, blocks);
+    if (TALLY) {
+        t.below += below;
+        t.above += above;
+        t.nan += nan;
+    }
+    return true;
+}
+
 // `lean_loop`'s step for float bins on a power-of-two grid (modes uniform32x and uniform64x) under
 // the ignore policy, without branches on the sample: f = floor(x * inv) - (first index + lo) is the
 // sample's bin minus the slice's first, exact for every sample of the bins (integers below 2^24,
@@ -310,6 +369,7 @@ template <int MODE, bool TALLY, bool PREFETCH, class Sink>
 __device__ __forceinline__ void grid_slice_loop(const sample_t* __restrict__ in, unsigned long long n,
                                                 const BinParams& p, Sink& sink, Tally& t, unsigned lo, unsigned len,
                                                 unsigned block, unsigned blocks) {
+    if (grid_fma_slice_loop<MODE, TALLY, PREFETCH>(in, n, p, sink, t, lo, len, block, blocks)) return;
     typedef typename Choose<MODE == MODE_UNIFORM64_EXACT, double, float>::type T;
     const T inv = MODE == MODE_UNIFORM64_EXACT ? (T)p.grid64_inv : (T)p.scale32;
     const T first = MODE == MODE_UNIFORM64_EXACT ? (T)p.first64 : (T)p.first32;
@@ -338,6 +398,53 @@ __device__ __forceinline__ void grid_slice_loop(const sample_t* __restrict__ in,
 }
 #endif
 
+#if SAMPLE_IS_F32
+// `lean_loop`'s step for mode uniform32w (float32 bins off the grid, numpy's correction needed)
+// under the ignore policy: the float64 shortcut (`interior64_bin`), and for a sample inside the
+// bins whose fraction lies too near an edge, numpy's correction in line. The host's margin is the
+// largest deviation of any float32 edge from its place, which far from 0 is the edges' own
+// rounding (at 500000 bins over [-4, 4] about 1.5 % of a bin each side), so a lane of most warps
+// needs the correction somewhere among its samples; the out-of-line rule then cost as much again
+// as the step (ncu: 80 instructions per sample and slice, 38 % of them in the call). Here the
+// correction starts from floor(m), which is within one bin of the sample's (the host bounds m's
+// deviation at the edges below 1/16 of a bin, and m rises with x), reads or computes the two
+// edges around it and moves at most one bin each way, as numpy's own correction does: the result
+// is the bin whose float32 edges bracket the sample, which is numpy's. The tallies are counted on
+// the side without branches.
+template <bool TALLY, bool PREFETCH, class Sink>
+__device__ __forceinline__ void wide_slice_loop(const sample_t* __restrict__ in, unsigned long long n,
+                                                const BinParams& p, Sink& sink, Tally& t, unsigned lo, unsigned len,
+                                                unsigned block, unsigned blocks) {
+    const int nb = (int)p.nbins;
+    unsigned below = 0, above = 0, nan = 0;
+    grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
+        const float x = (float)v;
+        const double m = __dmul_rn(__dsub_rn((double)x, p.interior64_first), p.interior64_scale);
+        const double r = __dadd_rd(m, 4503599627370496.0);
+        const double frac = __dsub_rn(m, __dsub_rn(r, 4503599627370496.0));
+        int k = __double2loint(r);
+        const bool inside = x >= p.first32 && x <= p.last32;
+        if (TALLY) {
+            below += x < p.first32;
+            above += x > p.last32;
+            nan += x != x;
+        }
+        if (inside && !(frac > p.interior_lo && frac < p.interior_hi && (unsigned)k < (unsigned)nb)) {
+            k = max(0, min(k, nb - 1));
+            if (k > 0 && x < numpy_edge32(k, p)) k -= 1;
+            else if (k < nb - 1 && x >= numpy_edge32(k + 1, p)) k += 1;
+        }
+        const unsigned local = (unsigned)k - lo;
+        if (inside && local < len) sink.add(local, 1u);
+    }, block, blocks);
+    if (TALLY) {
+        t.below += below;
+        t.above += above;
+        t.nan += nan;
+    }
+}
+#endif
+
 // `grid_walk` (two 16-byte loads per lane, the next two in flight) with the
 // lean per-sample step of the sliced kernels: the 32-bit bin of `slice_bin`, one subtraction and
 // one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
@@ -351,6 +458,14 @@ __device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsig
     if constexpr (MODE == MODE_UNIFORM32_EXACT || MODE == MODE_UNIFORM64_EXACT) {
         if (!p.clamp) {
             grid_slice_loop<MODE, TALLY, PREFETCH>(in, n, p, sink, t, lo, len, block, blocks);
+            return;
+        }
+    }
+#endif
+#if SAMPLE_IS_F32
+    if constexpr (MODE == MODE_UNIFORM32_WIDE) {
+        if (!p.clamp) {
+            wide_slice_loop<TALLY, PREFETCH>(in, n, p, sink, t, lo, len, block, blocks);
             return;
         }
     }
