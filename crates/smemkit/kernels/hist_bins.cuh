@@ -35,6 +35,7 @@ struct BinParams {
     double grid64_inv, grid64_first;  // mode uniform64x: bin = floor(x * inv) - first
     float interior32_scale, interior32_lo, interior32_hi;  // the same in float32 (hi 0: off)
     SearchTable table;  // mode EDGES: narrows the search over `edges` (null starts: none)
+    unsigned long long* lanes16;  // sliced counts: the flush's 16-bit lanes (`flush_packed_lanes16`), or null
 };
 
 // With the multiply estimate m (float64, m >= 0): whether m's fractional part is far enough from

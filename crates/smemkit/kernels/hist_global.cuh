@@ -80,3 +80,24 @@ extern "C" __global__ void hist_fold_u32(unsigned int* scratch, unsigned long lo
     }
 }
 #endif
+
+// Adds the sliced kernels' 16-bit lanes (`flush_packed_lanes16`: bin b in lane b % 4 of word b / 4)
+// to the u64 result of `n` bins and clears them for the next launch. Skipped like the kernel it
+// follows when the skew verdict chose another plan (its lanes are then all zero anyway).
+#if SMEMKIT_WANTS(hist_fold_lanes16)
+extern "C" __global__ void hist_fold_lanes16(unsigned long long* lanes, unsigned long long* out, unsigned long long n,
+                                             const unsigned* gate, unsigned gate_want) {
+    if (gate != nullptr && *gate != gate_want) return;
+    const unsigned long long words = (n + 3) / 4;
+    for (unsigned long long w = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; w < words;
+         w += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long v = lanes[w];
+        if (v == 0) continue;
+        lanes[w] = 0;
+        for (unsigned j = 0; j < 4 && 4 * w + j < n; j++) {
+            const unsigned long long c = (v >> (16 * j)) & 0xFFFFu;
+            if (c) out[4 * w + j] += c;
+        }
+    }
+}
+#endif

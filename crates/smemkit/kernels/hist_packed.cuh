@@ -88,6 +88,43 @@ __device__ __forceinline__ void flush_packed(const unsigned* h, unsigned long lo
     }
 }
 
+// `flush_packed` for the sliced kernels, into 16-bit lanes instead of the u64 result: the counts
+// of bins 4w to 4w + 3 share word w of `lanes` (`lo` is the block's first bin), so that one 64-bit
+// atomic carries up to four counters where `flush_packed` sends one each. Every block of a slice
+// flushes all of the slice's bins, and on normal data most counters are not zero, so those atomics
+// (about 27 million at 1M bins over 130 blocks) were most of the sliced passes' fixed cost. A lane
+// sums one bin's leftovers over the blocks of its slice, at most 2^BITS - 1 from each, which the
+// host keeps below 2^16 (`lanes16_fit`); `hist_fold_lanes16` then adds the lanes to the result and
+// clears them. Adjacent slices may share a word at their boundary: the atomics keep both.
+template <int BITS>
+__device__ __forceinline__ void flush_packed_lanes16(const unsigned* h, unsigned long long nbins, const unsigned* hot_counts,
+                                                     unsigned hot_key, unsigned long long lo,
+                                                     unsigned long long* lanes, unsigned long long* out) {
+    constexpr unsigned PER = 32 / BITS, MASK = (1u << BITS) - 1;
+    const unsigned long long words = (nbins + PER - 1) / PER;
+    for (unsigned long long wd = threadIdx.x; wd < words; wd += blockDim.x) {
+        const unsigned v = h[wd];
+        if (v == 0) continue;
+        unsigned long long acc = 0;
+#pragma unroll
+        for (unsigned j = 0; j < PER; j++) {
+            const unsigned long long g = lo + wd * PER + j;
+            // Past the block's bins a counter may hold carries out of the last one, which
+            // `packed_crossed` already made good: they belong to no bin of this block.
+            if (wd * PER + j < nbins) acc |= (unsigned long long)((v >> (j * BITS)) & MASK) << (16 * (g & 3));
+            if ((g & 3) == 3 || j == PER - 1) {
+                if (acc) atomicAdd(lanes + g / 4, acc);
+                acc = 0;
+            }
+        }
+    }
+    if (threadIdx.x < 32 && hot_key != NO_HOT_KEY) {
+        unsigned long long c = hot_counts[threadIdx.x];
+        for (int off = 16; off > 0; off >>= 1) c += __shfl_down_sync(0xffffffffu, c, off);
+        if (threadIdx.x == 0 && c != 0) atomicAdd(out + hot_key, c);
+    }
+}
+
 template <int MODE, int BITS, bool PREFETCH>
 __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
                               unsigned long long* tallies) {

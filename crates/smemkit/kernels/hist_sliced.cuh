@@ -43,7 +43,10 @@ __device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParam
     else
         lean_loop<MODE, !LEAN, true>(in, n, p, sink, t, lo, len, member, members);
     __syncthreads();
-    flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
+    if (p.lanes16)
+        flush_packed_lanes16<BITS>(h, len, hot_counts, hot_key, lo, p.lanes16, out + lo);
+    else
+        flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
     // Every slice sees every sample; the first slice's blocks report the ones outside the bins.
     if (slice == 0) flush_tally(t, tallies);
 }

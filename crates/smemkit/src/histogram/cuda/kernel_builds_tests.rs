@@ -282,6 +282,7 @@ fn the_planner_names_kernels_of_every_family() {
         "hist_slicedsums_",
         "hist_global_",
         "hist_fold_u32",
+        "hist_fold_lanes16",
         "hist_part_count_",
         "hist_part_scatter_",
         "hist_part_bins",

@@ -66,6 +66,9 @@ pub struct KernelBinParams {
     pub interior32_hi: f32,
     /// Explicit edges: the table that narrows the search (`crate::search_table`), or none.
     pub table: crate::search_table::KernelSearchTable,
+    /// Sliced counts: device address of the flush's 16-bit lanes (`flush_packed_lanes16` in
+    /// `kernels/hist_packed.cuh`), or 0 for the flush into the result.
+    pub lanes16: u64,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.

@@ -99,6 +99,8 @@ pub(crate) struct Prepared {
     func: cudarc::driver::CudaFunction,
     /// Global strategy, counts: the u32 counters and the kernel that folds them into u64.
     fold: Option<Fold>,
+    /// Sliced counts: the 16-bit lanes their blocks flush into and the kernel that folds them.
+    lanes16: Option<Lanes16>,
     /// Partition strategy: the later passes and their buffers.
     partition: Option<Partition>,
     /// `auto`'s probed plans (partition, sliced): the skew probe and the global plan it may switch
@@ -344,6 +346,26 @@ impl Prepared {
         } else {
             None
         };
+        // The launch grid, not the plan's, sets how many blocks add into one lane.
+        let launched = Plan {
+            grid: shape.grid,
+            ..plan.clone()
+        };
+        let lanes16 = if lanes16_fit(&launched, weights) {
+            let lanes = gpu
+                .stream
+                .alloc_zeros::<u64>(nbins.div_ceil(4).max(1))
+                .map_err(cuda_err("allocating the sliced flush's lanes"))?;
+            params.lanes16 = lanes.device_ptr(&gpu.stream).0;
+            let func = gpu.function(
+                &HISTOGRAM,
+                &sample_defines(sample_type),
+                "hist_fold_lanes16",
+            )?;
+            Some(Lanes16 { lanes, func })
+        } else {
+            None
+        };
         let partition = if plan.strategy == Strategy::Partition {
             let p = Partition::new(&gpu, sample_type, binning, &func)?;
             shape.grid = p.count_grid;
@@ -372,6 +394,7 @@ impl Prepared {
             })
             .transpose()?;
         Ok(Prepared {
+            lanes16,
             partition,
             skew,
             fold,
@@ -558,6 +581,10 @@ impl Prepared {
             // SAFETY: the argument list matches hist_* (in, n, w, BinParams, out, tallies); the caller
             // guarantees the pointers.
             unsafe { launch::launch(&self.func, stream, &self.shape, &mut args)? };
+            if let Some(lanes) = &self.lanes16 {
+                // SAFETY: as for the launch above; `out` holds nbins counters.
+                unsafe { lanes.fold(&self.gpu, stream, out, self.nbins, gate_ptr, gate_want)? };
+            }
             if let Some(fold) = &self.fold {
                 let (scratch_ptr, n_bins) = (fold.counters.device_ptr(stream).0, self.nbins as u64);
                 let cfg = LaunchConfig {
@@ -593,6 +620,45 @@ struct Fold {
     counters: CudaSlice<u32>,
     tallies: CudaSlice<u64>,
     func: cudarc::driver::CudaFunction,
+}
+
+/// Sliced counts: the 16-bit lanes (four bins to a u64 word) the blocks flush into, and the
+/// kernel that adds them to the result and clears them after each launch.
+struct Lanes16 {
+    lanes: CudaSlice<u64>,
+    func: cudarc::driver::CudaFunction,
+}
+
+impl Lanes16 {
+    /// Enqueues the fold of the lanes into `out` (`nbins` u64 counters), gated as the launch it
+    /// follows.
+    ///
+    /// # Safety
+    /// `out` must be a device allocation of this context holding `nbins` u64 counters, valid until
+    /// `stream` has run the fold.
+    unsafe fn fold(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        out: u64,
+        nbins: usize,
+        gate: u64,
+        gate_want: u32,
+    ) -> Result<()> {
+        let lanes = self.lanes.device_ptr(stream).0;
+        let n = nbins as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (gpu.limits.sm_count * 4, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = stream.launch_builder(&self.func);
+        b.arg(&lanes).arg(&out).arg(&n).arg(&gate).arg(&gate_want);
+        // SAFETY: hist_fold_lanes16(u64* lanes, u64* out, n, gate, gate_want): the lanes hold
+        // ceil(n / 4) words, `out` n counters (the caller's guarantee); `gate` is 0 or the verdict.
+        unsafe { b.launch(cfg) }.map_err(cuda_err("launching the lanes' fold"))?;
+        Ok(())
+    }
 }
 
 /// One run's stream and device addresses, as [`Prepared::enqueue`] received them: `n` samples at

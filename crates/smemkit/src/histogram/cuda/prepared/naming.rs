@@ -84,6 +84,11 @@ pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String>
     if plan.strategy == Strategy::Global && global_counts {
         names.push("hist_fold_u32".to_string());
     }
+    // The launch grid decides whether the lanes are used (`lanes16_fit`); the kernel is built
+    // for every sliced count plan.
+    if matches!(plan.strategy, Strategy::Sliced { bits: 8 | 4, .. }) && global_counts {
+        names.push("hist_fold_lanes16".to_string());
+    }
     if plan.strategy == Strategy::Partition {
         names.push(format!("hist_part_scatter_{mode}"));
         names.push("hist_part_bins".to_string());
@@ -98,6 +103,22 @@ pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String>
     }
     names.dedup();
     names
+}
+
+/// Whether the sliced counts of `plan` flush into 16-bit lanes (`flush_packed_lanes16` in
+/// `kernels/hist_packed.cuh`): counts, not sums, and few enough blocks per slice that a lane's
+/// leftovers, at most 2^bits - 1 from each, stay below 2^16.
+pub fn lanes16_fit(plan: &Plan, weights: WeightKind) -> bool {
+    match plan.strategy {
+        Strategy::Sliced {
+            bits: bits @ (8 | 4),
+            slices,
+        } if weights == WeightKind::None => {
+            let members = plan.grid.div_ceil(slices.max(1)) as u64;
+            members * ((1u64 << bits) - 1) <= u16::MAX as u64
+        }
+        _ => false,
+    }
 }
 
 /// Whether warps combine equal bins before their atomics. Shared-memory atomics on one address are
@@ -115,4 +136,37 @@ pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
                 | Strategy::Sliced { .. }
                 | Strategy::ClusterPacked { .. }
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sliced(bits: u32, slices: u32, grid: u32) -> Plan {
+        Plan {
+            strategy: Strategy::Sliced { slices, bits },
+            grid,
+            block: 1024,
+            shared_bytes: 0,
+            bins_per_block: 1,
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn lanes16_hold_every_block_of_a_slice() {
+        // 8-bit leftovers: 257 blocks of a slice fit 16 bits (257 * 255 = 65535), 258 do not.
+        assert!(lanes16_fit(&sliced(8, 3, 132), WeightKind::None));
+        assert!(lanes16_fit(&sliced(8, 1, 257), WeightKind::None));
+        assert!(!lanes16_fit(&sliced(8, 1, 258), WeightKind::None));
+        // 4-bit: 4369 * 15 = 65535.
+        assert!(lanes16_fit(&sliced(4, 2, 2 * 4369), WeightKind::None));
+        assert!(!lanes16_fit(&sliced(4, 2, 2 * 4370), WeightKind::None));
+        // Sums and the other strategies keep their own flush.
+        assert!(!lanes16_fit(&sliced(64, 3, 132), WeightKind::F32));
+        assert!(!lanes16_fit(&sliced(8, 3, 132), WeightKind::F32));
+        let mut global = sliced(8, 3, 132);
+        global.strategy = Strategy::Global;
+        assert!(!lanes16_fit(&global, WeightKind::None));
+    }
 }
