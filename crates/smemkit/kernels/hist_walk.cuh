@@ -445,6 +445,44 @@ __device__ __forceinline__ void wide_slice_loop(const sample_t* __restrict__ in,
 }
 #endif
 
+#if SAMPLE_IS_FLOAT && !SAMPLE_IS_HALF
+// `lean_loop`'s step for mode uniform64 (float64 bins off the grid) with the multiply estimate
+// under the ignore policy: `locate_uniform64`'s rule for a sample inside the bins, the estimate's
+// floor taken by an add rounding down (m >= 0 there, so it is the truncation numpy takes), its
+// fraction tested against the host's interior bounds, and numpy's correction in line where the
+// fraction is too near an edge; samples outside the bins tallied on the side. The generic step
+// (64-bit slot codes, `resolve`, a branch per case) cost about 80 instructions per sample and
+// slice (ncu, bench/NOTES.md "Session 18").
+template <bool TALLY, bool PREFETCH, class Sink>
+__device__ __forceinline__ void uniform64_slice_loop(const sample_t* __restrict__ in, unsigned long long n,
+                                                     const BinParams& p, Sink& sink, Tally& t, unsigned lo,
+                                                     unsigned len, unsigned block, unsigned blocks) {
+    unsigned below = 0, above = 0, nan = 0;
+    grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
+        const double x = (double)v;
+        const double m = __dmul_rn(__dsub_rn(x, p.first64), p.scale64);
+        const double r = __dadd_rd(m, 4503599627370496.0);
+        const double frac = __dsub_rn(m, __dsub_rn(r, 4503599627370496.0));
+        long long k = (long long)(unsigned)__double2loint(r);
+        const bool inside = x >= p.first64 && x <= p.last64;
+        if (TALLY) {
+            below += x < p.first64;
+            above += x > p.last64;
+            nan += x != x;
+        }
+        if (inside && !(frac > p.interior_lo && frac < p.interior_hi && k < (long long)p.nbins))
+            k = correct(k, p.nbins, x, [&](unsigned long long i) { return edge64(i, p); });
+        const unsigned local = (unsigned)k - lo;
+        if (inside && local < len) sink.add(local, 1u);
+    }, block, blocks);
+    if (TALLY) {
+        t.below += below;
+        t.above += above;
+        t.nan += nan;
+    }
+}
+#endif
+
 // `grid_walk` (two 16-byte loads per lane, the next two in flight) with the
 // lean per-sample step of the sliced kernels: the 32-bit bin of `slice_bin`, one subtraction and
 // one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
@@ -458,6 +496,14 @@ __device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsig
     if constexpr (MODE == MODE_UNIFORM32_EXACT || MODE == MODE_UNIFORM64_EXACT) {
         if (!p.clamp) {
             grid_slice_loop<MODE, TALLY, PREFETCH>(in, n, p, sink, t, lo, len, block, blocks);
+            return;
+        }
+    }
+#endif
+#if SAMPLE_IS_FLOAT && !SAMPLE_IS_HALF
+    if constexpr (MODE == MODE_UNIFORM64) {
+        if (!p.clamp && p.multiply == 1) {
+            uniform64_slice_loop<TALLY, PREFETCH>(in, n, p, sink, t, lo, len, block, blocks);
             return;
         }
     }
