@@ -546,7 +546,7 @@ mod tests {
         // 16-bit float table's address, the two interior fractions, the float64 shortcut's first
         // edge and factor, the float64 grid's factor and first index, and the float32 interior
         // factor and fractions (padded to 8 bytes), the edges' search table (a pointer, three
-        // 8-byte numbers, four 4-byte ones).
+        // 8-byte numbers, four 4-byte ones), the sliced flush's lanes' address.
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
             9 * 8
@@ -568,6 +568,7 @@ mod tests {
                 + 3 * 4
                 + 4
                 + 48
+                + 8
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);
     }
