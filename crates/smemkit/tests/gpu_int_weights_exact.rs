@@ -109,12 +109,13 @@ fn choices() -> Vec<(StrategyChoice, Option<&'static str>)> {
         (StrategyChoice::Cluster(Some(2)), Some("cluster2")),
         (StrategyChoice::Global, Some("global")),
         (StrategyChoice::Packed(16), None),
+        // Weighted plans slice as 64-bit sums (u64 for integer weights).
         (
             StrategyChoice::Sliced {
                 bits: None,
                 slices: None,
             },
-            None,
+            Some("sliced64"),
         ),
         (StrategyChoice::Partition, None),
         (
