@@ -382,11 +382,68 @@ mod tests {
         }
     }
 
+    /// `x * m + c` rounded down, as the kernels' `__fma_rd` gives it: the sum from TwoSum on the
+    /// product, which is exact here (a power of two times a sample) except where it underflows to
+    /// zero, whose sign then decides as the exact tiny product's would.
+    fn fma_rd64(x: f64, m: f64, c: f64) -> f64 {
+        let p = x * m;
+        if x.is_nan() || p.is_infinite() {
+            return p + c;
+        }
+        let t = p + c;
+        let bp = t - c;
+        let e = (p - bp) + (c - (t - bp));
+        let below = e < 0.0 || (e == 0.0 && p == 0.0 && x < 0.0 && t == c);
+        if below {
+            prev64(t)
+        } else {
+            t
+        }
+    }
+
+    fn prev64(t: f64) -> f64 {
+        if t == 0.0 {
+            -f64::from_bits(1)
+        } else if t > 0.0 {
+            f64::from_bits(t.to_bits() - 1)
+        } else {
+            f64::from_bits(t.to_bits() + 1)
+        }
+    }
+
+    /// `__fmaf_rd(x, m, c)`: the product and sum exact in float64 (TwoSum), then rounded down to
+    /// float32.
+    fn fma_rd32(x: f32, m: f32, c: f32) -> f32 {
+        let (p, c64) = (x as f64 * m as f64, c as f64);
+        if x.is_nan() || p.is_infinite() {
+            return (p + c64) as f32;
+        }
+        let t = p + c64;
+        let bp = t - c64;
+        let e = (p - bp) + (c64 - (t - bp));
+        let r = t as f32;
+        let r64 = r as f64;
+        if r64 > t || (r64 == t && e < 0.0) {
+            if r == 0.0 {
+                -f32::from_bits(1)
+            } else if r > 0.0 {
+                f32::from_bits(r.to_bits() - 1)
+            } else {
+                f32::from_bits(r.to_bits() + 1)
+            }
+        } else {
+            r
+        }
+    }
+
     /// The sliced kernels' branch-free grid step (`grid_slice_loop`), replayed in Rust for float32
     /// and float64 bins cut into slices: a sample counts in the slice whose `[0, len)` holds
     /// `floor(x * inv) - (first index + lo)` (the last edge selected onto the last bin, nothing
     /// below `first`), which must be exactly the slice of numpy's bin, and in no slice when numpy
     /// counts it in no bin. Edges +-3 ulps, signed zeros, the smallest subnormals, NaN, infinities.
+    /// The same for the fused step the kernels take where its constant is exact
+    /// (`grid_fma_slice_loop`): the place in the slice from the bits of `x * inv + 2^23 - (first
+    /// index + lo)` rounded down (2^52 and the high word in float64), with no range test.
     #[test]
     fn branch_free_grid_step_is_numpys_rule_in_every_slice() {
         use crate::histogram::bins::Slot;
@@ -454,6 +511,7 @@ mod tests {
                 let per = nbins.div_ceil(k);
                 for &x in &xs {
                     let mut hits = Vec::new();
+                    let mut fma_hits = Vec::new();
                     for s in 0..nbins.div_ceil(per) {
                         let (first_bin, len) = (s * per, per.min(nbins - s * per));
                         let base = g.first_index + first_bin as f64;
@@ -464,6 +522,16 @@ mod tests {
                         if f >= 0.0 && f < len as f64 && x >= u.first {
                             hits.push(first_bin + f as usize);
                         }
+                        let c = (1i64 << 52) - g.first_index as i64 - first_bin as i64;
+                        let r = fma_rd64(x, g.inv_width, c as f64).to_bits();
+                        let place = if x == u.last {
+                            (nbins - 1 - first_bin) as u32
+                        } else {
+                            r as u32
+                        };
+                        if r >> 32 == 0x4330_0000 && (place as usize) < len {
+                            fma_hits.push(first_bin + place as usize);
+                        }
                     }
                     let want: Vec<usize> = match u.locate(x) {
                         Slot::Bin(b) => vec![b],
@@ -472,6 +540,10 @@ mod tests {
                     assert_eq!(
                         hits, want,
                         "f64 {nbins} over [{lo}, {hi}) in {k} slices: x = {x:e}"
+                    );
+                    assert_eq!(
+                        fma_hits, want,
+                        "f64 fused step {nbins} over [{lo}, {hi}) in {k} slices: x = {x:e}"
                     );
                 }
             }
@@ -514,6 +586,7 @@ mod tests {
                 let per = nbins.div_ceil(k);
                 for &x in &xs {
                     let mut hits = Vec::new();
+                    let mut fma_hits = Vec::new();
                     for s in 0..nbins.div_ceil(per) {
                         let (first_bin, len) = (s * per, per.min(nbins - s * per));
                         let base = g.first_index + first_bin as f32;
@@ -524,6 +597,17 @@ mod tests {
                         if f >= 0.0 && f < len as f32 && x >= u.first {
                             hits.push(first_bin + f as usize);
                         }
+                        let c = (1i64 << 23) - g.first_index as i64 - first_bin as i64;
+                        assert!(c.abs() < 1 << 24, "the kernel would take the plain step");
+                        let r = fma_rd32(x, g.inv_width, c as f32);
+                        let place = if x == u.last {
+                            (nbins - 1 - first_bin) as u32
+                        } else {
+                            r.to_bits().wrapping_sub(0x4B00_0000)
+                        };
+                        if (place as usize) < len {
+                            fma_hits.push(first_bin + place as usize);
+                        }
                     }
                     let want: Vec<usize> = match u.locate(x) {
                         Slot::Bin(b) => vec![b],
@@ -532,6 +616,10 @@ mod tests {
                     assert_eq!(
                         hits, want,
                         "f32 {nbins} over [{lo}, {hi}) in {k} slices: x = {x:e}"
+                    );
+                    assert_eq!(
+                        fma_hits, want,
+                        "f32 fused step {nbins} over [{lo}, {hi}) in {k} slices: x = {x:e}"
                     );
                 }
             }
