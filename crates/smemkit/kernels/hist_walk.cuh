@@ -22,6 +22,24 @@ __device__ __forceinline__ void flush_tally(Tally t, unsigned long long* tallies
     }
 }
 
+// The tallies of the branch-free steps: samples below `first`, above `last` and NaN counted with
+// no branch, in 32-bit counters (a thread reads far fewer than 2^32 samples), added to the
+// thread's `Tally` once its walk ends.
+struct SideTally {
+    unsigned below = 0, above = 0, nan = 0;
+    template <class T>
+    __device__ __forceinline__ void count(T x, T first, T last) {
+        below += x < first;
+        above += x > last;
+        nan += x != x;
+    }
+    __device__ __forceinline__ void into(Tally& t) const {
+        t.below += below;
+        t.above += above;
+        t.nan += nan;
+    }
+};
+
 // Resolves a slot under the policy: the bin to count, or -1.
 __device__ __forceinline__ long long resolve(long long slot, const BinParams& p, Tally& t) {
     if (slot >= 0) return slot;
@@ -326,7 +344,7 @@ __device__ __forceinline__ bool grid_fma_slice_loop(const sample_t* __restrict__
     const T first = F64 ? (T)p.first64 : (T)p.first32;
     const T last = F64 ? (T)p.last64 : (T)p.last32;
     const unsigned last_at = (unsigned)(p.nbins - 1 - lo);
-    unsigned below = 0, above = 0, nan = 0;
+    SideTally side;
     grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
         const T x = (T)v;
         unsigned local;
@@ -339,18 +357,10 @@ __device__ __forceinline__ bool grid_fma_slice_loop(const sample_t* __restrict__
             local = (unsigned)__float_as_int(__fmaf_rd((float)x, (float)inv, (float)cf)) - 0x4B000000u;
         }
         local = x == last ? last_at : local;
-        if (TALLY) {
-            below += x < first;
-            above += x > last;
-            nan += x != x;
-        }
+        if (TALLY) side.count(x, first, last);
         if (binade_ok && local < len) sink.add(local, 1u);
     }, block, blocks);
-    if (TALLY) {
-        t.below += below;
-        t.above += above;
-        t.nan += nan;
-    }
+    if (TALLY) side.into(t);
     return true;
 }
 
@@ -362,8 +372,7 @@ __device__ __forceinline__ bool grid_fma_slice_loop(const sample_t* __restrict__
 // Below the first edge it lies below the first index too, except where a grid from 0 of a width
 // above 1 scales a tiny negative sample to -0, which only the comparison with `first` keeps out.
 // The last edge itself, which numpy counts in the last bin, lands on n - 1 - lo (past len in every
-// slice but the last). The tallies are counted on the side without branches,
-// in 32-bit counters (a thread reads far fewer than 2^32 samples). The generic step's branches
+// slice but the last). The tallies are counted on the side (`SideTally`). The generic step's branches
 // (NaN, below, above, in range) cost the sliced passes about a third of their instructions.
 template <int MODE, bool TALLY, bool PREFETCH, class Sink>
 __device__ __forceinline__ void grid_slice_loop(const sample_t* __restrict__ in, unsigned long long n,
@@ -378,23 +387,15 @@ __device__ __forceinline__ void grid_slice_loop(const sample_t* __restrict__ in,
     const T base = first_index + (T)lo;
     const T lenf = (T)len;
     const T last_at = (T)(p.nbins - 1 - lo);
-    unsigned below = 0, above = 0, nan = 0;
+    SideTally side;
     grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
         const T x = (T)v;
         T f = floor(x * inv) - base;
         f = x == last ? last_at : f;
-        if (TALLY) {
-            below += x < first;
-            above += x > last;
-            nan += x != x;
-        }
+        if (TALLY) side.count(x, first, last);
         if (f >= (T)0 && f < lenf && x >= first) sink.add((unsigned)f, 1u);
     }, block, blocks);
-    if (TALLY) {
-        t.below += below;
-        t.above += above;
-        t.nan += nan;
-    }
+    if (TALLY) side.into(t);
 }
 #endif
 
@@ -416,7 +417,7 @@ __device__ __forceinline__ void wide_slice_loop(const sample_t* __restrict__ in,
                                                 const BinParams& p, Sink& sink, Tally& t, unsigned lo, unsigned len,
                                                 unsigned block, unsigned blocks) {
     const int nb = (int)p.nbins;
-    unsigned below = 0, above = 0, nan = 0;
+    SideTally side;
     grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
         const float x = (float)v;
         const double m = __dmul_rn(__dsub_rn((double)x, p.interior64_first), p.interior64_scale);
@@ -424,11 +425,7 @@ __device__ __forceinline__ void wide_slice_loop(const sample_t* __restrict__ in,
         const double frac = __dsub_rn(m, __dsub_rn(r, 4503599627370496.0));
         int k = __double2loint(r);
         const bool inside = x >= p.first32 && x <= p.last32;
-        if (TALLY) {
-            below += x < p.first32;
-            above += x > p.last32;
-            nan += x != x;
-        }
+        if (TALLY) side.count(x, p.first32, p.last32);
         if (inside && !(frac > p.interior_lo && frac < p.interior_hi && (unsigned)k < (unsigned)nb)) {
             k = max(0, min(k, nb - 1));
             if (k > 0 && x < numpy_edge32(k, p)) k -= 1;
@@ -437,11 +434,7 @@ __device__ __forceinline__ void wide_slice_loop(const sample_t* __restrict__ in,
         const unsigned local = (unsigned)k - lo;
         if (inside && local < len) sink.add(local, 1u);
     }, block, blocks);
-    if (TALLY) {
-        t.below += below;
-        t.above += above;
-        t.nan += nan;
-    }
+    if (TALLY) side.into(t);
 }
 #endif
 
@@ -457,7 +450,7 @@ template <bool TALLY, bool PREFETCH, class Sink>
 __device__ __forceinline__ void uniform64_slice_loop(const sample_t* __restrict__ in, unsigned long long n,
                                                      const BinParams& p, Sink& sink, Tally& t, unsigned lo,
                                                      unsigned len, unsigned block, unsigned blocks) {
-    unsigned below = 0, above = 0, nan = 0;
+    SideTally side;
     grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
         const double x = (double)v;
         const double m = __dmul_rn(__dsub_rn(x, p.first64), p.scale64);
@@ -465,21 +458,13 @@ __device__ __forceinline__ void uniform64_slice_loop(const sample_t* __restrict_
         const double frac = __dsub_rn(m, __dsub_rn(r, 4503599627370496.0));
         long long k = (long long)(unsigned)__double2loint(r);
         const bool inside = x >= p.first64 && x <= p.last64;
-        if (TALLY) {
-            below += x < p.first64;
-            above += x > p.last64;
-            nan += x != x;
-        }
+        if (TALLY) side.count(x, p.first64, p.last64);
         if (inside && !(frac > p.interior_lo && frac < p.interior_hi && k < (long long)p.nbins))
             k = correct(k, p.nbins, x, [&](unsigned long long i) { return edge64(i, p); });
         const unsigned local = (unsigned)k - lo;
         if (inside && local < len) sink.add(local, 1u);
     }, block, blocks);
-    if (TALLY) {
-        t.below += below;
-        t.above += above;
-        t.nan += nan;
-    }
+    if (TALLY) side.into(t);
 }
 #endif
 
