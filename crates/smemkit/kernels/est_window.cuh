@@ -124,48 +124,11 @@ __device__ __forceinline__ void window_pass(const sample_t* __restrict__ in, u64
                                             sample_t* mine) {
     unsigned held = 0;
     window_seen s = {(wkey_t)~0ull, 0, 0, 0, 0, 0, 0, 0};
-    const u64 stride = (u64)gridDim.x * blockDim.x * AHEAD;
-    // Every thread of a block makes the same number of trips, so the warp-wide votes are legal;
-    // each trip loads AHEAD samples per thread before looking at any.
-    // Samples of 2 to 8 bytes starting 16-byte aligned come in 16-byte loads: each thread takes
-    // AHEAD / VEC whole vectors of its block's trip instead of AHEAD strided samples (which
-    // samples a thread looks at does not matter: the counts and the copy are order-free).
-    constexpr int VEC = 16 / (int)sizeof(sample_t);
-    const bool vectors = VEC >= 2 && VEC <= AHEAD && ((u64)in & 15) == 0;
-    for (u64 i0 = (u64)blockIdx.x * blockDim.x * AHEAD; i0 < n; i0 += stride) {
-        const sample_t* at = in + i0 + threadIdx.x;
-        if (i0 + (u64)AHEAD * blockDim.x <= n) {
-            sample_t x[AHEAD];
-            if (vectors) {
-                union Vec { uint4 raw; sample_t s[VEC]; };
-                const uint4* trip = reinterpret_cast<const uint4*>(in + i0);
-#pragma unroll
-                for (int v = 0; v < AHEAD / VEC; ++v) {
-                    Vec a;
-                    a.raw = __ldg(trip + v * blockDim.x + threadIdx.x);
-#pragma unroll
-                    for (int e = 0; e < VEC; ++e) x[v * VEC + e] = a.s[e];
-                }
-            } else {
-#pragma unroll
-                for (int u = 0; u < AHEAD; ++u) x[u] = at[u * blockDim.x];
-            }
-#pragma unroll
-            for (int u = 0; u < AHEAD; ++u) {
-                const bool take = window_look<RANGE>(x[u], true, lo, hi, lo0, hi0, lo1, hi1, s);
-                window_stage(take, x[u], mine, held, false, out, cap, counts);
-            }
-        } else {
-            // The block's last trip: one sample at a time, not unrolled (it runs once).
-#pragma unroll 1
-            for (int u = 0; u < AHEAD; ++u) {
-                const bool inside = i0 + (u64)u * blockDim.x + threadIdx.x < n;
-                const sample_t v = inside ? at[u * blockDim.x] : (sample_t)0;
-                const bool take = window_look<RANGE>(v, inside, lo, hi, lo0, hi0, lo1, hi1, s);
-                window_stage(take, v, mine, held, false, out, cap, counts);
-            }
-        }
-    }
+    auto look = [&](sample_t v, bool inside) {
+        const bool take = window_look<RANGE>(v, inside, lo, hi, lo0, hi0, lo1, hi1, s);
+        window_stage(take, v, mine, held, false, out, cap, counts);
+    };
+    each_trip(in, n, look);
     window_stage(false, (sample_t)0, mine, held, true, out, cap, counts);
     flush_extremes(s.count, (u64)s.lo_key, (u64)s.hi_key, s.nans, counts);
     const u64 b0 = warp_sum(s.below0), u0 = warp_sum(s.upto0);

@@ -85,6 +85,12 @@ __device__ __forceinline__ bool kept(sample_t v, int has_range, double lo, doubl
 #endif
 }
 
+// Samples each thread of the one-pass kernels, est_digits and est_gather loads before it looks at
+// the first.
+#define AHEAD 8
+
+#include "est_trips.cuh"
+
 // A warp's smallest and largest key, NaN count and count, added to ext = [count, smallest key,
 // largest key, NaN count] (set to [0, ~0, 0, 0] by the host) by its first lane.
 __device__ __forceinline__ void flush_extremes(u64 count, u64 lo_key, u64 hi_key, u64 nans, u64* ext) {
@@ -111,19 +117,16 @@ extern "C" __global__ void __launch_bounds__(256) est_extremes(const sample_t* _
                                                                int has_range, double lo, double hi,
                                                                u64* __restrict__ out) {
     u64 count = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const sample_t v = in[i];
-        if (is_nan(v)) {
-            ++nans;
-            continue;
-        }
-        if (!kept(v, has_range, lo, hi)) continue;
+    auto look = [&](sample_t v, bool inside) {
+        const bool nan = inside && is_nan(v);
+        nans += nan;
+        if (!inside || nan || !kept(v, has_range, lo, hi)) return;
         ++count;
         const u64 k = key_of(v);
         lo_key = k < lo_key ? k : lo_key;
         hi_key = k > hi_key ? k : hi_key;
-    }
+    };
+    each_trip(in, n, look);
     flush_extremes(count, lo_key, hi_key, nans, out);
 }
 
@@ -335,8 +338,6 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_compact(const sam
 
 #define RANKS 4
 #define DIGIT_BITS 11
-// Samples each thread of est_digits and est_gather loads before it counts or takes the first.
-#define AHEAD 8
 #define DIGITS (1 << DIGIT_BITS)
 
 // The first target with the same prefix as target t: targets that share a prefix share a

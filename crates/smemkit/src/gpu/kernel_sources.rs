@@ -68,7 +68,11 @@ pub const DIGITIZE: KernelSource = KernelSource {
 pub const ESTIMATE: KernelSource = KernelSource {
     name: "estimate.cu",
     text: include_str!("../../kernels/estimate.cu"),
-    headers: &[header!("est_sums.cuh"), header!("est_window.cuh")],
+    headers: &[
+        header!("est_sums.cuh"),
+        header!("est_trips.cuh"),
+        header!("est_window.cuh"),
+    ],
     one_kernel: false,
 };
 /// Integer and bool weights widened to int64 on the device (the histogram's integer weight kind).

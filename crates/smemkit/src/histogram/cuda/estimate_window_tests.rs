@@ -707,6 +707,23 @@ fn gpu_window_quartiles_timing() {
                 passes.draw_windows(ptr, n, None, draws).unwrap();
             });
             println!("2^{log}: {draws} draws and their windows on the host {ms:.3} ms");
+            let drawn = passes.draw_keys(ptr, n, None, draws).unwrap();
+            let ms = best_ms(|| {
+                passes.draw_keys(ptr, n, None, draws).unwrap();
+            });
+            println!("2^{log}: {draws} draws read back {ms:.3} ms");
+            let ms = best_ms(|| {
+                let mut keys = drawn.clone();
+                let w = Windows::of_sample(&mut keys, key_max(4));
+                std::hint::black_box(keys.par_iter().filter(|&&k| w.contains(k)).count());
+            });
+            println!("2^{log}: the draws' windows on the host {ms:.3} ms");
+            let ms = best_ms(|| {
+                // SAFETY: never read; freed on the stream before the synchronisation.
+                drop(unsafe { passes.stream.alloc::<u8>(n / 16 * 4) }.unwrap());
+                passes.stream.synchronize().unwrap();
+            });
+            println!("2^{log}: room for a copy of n / 16 samples, allocated and freed {ms:.3} ms");
             let ms = best_ms(|| drop(passes.extremes_for_quartiles(ptr, n, None).unwrap()));
             println!("2^{log}: draws and window pass {ms:.3} ms");
             let ms = best_ms(|| {
