@@ -1,8 +1,8 @@
 // The quartiles by a sampled window (crates/smemkit/src/histogram/cuda/estimate_window.rs), included
 // at the end of estimate.cu (whose types, key_of, kept, flush_extremes, digits_pass, GATHER and
 // AHEAD these kernels use):
-// est_sample takes the keys of a few evenly spaced samples; the host picks from them one or two
-// key windows that should hold the quartiles' neighbours; est_window, one pass over all samples,
+// est_sample copies a few evenly spaced samples, among which the radix select finds the order
+// statistics that end one or two key windows that should hold the quartiles' neighbours; est_window, one pass over all samples,
 // counts the samples below and up to each window's ends, copies those inside the windows and finds
 // the extremes as est_digits' first pass does; est_digits_mapped then selects in the copy on keys
 // mapped into the windows (map_key). The host checks with the counts that every rank it wants is
@@ -20,26 +20,13 @@ extern "C" __global__ void __launch_bounds__(256, 5) est_digits_mapped(const sam
     digits_pass<true>(in, n, 0, 0.0, 0.0, shift, bits, first, prefix, hist, nullptr, lo0, hi0, lo1, off1);
 }
 
-// The keys of the samples at indices floor(i * n / m), i < m, that are inside the range and not
-// NaN, in no particular order: out[0] their number (0 from the host), out[1..] the keys.
-extern "C" __global__ void __launch_bounds__(256) est_sample(const sample_t* __restrict__ in, u64 n,
-                                                             int has_range, double lo, double hi, u64 m,
-                                                             u64* __restrict__ out) {
+// The samples at indices floor(i * n / m), i < m, copied to out[i] (the host selects among them
+// as among samples: the range and NaN are left to the passes that read them).
+extern "C" __global__ void __launch_bounds__(256) est_sample(const sample_t* __restrict__ in, u64 n, u64 m,
+                                                             sample_t* __restrict__ out) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const unsigned lane = threadIdx.x & 31;
-    bool take = false;
-    u64 key = 0;
-    if (i < m) {
-        // i * n / m without overflow: i * (n % m) < m * m, and the host keeps m below 2^24.
-        const sample_t v = in[i * (n / m) + i * (n % m) / m];
-        take = !is_nan(v) && kept(v, has_range, lo, hi);
-        key = key_of(v);
-    }
-    const unsigned votes = __ballot_sync(FULL, take);
-    u64 base = 0;
-    if (lane == 0 && votes) base = atomicAdd(&out[0], (u64)__popc(votes));
-    base = __shfl_sync(FULL, base, 0);
-    if (take) out[1 + base + __popc(votes & ((1u << lane) - 1))] = key;
+    // i * n / m without overflow: i * (n % m) < m * m, and the host keeps m below 2^24.
+    if (i < m) out[i] = in[i * (n / m) + i * (n % m) / m];
 }
 
 // The keys of up to 32 bits as 32-bit words (keys of 32-bit samples compare in one instruction).

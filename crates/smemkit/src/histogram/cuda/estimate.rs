@@ -11,9 +11,10 @@
 //! Their cost in passes over the samples (without a range): `sqrt`, `sturges` and `rice` one
 //! (the extremes); `scott` two (the extremes with the sum of the samples, then the squared
 //! deviations); `doane` three (and the cubes, which need the standard deviation); `fd` and
-//! `auto` about one: a few thousand evenly spaced samples place two key windows around the
-//! quartiles, one pass finds the extremes, counts the samples below the windows and copies those
-//! inside, and the quartiles' neighbours are selected in the copy ([`super::estimate_window`]);
+//! `auto` about one: up to a million evenly spaced samples, selected on the device, place two key
+//! windows around the quartiles, one pass finds the extremes, counts the samples below the windows
+//! and copies those inside, and the quartiles' neighbours are selected in the copy
+//! ([`super::estimate_window`]);
 //! when the windows miss (or for fewer than a few million samples), a radix select whose first
 //! pass also finds the extremes, then either one pass that copies out the samples agreeing with
 //! the quartiles' first digits (when few do: the later digit passes read only them) or one pass

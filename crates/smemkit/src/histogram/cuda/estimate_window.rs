@@ -1,39 +1,43 @@
 //! The quartiles of `fd` and `auto` on the device in about one pass over the samples. The radix
 //! select over all samples ([`super::estimate_select`]) reads them at least twice and its first
-//! pass is bound by its counting, not by memory; here instead a few thousand evenly spaced
-//! samples (`est_sample`) tell where the quartiles' neighbours should lie, one pass (`est_window`)
-//! counts the samples below two key windows around those places, copies the samples inside them
-//! and finds the extremes that the estimators need anyway, and the ranks are then selected in the
-//! small copy, on keys mapped into the windows so that their top digits spread
-//! (`est_digits_mapped`).
+//! pass is bound by its counting, not by memory; here instead up to a million evenly spaced
+//! samples (`est_sample`, copied on the device) tell where the quartiles' neighbours should lie:
+//! the radix select over the draws finds the order statistics that end two key windows around
+//! those places, one pass (`est_window`) counts the samples below the windows, copies the samples
+//! inside them and finds the extremes that the estimators need anyway, and the ranks are then
+//! selected in the small copy, on keys mapped into the windows so that their top digits spread
+//! (`est_digits_mapped`). Only a few words cross to the host on the way.
 //!
 //! Exact by construction: the counts tell whether every rank wanted is inside a window (and the
 //! copy whole). When one is not (a sample that misrepresents the data, such as periodic data
 //! aligned with the stride), the radix select over all samples runs instead.
 
 use cudarc::driver::CudaSlice;
-use rayon::prelude::*;
 
 use super::estimate_passes::{arg, Passes, AHEAD, RANKS};
 use super::estimate_select::Selection;
 use crate::error::Result;
 use crate::gpu::device::cuda_err;
 
-/// The most samples drawn to place the windows. The windows hold a share of the samples shrinking
-/// as the square root of the draws (about 6 % of them at 32768, 12 % at 8192, 16 % at 4096),
-/// while the draws cost a read back of their keys and a selection on the host (tens of
-/// microseconds at 32768).
+/// The draws the tests take (a shape they were written for: the copy's share is about 6 % of the
+/// samples at 32768 draws).
+#[cfg(test)]
 pub(crate) const DRAWS: usize = 32_768;
+/// The most samples drawn to place the windows. The windows hold a share of the samples
+/// shrinking as the square root of the draws (about 0.5 % of them at 2^20, 6 % at 32768), and
+/// the draws are selected on the device in a few short passes over them, so more draws cost
+/// little: a scattered read each and their share of passes over a few MB.
+pub(crate) const MOST_DRAWS: usize = 1 << 20;
 /// The fewest samples for which the windows are tried: below, the radix select's few short passes
-/// cost no more than the draws' round trip.
+/// cost no more than the draws' round trips.
 pub(crate) const WINDOW_MIN: usize = 1 << 21;
 
-/// Draws for `n` samples: one per 8192 samples, from 4096 (up to 2^25 samples) to [`DRAWS`] (from
-/// 2^28 on). Each draw costs the host a few nanoseconds (its key's read back and selection) and
-/// the copy's share falls as the square root of the draws, so the best count grows as n^(2/3):
-/// with a few picoseconds per copied sample, about 9000 at 2^26 and 22000 at 2^28.
+/// Draws for `n` samples: one per 256 samples, from 8192 (up to 2^21 samples) to
+/// [`MOST_DRAWS`] (from 2^28 on). The draws' scattered reads touch a 32-byte sector of every
+/// 256 samples (a thirty-second of a pass over float32 samples at most), while the copy, which
+/// the window pass writes and the selection reads again, shrinks as the square root of the draws.
 pub(crate) fn draws_for(n: usize) -> usize {
-    (n / 8192).clamp(4096, DRAWS)
+    (n / 256).clamp(8192, MOST_DRAWS)
 }
 
 /// The windows' half-width, in standard deviations of a sample quantile's rank, and in ranks
@@ -62,11 +66,23 @@ impl Windows {
     /// enough that the quartiles of the whole lie inside them unless the sample misrepresents it:
     /// from the sample's order statistics [`SIGMAS`] standard deviations of the sample quantile's
     /// rank (and [`SLACK`]) each side, the keys' whole range where that runs past the sample.
-    /// `key_max` is the largest key of the sample type.
+    /// `key_max` is the largest key of the sample type. (The device selects the same order
+    /// statistics of its draws: [`Windows::end_ranks`], [`Windows::of_ends`].)
+    #[cfg(test)]
     pub(crate) fn of_sample(keys: &mut [u64], key_max: u64) -> Windows {
-        let k = keys.len();
-        // Slots: low and high end of the first window, then of the second.
-        let mut ends = [0, key_max, 0, key_max];
+        let wanted = Windows::end_ranks(keys.len());
+        let at: Vec<usize> = wanted.iter().map(|w| w.0).collect();
+        let mut ends = Windows::open_ends(key_max);
+        for (key, &(_, slot)) in order_statistics(keys, &at).into_iter().zip(&wanted) {
+            ends[slot] = key;
+        }
+        Windows::of_ends(ends)
+    }
+
+    /// The ranks among `k` drawn keys whose keys end the windows, ascending, each with its slot
+    /// in [`Windows::of_ends`]'s `ends` (0 and 1 the first window's low and high end, 2 and 3 the
+    /// second's); an end whose rank would fall outside the draws has none (it stays open).
+    pub(crate) fn end_ranks(k: usize) -> Vec<(usize, usize)> {
         let mut wanted: Vec<(usize, usize)> = Vec::with_capacity(4);
         if k > 0 {
             for (j, p) in [0.25f64, 0.75].into_iter().enumerate() {
@@ -82,10 +98,17 @@ impl Windows {
             }
         }
         wanted.sort_unstable();
-        let at: Vec<usize> = wanted.iter().map(|w| w.0).collect();
-        for (key, &(_, slot)) in order_statistics(keys, &at).into_iter().zip(&wanted) {
-            ends[slot] = key;
-        }
+        wanted
+    }
+
+    /// The windows' ends before any is set: each window the keys' whole range.
+    pub(crate) fn open_ends(key_max: u64) -> [u64; 4] {
+        [0, key_max, 0, key_max]
+    }
+
+    /// The windows of the keys `ends` (low and high end of the first, then of the second, the
+    /// order statistics make them ascending but for overlap), merged when they overlap.
+    pub(crate) fn of_ends(ends: [u64; 4]) -> Windows {
         let [lo0, hi0, lo1, hi1] = ends;
         if lo1 <= hi0 {
             // Overlapping (the order statistics make lo0 <= lo1 and hi0 <= hi1).
@@ -104,6 +127,7 @@ impl Windows {
     }
 
     /// Whether `key` is inside a window.
+    #[cfg(test)]
     pub(crate) fn contains(&self, key: u64) -> bool {
         (self.lo[0]..=self.hi[0]).contains(&key) || (self.lo[1]..=self.hi[1]).contains(&key)
     }
@@ -117,26 +141,10 @@ pub(crate) fn draw_index(i: usize, n: usize, m: usize) -> usize {
 }
 
 /// The values of sorted order at the ascending indices `at` (repeats allowed) among `keys`,
-/// which may be reordered. Each index takes a selection of its own on a copy, in parallel when
-/// the keys are many: the draws' four selections cost the host about 115 us one after another
-/// on 32768 keys, narrowing each to what lies above the last, and one selection's time run
-/// side by side.
+/// which are reordered: one `select_nth_unstable` per index, each on what lies above the last
+/// (the host's replay of the device's selection of the draws).
+#[cfg(test)]
 pub(crate) fn order_statistics(keys: &mut [u64], at: &[usize]) -> Vec<u64> {
-    if keys.len() < PARALLEL_SELECT_MIN || at.len() < 2 {
-        return order_statistics_in_turn(keys, at);
-    }
-    let keys: &[u64] = keys;
-    at.par_iter()
-        .map(|&i| *keys.to_vec().select_nth_unstable(i).1)
-        .collect()
-}
-
-/// The fewest keys for which [`order_statistics`] selects in parallel.
-const PARALLEL_SELECT_MIN: usize = 8192;
-
-/// [`order_statistics`] in one thread: one `select_nth_unstable` per index, each on what lies
-/// above the last.
-fn order_statistics_in_turn(keys: &mut [u64], at: &[usize]) -> Vec<u64> {
     let mut out = Vec::with_capacity(at.len());
     let (mut rest, mut base) = (keys, 0usize);
     for &i in at {
@@ -168,6 +176,25 @@ pub(crate) struct WindowCounts {
     pub below: [u64; 2],
     pub upto: [u64; 2],
     pub taken: u64,
+}
+
+impl WindowCounts {
+    /// The kept samples inside the windows.
+    pub(crate) fn inside(&self, w: &Windows) -> u64 {
+        let first = self.upto[0].saturating_sub(self.below[0]);
+        if w.merged {
+            first
+        } else {
+            first + self.upto[1].saturating_sub(self.below[1])
+        }
+    }
+}
+
+/// What one est_window pass read back: the extremes' words (as [`Passes::extremes`]) and the
+/// window counts.
+struct WindowSeen {
+    extremes: [u64; 4],
+    counts: WindowCounts,
 }
 
 /// The ranks among the copy of the samples of the given ranks among all kept samples, or `None`
@@ -395,7 +422,11 @@ impl Passes {
         }
     }
 
-    /// The windows placed by `draws` evenly spaced samples (est_sample), and their copy's room.
+    /// The windows placed by `draws` evenly spaced samples, and their copy's room. The draws
+    /// (est_sample) stay on the device and are treated as samples: the radix select's first pass
+    /// counts those kept (the range, NaN), the select finds the order statistics that end the
+    /// windows ([`Windows::end_ranks`]), and a window pass over the draws counts those inside
+    /// the windows, which sizes the copy. Three round trips of a few words each.
     ///
     /// # Safety
     /// As [`Passes::extremes`].
@@ -407,38 +438,51 @@ impl Passes {
         draws: usize,
     ) -> Result<Plan> {
         let m = draws.clamp(1, MAX_DRAWS);
+        let mut ends = Windows::open_ends(key_max(self.size));
+        if n == 0 {
+            return Ok(Plan {
+                windows: Windows::of_ends(ends),
+                cap: 0,
+            });
+        }
         // SAFETY: forwarded.
-        let mut keys = unsafe { self.draw_keys(input, n, range, m)? };
-        let windows = Windows::of_sample(&mut keys, key_max(self.size));
-        let inside = keys.par_iter().filter(|&&k| windows.contains(k)).count();
+        let drawn = unsafe { self.draw(input, n, m)? };
+        let at = self.ptr(&drawn);
+        // SAFETY: `drawn` holds m samples and lives to the end of this function, after the last
+        // read back.
+        let (ext, sel) = unsafe { self.extremes_and_digits(at, m, range)? };
+        let wanted = Windows::end_ranks(ext[0] as usize);
+        if let Some(&(first, _)) = wanted.first() {
+            let mut ranks = [first as u64; RANKS];
+            for (r, &(rank, _)) in ranks.iter_mut().zip(&wanted) {
+                *r = rank as u64;
+            }
+            // SAFETY: as above.
+            let keys = unsafe { self.select(sel, ranks)? };
+            for (key, &(_, slot)) in keys.iter().zip(&wanted) {
+                ends[slot] = *key;
+            }
+        }
+        let windows = Windows::of_ends(ends);
+        // SAFETY: as above; with no room the pass copies nothing.
+        let seen = unsafe { self.window_counts(at, m, range, &windows, 0, 0)? };
         Ok(Plan {
             windows,
-            cap: copy_cap(n, m, inside),
+            cap: copy_cap(n, m, seen.counts.inside(&windows) as usize),
         })
     }
 
-    /// The keys of `m` evenly spaced samples among the `n` at `input` (those inside `range` when
-    /// given; none when `n` is 0), read back (est_sample).
+    /// The samples at `draw_index(i, n, m)`, i < m, of the `n` at `input`, copied on the
+    /// device (est_sample).
     ///
     /// # Safety
-    /// As [`Passes::extremes`].
-    pub(crate) unsafe fn draw_keys(
-        &self,
-        input: u64,
-        n: usize,
-        range: Option<(f64, f64)>,
-        m: usize,
-    ) -> Result<Vec<u64>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let out = self.alloc((1 + m) * 8)?;
+    /// As [`Passes::extremes`]; `n` > 0.
+    pub(crate) unsafe fn draw(&self, input: u64, n: usize, m: usize) -> Result<CudaSlice<u8>> {
+        let out = self.alloc(m * self.size)?;
         let (mut input, mut n64, mut m64) = (input, n as u64, m as u64);
-        let mut has_range = range.is_some() as i32;
-        let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
         let mut out_ptr = self.ptr(&out);
-        // SAFETY: est_sample(in, n, has_range, lo, hi, m, out): `out` holds 1 + m words, the
-        // indices it reads are below n.
+        // SAFETY: est_sample(in, n, m, out): `out` holds m samples, the indices it reads are
+        // below n.
         unsafe {
             self.launch(
                 "est_sample",
@@ -447,33 +491,28 @@ impl Passes {
                 &mut [
                     arg(&mut input),
                     arg(&mut n64),
-                    arg(&mut has_range),
-                    arg(&mut lo),
-                    arg(&mut hi),
                     arg(&mut m64),
                     arg(&mut out_ptr),
                 ],
             )?
         };
-        let words = self.read_u64(&out, 1 + m)?;
-        Ok(words[1..1 + words[0] as usize].to_vec())
+        Ok(out)
     }
 
-    /// The pass over all samples for `plan`'s windows (est_window).
+    /// One est_window pass over the `n` samples at `input` for `windows`, copying those inside
+    /// to `out` (room for `cap`), read back.
     ///
     /// # Safety
-    /// As [`Passes::extremes_for_quartiles`].
-    unsafe fn window_pass(
+    /// As [`Passes::extremes`]; `out` must hold `cap` samples.
+    unsafe fn window_counts(
         &self,
         input: u64,
         n: usize,
         range: Option<(f64, f64)>,
-        plan: Plan,
-    ) -> Result<([u64; 4], Quartiles)> {
-        // SAFETY: the copy is left unset: est_window writes its first `taken` samples (at most
-        // `cap`, as copy_ranks checks before anything reads them) and nothing reads the rest.
-        let copy = unsafe { self.stream.alloc::<u8>((plan.cap * self.size).max(8)) }
-            .map_err(cuda_err("allocating the estimator's scratch"))?;
+        windows: &Windows,
+        out: u64,
+        cap: usize,
+    ) -> Result<WindowSeen> {
         let mut init = [0u64; WINDOW_WORDS];
         init[1] = u64::MAX;
         let init: Vec<u8> = init.iter().flat_map(|w| w.to_ne_bytes()).collect();
@@ -485,12 +524,12 @@ impl Passes {
             let (mut input, mut n64) = (input, n as u64);
             let mut has_range = range.is_some() as i32;
             let (mut lo, mut hi) = range.unwrap_or((0.0, 0.0));
-            let w = plan.windows;
+            let w = windows;
             let (mut lo0, mut hi0, mut lo1, mut hi1) = (w.lo[0], w.hi[0], w.lo[1], w.hi[1]);
-            let (mut out, mut cap) = (self.ptr(&copy), plan.cap as u64);
+            let (mut out, mut cap) = (out, cap as u64);
             let mut counts_ptr = self.ptr(&counts);
             // SAFETY: est_window(in, n, has_range, lo, hi, lo0, hi0, lo1, hi1, out, cap, counts):
-            // `copy` holds `cap` samples (the kernel writes no more), `counts` WINDOW_WORDS words.
+            // `out` holds `cap` samples (the kernel writes no more), `counts` WINDOW_WORDS words.
             unsafe {
                 self.launch(
                     "est_window",
@@ -514,13 +553,37 @@ impl Passes {
             };
         }
         let w = self.read_u64(&counts, WINDOW_WORDS)?;
-        let counts = WindowCounts {
-            below: [w[4], w[6]],
-            upto: [w[5], w[7]],
-            taken: w[8],
+        Ok(WindowSeen {
+            extremes: [w[0], w[1], w[2], w[3]],
+            counts: WindowCounts {
+                below: [w[4], w[6]],
+                upto: [w[5], w[7]],
+                taken: w[8],
+            },
+        })
+    }
+
+    /// The pass over all samples for `plan`'s windows (est_window).
+    ///
+    /// # Safety
+    /// As [`Passes::extremes_for_quartiles`].
+    unsafe fn window_pass(
+        &self,
+        input: u64,
+        n: usize,
+        range: Option<(f64, f64)>,
+        plan: Plan,
+    ) -> Result<([u64; 4], Quartiles)> {
+        // SAFETY: the copy is left unset: est_window writes its first `taken` samples (at most
+        // `cap`, as copy_ranks checks before anything reads them) and nothing reads the rest.
+        let copy = unsafe { self.stream.alloc::<u8>((plan.cap * self.size).max(8)) }
+            .map_err(cuda_err("allocating the estimator's scratch"))?;
+        // SAFETY: forwarded; `copy` holds `cap` samples.
+        let seen = unsafe {
+            self.window_counts(input, n, range, &plan.windows, self.ptr(&copy), plan.cap)?
         };
         Ok((
-            [w[0], w[1], w[2], w[3]],
+            seen.extremes,
             Quartiles {
                 input,
                 n,
@@ -528,7 +591,7 @@ impl Passes {
                 state: State::Window {
                     copy,
                     windows: plan.windows,
-                    counts,
+                    counts: seen.counts,
                     cap: plan.cap,
                 },
             },
