@@ -36,6 +36,7 @@ struct BinParams {
     float interior32_scale, interior32_lo, interior32_hi;  // the same in float32 (hi 0: off)
     SearchTable table;  // mode EDGES: narrows the search over `edges` (null starts: none)
     unsigned long long* lanes16;  // sliced counts: the flush's 16-bit lanes (`flush_packed_lanes16`), or null
+    unsigned stage_ring;  // sliced counts of mode uniform32w: 1 where the warps' staging rings follow the hot lanes
 };
 
 // With the multiply estimate m (float64, m >= 0): whether m's fractional part is far enough from

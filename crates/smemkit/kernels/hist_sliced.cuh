@@ -38,8 +38,11 @@ __device__ void sliced_kernel(const sample_t* in, unsigned long long n, BinParam
     // A second copy of the loop without tallies where binning is cheap (the modes `auto` slices);
     // the others keep one copy, which fits their registers without spilling.
     constexpr bool LEAN = CHEAP_MODE(MODE);
+    // The warps' staging rings after the hot lanes, where the host gave them room (p.stage_ring).
+    float* ring = p.stage_ring ? reinterpret_cast<float*>(hot_counts + PACKED_HOT_LANES) + (threadIdx.x >> 5) * WIDE_RING_SLOTS
+                               : nullptr;
     if (!LEAN || slice == 0)
-        lean_loop<MODE, true, true>(in, n, p, sink, t, lo, len, member, members);
+        lean_loop<MODE, true, true>(in, n, p, sink, t, lo, len, member, members, ring);
     else
         lean_loop<MODE, !LEAN, true>(in, n, p, sink, t, lo, len, member, members);
     __syncthreads();

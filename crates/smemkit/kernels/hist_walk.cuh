@@ -3,6 +3,10 @@
 // (`grid_walk`, `process`) and the lean 32-bit step (`bin32`, `slice_bin`, `lean_loop`) of the
 // kernels that count integer or exact float32 bins only. Included by histogram.cu.
 
+// Slots of each warp's staging ring in `wide_ring_loop` (the host's RING_SLOTS): a batch of 32
+// and room for the next step's pushes.
+#define WIDE_RING_SLOTS 64
+
 // Per-thread tallies of samples outside the bins, summed over the warp and added to global memory
 // once per warp at the end.
 struct Tally {
@@ -412,29 +416,114 @@ __device__ __forceinline__ void grid_slice_loop(const sample_t* __restrict__ in,
 // edges around it and moves at most one bin each way, as numpy's own correction does: the result
 // is the bin whose float32 edges bracket the sample, which is numpy's. The tallies are counted on
 // the side without branches.
+// `wide_slice_loop`'s bin of a float32 sample, numpy's where `inside` [first32, last32] (anything
+// for others, which skip the correction).
+__device__ __forceinline__ int wide_bin(float x, bool inside, const BinParams& p) {
+    const int nb = (int)p.nbins;
+    const double m = __dmul_rn(__dsub_rn((double)x, p.interior64_first), p.interior64_scale);
+    const double r = __dadd_rd(m, 4503599627370496.0);
+    const double frac = __dsub_rn(m, __dsub_rn(r, 4503599627370496.0));
+    int k = __double2loint(r);
+    if (inside && !(frac > p.interior_lo && frac < p.interior_hi && (unsigned)k < (unsigned)nb)) {
+        k = max(0, min(k, nb - 1));
+        if (k > 0 && x < numpy_edge32(k, p)) k -= 1;
+        else if (k < nb - 1 && x >= numpy_edge32(k + 1, p)) k += 1;
+    }
+    return k;
+}
+
 template <bool TALLY, bool PREFETCH, class Sink>
 __device__ __forceinline__ void wide_slice_loop(const sample_t* __restrict__ in, unsigned long long n,
                                                 const BinParams& p, Sink& sink, Tally& t, unsigned lo, unsigned len,
                                                 unsigned block, unsigned blocks) {
-    const int nb = (int)p.nbins;
     SideTally side;
     grid_walk<PREFETCH>(in, n, sink, [&](sample_t v, unsigned long long) {
         const float x = (float)v;
-        const double m = __dmul_rn(__dsub_rn((double)x, p.interior64_first), p.interior64_scale);
-        const double r = __dadd_rd(m, 4503599627370496.0);
-        const double frac = __dsub_rn(m, __dsub_rn(r, 4503599627370496.0));
-        int k = __double2loint(r);
         const bool inside = x >= p.first32 && x <= p.last32;
         if (TALLY) side.count(x, p.first32, p.last32);
-        if (inside && !(frac > p.interior_lo && frac < p.interior_hi && (unsigned)k < (unsigned)nb)) {
-            k = max(0, min(k, nb - 1));
-            if (k > 0 && x < numpy_edge32(k, p)) k -= 1;
-            else if (k < nb - 1 && x >= numpy_edge32(k + 1, p)) k += 1;
-        }
-        const unsigned local = (unsigned)k - lo;
+        const unsigned local = (unsigned)wide_bin(x, inside, p) - lo;
         if (inside && local < len) sink.add(local, 1u);
     }, block, blocks);
     if (TALLY) side.into(t);
+}
+
+// `wide_slice_loop` with the samples of the slice compacted first. Its step costs about 60
+// instructions per sample and slice, and every lane pays it for every sample, since some lane of
+// a warp nearly always has a sample in the slice. Here each sample takes only a cheap test against
+// the slice's outer float32 edges (`near`: every sample of the slice's bins, and a few beside
+// them, which the full step then leaves out); the warp pushes its near samples into its ring in
+// shared memory (one ballot) and bins them 32 at a time, every lane busy. With k slices a sample
+// is near about one slice in k, so the full step runs about once per sample instead of k times.
+// The ring is `ring` (this warp's WIDE_RING_SLOTS floats); the loads are `grid_walk`'s, but its
+// trips are cut where the warp's last lane runs out, so that the ballots see every lane; the
+// samples after that take the full step one by one, and the ring's rest is binned at the end.
+// Tallies are kept by the first slice only (`lo` 0).
+template <bool TALLY, class Sink>
+__device__ __forceinline__ void wide_ring_loop(const sample_t* __restrict__ in, unsigned long long n,
+                                               const BinParams& p, Sink& sink, Tally& t, unsigned lo, unsigned len,
+                                               unsigned block, unsigned blocks, float* ring) {
+    const float near_lo = numpy_edge32((int)lo, p), near_hi = numpy_edge32((int)(lo + len), p);
+    const bool tally = TALLY && lo == 0;
+    const unsigned lane = threadIdx.x & 31;
+    const unsigned lower = (1u << lane) - 1u;
+    unsigned held = 0;
+    SideTally side;
+    auto bin_it = [&](float x) {
+        const bool inside = x >= p.first32 && x <= p.last32;
+        const unsigned local = (unsigned)wide_bin(x, inside, p) - lo;
+        if (inside && local < len) sink.add(local, 1u);
+    };
+    auto push = [&](float x) {
+        if (tally) side.count(x, p.first32, p.last32);
+        const bool near = x >= near_lo && x <= near_hi;
+        const unsigned votes = __ballot_sync(0xffffffffu, near);
+        if (near) ring[held + __popc(votes & lower)] = x;
+        held += __popc(votes);
+        if (held >= 32) {
+            __syncwarp();
+            held -= 32;
+            const float y = ring[held + lane];
+            __syncwarp();
+            bin_it(y);
+        }
+    };
+    auto alone = [&](float x) {
+        if (tally) side.count(x, p.first32, p.last32);
+        if (x >= near_lo && x <= near_hi) bin_it(x);
+    };
+    const unsigned long long nvec = n / 4;
+    const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
+    const float4* in4 = reinterpret_cast<const float4*>(in);
+    unsigned long long i = (unsigned long long)block * blockDim.x + threadIdx.x;
+    // The warp's last lane reads vector i + last_lane.
+    const unsigned long long last_lane = 31 - lane;
+    if (i + last_lane + stride < nvec) {
+        float4 a = __ldg(in4 + i), b = __ldg(in4 + i + stride);
+        for (;;) {
+            const unsigned long long next = i + 2 * stride;
+            const bool more = next + last_lane + stride < nvec;
+            float4 na, nb;
+            if (more) {
+                na = __ldg(in4 + next);
+                nb = __ldg(in4 + next + stride);
+            }
+            sink.step();
+            push(a.x), push(a.y), push(a.z), push(a.w);
+            push(b.x), push(b.y), push(b.z), push(b.w);
+            i = next;
+            if (!more) break;
+            a = na, b = nb;
+        }
+    }
+    for (; i < nvec; i += stride) {
+        const float4 a = __ldg(in4 + i);
+        alone(a.x), alone(a.y), alone(a.z), alone(a.w);
+    }
+    for (unsigned long long j = nvec * 4 + (unsigned long long)block * blockDim.x + threadIdx.x; j < n; j += stride)
+        alone((float)in[j]);
+    __syncwarp();
+    if (lane < held) bin_it(ring[lane]);
+    if (tally) side.into(t);
 }
 #endif
 
@@ -476,7 +565,7 @@ __device__ __forceinline__ void uniform64_slice_loop(const sample_t* __restrict_
 template <int MODE, bool TALLY, bool PREFETCH, class Sink>
 __device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
                                           Sink& sink, Tally& t, unsigned lo, unsigned len, unsigned block,
-                                          unsigned blocks) {
+                                          unsigned blocks, float* ring = nullptr) {
 #if SAMPLE_IS_FLOAT && !SAMPLE_IS_HALF
     if constexpr (MODE == MODE_UNIFORM32_EXACT || MODE == MODE_UNIFORM64_EXACT) {
         if (!p.clamp) {
@@ -495,6 +584,10 @@ __device__ __forceinline__ void lean_loop(const sample_t* __restrict__ in, unsig
 #endif
 #if SAMPLE_IS_F32
     if constexpr (MODE == MODE_UNIFORM32_WIDE) {
+        if (!p.clamp && ring) {
+            wide_ring_loop<TALLY>(in, n, p, sink, t, lo, len, block, blocks, ring);
+            return;
+        }
         if (!p.clamp) {
             wide_slice_loop<TALLY, PREFETCH>(in, n, p, sink, t, lo, len, block, blocks);
             return;

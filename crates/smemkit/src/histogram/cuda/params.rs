@@ -69,6 +69,9 @@ pub struct KernelBinParams {
     /// Sliced counts: device address of the flush's 16-bit lanes (`flush_packed_lanes16` in
     /// `kernels/hist_packed.cuh`), or 0 for the flush into the result.
     pub lanes16: u64,
+    /// Sliced counts of mode `uniform32w`: 1 where the warps' staging rings follow the hot lanes
+    /// in shared memory (`wide_ring_loop` in `kernels/hist_walk.cuh`; [`super::prepared::naming::stage_ring_bytes`]).
+    pub stage_ring: u32,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.
@@ -634,7 +637,8 @@ mod tests {
         // 16-bit float table's address, the two interior fractions, the float64 shortcut's first
         // edge and factor, the float64 grid's factor and first index, and the float32 interior
         // factor and fractions (padded to 8 bytes), the edges' search table (a pointer, three
-        // 8-byte numbers, four 4-byte ones), the sliced flush's lanes' address.
+        // 8-byte numbers, four 4-byte ones), the sliced flush's lanes' address, the staging
+        // rings' flag (padded to 8 bytes).
         assert_eq!(
             std::mem::size_of::<KernelBinParams>(),
             9 * 8
@@ -656,6 +660,7 @@ mod tests {
                 + 3 * 4
                 + 4
                 + 48
+                + 8
                 + 8
         );
         assert_eq!(std::mem::align_of::<KernelBinParams>(), 8);

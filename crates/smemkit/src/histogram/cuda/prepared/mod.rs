@@ -206,10 +206,17 @@ impl Prepared {
         let func = gpu.function(&HISTOGRAM, &sample_defines(sample_type), &main)?;
         let cluster = plan.strategy.cluster_size();
         let unit = plan.strategy.grid_unit();
+        let stage_ring = stage_ring_bytes(
+            &plan,
+            mode_name(binning, sample_type),
+            policy,
+            weights,
+            gpu.limits.smem_per_block_optin,
+        );
         let mut shape = LaunchShape {
             grid: plan.grid,
             block: plan.block,
-            shared_bytes: plan.shared_bytes,
+            shared_bytes: plan.shared_bytes + stage_ring.unwrap_or(0),
             cluster,
         };
         launch::prepare_function(&func, &shape, gpu.limits.smem_per_block_optin)?;
@@ -282,6 +289,7 @@ impl Prepared {
             edges_ptr,
         );
         params.bins_per_block = plan.bins_per_block as u32;
+        params.stage_ring = stage_ring.is_some() as u32;
         let edge_search = match binning {
             Binning::Edges(e) => match SearchTable::build(e, |edge, x| edge <= x) {
                 Some(table) => {

@@ -121,6 +121,35 @@ pub fn lanes16_fit(plan: &Plan, weights: WeightKind) -> bool {
     }
 }
 
+/// Floats of each warp's staging ring (`WIDE_RING_SLOTS` in kernels/hist_walk.cuh).
+pub const RING_SLOTS: u32 = 64;
+
+/// Bytes of shared memory that a sliced count of float32 bins off the grid (mode `uniform32w`,
+/// ignore policy, no weights) gives its warps' staging rings (`wide_ring_loop` in
+/// kernels/hist_walk.cuh), after its counters and hot lanes, where they fit the block's opt-in
+/// limit beside them; `None` otherwise, and the kernel bins every sample in every slice.
+pub fn stage_ring_bytes(
+    plan: &Plan,
+    mode: &str,
+    policy: OutOfRange,
+    weights: WeightKind,
+    smem_optin: u32,
+) -> Option<u32> {
+    match plan.strategy {
+        Strategy::Sliced { bits: 8 | 4, .. }
+            if mode == "uniform32w"
+                && policy == OutOfRange::Ignore
+                && weights == WeightKind::None =>
+        {
+            let bytes = plan.block / 32 * RING_SLOTS * 4;
+            (plan.shared_bytes as usize + bytes as usize + plan::STATIC_SHARED_RESERVE
+                <= smem_optin as usize)
+                .then_some(bytes)
+        }
+        _ => None,
+    }
+}
+
 /// Whether warps combine equal bins before their atomics. Shared-memory atomics on one address are
 /// cheap enough that `__match_any_sync` only costs, while remote (cluster) and global atomics on one
 /// address serialise without it (figures in bench/NOTES.md). The cluster_packed kernels' loop without
@@ -168,5 +197,28 @@ mod tests {
         let mut global = sliced(8, 3, 132);
         global.strategy = Strategy::Global;
         assert!(!lanes16_fit(&global, WeightKind::None));
+    }
+
+    #[test]
+    fn staging_rings_only_for_sliced_float32_bins_off_the_grid_where_they_fit() {
+        let optin = 232_448;
+        let mut plan = sliced(8, 3, 132);
+        plan.shared_bytes = 166_795;
+        let ring =
+            |p: &Plan, mode, policy, weights| stage_ring_bytes(p, mode, policy, weights, optin);
+        let (ignore, none) = (OutOfRange::Ignore, WeightKind::None);
+        // 32 warps of 64 floats.
+        assert_eq!(ring(&plan, "uniform32w", ignore, none), Some(8192));
+        assert_eq!(ring(&plan, "uniform32x", ignore, none), None);
+        assert_eq!(ring(&plan, "uniform32w", OutOfRange::Clamp, none), None);
+        assert_eq!(ring(&plan, "uniform32w", ignore, WeightKind::F32), None);
+        // Up to the opt-in limit with the static reserve, not past it.
+        plan.shared_bytes = optin - 8192 - plan::STATIC_SHARED_RESERVE as u32;
+        assert_eq!(ring(&plan, "uniform32w", ignore, none), Some(8192));
+        plan.shared_bytes += 1;
+        assert_eq!(ring(&plan, "uniform32w", ignore, none), None);
+        let mut packed = sliced(8, 3, 132);
+        packed.strategy = Strategy::Packed { bits: 8 };
+        assert_eq!(ring(&packed, "uniform32w", ignore, none), None);
     }
 }
