@@ -9,7 +9,8 @@
 // rarely agree on skipping: with five slices some lane of 32 almost always counts), so the time
 // grows with the slice count; `lean_loop` keeps that per-slice step short. Staging each warp's
 // samples of the slice in a shared ring to count them 32 at a time cost more instructions than it
-// saved. (Figures in bench/NOTES.md.) What it
+// saved for those short steps; the float64 shortcut of float32 bins off the grid (uniform32w),
+// about 60 instructions, is the exception (`wide_ring_loop`). (Figures in bench/NOTES.md.) What it
 // saves against partition or global: each count is a shared-memory atomic, with no round trip of
 // the samples through DRAM and no global atomic per sample. The host launches a multiple of
 // `slices` blocks so that every slice has as many members, which keeps them in step.
