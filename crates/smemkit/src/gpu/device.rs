@@ -30,6 +30,8 @@ pub struct Gpu {
     /// NVRTC target, e.g. `compute_90a`.
     pub arch: String,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+    /// Scratch kept between calls ([`super::scratch`]).
+    pub(crate) kept: super::scratch::Kept,
 }
 
 /// Maps a driver error to the library's error with what was being done.
@@ -204,6 +206,7 @@ fn open(ordinal: usize) -> Result<Gpu> {
         driver_version,
         arch,
         modules: Mutex::new(HashMap::new()),
+        kept: Default::default(),
     })
 }
 

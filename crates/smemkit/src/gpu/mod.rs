@@ -17,6 +17,7 @@ mod load_stats;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod nvrtc;
+pub(crate) mod scratch;
 pub mod timing;
 pub mod trace;
 pub mod work_time;

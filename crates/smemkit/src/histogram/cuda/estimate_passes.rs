@@ -124,6 +124,8 @@ pub(crate) struct Tiles {
 
 /// The compiled kernels for one sample type, with the stream they run on.
 pub(crate) struct Passes {
+    /// The device (its kept scratch, [`crate::gpu::scratch`]).
+    pub gpu: Arc<Gpu>,
     pub stream: Arc<CudaStream>,
     pub kind: Kind,
     pub size: usize,
@@ -148,6 +150,7 @@ impl Passes {
             .map(|e| gpu.function(&ESTIMATE, &defines, e))
             .collect::<Result<Vec<_>>>()?;
         Ok(Passes {
+            gpu: gpu.clone(),
             stream,
             kind,
             size: t.size(),

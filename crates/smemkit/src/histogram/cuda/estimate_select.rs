@@ -13,6 +13,7 @@ use super::estimate_passes::{
 use super::estimate_window::KeyMap;
 use crate::error::Result;
 use crate::gpu::device::cuda_err;
+use crate::gpu::scratch::Scratch;
 
 /// How the first radix-select pass counts its digits (`est_digits`'s `first`): 1, a warp match
 /// per sample (robust to any ties, but a slow instruction); 2, lane 0's digit together and the
@@ -85,13 +86,13 @@ impl Passes {
     /// `copy` must hold `n` samples whose keys `map` maps.
     pub(crate) unsafe fn mapped_selection(
         &self,
-        copy: CudaSlice<u8>,
+        copy: Scratch,
         n: usize,
         map: KeyMap,
     ) -> Result<Selection> {
         let passes = map.width.div_ceil(DIGIT_BITS);
         let sel = Selection {
-            input: self.ptr(&copy),
+            input: self.ptr(copy.slice()),
             n,
             range: None,
             width: map.width,
@@ -277,7 +278,7 @@ impl Passes {
             input: out,
             n: count,
             range: None,
-            _copy: Some(copy),
+            _copy: Some(Scratch::plain(copy)),
             ..sel
         })
     }
@@ -314,7 +315,7 @@ pub(crate) struct Selection {
     hist: CudaSlice<u8>,
     prefix: CudaSlice<u8>,
     /// The gathered samples `input` points into, once gathered (held for as long as `input`).
-    _copy: Option<CudaSlice<u8>>,
+    _copy: Option<Scratch>,
 }
 
 /// The bits (shift, width) of radix-select pass `pass` over keys of `width` bits: 11 bits at a

@@ -12,7 +12,7 @@
 //! copy whole). When one is not (a sample that misrepresents the data, such as periodic data
 //! aligned with the stride), the radix select over all samples runs instead.
 
-use cudarc::driver::CudaSlice;
+use crate::gpu::scratch::Scratch;
 
 use super::estimate_passes::{arg, Passes, AHEAD, RANKS};
 use super::estimate_select::Selection;
@@ -310,7 +310,7 @@ pub(crate) struct Quartiles {
 enum State {
     Radix(Selection),
     Window {
-        copy: CudaSlice<u8>,
+        copy: Scratch,
         windows: Windows,
         counts: WindowCounts,
         cap: usize,
@@ -447,7 +447,7 @@ impl Passes {
         }
         // SAFETY: forwarded.
         let drawn = unsafe { self.draw(input, n, m)? };
-        let at = self.ptr(&drawn);
+        let at = self.ptr(drawn.slice());
         // SAFETY: `drawn` holds m samples and lives to the end of this function, after the last
         // read back.
         let (ext, sel) = unsafe { self.extremes_and_digits(at, m, range)? };
@@ -477,10 +477,10 @@ impl Passes {
     ///
     /// # Safety
     /// As [`Passes::extremes`]; `n` > 0.
-    pub(crate) unsafe fn draw(&self, input: u64, n: usize, m: usize) -> Result<CudaSlice<u8>> {
-        let out = self.alloc(m * self.size)?;
+    pub(crate) unsafe fn draw(&self, input: u64, n: usize, m: usize) -> Result<Scratch> {
+        let out = Scratch::take(&self.gpu, &self.stream, m * self.size)?;
         let (mut input, mut n64, mut m64) = (input, n as u64, m as u64);
-        let mut out_ptr = self.ptr(&out);
+        let mut out_ptr = self.ptr(out.slice());
         // SAFETY: est_sample(in, n, m, out): `out` holds m samples, the indices it reads are
         // below n.
         unsafe {
@@ -574,13 +574,19 @@ impl Passes {
         range: Option<(f64, f64)>,
         plan: Plan,
     ) -> Result<([u64; 4], Quartiles)> {
-        // SAFETY: the copy is left unset: est_window writes its first `taken` samples (at most
-        // `cap`, as copy_ranks checks before anything reads them) and nothing reads the rest.
-        let copy = unsafe { self.stream.alloc::<u8>((plan.cap * self.size).max(8)) }
-            .map_err(cuda_err("allocating the estimator's scratch"))?;
+        // The copy is left unset: est_window writes its first `taken` samples (at most `cap`, as
+        // copy_ranks checks before anything reads them) and nothing reads the rest.
+        let copy = Scratch::take(&self.gpu, &self.stream, plan.cap * self.size)?;
         // SAFETY: forwarded; `copy` holds `cap` samples.
         let seen = unsafe {
-            self.window_counts(input, n, range, &plan.windows, self.ptr(&copy), plan.cap)?
+            self.window_counts(
+                input,
+                n,
+                range,
+                &plan.windows,
+                self.ptr(copy.slice()),
+                plan.cap,
+            )?
         };
         Ok((
             seen.extremes,
