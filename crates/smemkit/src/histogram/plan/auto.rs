@@ -135,9 +135,18 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
     if w.weighted {
         return None;
     }
-    // Costly bins take 8-bit counters only.
+    // Costly bins take 8-bit counters only; one slice more where the slices stage their samples.
+    let staged = costly && w.staged_slices;
+    let costly_widths = [(
+        8,
+        if staged {
+            AUTO_SLICED_STAGED_MAX_SLICES
+        } else {
+            AUTO_SLICED_COSTLY_MAX_SLICES
+        },
+    )];
     let widths: &[(u32, usize)] = if costly {
-        &[(8, AUTO_SLICED_COSTLY_MAX_SLICES)]
+        &costly_widths
     } else {
         &[(8, AUTO_SLICED8_MAX_SLICES), (4, AUTO_SLICED4_MAX_SLICES)]
     };
@@ -149,7 +158,19 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
     let Strategy::Sliced { slices, .. } = p.strategy else {
         return None;
     };
-    let measured = if costly {
+    // The extra slice pays only with the rings, which need room beside the counters.
+    if costly
+        && slices as usize > AUTO_SLICED_COSTLY_MAX_SLICES
+        && !stage_rings_fit(p.shared_bytes, p.block, limits)
+    {
+        return None;
+    }
+    let measured = if staged && slices as usize > AUTO_SLICED_COSTLY_MAX_SLICES {
+        format!(
+            "samples whose bins are computed with numpy's correction, staged near each slice: \
+             measured ahead of global up to {AUTO_SLICED_STAGED_MAX_SLICES} slices"
+        )
+    } else if costly {
         format!(
             "samples whose bins are computed with numpy's correction: measured ahead of global up \
              to {AUTO_SLICED_COSTLY_MAX_SLICES} slices"
@@ -203,6 +224,12 @@ fn auto_sliced_sums_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
 /// took 2.53 ms for float32 (global 3.25, four slices 3.24) and 2.64 for float64 (global 3.39).
 /// See bench/NOTES.md, "Session 17".
 pub const AUTO_SLICED_COSTLY_MAX_SLICES: usize = 3;
+
+/// Most slices `auto` plans for costly bins whose slices stage their samples
+/// (`Workload::staged_slices`) where the rings fit beside the counters: at 700000 bins, 2^28
+/// float32 normal samples, four such slices took 2.70 ms against global's 3.22. See
+/// bench/NOTES.md, "Session 19".
+pub const AUTO_SLICED_STAGED_MAX_SLICES: usize = 4;
 
 /// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
 pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;

@@ -38,6 +38,21 @@ mod tests;
 /// (a per-block hot bin and its count); the opt-in limit covers both.
 pub const STATIC_SHARED_RESERVE: usize = 16;
 
+/// Floats of each warp's staging ring in the sliced passes that stage their samples
+/// (`WIDE_RING_SLOTS` in kernels/hist_walk.cuh).
+pub const STAGE_RING_SLOTS: u32 = 64;
+
+/// Bytes of shared memory the staging rings of a block of `block` threads take.
+pub fn stage_ring_bytes(block: u32) -> u32 {
+    block / 32 * STAGE_RING_SLOTS * 4
+}
+
+/// Whether a block's `shared_bytes` of counters leave room for its staging rings.
+pub fn stage_rings_fit(shared_bytes: u32, block: u32, limits: &DeviceLimits) -> bool {
+    shared_bytes as usize + stage_ring_bytes(block) as usize + STATIC_SHARED_RESERVE
+        <= limits.smem_per_block_optin as usize
+}
+
 /// Bytes of dynamic shared memory one block can give to counters.
 pub fn counter_capacity(limits: &DeviceLimits) -> usize {
     (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SHARED_RESERVE)
@@ -108,6 +123,11 @@ pub struct Workload {
     /// Integer samples whose bins are computed, not read off the value (uniform bins over a
     /// range, explicit edges): each sample's bin costs what a float sample's does.
     pub computed_integer_bins: bool,
+    /// Costly bins whose sliced passes stage the samples near their slice before binning them
+    /// (float32 bins off the grid under the ignore policy, unweighted: `wide_ring_loop` in
+    /// kernels/hist_walk.cuh), where [`stage_ring_bytes`] fit beside the counters: `auto` plans
+    /// one slice more for them ([`AUTO_SLICED_STAGED_MAX_SLICES`]).
+    pub staged_slices: bool,
 }
 
 impl Workload {
@@ -120,6 +140,16 @@ impl Workload {
             samples: None,
             exact_float_bins: false,
             computed_integer_bins: false,
+            staged_slices: false,
+        }
+    }
+
+    /// The same workload, with sliced passes that stage their samples (see
+    /// [`Workload::staged_slices`]).
+    pub fn with_staged_slices(self, staged_slices: bool) -> Workload {
+        Workload {
+            staged_slices,
+            ..self
         }
     }
 

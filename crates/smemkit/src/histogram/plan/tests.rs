@@ -335,3 +335,30 @@ fn strategy_names_parse_back() {
         .is_err());
     assert!("bogus".parse::<StrategyChoice>().is_err());
 }
+
+#[test]
+fn staged_slices_take_a_fourth_slice_where_their_rings_fit() {
+    let f32w = |nbins: usize, staged: bool| {
+        let w = Workload::new(nbins, SampleType::F32, false).with_staged_slices(staged);
+        plan(&w, &DeviceLimits::H100, StrategyChoice::Auto).unwrap()
+    };
+    let sliced = |p: &Plan| match p.strategy {
+        Strategy::Sliced { slices, bits: 8 } => Some(slices),
+        _ => None,
+    };
+    // Three slices either way; a fourth only for staged slices (700000 bins: global without).
+    assert_eq!(sliced(&f32w(500_000, true)), Some(3));
+    assert_eq!(sliced(&f32w(500_000, false)), Some(3));
+    assert_eq!(sliced(&f32w(700_000, true)), Some(4));
+    assert!(f32w(700_000, true).reason.contains("staged"));
+    assert_eq!(sliced(&f32w(700_000, false)), None);
+    // Four slices of 225000 8-bit counters leave no room for the rings: not sliced.
+    let full = f32w(900_000, true);
+    assert_eq!(sliced(&full), None, "{full:?}");
+    // Cheap bins keep their own limits.
+    let exact = Workload::new(700_000, SampleType::F32, false)
+        .with_exact_float_bins(true)
+        .with_staged_slices(true);
+    let p = plan(&exact, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
+    assert!(!p.reason.contains("staged"), "{p:?}");
+}

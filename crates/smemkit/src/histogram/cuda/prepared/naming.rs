@@ -121,9 +121,6 @@ pub fn lanes16_fit(plan: &Plan, weights: WeightKind) -> bool {
     }
 }
 
-/// Floats of each warp's staging ring (`WIDE_RING_SLOTS` in kernels/hist_walk.cuh).
-pub const RING_SLOTS: u32 = 64;
-
 /// Bytes of shared memory that a sliced count of float32 bins off the grid (mode `uniform32w`,
 /// ignore policy, no weights) gives its warps' staging rings (`wide_ring_loop` in
 /// kernels/hist_walk.cuh), after its counters and hot lanes, where they fit the block's opt-in
@@ -133,21 +130,22 @@ pub fn stage_ring_bytes(
     mode: &str,
     policy: OutOfRange,
     weights: WeightKind,
-    smem_optin: u32,
+    limits: &DeviceLimits,
 ) -> Option<u32> {
     match plan.strategy {
         Strategy::Sliced { bits: 8 | 4, .. }
-            if mode == "uniform32w"
-                && policy == OutOfRange::Ignore
-                && weights == WeightKind::None =>
+            if stages_slices(mode, policy, weights)
+                && plan::stage_rings_fit(plan.shared_bytes, plan.block, limits) =>
         {
-            let bytes = plan.block / 32 * RING_SLOTS * 4;
-            (plan.shared_bytes as usize + bytes as usize + plan::STATIC_SHARED_RESERVE
-                <= smem_optin as usize)
-                .then_some(bytes)
+            Some(plan::stage_ring_bytes(plan.block))
         }
         _ => None,
     }
+}
+
+/// Whether sliced passes of this binning stage their samples (see [`stage_ring_bytes`]).
+pub fn stages_slices(mode: &str, policy: OutOfRange, weights: WeightKind) -> bool {
+    mode == "uniform32w" && policy == OutOfRange::Ignore && weights == WeightKind::None
 }
 
 /// Whether warps combine equal bins before their atomics. Shared-memory atomics on one address are
@@ -201,11 +199,12 @@ mod tests {
 
     #[test]
     fn staging_rings_only_for_sliced_float32_bins_off_the_grid_where_they_fit() {
-        let optin = 232_448;
+        let limits = DeviceLimits::H100;
+        let optin = limits.smem_per_block_optin;
         let mut plan = sliced(8, 3, 132);
         plan.shared_bytes = 166_795;
         let ring =
-            |p: &Plan, mode, policy, weights| stage_ring_bytes(p, mode, policy, weights, optin);
+            |p: &Plan, mode, policy, weights| stage_ring_bytes(p, mode, policy, weights, &limits);
         let (ignore, none) = (OutOfRange::Ignore, WeightKind::None);
         // 32 warps of 64 floats.
         assert_eq!(ring(&plan, "uniform32w", ignore, none), Some(8192));
