@@ -2,6 +2,7 @@
 //! arrays of native byte order (a view of the caller's array wherever its memory allows); here
 //! they are borrowed read-only, with no copy, for as long as the call runs.
 
+use half::slice::HalfBitsSliceExt;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -19,6 +20,11 @@ pub enum Held<'py> {
     I64(PyReadonlyArray1<'py, i64>),
     F32(PyReadonlyArray1<'py, f32>),
     F64(PyReadonlyArray1<'py, f64>),
+    /// float16 samples, handed over as their bits (a uint16 view: numpy's float16 is not a type
+    /// the binding's array crate maps).
+    F16(PyReadonlyArray1<'py, u16>),
+    /// bfloat16 samples (ml_dtypes' for numpy), handed over as their bits.
+    BF16(PyReadonlyArray1<'py, u16>),
 }
 
 fn dtype_name(obj: &Bound<'_, PyAny>) -> String {
@@ -60,6 +66,33 @@ impl<'py> Held<'py> {
         )))
     }
 
+    /// Borrows `obj` as [`Held::of`] does, or, with `half` (`"float16"` or `"bfloat16"`), a 1-D
+    /// uint16 array holding the bits of samples of that 16-bit float type.
+    pub fn of_typed(
+        obj: &Bound<'py, PyAny>,
+        what: &str,
+        half: Option<&str>,
+    ) -> PyResult<Held<'py>> {
+        let Some(half) = half else {
+            return Held::of(obj, what);
+        };
+        let bits = obj.cast::<PyArray1<u16>>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "internal: {what} as {half} must be a 1-D uint16 view of the samples' bits, not {}",
+                dtype_name(obj)
+            ))
+        })?;
+        check_aligned(bits.data() as usize, 2, what)?;
+        let bits = bits.try_readonly()?;
+        match half {
+            "float16" => Ok(Held::F16(bits)),
+            "bfloat16" => Ok(Held::BF16(bits)),
+            other => Err(PyValueError::new_err(format!(
+                "internal: unknown 16-bit float type {other:?} (expected float16 or bfloat16)"
+            ))),
+        }
+    }
+
     /// The borrowed elements (the array must be contiguous).
     pub fn samples(&self) -> PyResult<Samples<'_>> {
         let not_contiguous = |_| PyValueError::new_err("internal: the samples are not contiguous");
@@ -74,6 +107,10 @@ impl<'py> Held<'py> {
             Held::I64(a) => Samples::I64(a.as_slice().map_err(not_contiguous)?),
             Held::F32(a) => Samples::F32(a.as_slice().map_err(not_contiguous)?),
             Held::F64(a) => Samples::F64(a.as_slice().map_err(not_contiguous)?),
+            Held::F16(a) => Samples::F16(a.as_slice().map_err(not_contiguous)?.reinterpret_cast()),
+            Held::BF16(a) => {
+                Samples::BF16(a.as_slice().map_err(not_contiguous)?.reinterpret_cast())
+            }
         })
     }
 }

@@ -286,12 +286,27 @@ impl Tensor {
             ElementType::Float(32) => self.flat::<f32>(capsule),
             ElementType::Float(64) => self.flat::<f64>(capsule),
             ElementType::Bool => self.flat::<bool>(capsule),
-            ElementType::Float(16) | ElementType::Other { code: 4, bits: 16, lanes: 1 } => {
-                Err(PyNotImplementedError::new_err(format!(
-                    "{} samples are not supported yet: they need the library's float16 and \
-                     bfloat16 support (issue 23)",
-                    self.element.name()
-                )))
+            // numpy has float16 (the bits viewed as it); bfloat16 is ml_dtypes' type for numpy.
+            ElementType::Float(16) => self
+                .flat::<u16>(capsule)
+                .and_then(|a| a.call_method1("view", ("float16",))),
+            ElementType::Other {
+                code: 4,
+                bits: 16,
+                lanes: 1,
+            } => {
+                let py = capsule.py();
+                let bf16 = py
+                    .import("ml_dtypes")
+                    .and_then(|m| m.getattr("bfloat16"))
+                    .map_err(|_| {
+                        PyNotImplementedError::new_err(
+                            "bfloat16 host tensors need the ml_dtypes package (numpy's bfloat16 \
+                             type, which numpy lacks): pip install ml_dtypes",
+                        )
+                    })?;
+                self.flat::<u16>(capsule)
+                    .and_then(|a| a.call_method1("view", (bf16,)))
             }
             other => Err(PyTypeError::new_err(format!(
                 "DLPack tensors of {} are not supported (expected an integer, bool, float32 or float64 type)",

@@ -7,8 +7,9 @@
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use smemkit::internals::histogram::bins::half::HalfFormat;
 use smemkit::{
-    bins::{BinSpec, Binning, OutOfRange},
+    bins::{BinSpec, Binning, IntEdges, OutOfRange},
     histogram::{Counts, HistogramOptions, StrategyChoice},
     sample::{IntType, Samples},
     Backend,
@@ -34,17 +35,71 @@ fn options(
         .strategy(strategy))
 }
 
-fn spec(
-    nbins: Option<usize>,
-    range: Option<(f64, f64)>,
-    edges: Option<PyReadonlyArray1<'_, f64>>,
-) -> PyResult<BinSpec> {
+fn spec(nbins: Option<usize>, range: Option<RangeArg>, edges: Option<Edges>) -> PyResult<BinSpec> {
     match (nbins, edges) {
-        (Some(nbins), None) => Ok(BinSpec::Uniform { nbins, range }),
-        (None, Some(edges)) => Ok(BinSpec::Edges(edges.as_array().to_vec())),
+        (Some(nbins), None) => uniform(nbins, range),
+        (None, Some(Edges::Float(e))) => Ok(BinSpec::Edges(e.as_array().to_vec())),
+        (None, Some(Edges::Signed(e))) => {
+            Ok(BinSpec::IntEdges(IntEdges::I64(e.as_array().to_vec())))
+        }
+        (None, Some(Edges::Unsigned(e))) => {
+            Ok(BinSpec::IntEdges(IntEdges::U64(e.as_array().to_vec())))
+        }
         _ => Err(PyValueError::new_err(
             "internal: give exactly one of nbins and edges",
         )),
+    }
+}
+
+/// A range as the Python layer hands it over: `(lo, hi)`, widened to float64 as numpy widens
+/// Python numbers, or `('sample', lo, hi)`, values of the samples' own float type that numpy
+/// computes the bins in.
+#[derive(FromPyObject)]
+pub enum RangeArg {
+    Floats(f64, f64),
+    InSampleType(String, f64, f64),
+}
+
+fn uniform(nbins: usize, range: Option<RangeArg>) -> PyResult<BinSpec> {
+    if let Some(RangeArg::InSampleType(tag, ..)) = &range {
+        if tag != "sample" {
+            return Err(PyValueError::new_err(format!(
+                "internal: a typed range is ('sample', lo, hi), not tagged {tag:?}"
+            )));
+        }
+    }
+    Ok(match range {
+        None => BinSpec::Uniform { nbins, range: None },
+        Some(RangeArg::Floats(lo, hi)) => BinSpec::Uniform {
+            nbins,
+            range: Some((lo, hi)),
+        },
+        Some(RangeArg::InSampleType(_, lo, hi)) => BinSpec::UniformInSampleType {
+            nbins,
+            range: (lo, hi),
+        },
+    })
+}
+
+/// Explicit edges as numpy holds them: float64, or int64 / uint64 kept exact (numpy compares
+/// integer samples with integer edges in integers, beyond 2^53 too).
+#[derive(FromPyObject)]
+pub enum Edges<'py> {
+    Float(PyReadonlyArray1<'py, f64>),
+    Signed(PyReadonlyArray1<'py, i64>),
+    Unsigned(PyReadonlyArray1<'py, u64>),
+}
+
+/// numpy's dtype of the edges of `binning` (the type numpy computes them in): the samples' own
+/// 16-bit type or float32 where numpy keeps it, float64 otherwise.
+fn edges_dtype(binning: &Binning) -> &'static str {
+    match binning {
+        Binning::UniformHalf(u) => match u.format {
+            HalfFormat::F16 => "float16",
+            HalfFormat::BF16 => "bfloat16",
+        },
+        Binning::UniformF32(_) => "float32",
+        _ => "float64",
     }
 }
 
@@ -73,19 +128,17 @@ fn counts_array(py: Python<'_>, counts: Counts) -> Bound<'_, PyAny> {
 /// The bins of a call, the tuple `(nbins, range, edges)`: `nbins` (with an optional range) or
 /// `edges`.
 #[derive(FromPyObject)]
-pub struct BinsArg<'py>(
-    Option<usize>,
-    Option<(f64, f64)>,
-    Option<PyReadonlyArray1<'py, f64>>,
-);
+pub struct BinsArg<'py>(Option<usize>, Option<RangeArg>, Option<Edges<'py>>);
 
 /// The run's choices, the tuple `(out_of_range, backend, strategy)`.
 #[derive(FromPyObject)]
 pub struct RunArg(String, String, Option<String>);
 
-/// `(counts, edges)`: counts as uint64 (float64 sums with weights), edges as float64.
+/// `(counts, edges, edges_dtype)`: counts as uint64 (float64 sums with weights), edges as float64
+/// (exact) and the dtype numpy gives them. `half` names the 16-bit float type whose bits `a`
+/// holds (see [`Held::of_typed`]).
 #[pyfunction]
-#[pyo3(signature = (a, weights, bins, run))]
+#[pyo3(signature = (a, weights, bins, run, half=None))]
 #[allow(clippy::type_complexity)]
 pub fn histogram<'py>(
     py: Python<'py>,
@@ -93,10 +146,11 @@ pub fn histogram<'py>(
     weights: Option<&Bound<'py, PyAny>>,
     bins: BinsArg<'py>,
     run: RunArg,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<f64>>)> {
+    half: Option<&str>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<f64>>, &'static str)> {
     let BinsArg(nbins, range, edges) = bins;
     let RunArg(out_of_range, backend, strategy) = run;
-    let held = Held::of(a, "a")?;
+    let held = Held::of_typed(a, "a", half)?;
     let held_weights = weights.map(HeldWeights::of).transpose()?;
     let samples = held.samples()?;
     let w = held_weights.as_ref().map(|w| w.weights()).transpose()?;
@@ -106,13 +160,34 @@ pub fn histogram<'py>(
         &backend,
         strategy.as_deref(),
     )?;
-    let h = py
-        .detach(|| smemkit::histogram::histogram(samples, w, &opts))
+    let spec = opts.bins.clone();
+    let (h, dtype) = py
+        .detach(|| {
+            let h = smemkit::histogram::histogram(samples, w, &opts)?;
+            // The 16-bit types' edges take a type that can depend on the data (a one-value
+            // bfloat16 range widens to float32): resolved again, a pass over the samples.
+            let dtype = match (&spec, samples) {
+                (
+                    BinSpec::Uniform { .. } | BinSpec::UniformInSampleType { .. },
+                    Samples::F16(_) | Samples::BF16(_),
+                ) => edges_dtype(&Binning::resolve(&spec, samples)?),
+                (
+                    BinSpec::Uniform { .. } | BinSpec::UniformInSampleType { .. },
+                    Samples::F32(_),
+                ) => "float32",
+                _ => "float64",
+            };
+            Ok::<_, smemkit::Error>((h, dtype))
+        })
         .py_err()?;
-    Ok((counts_array(py, h.counts), PyArray1::from_vec(py, h.edges)))
+    Ok((
+        counts_array(py, h.counts),
+        PyArray1::from_vec(py, h.edges),
+        dtype,
+    ))
 }
 
-/// The edges `histogram` would use, without counting.
+/// The edges `histogram` would use, without counting (as float64, exact).
 #[pyfunction]
 #[pyo3(signature = (a, nbins, range))]
 pub fn histogram_bin_edges<'py>(
@@ -121,13 +196,35 @@ pub fn histogram_bin_edges<'py>(
     nbins: usize,
     range: Option<(f64, f64)>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let held = Held::of(a, "a")?;
+    Ok(typed_bin_edges(
+        py,
+        a,
+        nbins,
+        range.map(|(lo, hi)| RangeArg::Floats(lo, hi)),
+        None,
+    )?
+    .0)
+}
+
+/// The edges `histogram` would use, without counting, and numpy's dtype of them; `half` as for
+/// [`histogram`].
+#[pyfunction]
+#[pyo3(signature = (a, nbins, range, half=None))]
+pub fn typed_bin_edges<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    nbins: usize,
+    range: Option<RangeArg>,
+    half: Option<&str>,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, &'static str)> {
+    let held = Held::of_typed(a, "a", half)?;
     let samples = held.samples()?;
-    let spec = BinSpec::Uniform { nbins, range };
-    let edges = py
-        .detach(|| Binning::resolve(&spec, samples).map(|b| b.edges()))
-        .py_err()?;
-    Ok(PyArray1::from_vec(py, edges))
+    let spec = uniform(nbins, range)?;
+    let binning = py.detach(|| Binning::resolve(&spec, samples)).py_err()?;
+    Ok((
+        PyArray1::from_vec(py, binning.edges()),
+        edges_dtype(&binning),
+    ))
 }
 
 /// numpy's `nbins + 1` edges over the data's range for samples of `dtype` whose minimum and
@@ -156,28 +253,24 @@ pub fn data_bin_edges<'py>(
     let binning =
         smemkit::internals::histogram::bins::extremes::resolve_from_extremes(&spec, ty, extremes)
             .py_err()?;
-    let edges_dtype = match &binning {
-        Binning::UniformHalf(u) => match u.format {
-            smemkit::internals::histogram::bins::half::HalfFormat::F16 => "float16",
-            smemkit::internals::histogram::bins::half::HalfFormat::BF16 => "bfloat16",
-        },
-        Binning::UniformF32(_) => "float32",
-        _ => "float64",
-    };
-    Ok((PyArray1::from_vec(py, binning.edges()), edges_dtype))
+    Ok((
+        PyArray1::from_vec(py, binning.edges()),
+        edges_dtype(&binning),
+    ))
 }
 
 /// numpy's number of equal bins for the estimator `rule` (`'auto'`, `'fd'`, ...) on `a`, over
 /// `range` or the data's extremes.
 #[pyfunction]
-#[pyo3(signature = (a, rule, range))]
+#[pyo3(signature = (a, rule, range, half=None))]
 pub fn estimate_bins(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,
     rule: &str,
     range: Option<(f64, f64)>,
+    half: Option<&str>,
 ) -> PyResult<usize> {
-    let held = Held::of(a, "a")?;
+    let held = Held::of_typed(a, "a", half)?;
     let samples = held.samples()?;
     let rule = rule.parse::<smemkit::bins::BinRule>().py_err()?;
     py.detach(|| smemkit::bins::estimate_bin_count(samples, rule, range))

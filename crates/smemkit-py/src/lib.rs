@@ -76,6 +76,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(histogram::histogram, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::histogram_bin_edges, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram::typed_bin_edges, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::data_bin_edges, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::bincount, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::estimate_bins, m)?)?;

@@ -99,6 +99,9 @@ def _fake_device_histogram(device, stream, samples, out, bins, run):
         k = nbins
     else:
         bins = edges if edges is not None else nbins
+        if extremes:
+            # Uniform bins over two values of the samples' type: numpy's, as over such a range.
+            range = tuple(x.dtype.type(v) for v in extremes)
         counts, e = smemkit.histogram(x, bins, range=range, weights=w, out_of_range="ignore")
         lo, hi = e[0], e[-1]
         lo_t, hi_t, nan_t = int((x < lo).sum()), int((x > hi).sum()), int(np.isnan(x).sum()) if x.dtype.kind == "f" else 0
@@ -221,8 +224,11 @@ def test_explicit_edges_weights_and_dtypes(fake, rng):
         smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(w.astype(np.complex64)))
     with pytest.raises(ValueError, match="same shape"):
         smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(w[:10]))
-    with pytest.raises(NotImplementedError, match="float16"):
-        smemkit.histogram(dev(x.astype(np.float16)), 10, range=(0, 100))
+    h, e = smemkit.histogram(dev(x.astype(np.float16)), 10, range=(0, 100))
+    H, E = np.histogram(x.astype(np.float16), 10, range=(0, 100))
+    np.testing.assert_array_equal(h, H)
+    assert e.dtype == E.dtype == np.float16
+    np.testing.assert_array_equal(e, E)
     with pytest.raises(NotImplementedError, match="Python floats"):
         smemkit.histogram(dev(x.astype(np.float32)), 10, range=(np.float64(0), np.float64(1)))
     with pytest.warns(RuntimeWarning, match="bool"):

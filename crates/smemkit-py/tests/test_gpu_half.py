@@ -44,7 +44,11 @@ def _numpy_device_histogram(device, stream, samples, out, bins, run):
     nbins, range, edges, integer_bins, extremes = bins
     seen.append(dict(dtype=dtype, nbins=nbins, range=range, edges=edges, extremes=extremes))
     x = _read(input, n, dtype)
-    # Bins over the data's range (extremes given): numpy's own, from the whole host data.
+    if extremes:
+        # Bins over two values of the samples' type (the data's extremes, or a range of such
+        # scalars): numpy's own over that range, which is its histogram without one when they
+        # are the data's extremes.
+        range = tuple(x.dtype.type(v) for v in extremes)
     counts, _ = np.histogram(x, edges if edges is not None else nbins, range=range)
     words = np.zeros(counts.size + 3, np.uint64)
     words[:counts.size] = counts
@@ -145,10 +149,27 @@ def test_bfloat16_data_edges_are_ml_dtypes_numpys():
         np.testing.assert_array_equal(e, np.asarray(E, np.float64))
 
 
+def test_float16_range_of_float16_scalars_bins_in_float16(fake, rng):
+    # numpy computes the edges and bins in float16 over such a range, as over the data's extremes:
+    # the range goes down as extremes.
+    x = (rng.standard_normal(3000) * 2).astype(np.float16)
+    for r in [(np.float16(-1.5), np.float16(2.25)), (x.min(), x.max()),
+              (np.float16(0.1), 2.7)]:
+        h, e = smemkit.histogram(dev(x), 37, range=r)
+        H, E = np.histogram(x, 37, range=r)
+        assert seen[-1]["extremes"] == [float(np.float16(r[0])), float(np.float16(r[1]))]
+        assert e.dtype == E.dtype == np.float16
+        np.testing.assert_array_equal(e.view(np.uint16), E.view(np.uint16))
+        np.testing.assert_array_equal(h, H)
+
+
 def test_float16_errors(fake):
     x = dev(np.ones(8, np.float16))
-    with pytest.raises(NotImplementedError, match="Python numbers"):
-        smemkit.histogram(x, 10, range=(np.float16(0), np.float16(1)))
+    # A float32 range widens the samples, which the device engine does not do.
+    with pytest.raises(NotImplementedError, match="widened to float32"):
+        smemkit.histogram(x, 10, range=(np.float32(0), np.float32(1)))
+    with pytest.raises(ValueError, match="max must be larger than min"):
+        smemkit.histogram(x, 10, range=(np.float16(1), np.float16(0)))
     with pytest.raises(TypeError, match="Cannot cast"):
         smemkit.bincount(x)
     assert not seen

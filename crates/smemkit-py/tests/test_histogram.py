@@ -302,21 +302,19 @@ def test_out_of_range_policies():
 
 
 @pytest.mark.parametrize(
-    "kwargs, feature",
+    "x, kwargs, feature",
     [
-        (dict(bins=[0, 1, 1, 2]), "zero-width bins"),
-        (dict(bins=[0, 1, np.inf]), "infinite bin edges"),
-        (dict(bins=np.array([2**60 - 1, 2**60 + 1])), "beyond 2\\*\\*53"),
+        # numpy computes these edges in float32 and the bins in float64: not followed yet.
+        (np.array([0.5, 1.0]), dict(range=(np.float32(0), np.float32(1))), "float32 values for float64"),
+        (np.array([1, 2]), dict(range=(np.float16(0), np.float16(3))), "float16 values for int64"),
     ],
 )
-def test_what_the_library_lacks_is_not_implemented(kwargs, feature):
+def test_what_the_library_lacks_is_not_implemented(x, kwargs, feature):
     with pytest.raises(NotImplementedError, match=feature):
-        hist(np.array([0.5, 1.0]), **kwargs)
+        hist(x, **kwargs)
 
 
-def test_float16_and_longdouble_are_not_implemented():
-    with pytest.raises(NotImplementedError, match="float16"):
-        hist(np.ones(3, np.float16))
+def test_longdouble_is_not_implemented():
     with pytest.raises(NotImplementedError, match="float128|longdouble"):
         hist(np.ones(3, np.longdouble))
 

@@ -127,14 +127,14 @@ impl Sink {
             // As numpy reads them: the decimal to float64, then rounded once to the 16-bit type.
             OwnedSamples::F16(v) => match text.parse::<f64>() {
                 Ok(x) => {
-                    v.push(half::f16::from_f64(x));
+                    v.push(smemkit::internals::histogram::bins::half::f16_from_f64(x));
                     true
                 }
                 Err(_) => false,
             },
             OwnedSamples::BF16(v) => match text.parse::<f64>() {
                 Ok(x) => {
-                    v.push(half::bf16::from_f64(x));
+                    v.push(smemkit::internals::histogram::bins::half::bf16_from_f64(x));
                     true
                 }
                 Err(_) => false,

@@ -26,6 +26,7 @@ from collections import deque
 import numpy as np
 
 from . import _native
+from . import _ranges
 
 _DL_CUDA = 2
 _SUPPORTED = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -421,6 +422,8 @@ def _given_edges(frame: _Frame, bins_arg):
 def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
     """``(range, edges, nbins, (key, host edges thunk))``: uniform bins over a given range, or the
     edges (given, or numpy's from the data's minimum and maximum: a synchronisation)."""
+    if edges is None and range_ is not None and not isinstance(range_, _Extremes):
+        range_ = _typed_range(range_, dtype)
     if dtype in _HALF:
         return _resolve_half(a, dtype, nbins, edges, range_, bins_arg)
     edges_dtype = "float32" if dtype == "float32" else "float64"
@@ -474,6 +477,39 @@ def _resolve(a: Input, dtype, nbins, edges, range_, bins_arg):
 _DATA_RANGE_UNIFORM = ("float32", "float64")
 
 
+def _typed_range(range_, dtype):
+    """The range as given, or, where numpy bins in the samples' own type over it (float32 or
+    float16 scalars, see ``_ranges``), as ``_Extremes``: numpy's bins over a data range of those
+    two values."""
+    first, last = range_
+    weak = type(first) in (int, float) and type(last) in (int, float)  # Python numbers
+    if weak:
+        if dtype == "bfloat16":  # refuses integers, which numpy bins in bfloat16 arithmetic
+            _ranges.range_arithmetic(first, last, np.dtype(np.float64), "bfloat16")
+        return range_
+    if dtype not in _np_dtypes:
+        return range_
+    sample_dtype = _np_dtypes[dtype]
+    bin_type = np.result_type(first, last, np.empty(0, sample_dtype))
+    half = "bfloat16" if dtype == "bfloat16" else None
+    arithmetic = _ranges.range_arithmetic(first, last, bin_type, half)
+    if arithmetic == _ranges.WIDE:
+        return range_
+    if bin_type != sample_dtype:
+        raise NotImplementedError(
+            f"a range of {bin_type} values for {dtype} GPU samples is not supported yet (numpy "
+            f"bins the samples widened to {bin_type}): give the range as Python floats")
+    lo, hi = float(sample_dtype.type(first)), float(sample_dtype.type(last))
+    _ranges.check_range(lo, hi)
+    return _Extremes((lo, hi))
+
+
+# numpy's dtypes of the GPU sample types numpy has (bfloat16 is ml_dtypes').
+_np_dtypes = {name: np.dtype(name) for name in (
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "float32", "float64")}
+
+
 class _Extremes(tuple):
     """The data's ``(min, max)`` read on the device (``()``: no samples), standing for the range
     of uniform bins over the data's range."""
@@ -495,8 +531,9 @@ def _resolve_half(a: Input, dtype, nbins, edges, range_, bins_arg):
         raise NotImplementedError(
             f"{dtype} GPU samples with edges from an estimator: not implemented for 16-bit floats"
         )
-    if range_ is None:
-        extremes = _Extremes(() if a.size == 0 else a.minmax())
+    if range_ is None or isinstance(range_, _Extremes):
+        extremes = range_ if isinstance(range_, _Extremes) else _Extremes(
+            () if a.size == 0 else a.minmax())
         wide, edges_dtype = _native.data_bin_edges(dtype, nbins, list(extremes))
         key = ("data16", dtype, nbins, extremes, edges_dtype)
         # bfloat16 edges are made on the host as float32 (which holds them exactly) and cast on

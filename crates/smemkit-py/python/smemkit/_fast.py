@@ -222,6 +222,9 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
     lo, hi = range
     if not isinstance(lo, (int, float, _np.generic)) or not isinstance(hi, (int, float, _np.generic)):
         return  # e.g. 0-d tensors: hashed by identity, a new key every call
+    range_type = _np.result_type(lo, hi)
+    if range_type.kind not in "biu" and range_type != _np.float64:
+        return  # float32 / float16 scalars: numpy bins in their type, which the call below does not
     if not isinstance(bins, (int, _np.integer)):
         return
     try:
@@ -324,7 +327,7 @@ def numpy_histogram(a, bins, range, weights, density, backend, strategy, out_of_
     else:
         flat = a.ravel()
     edges, rng = plan
-    counts, _ = _native.histogram(flat, None, (bins, rng, None), (out_of_range, backend, strategy))
+    counts = _native.histogram(flat, None, (bins, rng, None), (out_of_range, backend, strategy))[0]
     return counts.view(_np.int64), edges.copy()
 
 

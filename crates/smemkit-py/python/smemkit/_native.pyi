@@ -10,10 +10,14 @@ def histogram(
     weights: Optional[np.ndarray],
     bins: Tuple[Optional[int], Optional[Tuple[float, float]], Optional[np.ndarray]],
     run: Tuple[str, str, Optional[str]],
-) -> Tuple[np.ndarray, np.ndarray]: ...
+    half: Optional[str] = None,
+) -> Tuple[np.ndarray, np.ndarray, str]: ...
 def histogram_bin_edges(
     a: np.ndarray, nbins: int, range: Optional[Tuple[float, float]]
 ) -> np.ndarray: ...
+def typed_bin_edges(
+    a: np.ndarray, nbins: int, range: Optional[Tuple[float, float]], half: Optional[str] = None
+) -> Tuple[np.ndarray, str]: ...
 def bincount(
     x: np.ndarray,
     weights: Optional[np.ndarray],
@@ -69,7 +73,9 @@ def fast_call(
     edges: bytes,
 ) -> FastCall: ...
 def trace_native() -> list[Tuple[int, int, int, int]]: ...
-def estimate_bins(a: np.ndarray, rule: str, range: Optional[Tuple[float, float]]) -> int: ...
+def estimate_bins(
+    a: np.ndarray, rule: str, range: Optional[Tuple[float, float]], half: Optional[str] = None
+) -> int: ...
 
 class DeviceJointCall:
     @property

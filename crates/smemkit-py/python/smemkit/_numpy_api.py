@@ -14,6 +14,7 @@ import numpy as np
 from . import _native
 from . import _device
 from . import _fast
+from . import _ranges
 from ._inputs import as_array, flat_pair, native_order
 
 _ESTIMATORS = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
@@ -56,6 +57,15 @@ def _host_deterministic(deterministic, weights):
         )
 
 
+def _half_name(a: np.ndarray):
+    """``'float16'`` or ``'bfloat16'`` (ml_dtypes' type) for 16-bit float samples, else None."""
+    if a.dtype.kind == "f" and a.dtype.itemsize == 2:  # either byte order
+        return "float16"
+    if a.dtype.name == "bfloat16" and a.dtype.itemsize == 2:
+        return "bfloat16"
+    return None
+
+
 def _samples(a) -> np.ndarray:
     """The samples as numpy's ``_ravel_and_check_weights`` sees them (before the ravel)."""
     a = as_array(a, "a")
@@ -66,16 +76,23 @@ def _samples(a) -> np.ndarray:
             stacklevel=4,
         )
         a = a.astype(np.uint8)
+    if _half_name(a) is not None:
+        return native_order(a)
     kind, size = a.dtype.kind, a.dtype.itemsize
-    if kind == "f" and size == 2:
-        raise _missing("float16 samples (numpy bins them in float16 arithmetic)")
     if kind == "f" and size not in (4, 8):
         raise _missing(f"{a.dtype} samples")
     if kind not in "iuf":
         raise TypeError(
-            f"cannot histogram samples of dtype {a.dtype}: smemkit reads integers, float32 and float64"
+            f"cannot histogram samples of dtype {a.dtype}: smemkit reads integers, float16, "
+            "bfloat16 (ml_dtypes), float32 and float64"
         )
     return native_order(a)
+
+
+def _native_samples(flat: np.ndarray):
+    """``(array, half)`` as the native calls take samples: 16-bit floats as their bits."""
+    half = _half_name(flat)
+    return (flat.view(np.uint16), half) if half is not None else (flat, None)
 
 
 def _weights(weights, shape):
@@ -103,7 +120,14 @@ def _device_bins(a, kind, bins, range_, weights):
     from statistics computed where the samples are), ``(nbins, None)`` over a range or
     ``(None, edges)`` over the data's extremes; ``'stone'`` raises NotImplementedError."""
     if not isinstance(bins, str):
-        return _bins(bins)
+        nbins, edges = _bins(bins)
+        if edges is not None and edges.dtype.kind in "iu":
+            as_f64 = edges.astype(np.float64)
+            if np.any(as_f64.astype(edges.dtype) != edges):
+                raise _missing("integer edges of GPU samples not exactly representable in "
+                               "float64 (beyond 2**53; host arrays take them)")
+            edges = as_f64
+        return nbins, edges
     if bins not in _ESTIMATORS:
         raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
     if weights is not None:
@@ -113,7 +137,8 @@ def _device_bins(a, kind, bins, range_, weights):
 
 
 def _bins(bins):
-    """``(nbins, None)`` for a count, ``(None, edges)`` for an array of edges (numpy's checks)."""
+    """``(nbins, None)`` for a count, ``(None, edges)`` for an array of edges (numpy's checks):
+    float64, or int64 / uint64 for integer edges."""
     if isinstance(bins, str):
         raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
     if np.ndim(bins) == 0:
@@ -131,14 +156,11 @@ def _bins(bins):
         raise ValueError("`bins` must increase monotonically, when an array")
     if edges.dtype.kind not in "biuf":
         raise TypeError(f"bin edges of dtype {edges.dtype} are not supported")
-    as_f64 = edges.astype(np.float64)
-    if edges.dtype.kind in "iu" and np.any(as_f64.astype(edges.dtype) != edges):
-        raise _missing("integer edges not exactly representable in float64 (beyond 2**53)")
-    if edges.size and np.isinf(as_f64).any():
-        raise _missing("infinite bin edges")
-    if edges.size > 1 and np.any(as_f64[:-1] == as_f64[1:]):
-        raise _missing("zero-width bins (equal adjacent edges)")
-    return None, as_f64
+    if edges.dtype.kind in "iu":
+        # Kept exact: numpy compares integer samples with integer edges in integers.
+        return None, edges.astype(np.uint64 if edges.dtype == np.uint64 else np.int64)
+    # Infinite edges and equal neighbours (bins of zero width) are numpy's too.
+    return None, edges.astype(np.float64)
 
 
 def _estimate(a, name, range_, weights):
@@ -153,23 +175,38 @@ def _estimate(a, name, range_, weights):
         first, last = range_
         rng = (float(first), float(last))
     flat, _ = flat_pair(a, None)
-    return _native.estimate_bins(flat, name, rng)
+    flat, half = _native_samples(flat)
+    return _native.estimate_bins(flat, name, rng, half)
 
 
 def _range(range_, a):
-    """The range as two floats, and the samples promoted as numpy promotes them with it."""
+    """``(range, a)``: the range as numpy computes with it, and the samples promoted as numpy
+    promotes them with it. The range is ``(lo, hi)`` (floats, widened to float64 as numpy widens
+    Python numbers), or ``('sample', lo, hi)`` where numpy computes the edges and bins in the
+    samples' own float type (float32 or float16 scalars, as ``range=(x.min(), x.max())`` gives)."""
     if range_ is None:
         return None, a
     first, last = range_
     bin_type = np.result_type(first, last, a)
-    if a.dtype == np.float32 and bin_type == np.float64:
-        # A float64 range (numpy scalars or arrays) makes numpy bin float32 samples in float64.
-        a = a.astype(np.float64)
+    if (a.dtype.kind == "f" or _half_name(a)) and bin_type != a.dtype:
+        # A wider range (numpy scalars or arrays, or any range of bfloat16 samples, which do not
+        # promote weakly) makes numpy bin the samples in that type; the widening is exact.
+        a = a.astype(bin_type)
+    if _ranges.range_arithmetic(first, last, a.dtype, _half_name(a)) == _ranges.SAMPLE_TYPE:
+        as_type = a.dtype.type
+        lo, hi = float(as_type(first)), float(as_type(last))
+        _ranges.check_range(lo, hi)
+        return (_ranges.SAMPLE_TYPE, lo, hi), a
     return (float(first), float(last)), a
 
 
-def _edges_dtype(a):
-    return np.float32 if a.dtype == np.float32 else np.float64
+def _edges_array(edges: np.ndarray, dtype: str) -> np.ndarray:
+    """The library's float64 edges (exact) in numpy's dtype for them."""
+    if dtype == "bfloat16":
+        import ml_dtypes  # present: the samples were of its type
+
+        return edges.astype(ml_dtypes.bfloat16)
+    return edges.astype(dtype, copy=False)
 
 
 def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="auto",
@@ -206,14 +243,15 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     else:
         rng, a = _range(range, a)
     flat, flat_w = flat_pair(a, w)
-    counts, lib_edges = _native.histogram(
-        flat, flat_w, (nbins, rng, edges), (out_of_range, backend, strategy)
+    flat, half = _native_samples(flat)
+    counts, lib_edges, edges_dtype = _native.histogram(
+        flat, flat_w, (nbins, rng, edges), (out_of_range, backend, strategy), half
     )
     if w is None:
         n = counts.view(np.int64)
     else:
         n = counts.astype(result_type, copy=False)
-    bin_edges = user_edges if edges is not None else lib_edges.astype(_edges_dtype(a), copy=False)
+    bin_edges = user_edges if edges is not None else _edges_array(lib_edges, edges_dtype)
     if density:
         db = np.array(np.diff(bin_edges), float)
         return n / db / n.sum(), bin_edges
@@ -236,8 +274,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
         return np.asarray(bins)
     rng, a = _range(range, a)
     flat, _ = flat_pair(a, None)
-    edges = _native.histogram_bin_edges(flat, nbins, rng)
-    return edges.astype(_edges_dtype(a), copy=False)
+    flat, half = _native_samples(flat)
+    edges, edges_dtype = _native.typed_bin_edges(flat, nbins, rng, half)
+    return _edges_array(edges, edges_dtype)
 
 
 def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out_of_range=None,

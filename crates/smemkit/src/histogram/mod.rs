@@ -580,7 +580,9 @@ fn weight_bytes(weights: &Option<Weights<'_>>) -> u64 {
 /// The bin count a spec names before the data is seen (numpy's estimators: a typical 1000).
 fn nominal_nbins(spec: &BinSpec) -> usize {
     match spec {
-        BinSpec::Integer { nbins } | BinSpec::Uniform { nbins, .. } => *nbins,
+        BinSpec::Integer { nbins }
+        | BinSpec::Uniform { nbins, .. }
+        | BinSpec::UniformInSampleType { nbins, .. } => *nbins,
         BinSpec::Edges(e) => e.len().saturating_sub(1),
         BinSpec::IntEdges(e) => e.len().saturating_sub(1),
         BinSpec::Estimated { .. } => 1000,

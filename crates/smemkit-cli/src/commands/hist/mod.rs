@@ -458,7 +458,10 @@ fn describe_bins(spec: &BinSpec, h: &Histogram) -> String {
         BinSpec::Uniform {
             nbins,
             range: Some(_),
-        } => format!("{nbins} uniform bins over [{lo}, {hi}]"),
+        }
+        | BinSpec::UniformInSampleType { nbins, .. } => {
+            format!("{nbins} uniform bins over [{lo}, {hi}]")
+        }
         BinSpec::Uniform { nbins, range: None } => {
             format!("{nbins} uniform bins over the data's [{lo}, {hi}]")
         }

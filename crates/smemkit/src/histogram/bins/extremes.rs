@@ -88,6 +88,47 @@ mod tests {
     use super::*;
     use half::{bf16, f16};
 
+    /// A range in the samples' own type is numpy's binning over the data's extremes of those two
+    /// values (float32 arithmetic for float32 samples, not float64's of a Python-float range);
+    /// values the type cannot hold, integer samples and numpy's range errors are refused.
+    #[test]
+    fn a_range_in_the_samples_type_bins_as_over_the_data() {
+        let (lo, hi) = (-3.3f32 as f64, 4.1f32 as f64);
+        let typed = BinSpec::UniformInSampleType {
+            nbins: 33,
+            range: (lo, hi),
+        };
+        let data = [-3.3f32, 4.1, 0.25];
+        let over_data = BinSpec::Uniform {
+            nbins: 33,
+            range: None,
+        };
+        let got = Binning::resolve(&typed, Samples::F32(&data[2..])).unwrap();
+        assert_eq!(
+            got,
+            Binning::resolve(&over_data, Samples::F32(&data)).unwrap()
+        );
+        let wide = BinSpec::Uniform {
+            nbins: 33,
+            range: Some((lo, hi)),
+        };
+        assert_ne!(
+            got.edges(),
+            Binning::resolve(&wide, Samples::F32(&data))
+                .unwrap()
+                .edges()
+        );
+        let refused = |range, samples| {
+            Binning::resolve(&BinSpec::UniformInSampleType { nbins: 3, range }, samples)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused((0.1, 1.0), Samples::F32(&data)).contains("not two values"));
+        assert!(refused((0.0, 1.0), Samples::I32(&[1])).contains("float samples"));
+        assert!(refused((1.0, 0.0), Samples::F32(&data)).contains("1"));
+        assert!(refused((0.0, f64::INFINITY), Samples::F32(&data)).contains("inf"));
+    }
+
     /// The bins from the extremes are the bins from the whole data, for the 16-bit floats (whose
     /// data-range bins are numpy's float16 arithmetic) and the others.
     #[test]

@@ -38,8 +38,8 @@ impl HalfFormat {
     /// `x` rounded once from f64 to this format (a Python float converted by numpy).
     pub fn round64(self, x: f64) -> f32 {
         match self {
-            HalfFormat::F16 => f16::from_f64(x).to_f32(),
-            HalfFormat::BF16 => bf16::from_f64(x).to_f32(),
+            HalfFormat::F16 => f16_from_f64(x).to_f32(),
+            HalfFormat::BF16 => bf16_from_f64(x).to_f32(),
         }
     }
 
@@ -49,6 +49,35 @@ impl HalfFormat {
             HalfFormat::BF16 => "bfloat16",
         }
     }
+}
+
+/// `x` rounded to the nearest float16 (ties to even), as numpy converts a float64. The `half`
+/// crate's `f16::from_f64` goes through the nearest float32 on x86 (F16C), rounding twice: a
+/// value just above a tie of float16 can land on the tie and then go to even, the wrong way.
+pub fn f16_from_f64(x: f64) -> f16 {
+    f16::from_f32(f32_round_to_odd(x))
+}
+
+/// `x` rounded to the nearest bfloat16 (ties to even), as ml_dtypes converts a float64 (see
+/// [`f16_from_f64`] for why not `bf16::from_f64`).
+pub fn bf16_from_f64(x: f64) -> bf16 {
+    bf16::from_f32(f32_round_to_odd(x))
+}
+
+/// `x` as a float32 rounded to odd: exact values stay, others take the float32 on the side of
+/// zero with its last bit set. float32 keeps more than two bits beyond float16 and bfloat16, so
+/// rounding this to either to nearest is the single correct rounding of `x`.
+fn f32_round_to_odd(x: f64) -> f32 {
+    let nearest = x as f32;
+    if !nearest.is_finite() || nearest as f64 == x {
+        return nearest;
+    }
+    let mut bits = nearest.to_bits();
+    if (nearest as f64).abs() > x.abs() {
+        // One step toward zero (the magnitude is the low 31 bits).
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
 }
 
 /// How numpy computes the bin estimate `(x - first) / denom * nbins`.
@@ -235,6 +264,94 @@ mod tests {
         assert_eq!(HalfFormat::BF16.round(257.0), 256.0);
         let e = linspace_half(HalfFormat::F16, 0.0, 1.0, 4);
         assert_eq!(e, [0.0, 0.33325195, 0.6665039, 1.0]);
+    }
+
+    #[test]
+    fn conversions_from_float64_round_once() {
+        // Just above the float16 tie between 1224/2048 and 1225/2048: the nearest float32 is the
+        // tie itself, which goes to even (1224); the value belongs to 1225.
+        let x = -0.597_900_41_f64;
+        assert_eq!(f16_from_f64(x).to_f32(), -1225.0 / 2048.0);
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for i in 0..300_000u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let mantissa = 1.0 + (state >> 12) as f64 / (1u64 << 52) as f64;
+            let sign = if state & 1 == 0 { 1.0 } else { -1.0 };
+            // float16's exponents (subnormals and overflow included), then bfloat16's.
+            let e16 = (state >> 4) % 48;
+            let e_bf = (state >> 4) % 280;
+            let x16 = sign * mantissa * 2f64.powi(e16 as i32 - 30);
+            let xbf = sign * mantissa * 2f64.powi(e_bf as i32 - 140);
+            // Ties and their neighbours, where two roundings go wrong.
+            let tie = nearest_reference(x16, HalfFormat::F16, true);
+            for x in [x16, tie, tie.next_up(), tie.next_down()] {
+                let got = f16_from_f64(x).to_f64();
+                assert_eq!(
+                    got,
+                    nearest_reference(x, HalfFormat::F16, false),
+                    "{i}: {x:e}"
+                );
+            }
+            let tie = nearest_reference(xbf, HalfFormat::BF16, true);
+            for x in [xbf, tie, tie.next_up(), tie.next_down()] {
+                let got = bf16_from_f64(x).to_f64();
+                assert_eq!(
+                    got,
+                    nearest_reference(x, HalfFormat::BF16, false),
+                    "{i}: {x:e}"
+                );
+            }
+        }
+    }
+
+    /// The nearest value of `format` to `x`, ties to the even one, found among the format's
+    /// positive values by their bits (or, with `midpoint`, the tie between `|x|`'s two
+    /// neighbours, signed as `x`).
+    fn nearest_reference(x: f64, format: HalfFormat, midpoint: bool) -> f64 {
+        let value = |b: u16| match format {
+            HalfFormat::F16 => f16::from_bits(b).to_f64(),
+            HalfFormat::BF16 => bf16::from_bits(b).to_f64(),
+        };
+        let max_bits: u16 = match format {
+            HalfFormat::F16 => 0x7BFF,
+            HalfFormat::BF16 => 0x7F7F,
+        };
+        let a = x.abs();
+        // The largest finite value not above |x| (positive values grow with their bits).
+        let (mut lo_b, mut hi_b) = (0u16, max_bits);
+        while lo_b < hi_b {
+            let mid = lo_b + (hi_b - lo_b).div_ceil(2);
+            if value(mid) <= a {
+                lo_b = mid;
+            } else {
+                hi_b = mid - 1;
+            }
+        }
+        let lo = value(lo_b);
+        let above = if lo_b == max_bits {
+            lo + (lo - value(lo_b - 1))
+        } else {
+            value(lo_b + 1)
+        };
+        // Exact: both have few significant bits.
+        let mid = (lo + above) / 2.0;
+        if midpoint {
+            return mid.copysign(x);
+        }
+        let up = if lo_b == max_bits {
+            f64::INFINITY
+        } else {
+            above
+        };
+        // Below the midpoint (or on it, from an even neighbour): the lower one.
+        let r = if a < mid || (a == mid && lo_b % 2 == 0) {
+            lo
+        } else {
+            up
+        };
+        r.copysign(x)
     }
 
     #[test]

@@ -68,7 +68,14 @@ impl IntEdges {
             IntEdges::I64(_) => matches!(samples, U8 | U16 | U32 | I8 | I16 | I32 | I64),
             IntEdges::U64(_) => matches!(samples, U8 | U16 | U32 | U64),
         };
-        let beyond_f64 = e.iter().any(|x| x.abs() > F64_EXACT);
+        // 64-bit samples beyond 2^53 round to a float64 of at least 2^53 in magnitude, which
+        // compares as they do with every edge of smaller magnitude but equals an edge of
+        // exactly 2^53 (2^53 + 1 would land in a last bin closed at 2^53): such edges need the
+        // integers too.
+        let wide_samples = matches!(samples, I64 | U64);
+        let beyond_f64 = e
+            .iter()
+            .any(|x| x.abs() > F64_EXACT || (wide_samples && x.abs() == F64_EXACT));
         Ok((integer_compare && beyond_f64).then_some(e))
     }
 }
@@ -86,5 +93,32 @@ pub fn locate_in_int_edges(edges: &[i128], x: i128) -> Slot {
         Slot::Bin(n - 1)
     } else {
         Slot::Bin(edges.partition_point(|&e| e <= x) - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::histogram::bins::{BinSpec, Binning, Slot};
+    use crate::sample::Samples;
+
+    const TWO_53: i64 = 1 << 53;
+
+    #[test]
+    fn an_edge_of_exactly_2_53_compares_64_bit_samples_in_integers() {
+        // numpy: 2^53 + 1 lies above [0, 2^53]; in float64 it equals the closed last edge.
+        let x = [TWO_53 + 1, TWO_53, 5];
+        let spec = BinSpec::IntEdges(super::IntEdges::I64(vec![0, TWO_53]));
+        let b = Binning::resolve(&spec, Samples::I64(&x)).unwrap();
+        assert!(matches!(b, Binning::IntEdges(_)), "{b:?}");
+        let slots: Vec<Slot> = x.iter().map(|&v| b.locate(v)).collect();
+        assert_eq!(slots, [Slot::Above, Slot::Bin(0), Slot::Bin(0)]);
+        let below = [-TWO_53 - 1];
+        let spec = BinSpec::IntEdges(super::IntEdges::I64(vec![-TWO_53, 0]));
+        let b = Binning::resolve(&spec, Samples::I64(&below)).unwrap();
+        assert_eq!(b.locate(below[0]), Slot::Below);
+        // 32-bit samples never reach 2^53: float64 edges serve them.
+        let spec = BinSpec::IntEdges(super::IntEdges::I64(vec![0, TWO_53]));
+        let b = Binning::resolve(&spec, Samples::I32(&[1])).unwrap();
+        assert!(matches!(b, Binning::Edges(_)), "{b:?}");
     }
 }

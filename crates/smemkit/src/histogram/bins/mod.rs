@@ -37,6 +37,18 @@ pub enum BinSpec {
         /// `[lo, hi]`, or `None` for the data's minimum and maximum.
         range: Option<(f64, f64)>,
     },
+    /// `nbins` equal bins over `range` given as two values of the samples' own float type (numpy
+    /// scalars of it, as `range=(x.min(), x.max())` of float32 or float16 samples gives): numpy
+    /// then computes the edges and each sample's bin in that type, as it does over the data's own
+    /// minimum and maximum, where [`BinSpec::Uniform`]'s range of Python floats is widened to
+    /// float64 first. float32, float16 and bfloat16 samples; float64 ones as
+    /// [`BinSpec::Uniform`].
+    UniformInSampleType {
+        /// How many bins.
+        nbins: usize,
+        /// `[lo, hi]`, both values of the samples' type.
+        range: (f64, f64),
+    },
     /// Explicit, non-decreasing edges (infinite ones and equal neighbours allowed, as in numpy);
     /// `edges.len() - 1` bins.
     Edges(Vec<f64>),
@@ -449,6 +461,30 @@ impl Binning {
                     },
                     samples,
                 )
+            }
+            BinSpec::UniformInSampleType { nbins, range } => {
+                let (lo, hi) = *range;
+                if !(lo.is_finite() && hi.is_finite()) {
+                    return Err(Error::NonFiniteRange { lo, hi });
+                }
+                if lo > hi {
+                    return Err(Error::InvertedRange { lo, hi });
+                }
+                let ty = samples.sample_type();
+                if !ty.is_float() {
+                    return Err(Error::InvalidArgument(format!(
+                        "a range in the samples' own type is for float samples, not {ty}"
+                    )));
+                }
+                let over_data = BinSpec::Uniform {
+                    nbins: *nbins,
+                    range: None,
+                };
+                extremes::resolve_from_extremes(&over_data, ty, Some((lo, hi))).map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "the range ({lo}, {hi}) is not two values of the samples' type {ty}"
+                    ))
+                })
             }
             BinSpec::IntEdges(edges) => Ok(match edges.resolve(samples.sample_type())? {
                 Some(exact) => Binning::IntEdges(exact),

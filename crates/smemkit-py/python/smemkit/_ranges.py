@@ -1,0 +1,45 @@
+"""Which arithmetic numpy bins in for a given ``range=``. numpy computes the edges (``linspace``)
+and each sample's bin in the type of the range's two values, not only the samples': Python numbers
+and float64 or integer scalars are widened to float64, while float32 or float16 scalars (as
+``range=(x.min(), x.max())`` of such an array gives) keep numpy in that type, as over the data's
+own extremes. Host and GPU paths share this rule."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: numpy's bins over a range of Python numbers (float64 arithmetic for the range).
+WIDE = "wide"
+#: numpy's bins over a range held in the samples' own float type: as over the data's extremes.
+SAMPLE_TYPE = "sample"
+
+
+def range_arithmetic(first, last, sample_dtype: np.dtype, half_name) -> str:
+    """``WIDE`` or ``SAMPLE_TYPE`` for a range ``(first, last)`` of samples of ``sample_dtype``
+    (after numpy's promotion with the range); NotImplementedError where numpy mixes the two
+    (its edges computed in the range's narrower type, the bins in the samples'). ``half_name``
+    is ``'bfloat16'`` for ml_dtypes' type (which does not promote weakly), else anything."""
+    range_type = np.result_type(first, last)
+    if range_type.kind in "biu":
+        if half_name == "bfloat16":
+            raise NotImplementedError(
+                "a range of integers for bfloat16 samples is not supported yet (numpy with "
+                "ml_dtypes then bins in bfloat16 arithmetic): give the range as floats")
+        return WIDE
+    if range_type == np.float64:
+        return WIDE
+    if range_type == sample_dtype and sample_dtype in (np.float32, np.float16):
+        return SAMPLE_TYPE
+    raise NotImplementedError(
+        f"a range of {range_type} values for {sample_dtype} samples is not supported yet (numpy "
+        "computes the edges in the range's type and the bins in the samples'): give the range "
+        "as Python floats")
+
+
+def check_range(first: float, last: float) -> None:
+    """numpy's checks of a range (``_get_outer_edges``), for ranges the library takes as the
+    data's extremes and would report as such."""
+    if first > last:
+        raise ValueError("max must be larger than min in range parameter.")
+    if not (np.isfinite(first) and np.isfinite(last)):
+        raise ValueError(f"supplied range of [{first}, {last}] is not finite")
