@@ -174,3 +174,40 @@ def test_integer_edges_are_exact_beyond_2_53():
     # Float samples compare with integer edges in float64, as numpy does.
     f = np.array([float(big)], np.float64)
     same(hist(f, np.array([big - 1, big + 1])), np.histogram(f, np.array([big - 1, big + 1])))
+
+
+@pytest.mark.parametrize("scale", [1.0, 40.0, 0.01])
+def test_float16_joint_histograms(rng, scale):
+    # Axes over the data's range take numpy's float16 edges (its linspace in float16, repeated
+    # edges and all); the density divides by their float16 widths, as numpy's does.
+    for _ in range(8):
+        n, d = int(rng.integers(0, 3000)), int(rng.integers(1, 4))
+        x = (rng.standard_normal((n, d)) * scale).astype(np.float16)
+        bins = [int(rng.integers(1, 400 if d == 1 else 50)) for _ in range(d)]
+        for r in (None, [(-1.0, 2.0)] * d, [None] * (d - 1) + [(-3, 3)]):
+            for density in (False, True):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        H, E = np.histogramdd(x, bins, r, density=density)
+                    except ValueError:
+                        continue
+                    h, e = smemkit.histogramdd(x, bins, r, density=density, backend="cpu")
+                np.testing.assert_array_equal(h, H)
+                for got, want in zip(e, E):
+                    assert got.dtype == want.dtype
+                    np.testing.assert_array_equal(got, want)
+    x, y = (rng.standard_normal((2, 700)) * scale).astype(np.float16)
+    h, xe, ye = smemkit.histogram2d(x, y, [9, 31])
+    H, XE, YE = np.histogram2d(x, y, [9, 31])
+    np.testing.assert_array_equal(h, H)
+    np.testing.assert_array_equal(xe, XE)
+    assert ye.dtype == YE.dtype == np.float16
+
+
+def test_float16_digitize(rng):
+    x = (rng.standard_normal(2000) * 3).astype(np.float16)
+    for bins in (np.linspace(-4, 4, 17), np.array([3.0, 1.0, 1.0, -2.0]), np.array([0.5], np.float16)):
+        for right in (False, True):
+            np.testing.assert_array_equal(smemkit.digitize(x, bins, right=right),
+                                          np.digitize(x, bins, right=right))

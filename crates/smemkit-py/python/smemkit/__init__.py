@@ -73,15 +73,17 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
               strategy=None, out_of_range="ignore", deterministic=False):
     """Histogram of ``a``, as ``numpy.histogram``: returns ``(hist, bin_edges)``.
 
-    a: array_like, flattened. Integer types, float32 and float64 (bool is converted to uint8 with
-        numpy's RuntimeWarning); float16 and longdouble raise NotImplementedError.
+    a: array_like, flattened. Integer types, float16, float32, float64 and ml_dtypes' bfloat16
+        (bool is converted to uint8 with numpy's RuntimeWarning); longdouble raises
+        NotImplementedError. 16-bit floats are binned in numpy's arithmetic for them.
     bins: int (equal bins over ``range``, or over the data's minimum and maximum), a 1-D array
         of increasing edges (every bin ``[a, b)``, the last ``[a, b]``), or numpy's estimator
         names (``'auto'``, ``'fd'`` ...; GPU arrays take all but ``'stone'``, computed on the
-        device, the bin count read back: a synchronisation). Infinite edges and equal adjacent
-        edges raise NotImplementedError for now.
+        device, the bin count read back: a synchronisation). Edges may be infinite or repeat (a
+        bin of zero width); integer edges compare exactly with integer samples (host arrays).
     range: ``(lower, upper)``; ignored with explicit edges. Without it, NaN or infinity in the
-        data is a ValueError, as in numpy.
+        data is a ValueError, as in numpy. Its type counts as in numpy: scalars of the samples'
+        float32 or float16 type keep the edges and bins in that type.
     weights: same shape as ``a``; the result takes the weights' dtype, as numpy's does (sums are
         formed in float64 and rounded once, so float32 sums can differ from numpy's float32
         accumulation in the last bits; integer and bool weights, of host and GPU arrays, are summed
@@ -144,8 +146,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
     """Joint histogram of D-dimensional samples, as ``numpy.histogramdd``: ``(hist, edges)``.
 
     sample: an (N, D) array (C or Fortran order read in place) or a sequence of D arrays of
-        length N (stacked to their common dtype, as numpy does). Integers, float32, float64;
-        bool as uint8; float16 raises NotImplementedError.
+        length N (stacked to their common dtype, as numpy does). Integers, float16, float32,
+        float64; bool as uint8.
     bins: an int for every axis, D ints, or D arrays of increasing edges (mixed freely).
     range: D ``(lower, upper)`` pairs or None entries (that axis's minimum and maximum).
     density, weights: as numpy's (weights of any real type, summed in float64).

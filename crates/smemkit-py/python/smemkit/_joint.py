@@ -27,16 +27,14 @@ def _no_gpu(obj, what: str):
 
 
 def _readable(a: np.ndarray, what: str) -> np.ndarray:
-    """``a`` as the library reads it: bool as uint8, float16 refused, native byte order."""
+    """``a`` as the library reads it: bool as uint8, native byte order (float16 is widened by
+    the caller, see ``_float16_axes``)."""
     if a.dtype == np.bool_:
         a = a.view(np.uint8)
     kind, size = a.dtype.kind, a.dtype.itemsize
     if kind == "c":
         raise TypeError(f"{what} may not be complex")
-    if kind == "f" and size == 2:
-        raise NotImplementedError(
-            f"float16 {what} in joint histograms are not supported yet (convert them to float32)")
-    if kind == "f" and size not in (4, 8):
+    if kind == "f" and size not in (2, 4, 8):
         raise NotImplementedError(f"{a.dtype} {what} are not supported")
     if kind not in "iuf":
         raise TypeError(f"cannot histogram {what} of dtype {a.dtype}")
@@ -125,6 +123,9 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
             weights = weights.astype(np.float64)
         weights = np.ascontiguousarray(weights)
     axes, given = _axes_of(bins, range, d)
+    half_edges = None
+    if data.dtype.kind == "f" and data.dtype.itemsize == 2:
+        data, axes, given, half_edges = _float16_axes(data, axes, given)
     if data.flags.c_contiguous:
         arrays, layout = [data.reshape(-1)], "rows"
     elif data.flags.f_contiguous:
@@ -142,13 +143,53 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
             out_edges.append(e.astype(np.float32))  # numpy's linspace of float32 extremes
         else:
             out_edges.append(e)
+    hist = counts.view(np.int64) if weights is None else counts
+    hist = hist.astype(np.float64).reshape(shape)
+    if density and half_edges is not None:
+        # numpy divides by the widths of float16 edges computed in float16.
+        total = hist.sum()
+        for i in builtins_range(d):
+            if half_edges[i]:
+                widths = np.diff(out_edges[i])
+            else:
+                widths = np.diff(np.asarray(out_edges[i]))
+            widths_shape = np.ones(d, int)
+            widths_shape[i] = widths.size
+            hist = hist / widths.reshape(widths_shape)
+        return hist / total, out_edges
     if density:
         return dens.reshape(shape), out_edges
-    hist = counts.view(np.int64) if weights is None else counts
-    return hist.astype(np.float64).reshape(shape), out_edges
+    return hist, out_edges
 
 
 builtins_range = range
+
+
+def _float16_axes(data, axes, given):
+    """float16 samples as numpy bins them, over the library's float64 engine: the samples widened
+    (exactly; numpy compares them with the edges in the common type), and each axis binned over
+    the data's range given numpy's own float16 edges (its ``linspace`` of the float16 extremes, in
+    float16), passed on as explicit edges. Returns the widened data, the axes, the edges returned
+    per axis and which axes have float16 edges (for the density)."""
+    axes, given, half = list(axes), list(given), []
+    for i, (nb, r, edges) in enumerate(axes):
+        if edges is not None or r is not None or nb is None:
+            half.append(False)
+            continue
+        column = data[:, i]
+        if column.size == 0:
+            lo, hi = 0, 1
+        else:
+            lo, hi = column.min(), column.max()
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        e = np.linspace(lo, hi, nb + 1)
+        axes[i] = (None, None, e.astype(np.float64))
+        given[i] = e
+        half.append(e.dtype == np.float16)
+    return data.astype(np.float64), axes, given, half
 
 
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backend="auto"):
