@@ -150,6 +150,12 @@ def main():
     p.add_argument("--estimator-sizes", default="28",
                    help="log2 of the sample counts of the estimators' rows (numpy's references "
                         "of 2^28 samples take about a minute)")
+    p.add_argument("--normal-bins", default="1000,32768,100000,131072,262144,500000,1048576",
+                   help="bin counts of the normal rows")
+    p.add_argument("--normal-dtypes", default="float32,float64")
+    p.add_argument("--strategies", default="",
+                   help="forced strategies timed beside auto in the normal rows (impl "
+                        "smemkit.histogram/<strategy>), e.g. sliced8x4")
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--base-log2", type=int, default=26)
     p.add_argument("--skip-cupy", action="store_true")
@@ -214,17 +220,22 @@ def main():
 
     dists = args.dists.split(",")
     if "normal" in dists:
-        for dtype in ("float32", "float64"):
+        for dtype in args.normal_dtypes.split(","):
             base = normal32 if dtype == "float32" else normal32.double()
             host = base.cpu().numpy()
             ref = Reference(host, chunk, lambda c, nb: np.histogram(c, nb, range=RANGE)[0])
             cx = cupy.from_dlpack(base) if cupy is not None else None
-            for nbins in (1000, 32768, 100_000, 1 << 17, 1 << 18, 500_000, 1 << 20):
+            for nbins in (int(b) for b in args.normal_bins.split(",")):
                 if over_budget(f"normal {dtype} {nbins}"):
                     continue
                 cases = [
                     ("smemkit.histogram", lambda x, n, nb=nbins: (
                         lambda: smemkit.histogram(x, nb, range=RANGE))),
+                ] + [
+                    (f"smemkit.histogram/{s}", lambda x, n, nb=nbins, s=s: (
+                        lambda: smemkit.histogram(x, nb, range=RANGE, strategy=s)))
+                    for s in args.strategies.split(",") if s
+                ] + [
                     ("torch.histc", lambda x, n, nb=nbins: (
                         lambda: torch.histc(x, nb, RANGE[0], RANGE[1]))),
                 ]
