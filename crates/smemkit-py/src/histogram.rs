@@ -57,14 +57,22 @@ fn spec(nbins: Option<usize>, range: Option<RangeArg>, edges: Option<Edges>) -> 
 #[derive(FromPyObject)]
 pub enum RangeArg {
     Floats(f64, f64),
+    /// `('int', lo, hi)`: a range of Python ints (see [`BinSpec::UniformIntRange`]).
+    Ints(String, i64, i64),
     InSampleType(String, f64, f64),
 }
 
 fn uniform(nbins: usize, range: Option<RangeArg>) -> PyResult<BinSpec> {
-    if let Some(RangeArg::InSampleType(tag, ..)) = &range {
-        if tag != "sample" {
+    let tagged = match &range {
+        Some(RangeArg::InSampleType(tag, ..)) => Some((tag, "sample")),
+        Some(RangeArg::Ints(tag, ..)) => Some((tag, "int")),
+        _ => None,
+    };
+    if let Some((tag, want)) = tagged {
+        if tag != want {
             return Err(PyValueError::new_err(format!(
-                "internal: a typed range is ('sample', lo, hi), not tagged {tag:?}"
+                "internal: a typed range is ('sample', lo, hi) of floats or ('int', lo, hi) of \
+                 ints, not {tag:?} with these values"
             )));
         }
     }
@@ -75,6 +83,10 @@ fn uniform(nbins: usize, range: Option<RangeArg>) -> PyResult<BinSpec> {
             range: Some((lo, hi)),
         },
         Some(RangeArg::InSampleType(_, lo, hi)) => BinSpec::UniformInSampleType {
+            nbins,
+            range: (lo, hi),
+        },
+        Some(RangeArg::Ints(_, lo, hi)) => BinSpec::UniformIntRange {
             nbins,
             range: (lo, hi),
         },
@@ -168,11 +180,15 @@ pub fn histogram<'py>(
             // bfloat16 range widens to float32): resolved again, a pass over the samples.
             let dtype = match (&spec, samples) {
                 (
-                    BinSpec::Uniform { .. } | BinSpec::UniformInSampleType { .. },
+                    BinSpec::Uniform { .. }
+                    | BinSpec::UniformInSampleType { .. }
+                    | BinSpec::UniformIntRange { .. },
                     Samples::F16(_) | Samples::BF16(_),
                 ) => edges_dtype(&Binning::resolve(&spec, samples)?),
                 (
-                    BinSpec::Uniform { .. } | BinSpec::UniformInSampleType { .. },
+                    BinSpec::Uniform { .. }
+                    | BinSpec::UniformInSampleType { .. }
+                    | BinSpec::UniformIntRange { .. },
                     Samples::F32(_),
                 ) => "float32",
                 _ => "float64",

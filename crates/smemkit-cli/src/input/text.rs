@@ -124,7 +124,8 @@ impl Sink {
             OwnedSamples::I64(v) => p!(v),
             OwnedSamples::F32(v) => p!(v),
             OwnedSamples::F64(v) => p!(v),
-            // As numpy reads them: the decimal to float64, then rounded once to the 16-bit type.
+            // As numpy reads them: the decimal to float64, then to the 16-bit type (once for
+            // float16; through float32 for ml_dtypes' bfloat16).
             OwnedSamples::F16(v) => match text.parse::<f64>() {
                 Ok(x) => {
                     v.push(smemkit::internals::histogram::bins::half::f16_from_f64(x));

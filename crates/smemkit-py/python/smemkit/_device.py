@@ -484,8 +484,12 @@ def _typed_range(range_, dtype):
     first, last = range_
     weak = type(first) in (int, float) and type(last) in (int, float)  # Python numbers
     if weak:
-        if dtype == "bfloat16":  # refuses integers, which numpy bins in bfloat16 arithmetic
-            _ranges.range_arithmetic(first, last, np.dtype(np.float64), "bfloat16")
+        if (dtype == "bfloat16" and _ranges.range_arithmetic(
+                first, last, np.dtype(np.float64), "bfloat16") == _ranges.INT_RANGE):
+            raise NotImplementedError(
+                "a range of integers for bfloat16 GPU samples is not supported yet (numpy with "
+                "ml_dtypes then bins in bfloat16 arithmetic; host arrays take it): give the "
+                "range as floats")
         return range_
     if dtype not in _np_dtypes:
         return range_

@@ -192,11 +192,15 @@ def _range(range_, a):
         # A wider range (numpy scalars or arrays, or any range of bfloat16 samples, which do not
         # promote weakly) makes numpy bin the samples in that type; the widening is exact.
         a = a.astype(bin_type)
-    if _ranges.range_arithmetic(first, last, a.dtype, _half_name(a)) == _ranges.SAMPLE_TYPE:
+    arithmetic = _ranges.range_arithmetic(first, last, a.dtype, _half_name(a))
+    if arithmetic == _ranges.SAMPLE_TYPE:
         as_type = a.dtype.type
         lo, hi = float(as_type(first)), float(as_type(last))
         _ranges.check_range(lo, hi)
         return (_ranges.SAMPLE_TYPE, lo, hi), a
+    if arithmetic == _ranges.INT_RANGE:
+        _ranges.check_range(first, last)
+        return (_ranges.INT_RANGE, first, last), a
     return (float(first), float(last)), a
 
 

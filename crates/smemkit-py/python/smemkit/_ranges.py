@@ -12,19 +12,25 @@ import numpy as np
 WIDE = "wide"
 #: numpy's bins over a range held in the samples' own float type: as over the data's extremes.
 SAMPLE_TYPE = "sample"
+#: numpy's bins of bfloat16 samples over a range of Python ints, which ml_dtypes keeps in
+#: bfloat16 (a range of Python floats it widens to float64).
+INT_RANGE = "int"
 
 
 def range_arithmetic(first, last, sample_dtype: np.dtype, half_name) -> str:
-    """``WIDE`` or ``SAMPLE_TYPE`` for a range ``(first, last)`` of samples of ``sample_dtype``
-    (after numpy's promotion with the range); NotImplementedError where numpy mixes the two
-    (its edges computed in the range's narrower type, the bins in the samples'). ``half_name``
-    is ``'bfloat16'`` for ml_dtypes' type (which does not promote weakly), else anything."""
+    """``WIDE``, ``SAMPLE_TYPE`` or ``INT_RANGE`` for a range ``(first, last)`` of samples of
+    ``sample_dtype`` (after numpy's promotion with the range); NotImplementedError where numpy
+    mixes the two (its edges computed in the range's narrower type, the bins in the samples').
+    ``half_name`` is ``'bfloat16'`` for ml_dtypes' type (which promotes Python floats but not
+    Python ints), else anything."""
     range_type = np.result_type(first, last)
     if range_type.kind in "biu":
         if half_name == "bfloat16":
-            raise NotImplementedError(
-                "a range of integers for bfloat16 samples is not supported yet (numpy with "
-                "ml_dtypes then bins in bfloat16 arithmetic): give the range as floats")
+            if not (type(first) is int and type(last) is int):
+                raise NotImplementedError(
+                    "a range of numpy integer scalars for bfloat16 samples is not supported yet: "
+                    "give the range as Python numbers")
+            return INT_RANGE
         return WIDE
     if range_type == np.float64:
         return WIDE

@@ -582,7 +582,8 @@ fn nominal_nbins(spec: &BinSpec) -> usize {
     match spec {
         BinSpec::Integer { nbins }
         | BinSpec::Uniform { nbins, .. }
-        | BinSpec::UniformInSampleType { nbins, .. } => *nbins,
+        | BinSpec::UniformInSampleType { nbins, .. }
+        | BinSpec::UniformIntRange { nbins, .. } => *nbins,
         BinSpec::Edges(e) => e.len().saturating_sub(1),
         BinSpec::IntEdges(e) => e.len().saturating_sub(1),
         BinSpec::Estimated { .. } => 1000,

@@ -51,8 +51,8 @@ impl Axis {
                 "axis {axis}: a joint histogram has no integer bins (numpy.histogramdd takes a bin count or edges per axis); give a bin count with a range, or edges"
             ))),
             BinSpec::Edges(edges) => Axis::from_edges(edges, axis),
-            BinSpec::UniformInSampleType { .. } => Err(Error::NotImplemented(format!(
-                "axis {axis}: a range in the samples' own type is taken by 1-D histograms only; give it as floats"
+            BinSpec::UniformInSampleType { .. } | BinSpec::UniformIntRange { .. } => Err(Error::NotImplemented(format!(
+                "axis {axis}: a range typed beside the samples (numpy scalars of their type, integers for bfloat16) is taken by 1-D histograms only; give it as floats"
             ))),
             BinSpec::IntEdges(_) => Err(Error::NotImplemented(format!(
                 "axis {axis}: integer edges held exactly (beyond 2^53) are taken by 1-D histograms only; give the edges as floats"

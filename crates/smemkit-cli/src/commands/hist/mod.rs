@@ -459,7 +459,8 @@ fn describe_bins(spec: &BinSpec, h: &Histogram) -> String {
             nbins,
             range: Some(_),
         }
-        | BinSpec::UniformInSampleType { nbins, .. } => {
+        | BinSpec::UniformInSampleType { nbins, .. }
+        | BinSpec::UniformIntRange { nbins, .. } => {
             format!("{nbins} uniform bins over [{lo}, {hi}]")
         }
         BinSpec::Uniform { nbins, range: None } => {

@@ -58,15 +58,17 @@ pub fn f16_from_f64(x: f64) -> f16 {
     f16::from_f32(f32_round_to_odd(x))
 }
 
-/// `x` rounded to the nearest bfloat16 (ties to even), as ml_dtypes converts a float64 (see
-/// [`f16_from_f64`] for why not `bf16::from_f64`).
+/// `x` as ml_dtypes converts a float64 to bfloat16: to the nearest float32, then to the nearest
+/// bfloat16 (two roundings, ties to even each: a value just above a tie of bfloat16 whose float32
+/// is the tie goes to even). `bf16::from_f64` truncates the low bits first, which differs from
+/// that on other values.
 pub fn bf16_from_f64(x: f64) -> bf16 {
-    bf16::from_f32(f32_round_to_odd(x))
+    bf16::from_f32(x as f32)
 }
 
 /// `x` as a float32 rounded to odd: exact values stay, others take the float32 on the side of
-/// zero with its last bit set. float32 keeps more than two bits beyond float16 and bfloat16, so
-/// rounding this to either to nearest is the single correct rounding of `x`.
+/// zero with its last bit set. float32 keeps more than two bits beyond float16, so rounding this
+/// to float16 to nearest is the single correct rounding of `x`.
 fn f32_round_to_odd(x: f64) -> f32 {
     let nearest = x as f32;
     if !nearest.is_finite() || nearest as f64 == x {
@@ -154,6 +156,31 @@ pub fn linspace_half(format: HalfFormat, start: f32, stop: f32, num: usize) -> V
     y
 }
 
+/// Uniform bins over `[lo, hi]` (`lo < hi`) of a range that numpy keeps weakly typed beside the
+/// samples (Python numbers for float16, Python ints for ml_dtypes' bfloat16): its edges are the
+/// float64 `linspace` rounded once to the half type, and each estimate `x - first` in the half
+/// type, then float64 (numpy divides by the range's width as a numpy scalar of float64 or uint64).
+pub(super) fn resolve_over_range(
+    format: HalfFormat,
+    nbins: usize,
+    lo: f64,
+    hi: f64,
+) -> Result<Binning> {
+    let edges: Vec<f32> = linspace_f64(lo, hi, nbins + 1)
+        .into_iter()
+        .map(|e| format.round64(e))
+        .collect();
+    check_increasing(&edges, nbins, format.name(), (lo, hi))?;
+    Ok(Binning::UniformHalf(UniformHalf {
+        nbins,
+        format,
+        first: format.round64(lo),
+        last: format.round64(hi),
+        arith: HalfArith::Range { denom: hi - lo },
+        edges,
+    }))
+}
+
 /// Uniform bins of `nbins` over `range` (or the data's extremes) for half samples `s`.
 pub(super) fn resolve<T: Sample>(
     format: HalfFormat,
@@ -170,19 +197,7 @@ pub(super) fn resolve<T: Sample>(
         if format == HalfFormat::BF16 {
             return uniform_f64(nbins, lo, hi, hi - lo).map(Binning::UniformF64);
         }
-        let edges: Vec<f32> = linspace_f64(lo, hi, nbins + 1)
-            .into_iter()
-            .map(|e| format.round64(e))
-            .collect();
-        check_increasing(&edges, nbins, format.name(), (lo, hi))?;
-        return Ok(Binning::UniformHalf(UniformHalf {
-            nbins,
-            format,
-            first: format.round64(lo),
-            last: format.round64(hi),
-            arith: HalfArith::Range { denom: hi - lo },
-            edges,
-        }));
+        return resolve_over_range(format, nbins, lo, hi);
     }
     let (lo, hi) = match min_max(s) {
         // No samples: numpy's range [0, 1] of Python ints, its edges float64 rounded to the type.
@@ -272,6 +287,12 @@ mod tests {
         // tie itself, which goes to even (1224); the value belongs to 1225.
         let x = -0.597_900_41_f64;
         assert_eq!(f16_from_f64(x).to_f32(), -1225.0 / 2048.0);
+        // ml_dtypes rounds bfloat16 through float32: 1 + 2^-8 + 2^-30 lands on the tie 1 + 2^-8
+        // and goes to even, 1 (numpy with ml_dtypes gives 1.0 for it).
+        assert_eq!(
+            bf16_from_f64(1.0 + 2f64.powi(-8) + 2f64.powi(-30)).to_f32(),
+            1.0
+        );
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         for i in 0..300_000u64 {
             state = state
@@ -294,12 +315,13 @@ mod tests {
                     "{i}: {x:e}"
                 );
             }
+            // bfloat16 as ml_dtypes: the nearest of the nearest float32.
             let tie = nearest_reference(xbf, HalfFormat::BF16, true);
             for x in [xbf, tie, tie.next_up(), tie.next_down()] {
                 let got = bf16_from_f64(x).to_f64();
                 assert_eq!(
                     got,
-                    nearest_reference(x, HalfFormat::BF16, false),
+                    nearest_reference(x as f32 as f64, HalfFormat::BF16, false),
                     "{i}: {x:e}"
                 );
             }
@@ -352,6 +374,43 @@ mod tests {
             up
         };
         r.copysign(x)
+    }
+
+    #[test]
+    fn a_range_of_ints_keeps_bfloat16_in_bfloat16() {
+        use crate::histogram::bins::BinSpec;
+        use crate::sample::Samples;
+        let s = [bf16::from_f32(1.5), bf16::from_f32(-3.0)];
+        let ints = |lo, hi| BinSpec::UniformIntRange {
+            nbins: 7,
+            range: (lo, hi),
+        };
+        let floats = |lo: f64, hi: f64| BinSpec::Uniform {
+            nbins: 7,
+            range: Some((lo, hi)),
+        };
+        // Python ints: bfloat16 edges and estimate (numpy with ml_dtypes); floats: float64.
+        let b = Binning::resolve(&ints(-4, 4), Samples::BF16(&s)).unwrap();
+        let Binning::UniformHalf(u) = &b else {
+            panic!("{b:?}")
+        };
+        assert_eq!(
+            (u.format, u.arith),
+            (HalfFormat::BF16, HalfArith::Range { denom: 8.0 })
+        );
+        let f = Binning::resolve(&floats(-4.0, 4.0), Samples::BF16(&s)).unwrap();
+        assert!(matches!(f, Binning::UniformF64(_)), "{f:?}");
+        // One value widens by the Python float 0.5: floats again. Other types: as floats.
+        assert_eq!(
+            Binning::resolve(&ints(2, 2), Samples::BF16(&s)).unwrap(),
+            Binning::resolve(&floats(2.0, 2.0), Samples::BF16(&s)).unwrap()
+        );
+        let x = [0.5f32, 2.0];
+        assert_eq!(
+            Binning::resolve(&ints(-4, 4), Samples::F32(&x)).unwrap(),
+            Binning::resolve(&floats(-4.0, 4.0), Samples::F32(&x)).unwrap()
+        );
+        assert!(Binning::resolve(&ints(4, -4), Samples::BF16(&s)).is_err());
     }
 
     #[test]

@@ -49,6 +49,16 @@ pub enum BinSpec {
         /// `[lo, hi]`, both values of the samples' type.
         range: (f64, f64),
     },
+    /// `nbins` equal bins over a range of two integers (Python ints): numpy then keeps bfloat16
+    /// samples (ml_dtypes' type, which widens a range of Python floats to float64) in bfloat16
+    /// where it can, as it keeps float16 over any range of Python numbers. Every other sample
+    /// type bins as over [`BinSpec::Uniform`]'s range of the same values.
+    UniformIntRange {
+        /// How many bins.
+        nbins: usize,
+        /// `[lo, hi]`.
+        range: (i64, i64),
+    },
     /// Explicit, non-decreasing edges (infinite ones and equal neighbours allowed, as in numpy);
     /// `edges.len() - 1` bins.
     Edges(Vec<f64>),
@@ -485,6 +495,22 @@ impl Binning {
                         "the range ({lo}, {hi}) is not two values of the samples' type {ty}"
                     ))
                 })
+            }
+            BinSpec::UniformIntRange { nbins, range } => {
+                let (lo, hi) = (range.0 as f64, range.1 as f64);
+                match samples {
+                    Samples::BF16(_) if range.0 < range.1 && *nbins > 0 => {
+                        half::resolve_over_range(half::HalfFormat::BF16, *nbins, lo, hi)
+                    }
+                    // One value: numpy widens it by the Python float 0.5, a float range again.
+                    _ => Binning::resolve(
+                        &BinSpec::Uniform {
+                            nbins: *nbins,
+                            range: Some((lo, hi)),
+                        },
+                        samples,
+                    ),
+                }
             }
             BinSpec::IntEdges(edges) => Ok(match edges.resolve(samples.sample_type())? {
                 Some(exact) => Binning::IntEdges(exact),
