@@ -287,7 +287,7 @@ def test_library_messages_reach_python():
         hist([1.0], strategy="fastest")
     with pytest.raises(ValueError, match="inverted"):
         hist([1.0], range=(3, 2))
-    with pytest.raises(ValueError, match="too many bins for the data range"):
+    with pytest.raises(ValueError, match="Too many bins for data range"):
         hist(np.array([1.0, np.nextafter(1.0, 2.0)]), 10)
 
 

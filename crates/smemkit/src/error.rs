@@ -6,21 +6,17 @@ use thiserror::Error;
 
 /// Why uniform bins over `[lo, hi]` cannot be cut: a width that overflows the precision (a range
 /// wider than the largest float), or bins narrower than its spacing.
-fn too_many_bins_reason(precision: &str, lo: f64, hi: f64) -> &'static str {
+fn too_many_bins_reason(precision: &str, lo: f64, hi: f64) -> String {
     let overflows = if precision == "float32" {
         !((hi as f32) - (lo as f32)).is_finite()
     } else {
         !(hi - lo).is_finite()
     };
-    match (overflows, precision == "float32") {
-        (true, true) => {
-            "the range is wider than the largest finite float32 (its width overflows); narrow it"
-        }
-        (true, false) => {
-            "the range is wider than the largest finite float64 (its width overflows); narrow it"
-        }
-        (false, true) => "too many bins for the data range: they would have zero width in float32",
-        (false, false) => "too many bins for the data range: they would have zero width in float64",
+    if overflows {
+        format!("the range is wider than the largest finite {precision} (its width overflows); narrow it")
+    } else {
+        // numpy's words first (its ValueError says "Too many bins for data range").
+        format!("Too many bins for data range: they would have zero width in {precision}")
     }
 }
 
@@ -33,7 +29,10 @@ pub enum Error {
     #[error("the number of bins must be at least 1 (got 0)")]
     ZeroBins,
     /// A range whose lower bound is above its upper bound.
-    #[error("range {lo}:{hi} is inverted: the lower bound must not exceed the upper bound")]
+    #[error(
+        "range {lo}:{hi} is inverted: max must be larger than min in range parameter (the lower \
+         bound must not exceed the upper bound)"
+    )]
     InvertedRange {
         /// The lower bound.
         lo: f64,

@@ -193,6 +193,8 @@ def _float16_axes(data, axes, given):
 
 
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backend="auto"):
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
     try:
         nb = len(bins)
     except TypeError:

@@ -345,10 +345,9 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
 def _minlength(minlength):
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")
-    try:
-        minlength = operator.index(minlength)
-    except TypeError as e:
-        raise TypeError(f"'minlength' must be an integer, not {type(minlength).__name__}") from e
+    # numpy's TypeError, as operator.index words it ("'str' object cannot be interpreted as an
+    # integer").
+    minlength = operator.index(minlength)
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     return minlength
