@@ -11,6 +11,8 @@ import pytest
 
 import smemkit
 
+from test_histogram import hist, same as same_values
+
 try:
     import ml_dtypes
 except ImportError:  # scripts/test installs it; a plain environment may not have it
@@ -19,18 +21,11 @@ except ImportError:  # scripts/test installs it; a plain environment may not hav
 needs_ml_dtypes = pytest.mark.skipif(ml_dtypes is None, reason="needs ml_dtypes")
 
 
-def hist(*args, **kwargs):
-    return smemkit.histogram(*args, backend="cpu", **kwargs)
-
-
 def same(got, want):
-    (h, e), (H, E) = got, want
-    assert h.dtype == H.dtype, (h.dtype, H.dtype)
-    assert e.dtype == E.dtype, (e.dtype, E.dtype)
-    np.testing.assert_array_equal(h, H)
-    # Bit for bit (also -0.0 against 0.0).
-    np.testing.assert_array_equal(np.asarray(e, np.float64).view(np.uint64),
-                                  np.asarray(E, np.float64).view(np.uint64))
+    """test_histogram's check, and the edges bit for bit (-0.0 is not 0.0)."""
+    same_values(got, want)
+    np.testing.assert_array_equal(np.asarray(got[1], np.float64).view(np.uint64),
+                                  np.asarray(want[1], np.float64).view(np.uint64))
 
 
 def ranges(rng, x, scale):
