@@ -189,8 +189,9 @@ def _range(range_, a):
     first, last = range_
     bin_type = np.result_type(first, last, a)
     if (a.dtype.kind == "f" or _half_name(a)) and bin_type != a.dtype:
-        # A wider range (numpy scalars or arrays, or any range of bfloat16 samples, which do not
-        # promote weakly) makes numpy bin the samples in that type; the widening is exact.
+        # A wider range (numpy scalars or arrays of a wider type, or Python floats beside
+        # bfloat16 samples, which ml_dtypes widens to float64) makes numpy bin the samples in
+        # that type; the widening is exact.
         a = a.astype(bin_type)
     arithmetic = _ranges.range_arithmetic(first, last, a.dtype, _half_name(a))
     if arithmetic == _ranges.SAMPLE_TYPE:
