@@ -156,6 +156,9 @@ def main():
     p.add_argument("--strategies", default="",
                    help="forced strategies timed beside auto in the normal rows (impl "
                         "smemkit.histogram/<strategy>), e.g. sliced8x4")
+    p.add_argument("--estimator-rules", default=",".join(GPU_RULES),
+                   help="the estimators timed (stone histograms the data max(100, sqrt(n)) "
+                        "times: give it small --estimator-sizes)")
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--base-log2", type=int, default=26)
     p.add_argument("--skip-cupy", action="store_true")
@@ -391,10 +394,12 @@ def bench_estimators(args, sizes, base, emit, over_budget):
     for n in sizes:
         x_n, repeats = device_data(base, n)
         host = x_n.cpu().numpy()
-        for rule in GPU_RULES:
+        for rule in args.estimator_rules.split(","):
             if over_budget(f"estimators {rule} {n}"):
                 return
+            t0 = time.perf_counter()
             want, want_edges = np.histogram(host, rule)
+            numpy_ms = (time.perf_counter() - t0) * 1e3
             nb = len(want)
             cases = [
                 (rule, "smemkit.histogram", lambda: smemkit.histogram(x_n, rule)),
@@ -403,6 +408,11 @@ def bench_estimators(args, sizes, base, emit, over_budget):
                  lambda: smemkit.histogram(x_n, nb, density=True)),
                 (nb, "one_pass", lambda: torch.aminmax(x_n)),
             ]
+            # numpy on the host copy, one run (its reference): the peer of 'stone', which
+            # histograms the data at max(100, sqrt(n)) bin counts.
+            emit({"op": "hist", "impl": "numpy.histogram", "dist": "normal", "dtype": "float32",
+                  "n": n, "nbins": nb, "bins": rule, "rule": rule, "ms": round(numpy_ms, 3),
+                  "runs": 1, "host": True})
             for bins, name, call in cases:
                 row = {"op": "hist", "impl": name, "dist": "normal", "dtype": "float32", "n": n,
                        "nbins": nb, "bins": bins, "rule": rule}

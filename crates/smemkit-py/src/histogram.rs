@@ -11,7 +11,7 @@ use smemkit::internals::histogram::bins::half::HalfFormat;
 use smemkit::{
     bins::{BinSpec, Binning, IntEdges, OutOfRange},
     histogram::{Counts, HistogramOptions, StrategyChoice},
-    sample::{IntType, Samples},
+    sample::{IntType, SampleType, Samples},
     Backend,
 };
 
@@ -60,12 +60,16 @@ pub enum RangeArg {
     /// `('int', lo, hi)`: a range of Python ints (see [`BinSpec::UniformIntRange`]).
     Ints(String, i64, i64),
     InSampleType(String, f64, f64),
+    /// `('narrow', lo, hi, type)`: values of float32 or float16 for samples numpy bins in
+    /// float64 (see [`BinSpec::UniformInRangeType`]).
+    InRangeType(String, f64, f64, String),
 }
 
 fn uniform(nbins: usize, range: Option<RangeArg>) -> PyResult<BinSpec> {
     let tagged = match &range {
         Some(RangeArg::InSampleType(tag, ..)) => Some((tag, "sample")),
         Some(RangeArg::Ints(tag, ..)) => Some((tag, "int")),
+        Some(RangeArg::InRangeType(tag, ..)) => Some((tag, "narrow")),
         _ => None,
     };
     if let Some((tag, want)) = tagged {
@@ -89,6 +93,19 @@ fn uniform(nbins: usize, range: Option<RangeArg>) -> PyResult<BinSpec> {
         Some(RangeArg::Ints(_, lo, hi)) => BinSpec::UniformIntRange {
             nbins,
             range: (lo, hi),
+        },
+        Some(RangeArg::InRangeType(_, lo, hi, range_type)) => BinSpec::UniformInRangeType {
+            nbins,
+            range: (lo, hi),
+            range_type: match range_type.as_str() {
+                "float32" => SampleType::F32,
+                "float16" => SampleType::F16,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "internal: a narrow range is float32 or float16, not {other}"
+                    )))
+                }
+            },
         },
     })
 }
@@ -182,12 +199,14 @@ pub fn histogram<'py>(
                 (
                     BinSpec::Uniform { .. }
                     | BinSpec::UniformInSampleType { .. }
+                    | BinSpec::UniformInRangeType { .. }
                     | BinSpec::UniformIntRange { .. },
                     Samples::F16(_) | Samples::BF16(_),
                 ) => edges_dtype(&Binning::resolve(&spec, samples)?),
                 (
                     BinSpec::Uniform { .. }
                     | BinSpec::UniformInSampleType { .. }
+                    | BinSpec::UniformInRangeType { .. }
                     | BinSpec::UniformIntRange { .. },
                     Samples::F32(_),
                 ) => "float32",

@@ -3,11 +3,11 @@
 //! functions take flat host arrays and plain values and run the library's CPU engine (the joint
 //! histogram's GPU engine runs only with backend='cuda') with the interpreter released.
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use smemkit::{
-    bins::BinSpec,
+    bins::{BinSpec, IntEdges},
     histogram::Counts,
     histogramdd::{JointOptions, JointSamples},
     Backend,
@@ -15,18 +15,22 @@ use smemkit::{
 
 use crate::arrays::{Held, HeldWeights};
 use crate::errors::IntoPy;
+use crate::histogram::Edges;
 
-/// One axis's bins as the Python layer passes them: a count with an optional range, or edges.
-pub(crate) type AxisBins<'py> = (
-    Option<usize>,
-    Option<(f64, f64)>,
-    Option<PyReadonlyArray1<'py, f64>>,
-);
+/// One axis's bins as the Python layer passes them: a count with an optional range, or edges
+/// (integer ones kept exact, for the CPU engine).
+pub(crate) type AxisBins<'py> = (Option<usize>, Option<(f64, f64)>, Option<Edges<'py>>);
 
 pub(crate) fn axis_spec(bins: AxisBins<'_>) -> PyResult<BinSpec> {
     match bins {
         (Some(nbins), range, None) => Ok(BinSpec::Uniform { nbins, range }),
-        (None, None, Some(edges)) => Ok(BinSpec::Edges(edges.as_array().to_vec())),
+        (None, None, Some(Edges::Float(edges))) => Ok(BinSpec::Edges(edges.as_array().to_vec())),
+        (None, None, Some(Edges::Signed(edges))) => {
+            Ok(BinSpec::IntEdges(IntEdges::I64(edges.as_array().to_vec())))
+        }
+        (None, None, Some(Edges::Unsigned(edges))) => {
+            Ok(BinSpec::IntEdges(IntEdges::U64(edges.as_array().to_vec())))
+        }
         _ => Err(PyValueError::new_err(
             "internal: each axis takes a bin count (and a range) or edges",
         )),
@@ -102,22 +106,34 @@ pub fn histogramdd<'py>(
     Ok((counts, density, edges, h.shape))
 }
 
-/// numpy's `digitize` of a flat array: int64 bin indices.
+/// numpy's `digitize` of a flat array: int64 bin indices. Integer bins stay exact where numpy
+/// compares in integers.
 #[pyfunction]
 #[pyo3(signature = (x, bins, right))]
 pub fn digitize<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
-    bins: PyReadonlyArray1<'py, f64>,
+    bins: Edges<'py>,
     right: bool,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let held = Held::of(x, "x")?;
     let samples = held.samples()?;
-    let bins = bins
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("internal: the bins are not contiguous"))?;
-    let out = py
-        .detach(|| smemkit::digitize::digitize(samples, bins, right))
-        .py_err()?;
+    let out = match bins {
+        Edges::Float(bins) => {
+            let bins = bins
+                .as_slice()
+                .map_err(|_| PyValueError::new_err("internal: the bins are not contiguous"))?;
+            py.detach(|| smemkit::digitize::digitize(samples, bins, right))
+        }
+        Edges::Signed(bins) => {
+            let bins = IntEdges::I64(bins.as_array().to_vec());
+            py.detach(|| smemkit::digitize::digitize_int_edges(samples, &bins, right))
+        }
+        Edges::Unsigned(bins) => {
+            let bins = IntEdges::U64(bins.as_array().to_vec());
+            py.detach(|| smemkit::digitize::digitize_int_edges(samples, &bins, right))
+        }
+    }
+    .py_err()?;
     Ok(PyArray1::from_vec(py, out))
 }

@@ -141,10 +141,21 @@ def test_torch_heavy_ties_and_nan(rule):
 
 
 @needs_torch
-def test_torch_stone_and_halves_are_refused_clearly():
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("range_", [None, (-1.0, 2.5)])
+def test_torch_stone_is_numpys(dtype, range_):
+    # Every candidate bin count histogrammed on the device (max(100, sqrt(n)) of them).
+    g = torch.Generator(device="cuda").manual_seed(29)
+    for n in (2, 1000, 40_000):
+        x = (torch.randn(n, generator=g, device="cuda", dtype=torch.float64) * 3)
+        x = (x * 10 if dtype == "int32" else x).to(getattr(torch, dtype))
+        h, e = smemkit.histogram(x, "stone", range=range_)
+        _check(h.cpu().numpy(), e.cpu().numpy(), x.cpu().numpy(), "stone", range_)
+
+
+@needs_torch
+def test_torch_halves_are_refused_clearly():
     x = torch.randn(1000, device="cuda")
-    with pytest.raises(NotImplementedError, match="stone"):
-        smemkit.histogram(x, "stone")
     with pytest.raises(NotImplementedError, match="give a number of bins"):
         smemkit.histogram(x.half(), "auto", range=(-1.0, 1.0))
 

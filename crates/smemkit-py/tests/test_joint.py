@@ -121,6 +121,6 @@ def test_digitize(rng, right):
         smemkit.digitize(x, [[0, 1]])
     with pytest.raises(TypeError, match="complex"):
         smemkit.digitize(x.astype(complex), [0, 1])
-    big = np.array([2**60 - 1, 2**60 + 1], np.int64)
-    with pytest.raises(NotImplementedError, match="2\\*\\*53"):
-        smemkit.digitize(big, np.array([2**60], np.int64))
+    big = np.array([2**60 - 1, 2**60, 2**60 + 1], np.int64)
+    np.testing.assert_array_equal(smemkit.digitize(big, np.array([2**60], np.int64), right=right),
+                                  np.digitize(big, np.array([2**60], np.int64), right=right))

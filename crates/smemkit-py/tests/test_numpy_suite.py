@@ -27,13 +27,9 @@ SUITES = [
 # Cases that do not pass, and why (features smemkit does not have, limits it keeps).
 NOT_YET = {
     "TestHistogram.test_big_arrays": "a joint histogram of 2.56e9 bins: beyond the 2^28 limit",
-    "TestHistogram.test_datetime": "datetime64 and timedelta64 samples",
-    "TestHistogram.test_exotic_weights": "complex and Decimal (object) weights",
+    "TestHistogram.test_exotic_weights": "Decimal (object) weights",
     "TestHistogram.test_precision": "long double samples",
-    "TestHistogramdd.test_large_integers": "histogramdd's integer edges beyond 2^53",
     "TestHistogram2d.test_dispatch": "numpy's __array_function__ dispatch",
-    "TestDigitize.test_large_integers_increasing": "digitize's integer bins beyond 2^53",
-    "TestDigitize.test_large_integers_decreasing": "digitize's integer bins beyond 2^53",
 }
 
 

@@ -499,7 +499,7 @@ def _typed_range(range_, dtype):
     arithmetic = _ranges.range_arithmetic(first, last, bin_type, half)
     if arithmetic == _ranges.WIDE:
         return range_
-    if bin_type != sample_dtype:
+    if arithmetic != _ranges.SAMPLE_TYPE or bin_type != sample_dtype:
         raise NotImplementedError(
             f"a range of {bin_type} values for {dtype} GPU samples is not supported yet (numpy "
             f"bins the samples widened to {bin_type}): give the range as Python floats")

@@ -15,7 +15,6 @@ import numpy as np
 from . import _device, _device_digitize, _device_joint, _native
 from ._inputs import as_array, native_order
 
-_EXACT_F64 = 2**53
 
 
 def _no_gpu(obj, what: str):
@@ -52,9 +51,11 @@ def _exact_edges(edges: np.ndarray, what: str) -> np.ndarray:
     return as_f64
 
 
-def _axes_of(bins, range, d):
+def _axes_of(bins, range, d, int_edges=False):
     """numpy's per-axis bins rules: ``(axes, given)``, one ``(nbins, range, edges)`` per axis (the
-    form the native calls take) and the given edges as passed (None for a bin count)."""
+    form the native calls take) and the given edges as passed (None for a bin count). With
+    ``int_edges`` integer edges stay int64 / uint64 (the CPU engine compares integer samples with
+    them exactly, as numpy does); else they must be exact in float64."""
     try:
         m = len(bins)
         if m != d:
@@ -94,7 +95,11 @@ def _axes_of(bins, range, d):
             e = np.asarray(b)
             if np.any(e[:-1] > e[1:]):
                 raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
-            axes.append((None, None, _exact_edges(e, f"bins[{i}] edges")))
+            if int_edges and e.dtype.kind in "biu":
+                exact = e.astype(np.uint64 if e.dtype == np.uint64 else np.int64)
+                axes.append((None, None, np.ascontiguousarray(exact)))
+            else:
+                axes.append((None, None, _exact_edges(e, f"bins[{i}] edges")))
             given.append(e)
         else:
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
@@ -122,7 +127,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
         if weights.dtype not in (np.float32, np.float64) or not weights.dtype.isnative:
             weights = weights.astype(np.float64)
         weights = np.ascontiguousarray(weights)
-    axes, given = _axes_of(bins, range, d)
+    axes, given = _axes_of(bins, range, d, int_edges=True)
     half_edges = None
     if data.dtype.kind == "f" and data.dtype.itemsize == 2:
         data, axes, given, half_edges = _float16_axes(data, axes, given)
@@ -226,11 +231,13 @@ def digitize(x, bins, right=False):
         flat = flat.astype(np.float32)  # exact; numpy compares in the common type
     if flat.dtype.kind not in "iuf":
         raise TypeError(f"cannot digitize x of dtype {x.dtype}")
-    edges = _exact_edges(b, "bins")
-    if (flat.dtype.kind in "iu" and b.dtype.kind in "biu" and flat.size
-            and max(abs(int(flat.min())), abs(int(flat.max()))) > _EXACT_F64):
-        raise NotImplementedError(
-            "digitize of integers beyond 2**53 against integer bins is not supported yet "
-            "(compared in float64)")
+    if b.dtype.kind in "biu":
+        # Kept exact: numpy compares integer samples with integer bins in integers (the library
+        # compares in float64, as numpy, where numpy's common type is float64).
+        edges = b.astype(np.uint64 if b.dtype == np.uint64 else np.int64)
+    elif b.dtype.kind == "f":
+        edges = b.astype(np.float64)
+    else:
+        raise TypeError(f"bins of dtype {b.dtype} are not supported")
     out = _native.digitize(native_order(flat), np.ascontiguousarray(edges), bool(right))
     return out.reshape(x.shape)

@@ -112,13 +112,17 @@ def _weights(weights, shape):
         return w.astype(np.float32), result_type
     if kind in "biu":
         return native_order(w), result_type
+    if kind == "O":
+        raise NotImplementedError(
+            "object weights (Decimal, Fraction...) are not supported yet: numpy sums them as "
+            "Python objects; convert them to float64 (rounding) or pass integers")
     raise TypeError(f"weights of dtype {w.dtype} are not supported (expected a real number type)")
 
 
 def _device_bins(a, kind, bins, range_, weights):
     """``_bins`` for GPU samples: an estimator's name is resolved on the device (numpy's bins
     from statistics computed where the samples are), ``(nbins, None)`` over a range or
-    ``(None, edges)`` over the data's extremes; ``'stone'`` raises NotImplementedError."""
+    ``(None, edges)`` over the data's extremes."""
     if not isinstance(bins, str):
         nbins, edges = _bins(bins)
         if edges is not None and edges.dtype.kind in "iu":
@@ -182,8 +186,10 @@ def _estimate(a, name, range_, weights):
 def _range(range_, a):
     """``(range, a)``: the range as numpy computes with it, and the samples promoted as numpy
     promotes them with it. The range is ``(lo, hi)`` (floats, widened to float64 as numpy widens
-    Python numbers), or ``('sample', lo, hi)`` where numpy computes the edges and bins in the
-    samples' own float type (float32 or float16 scalars, as ``range=(x.min(), x.max())`` gives)."""
+    Python numbers), ``('sample', lo, hi)`` where numpy computes the edges and bins in the
+    samples' own float type (float32 or float16 scalars, as ``range=(x.min(), x.max())`` gives),
+    ``('int', lo, hi)`` (see ``_ranges.INT_RANGE``) or ``('narrow', lo, hi, type)`` (see
+    ``_ranges.NARROW``)."""
     if range_ is None:
         return None, a
     first, last = range_
@@ -194,6 +200,14 @@ def _range(range_, a):
         # that type; the widening is exact.
         a = a.astype(bin_type)
     arithmetic = _ranges.range_arithmetic(first, last, a.dtype, _half_name(a))
+    range_type = np.result_type(first, last)
+    if arithmetic == _ranges.IN_RANGE_TYPE:
+        a = a.astype(range_type)  # exact: numpy promotes these samples to the range's type
+        arithmetic = _ranges.SAMPLE_TYPE
+    if arithmetic == _ranges.NARROW:
+        lo, hi = float(range_type.type(first)), float(range_type.type(last))
+        _ranges.check_range(lo, hi)
+        return (_ranges.NARROW, lo, hi, range_type.name), a
     if arithmetic == _ranges.SAMPLE_TYPE:
         as_type = a.dtype.type
         lo, hi = float(as_type(first)), float(as_type(last))
@@ -231,6 +245,11 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         return result
     _host_deterministic(deterministic, weights)
     given = a
+    if weights is not None and as_array(weights, "weights").dtype.kind == "c":
+        return _complex_weighted(a, bins, range, weights, density, backend, strategy,
+                                 out_of_range)
+    if as_array(a, "a").dtype.kind in "mM":
+        return _time_histogram(a, bins, weights, density, backend, strategy, out_of_range)
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
     nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)
@@ -266,12 +285,65 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     return n, bin_edges
 
 
+def _complex_weighted(a, bins, range_, weights, density, backend, strategy, out_of_range):
+    """numpy's histogram with complex weights: the sums of the real and of the imaginary parts,
+    each as numpy sums real weights (its own code bins the two parts the same way)."""
+    w = as_array(weights, "weights")
+    real, edges = histogram(a, bins, range_, w.real, False, backend=backend, strategy=strategy,
+                            out_of_range=out_of_range)
+    imag, _ = histogram(a, bins, range_, w.imag, False, backend=backend, strategy=strategy,
+                        out_of_range=out_of_range)
+    n = np.empty(real.shape, w.dtype)
+    n.real, n.imag = real, imag
+    if density:
+        db = np.array(np.diff(edges), float)
+        return n / db / n.sum(), edges
+    return n, edges
+
+
+def _time_edges(a: np.ndarray, bins):
+    """``(edges, common)``: the given edges of datetime64 or timedelta64 samples ``a`` and the
+    dtype numpy compares the two in. Explicit edges of the samples' kind only: numpy cannot
+    space equal bins over them either."""
+    if isinstance(bins, str) or np.ndim(bins) != 1:
+        kind = "datetime64" if a.dtype.kind == "M" else "timedelta64"
+        raise TypeError(
+            f"{a.dtype} samples need their bin edges as an array of {kind} values: equal bins "
+            "(a bin count, an estimator, a range) cannot be spaced over them")
+    edges = np.asarray(bins)
+    if edges.dtype.kind != a.dtype.kind:
+        raise TypeError(f"bin edges of dtype {edges.dtype} do not compare with {a.dtype} samples")
+    if np.any(np.isnat(edges)):
+        raise ValueError("bin edges may not be NaT")
+    return edges, np.result_type(a.dtype, edges.dtype)
+
+
+def _time_histogram(a, bins, weights, density, backend, strategy, out_of_range):
+    """numpy's histogram of datetime64 or timedelta64 samples, compared as int64 counts of the
+    common unit; NaT samples are in no bin, as numpy sorts them after every edge."""
+    a = as_array(a, "a")
+    edges, common = _time_edges(a, bins)
+    if out_of_range != "ignore" and np.any(np.isnat(a)):
+        raise ValueError(f"NaT samples with out_of_range={out_of_range!r}: NaT lies below or "
+                         "above no edge")
+    # NaT is int64's minimum: below every edge, so in no bin, as in numpy.
+    n, _ = histogram(np.asarray(a, common).view(np.int64), edges.astype(common).view(np.int64),
+                     None, weights, False, backend=backend, strategy=strategy,
+                     out_of_range=out_of_range)
+    if density:
+        db = np.array(np.diff(edges), float)
+        return n / db / n.sum(), edges
+    return n, edges
+
+
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     kind = _device.device_kind(a)
     if kind is not None:
         nbins, edges = _device_bins(a, kind, bins, range, weights)
         given_edges = edges is not None and not isinstance(bins, str)
         return _device.bin_edges(a, kind, nbins, edges, range, bins if given_edges else None)
+    if as_array(a, "a").dtype.kind in "mM":
+        return _time_edges(as_array(a, "a"), bins)[0]
     a = _samples(a)
     _weights(weights, a.shape)
     nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)

@@ -15,12 +15,19 @@ SAMPLE_TYPE = "sample"
 #: numpy's bins of bfloat16 samples over a range of Python ints, which ml_dtypes keeps in
 #: bfloat16 (a range of Python floats it widens to float64).
 INT_RANGE = "int"
+#: numpy's bins of samples it promotes to the range's narrower float type (int8 samples over
+#: a float32 range): the samples converted to it (exactly), then as ``SAMPLE_TYPE``.
+IN_RANGE_TYPE = "in_range_type"
+#: numpy's bins of float64 or wide integer samples over a float32 or float16 range: edges and
+#: the range's width in the range's type, each sample's bin in float64.
+NARROW = "narrow"
 
 
 def range_arithmetic(first, last, sample_dtype: np.dtype, half_name) -> str:
-    """``WIDE``, ``SAMPLE_TYPE`` or ``INT_RANGE`` for a range ``(first, last)`` of samples of
-    ``sample_dtype`` (after numpy's promotion with the range); NotImplementedError where numpy
-    mixes the two (its edges computed in the range's narrower type, the bins in the samples').
+    """``WIDE``, ``SAMPLE_TYPE``, ``INT_RANGE``, ``IN_RANGE_TYPE`` or ``NARROW`` for a range
+    ``(first, last)`` of samples of ``sample_dtype`` (after numpy's promotion with the range);
+    NotImplementedError for the mixes not taken yet (float32 samples over a float16 range,
+    a numpy scalar beside a Python float it cannot hold).
     ``half_name`` is ``'bfloat16'`` for ml_dtypes' type (which promotes Python floats but not
     Python ints), else anything."""
     range_type = np.result_type(first, last)
@@ -36,10 +43,30 @@ def range_arithmetic(first, last, sample_dtype: np.dtype, half_name) -> str:
         return WIDE
     if range_type == sample_dtype and sample_dtype in (np.float32, np.float16):
         return SAMPLE_TYPE
+    if range_type in (np.float32, np.float16) and sample_dtype.kind in "biuf":
+        if not all(_holds(range_type, v) for v in (first, last)):
+            # A Python float beside a numpy scalar: numpy rounds it for the edges but compares
+            # the samples with it unrounded.
+            raise NotImplementedError(
+                f"a range mixing {range_type} values with Python numbers {range_type} cannot "
+                f"hold, for {sample_dtype} samples, is not supported yet: give both as "
+                f"{range_type} or as Python floats")
+        compute = np.result_type(range_type, sample_dtype)
+        if compute == range_type:
+            return IN_RANGE_TYPE
+        if compute == np.float64:
+            return NARROW
     raise NotImplementedError(
         f"a range of {range_type} values for {sample_dtype} samples is not supported yet (numpy "
-        "computes the edges in the range's type and the bins in the samples'): give the range "
+        "computes the edges in the range's type and the bins in another): give the range "
         "as Python floats")
+
+
+def _holds(float_type: np.dtype, value) -> bool:
+    """Whether ``value`` is a value of ``float_type`` (numpy scalars of it always are)."""
+    if isinstance(value, np.generic) and value.dtype == float_type:
+        return True
+    return float(float_type.type(value)) == float(value)
 
 
 def check_range(first: float, last: float) -> None:

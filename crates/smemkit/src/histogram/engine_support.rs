@@ -13,6 +13,9 @@ pub(crate) fn cuda_gap(binning: &Binning, _ty: SampleType) -> Option<&'static st
         Binning::IntEdges(_) => {
             Some("integer edges beyond 2^53 compared exactly with integer samples")
         }
+        Binning::UniformF64(u) if u.narrow_type().is_some() => {
+            Some("a range of float32 or float16 values for float64 or integer samples")
+        }
         _ => None,
     }
 }

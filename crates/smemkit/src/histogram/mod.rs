@@ -583,6 +583,7 @@ fn nominal_nbins(spec: &BinSpec) -> usize {
         BinSpec::Integer { nbins }
         | BinSpec::Uniform { nbins, .. }
         | BinSpec::UniformInSampleType { nbins, .. }
+        | BinSpec::UniformInRangeType { nbins, .. }
         | BinSpec::UniformIntRange { nbins, .. } => *nbins,
         BinSpec::Edges(e) => e.len().saturating_sub(1),
         BinSpec::IntEdges(e) => e.len().saturating_sub(1),

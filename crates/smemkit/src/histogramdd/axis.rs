@@ -9,6 +9,7 @@
 //! is always the bin the edges define, as numpy's.
 
 use crate::error::{Error, Result};
+use crate::histogram::bins::int_edges::{locate_in_int_edges, IntEdges};
 use crate::histogram::bins::{linspace_f32, linspace_f64, locate_in_edges, BinSpec, Slot};
 use crate::sample::{Sample, SampleType};
 
@@ -22,6 +23,10 @@ pub(crate) struct Axis {
     pub widths: Vec<f64>,
     /// `(first edge, bins per unit)` for an index estimate on finite, linearly spaced edges.
     estimate: Option<(f64, f64)>,
+    /// Integer edges numpy compares integer samples with in integers, where float64 would merge
+    /// neighbours (beyond 2^53: see [`IntEdges`]); `edges` then holds them rounded, for the
+    /// report only. CPU engine.
+    int_edges: Option<Vec<i128>>,
 }
 
 impl Axis {
@@ -39,8 +44,39 @@ impl Axis {
     pub fn resolve<T: Sample>(spec: &BinSpec, view: &AxisView<'_, T>, axis: usize) -> Result<Axis> {
         match spec {
             BinSpec::Uniform { nbins, range: None } if *nbins > 0 => Axis::from_data(*nbins, view),
+            BinSpec::IntEdges(edges) => Axis::from_int_edges(edges, T::TYPE, axis),
             other => Axis::resolve_without_data(other, axis),
         }
+    }
+
+    /// Integer edges for samples of type `ty`: exact where numpy compares in integers and
+    /// float64 would not, else as float64 edges (numpy's comparison in float64).
+    fn from_int_edges(edges: &IntEdges, ty: SampleType, axis: usize) -> Result<Axis> {
+        let Some(exact) = edges.resolve(ty)? else {
+            let beyond = edges.to_i128().iter().any(|e| e.abs() >= 1 << 53);
+            if !ty.is_float() && beyond {
+                // numpy.histogramdd searches such edges in float64 but tests the last edge
+                // exactly (NumPy 2 compares int64 with uint64 exactly): no rule to follow.
+                return Err(Error::NotImplemented(format!(
+                    "axis {axis}: {ty} samples with integer edges of the other signedness beyond 2^53 (numpy.histogramdd compares them in float64 but its last edge exactly); give the edges in the samples' signedness"
+                )));
+            }
+            return Axis::from_edges(&edges.to_f64(), axis);
+        };
+        // numpy's np.diff of integer edges, exact, then float64 in the density's division.
+        let widths = exact.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let rounded = exact.iter().map(|&e| e as f64).collect();
+        Ok(Axis {
+            edges: rounded,
+            widths,
+            estimate: None,
+            int_edges: Some(exact),
+        })
+    }
+
+    /// Whether the axis compares integer samples with exact integer edges (the CPU engine only).
+    pub fn has_int_edges(&self) -> bool {
+        self.int_edges.is_some()
     }
 
     /// Resolves `spec` without the data (the device engine's samples stay on the device): a bin
@@ -51,11 +87,13 @@ impl Axis {
                 "axis {axis}: a joint histogram has no integer bins (numpy.histogramdd takes a bin count or edges per axis); give a bin count with a range, or edges"
             ))),
             BinSpec::Edges(edges) => Axis::from_edges(edges, axis),
-            BinSpec::UniformInSampleType { .. } | BinSpec::UniformIntRange { .. } => Err(Error::NotImplemented(format!(
+            BinSpec::UniformInSampleType { .. }
+            | BinSpec::UniformInRangeType { .. }
+            | BinSpec::UniformIntRange { .. } => Err(Error::NotImplemented(format!(
                 "axis {axis}: a range typed beside the samples (numpy scalars of their type, integers for bfloat16) is taken by 1-D histograms only; give it as floats"
             ))),
             BinSpec::IntEdges(_) => Err(Error::NotImplemented(format!(
-                "axis {axis}: integer edges held exactly (beyond 2^53) are taken by 1-D histograms only; give the edges as floats"
+                "axis {axis}: integer edges held exactly (beyond 2^53) on the GPU engine; give the edges as floats or use the CPU engine"
             ))),
             BinSpec::Estimated { .. } => Err(Error::InvalidArgument(format!(
                 "axis {axis}: bin estimators ('auto', 'fd', ...) apply to 1-D histograms (numpy.histogramdd takes a bin count or edges per axis)"
@@ -171,6 +209,16 @@ impl Axis {
             edges,
             widths,
             estimate,
+            int_edges: None,
+        }
+    }
+
+    /// Where sample coordinate `x` lands: [`Axis::locate`], or among the exact integer edges.
+    #[inline(always)]
+    pub fn locate_sample<T: Sample>(&self, x: T) -> Slot {
+        match &self.int_edges {
+            Some(edges) => locate_in_int_edges(edges, x.to_i128()),
+            None => self.locate(x.to_f64()),
         }
     }
 

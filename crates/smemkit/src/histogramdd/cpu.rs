@@ -35,7 +35,7 @@ fn joint_bin<T: Sample>(views: &[AxisView<'_, T>], axes: &[Axis], i: usize) -> J
     let mut index = 0usize;
     let mut outside = false;
     for (view, axis) in views.iter().zip(axes) {
-        match axis.locate(view.get(i).to_f64()) {
+        match axis.locate_sample(view.get(i)) {
             Slot::Bin(b) => index = index * axis.nbins() + b,
             Slot::Nan => return Joint::Nan,
             Slot::Below | Slot::Above => outside = true,

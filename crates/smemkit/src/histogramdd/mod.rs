@@ -232,6 +232,12 @@ fn run<T: Pick + cudarc::driver::DeviceRepr>(
         .map(|(j, (view, spec))| Axis::resolve(spec, view, j))
         .collect::<Result<Vec<Axis>>>()?;
     let nbins = joint_bins(&axes)?;
+    if on_gpu.is_some() && axes.iter().any(Axis::has_int_edges) {
+        return Err(Error::NotImplemented(
+            "integer edges compared exactly with integer samples (beyond 2^53) on the GPU engine of joint histograms; use the CPU engine"
+                .into(),
+        ));
+    }
     if let Some(strategy) = on_gpu {
         let g = cuda::run(&views, &axes, nbins, samples.len(), weights, strategy)?;
         return Ok((axes, g.counts, g.tallies, g.elapsed, Some(g.detail)));

@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::histogram::bins::int_edges::IntEdges;
 use crate::histogram::bins::{linspace_f32, linspace_f64};
 
 /// numpy.histogramdd's binning of one coordinate, written the slow way: `None` for an outlier.
@@ -453,4 +454,42 @@ fn gpu_engine_matches_the_cpu_engine() {
         assert_eq!(gpu.counts, cpu.counts, "{bins:?}: {}", gpu.engine.detail);
         assert_eq!(gpu.tallies, cpu.tallies, "{bins:?}");
     }
+}
+
+/// numpy compares int64 samples with int64 edges in integers: beyond 2^53 float64 would merge
+/// `2^60 - 1`, `2^60` and `2^60 + 1` (numpy's test_large_integers). float64 samples compare in
+/// float64, and the GPU engine refuses such edges by name.
+#[test]
+fn integer_edges_beyond_2_53_are_exact_for_integer_samples() {
+    let big = 1i64 << 60;
+    let rows = [0i64, big, 0, big + 1, 1, big - 1];
+    let opts = JointOptions::new(vec![
+        BinSpec::IntEdges(IntEdges::I64(vec![-1, 1, 2])),
+        BinSpec::IntEdges(IntEdges::I64(vec![big - 1, big, big + 1])),
+    ]);
+    let h = histogramdd(
+        &JointSamples::rows(Samples::I64(&rows), 2).unwrap(),
+        None,
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(h.shape, vec![2, 2]);
+    // (0, 2^60) in [.., 2^60 + 1] closed: bin (0, 1); (0, 2^60 + 1) too; (1, 2^60 - 1): (1, 0).
+    assert_eq!(values(&h), vec![0.0, 2.0, 1.0, 0.0]);
+    let floats: Vec<f64> = rows.iter().map(|&v| v as f64).collect();
+    let h = histogramdd(
+        &JointSamples::rows(Samples::F64(&floats), 2).unwrap(),
+        None,
+        &opts,
+    )
+    .unwrap();
+    // In float64 every y is 2^60, the middle edge: the second bin.
+    assert_eq!(values(&h), vec![0.0, 2.0, 0.0, 1.0]);
+    let gpu = histogramdd(
+        &JointSamples::rows(Samples::I64(&rows), 2).unwrap(),
+        None,
+        &opts.clone().backend(Backend::Cuda),
+    );
+    let message = gpu.unwrap_err().to_string();
+    assert!(message.contains("integer edges"), "{message}");
 }

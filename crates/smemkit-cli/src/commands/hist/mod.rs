@@ -460,6 +460,7 @@ fn describe_bins(spec: &BinSpec, h: &Histogram) -> String {
             range: Some(_),
         }
         | BinSpec::UniformInSampleType { nbins, .. }
+        | BinSpec::UniformInRangeType { nbins, .. }
         | BinSpec::UniformIntRange { nbins, .. } => {
             format!("{nbins} uniform bins over [{lo}, {hi}]")
         }

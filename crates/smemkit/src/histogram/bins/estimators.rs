@@ -355,15 +355,27 @@ fn stone_width<T: Sample>(x: &Trimmed<T>, range: Option<(f64, f64)>) -> Result<O
 where
     for<'a> &'a [T]: Into<Samples<'a>>,
 {
-    let n = x.len();
-    let ptp = x.ptp_f64();
+    stone_from_counts(x.len(), x.ptp_f64(), x.ptp_f32(), |nbins| {
+        x.uniform_counts(nbins, range)
+    })
+}
+
+/// Stone's rule on `n` samples of spread `ptp` (`ptp32`: numpy's float32 `_ptp` of float32
+/// samples), `counts(nbins)` giving numpy's histogram of the samples at each candidate: shared by
+/// the host engine and the device's (which counts on the GPU), so that both choose alike.
+pub(crate) fn stone_from_counts(
+    n: usize,
+    ptp: f64,
+    ptp32: Option<f32>,
+    mut counts: impl FnMut(usize) -> Result<Vec<u64>>,
+) -> Result<Option<Width>> {
     if n <= 1 || ptp == 0.0 {
         return Ok(None);
     }
     let upper = 100usize.max((n as f64).sqrt() as usize);
     let mut best: Option<(usize, f64)> = None;
     for nbins in 1..=upper {
-        let counts = x.uniform_counts(nbins, range)?;
+        let counts = counts(nbins)?;
         let sum_sq: f64 = counts
             .iter()
             .map(|&c| {
@@ -371,7 +383,7 @@ where
                 p * p
             })
             .sum();
-        let hh = match x.ptp_f32() {
+        let hh = match ptp32 {
             Some(p) => (p / nbins as f32) as f64,
             None => ptp / nbins as f64,
         };
@@ -381,7 +393,7 @@ where
         }
     }
     let nbins = best.map_or(1, |b| b.0);
-    Ok(Some(match x.ptp_f32() {
+    Ok(Some(match ptp32 {
         Some(p) => Width::F32(p / nbins as f32),
         None => Width::F64(ptp / nbins as f64),
     }))

@@ -48,6 +48,16 @@ impl IntEdges {
         }
     }
 
+    /// Whether numpy compares samples of this type with these edges in an integer type (else in
+    /// float64).
+    pub fn compares_exactly_with(&self, samples: SampleType) -> bool {
+        use SampleType::*;
+        match self {
+            IntEdges::I64(_) => matches!(samples, U8 | U16 | U32 | I8 | I16 | I32 | I64),
+            IntEdges::U64(_) => matches!(samples, U8 | U16 | U32 | U64),
+        }
+    }
+
     /// numpy's checks (at least two edges, never decreasing, in the edges' own type) and the rule
     /// the samples are compared with: `Ok(Some(edges))` when the comparison is exact in integers
     /// and float64 would lose it, `Ok(None)` when float64 edges give numpy's answer.
@@ -63,16 +73,12 @@ impl IntEdges {
                 previous: e[i] as f64,
             });
         }
-        use SampleType::*;
-        let integer_compare = match self {
-            IntEdges::I64(_) => matches!(samples, U8 | U16 | U32 | I8 | I16 | I32 | I64),
-            IntEdges::U64(_) => matches!(samples, U8 | U16 | U32 | U64),
-        };
+        let integer_compare = self.compares_exactly_with(samples);
         // 64-bit samples beyond 2^53 round to a float64 of at least 2^53 in magnitude, which
         // compares as they do with every edge of smaller magnitude but equals an edge of
         // exactly 2^53 (2^53 + 1 would land in a last bin closed at 2^53): such edges need the
         // integers too.
-        let wide_samples = matches!(samples, I64 | U64);
+        let wide_samples = matches!(samples, SampleType::I64 | SampleType::U64);
         let beyond_f64 = e
             .iter()
             .any(|x| x.abs() > F64_EXACT || (wide_samples && x.abs() == F64_EXACT));

@@ -15,6 +15,7 @@ pub mod half;
 pub mod int_edges;
 #[cfg(test)]
 mod interior_tests;
+mod narrow_range;
 pub(crate) mod stats;
 
 use crate::error::{Error, Result};
@@ -58,6 +59,19 @@ pub enum BinSpec {
         nbins: usize,
         /// `[lo, hi]`.
         range: (i64, i64),
+    },
+    /// `nbins` equal bins over `range` given as two values of `range_type` (float32 or float16:
+    /// numpy scalars of it) for samples numpy bins in float64 (float64 ones, and integers of 32
+    /// bits or more): numpy then computes the edges (`linspace`) and the range's width in the
+    /// range's type, and each sample's estimate and its comparisons in float64 against them.
+    /// Samples of the range's own type bin as over [`BinSpec::UniformInSampleType`]. CPU engine.
+    UniformInRangeType {
+        /// How many bins.
+        nbins: usize,
+        /// `[lo, hi]`, both values of `range_type`.
+        range: (f64, f64),
+        /// float32 or float16.
+        range_type: SampleType,
     },
     /// Explicit, non-decreasing edges (infinite ones and equal neighbours allowed, as in numpy);
     /// `edges.len() - 1` bins.
@@ -183,6 +197,10 @@ pub struct UniformF64 {
     /// [`UniformF64::exact_grid`], found once when the bins are resolved (the check walks every
     /// edge).
     exact_grid: Option<ExactGrid64>,
+    /// The type numpy computed `edges` and `denom` in when narrower than float64 (a range of
+    /// float32 or float16 values: [`BinSpec::UniformInRangeType`]); the GPU kernels recompute
+    /// float64 edges and so cannot take such bins.
+    narrow_type: Option<SampleType>,
 }
 
 /// Float64 bins on a grid of a power-of-two width ([`UniformF64::exact_grid`]): the bin of a
@@ -311,9 +329,16 @@ impl UniformF64 {
             denom,
             edges,
             exact_grid: None,
+            narrow_type: None,
         };
         u.exact_grid = u.find_exact_grid();
         u
+    }
+
+    /// The type numpy computed the edges and the range's width in, where narrower than float64
+    /// (see [`BinSpec::UniformInRangeType`]).
+    pub fn narrow_type(&self) -> Option<SampleType> {
+        self.narrow_type
     }
 
     /// As [`UniformF32::exact_grid`], in float64: where every edge is `(k0 + i) * width` exactly
@@ -496,6 +521,11 @@ impl Binning {
                     ))
                 })
             }
+            BinSpec::UniformInRangeType {
+                nbins,
+                range,
+                range_type,
+            } => narrow_range::resolve(*nbins, *range, *range_type, samples),
             BinSpec::UniformIntRange { nbins, range } => {
                 let (lo, hi) = (range.0 as f64, range.1 as f64);
                 match samples {

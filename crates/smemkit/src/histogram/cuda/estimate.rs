@@ -1,5 +1,5 @@
-//! numpy's bin estimators (`bins='auto'`, `'fd'`, `'doane'`, `'scott'`, `'rice'`, `'sturges'`,
-//! `'sqrt'`) for samples already in GPU memory, computed where the samples are: the statistics
+//! numpy's bin estimators (`bins='auto'`, `'fd'`, `'doane'`, `'scott'`, `'stone'`, `'rice'`,
+//! `'sturges'`, `'sqrt'`) for samples already in GPU memory, computed where the samples are: the statistics
 //! come from device passes (`estimate_passes`) and the widths and the bin count from the
 //! same code as the CPU engine's ([`crate::histogram::bins::estimators`]), so both engines give
 //! the same bins bit for bit.
@@ -23,8 +23,10 @@
 //! each tile, then pack those samples (one more pass), since numpy sums the trimmed array, whose
 //! summation tree differs; their sums read only the packed samples.
 //!
-//! `'stone'` is not computed on the GPU: it histograms the data at up to `max(100, sqrt(n))` bin
-//! counts, each a full pass, and is refused with a clear error naming the alternatives.
+//! `'stone'` histograms the data at every bin count up to `max(100, sqrt(n))`, each a device
+//! histogram (a full pass) whose counts come back to the host, where the same code as the CPU
+//! engine's scores them: thousands of passes for large inputs (numpy's own cost is the same
+//! number of histograms, on the CPU).
 //!
 //! Doane's skew cubes each standardised sample; the device rounds the cube correctly, the host's
 //! libm `pow` (which numpy and the CPU engine call) within an ulp of it, so the two skews can
@@ -35,15 +37,17 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
+use super::device_histogram::{DeviceHistogram, DeviceHistogramSpec, RawBuffers};
 use super::estimate_passes::{Kind, Passes, Tiles};
 use super::estimate_window::Quartiles;
 use crate::error::{Error, Result};
 use crate::gpu::device::Gpu;
 use crate::histogram::bins::estimators::{
-    bins_from_width, width_of, BinRule, EstimatorStats, Width,
+    bins_from_width, stone_from_counts, width_of, BinRule, EstimatorStats, Width,
 };
 use crate::histogram::bins::stats::{self, Class};
 use crate::histogram::bins::{BinSpec, Binning};
+use crate::histogram::result::Counts;
 use crate::sample::{Sample, SampleType, Samples};
 
 /// What an estimator decided for samples on the GPU.
@@ -109,11 +113,6 @@ unsafe fn estimate_on(
     rule: BinRule,
     range: Option<(f64, f64)>,
 ) -> Result<DeviceEstimate> {
-    if rule == BinRule::Stone {
-        return Err(Error::NotImplemented(
-            "numpy's `stone` estimator on the GPU (it histograms the data at up to max(100, sqrt(n)) bin counts): use another rule, give a number of bins, or run `stone` on the CPU engine (host samples)".into(),
-        ));
-    }
     if stream.context().cu_ctx() != gpu.ctx.cu_ctx() {
         return Err(Error::InvalidArgument(format!(
             "the stream belongs to another CUDA context than device {}'s",
@@ -453,10 +452,55 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
             stats::percentile_at(n, 0.25, at),
         ))
     }
-    fn stone(&mut self, _range: Option<(f64, f64)>) -> Result<Option<Width>> {
-        Err(Error::NotImplemented(
-            "numpy's `stone` estimator on the GPU".into(),
-        ))
+    fn stone(&mut self, range: Option<(f64, f64)>) -> Result<Option<Width>> {
+        let (passes, input, n) = (self.passes, self.input, self.n);
+        let extremes = (self.min.to_f64(), self.max.to_f64());
+        stone_from_counts(self.count, self.ptp_f64(), self.ptp_f32(), |nbins| {
+            // SAFETY: the input's `n` samples are valid for the whole estimate.
+            unsafe { candidate_counts(passes, input, n, T::TYPE, nbins, range, extremes) }
+        })
+    }
+}
+
+/// numpy's histogram of the samples at `nbins` equal bins over `range` (over the data's
+/// `extremes` without one), counted on the device and read back: one of `stone`'s candidates.
+/// Samples outside the range are outside its bins too, so the whole input gives the trimmed
+/// samples' counts.
+///
+/// # Safety
+/// `input` holds `n` samples of `ty` in device memory of the passes' context until this returns.
+unsafe fn candidate_counts(
+    passes: &Passes,
+    input: u64,
+    n: usize,
+    ty: SampleType,
+    nbins: usize,
+    range: Option<(f64, f64)>,
+    extremes: (f64, f64),
+) -> Result<Vec<u64>> {
+    let mut spec =
+        DeviceHistogramSpec::new(ty, BinSpec::Uniform { nbins, range }).max_samples(n.max(1));
+    if range.is_none() {
+        spec = spec.extremes(Some(extremes));
+    }
+    let hist = DeviceHistogram::new(&passes.gpu, &spec)?;
+    let out = hist.output()?;
+    let buffers = RawBuffers {
+        input,
+        n,
+        sample_type: ty,
+        weights: 0,
+        bins: out.bins_ptr(&passes.stream),
+        tallies: out.tallies_ptr(&passes.stream),
+    };
+    // SAFETY: the samples as the caller promises; the output is owned here and read back (a
+    // synchronisation of the stream) before it is dropped.
+    unsafe { hist.run_raw(&buffers, passes.stream.cu_stream(), false)? };
+    match out.read_unchecked(&passes.stream)?.0 {
+        Counts::Unweighted(counts) => Ok(counts),
+        other => Err(Error::InvalidArgument(format!(
+            "internal: stone's candidate histogram gave {other:?} instead of counts"
+        ))),
     }
 }
 

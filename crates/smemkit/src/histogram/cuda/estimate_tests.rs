@@ -358,7 +358,7 @@ fn estimate_kernels_compile_for_hopper_for_every_sample_type() {
 }
 
 #[test]
-fn half_samples_and_stone_are_refused_with_clear_errors() {
+fn half_samples_are_refused_with_clear_errors() {
     let e = defines(SampleType::BF16).unwrap_err();
     assert!(e.to_string().contains("bfloat16"), "{e}");
     assert!(e.to_string().contains("give a number of bins"), "{e}");
@@ -573,20 +573,44 @@ fn gpu_estimates_treat_nan_as_the_cpu_engine() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_refuses_stone_and_bad_ranges_clearly() {
+fn gpu_refuses_bad_ranges_clearly() {
     let gpu = crate::gpu::gpu().unwrap();
     let dev = gpu.stream.clone_htod(&[1.0f32, 2.0, 3.0]).unwrap();
-    let e = estimate_bins(&gpu, &dev.as_view(), BinRule::Stone, None, &gpu.stream).unwrap_err();
-    assert!(e.to_string().contains("stone"), "{e}");
-    let e = estimate_bins(
-        &gpu,
-        &dev.as_view(),
-        BinRule::Fd,
-        Some((2.0, 1.0)),
-        &gpu.stream,
-    )
-    .unwrap_err();
-    assert!(matches!(e, Error::InvertedRange { .. }), "{e}");
+    for rule in [BinRule::Fd, BinRule::Stone] {
+        let e =
+            estimate_bins(&gpu, &dev.as_view(), rule, Some((2.0, 1.0)), &gpu.stream).unwrap_err();
+        assert!(matches!(e, Error::InvertedRange { .. }), "{e}");
+    }
+}
+
+/// Stone's rule counts every candidate on the device: the CPU engine's choice, for float and
+/// integer samples, with and without a range (a one-value range widened by numpy's 0.5).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_stone_is_the_cpu_engines() {
+    fn each<T: Draw>(gpu: &Arc<Gpu>, seed: u64)
+    where
+        for<'a> &'a [T]: Into<Samples<'a>>,
+    {
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let (lo, hi) = T::SPAN;
+        let inner = (lo + (hi - lo) * 0.2, lo + (hi - lo) * 0.7);
+        for n in [0usize, 1, 2, 9, 1000, 20_000] {
+            for dist in ["uniform", "normal", "ties"] {
+                let host = samples::<T>(dist, n, &mut r);
+                for range in [None, Some(inner), Some((lo, lo))] {
+                    let what = format!("{} {dist} n {n} range {range:?} stone", T::TYPE);
+                    compare(gpu, &host, BinRule::Stone, range, &what, false);
+                }
+            }
+        }
+    }
+    let gpu = crate::gpu::gpu().unwrap();
+    each::<f32>(&gpu, 41);
+    each::<f64>(&gpu, 42);
+    each::<i32>(&gpu, 43);
+    each::<u8>(&gpu, 44);
+    each::<i64>(&gpu, 45);
 }
 
 #[test]
