@@ -175,6 +175,20 @@ def test_float16_errors(fake):
     assert not seen
 
 
+def test_bfloat16_ranges_of_numpy_scalars_follow_numpys_promotion():
+    # numpy with ml_dtypes: float64 scalars widen bfloat16 samples to float64 (the GPU path's
+    # float range), integer scalars do not promote (its DTypePromotionError, a TypeError), float32
+    # scalars make it bin in float32 (not followed on the GPU yet).
+    pytest.importorskip("ml_dtypes")
+    r = (np.float64(-1.5), np.float64(2.0))
+    assert _device._typed_range(r, "bfloat16") == r
+    assert _device._typed_range((-1.5, 2), "bfloat16") == (-1.5, 2)
+    with pytest.raises(TypeError):
+        _device._typed_range((np.int64(0), np.int64(3)), "bfloat16")
+    with pytest.raises(NotImplementedError, match="float32"):
+        _device._typed_range((np.float32(0), np.float32(3)), "bfloat16")
+
+
 # ---- on a GPU ------------------------------------------------------------------------------
 
 

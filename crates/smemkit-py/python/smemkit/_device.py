@@ -491,6 +491,8 @@ def _typed_range(range_, dtype):
                 "ml_dtypes then bins in bfloat16 arithmetic; host arrays take it): give the "
                 "range as floats")
         return range_
+    if dtype == "bfloat16":
+        return _bfloat16_range(range_)
     if dtype not in _np_dtypes:
         return range_
     sample_dtype = _np_dtypes[dtype]
@@ -506,6 +508,31 @@ def _typed_range(range_, dtype):
     lo, hi = float(sample_dtype.type(first)), float(sample_dtype.type(last))
     _ranges.check_range(lo, hi)
     return _Extremes((lo, hi))
+
+
+def _bfloat16_range(range_):
+    """A range of numpy scalars for bfloat16 GPU samples: numpy with ml_dtypes widens the samples
+    to float64 beside float64 scalars (as beside Python floats), refuses integer scalars
+    (DTypePromotionError, raised here as numpy raises it) and bins in float32 beside float32 or
+    float16 scalars, which the GPU path does not follow yet."""
+    first, last = range_
+    try:
+        import ml_dtypes
+    except ImportError:
+        ml_dtypes = None
+    if ml_dtypes is not None:
+        bin_type = np.result_type(first, last, np.empty(0, ml_dtypes.bfloat16))
+    elif all(isinstance(v, (int, float, np.float64)) and not isinstance(v, bool)
+             and not isinstance(v, np.integer) for v in (first, last)):
+        bin_type = np.dtype(np.float64)
+    else:
+        bin_type = None
+    if bin_type == np.float64:
+        return range_
+    raise NotImplementedError(
+        f"a range of {type(first).__name__} and {type(last).__name__} values for bfloat16 GPU "
+        f"samples is not supported yet (numpy with ml_dtypes bins in {bin_type or 'their type'} "
+        "there): give the range as Python floats")
 
 
 # numpy's dtypes of the GPU sample types numpy has (bfloat16 is ml_dtypes').

@@ -8,7 +8,7 @@
 //! The statistics are computed on the host from host samples, whatever the engine.
 
 use crate::error::{Error, Result};
-use crate::histogram::bins::stats::{self, Class, Trimmed};
+use crate::histogram::bins::stats::{self, py_to_16, r16, Class, Trimmed};
 use crate::sample::{Sample, Samples};
 
 /// A numpy bin estimator.
@@ -80,6 +80,8 @@ impl std::str::FromStr for BinRule {
 /// divided by it).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Width {
+    /// A float16 scalar (its value, held in an f32).
+    F16(f32),
     F32(f32),
     F64(f64),
 }
@@ -87,7 +89,7 @@ pub(crate) enum Width {
 impl Width {
     pub(crate) fn value(self) -> f64 {
         match self {
-            Width::F32(w) => w as f64,
+            Width::F16(w) | Width::F32(w) => w as f64,
             Width::F64(w) => w,
         }
     }
@@ -102,6 +104,11 @@ pub(crate) trait EstimatorStats {
     fn len(&self) -> usize;
     /// numpy's `_ptp` for float32 data (a float32 difference), `None` for other data.
     fn ptp_f32(&self) -> Option<f32>;
+    /// numpy's `_ptp` for float16 data (a float16 difference, held in an f32), `None` for other
+    /// data (the device engine takes no float16 estimates).
+    fn ptp_f16(&self) -> Option<f32> {
+        None
+    }
     /// numpy's `_ptp` as the float64 it becomes when divided by a float64.
     fn ptp_f64(&self) -> f64;
     /// `np.std`: float32 for float32 data, float64 otherwise.
@@ -125,16 +132,25 @@ where
     fn ptp_f32(&self) -> Option<f32> {
         Trimmed::ptp_f32(self)
     }
+    fn ptp_f16(&self) -> Option<f32> {
+        Trimmed::ptp_f16(self)
+    }
     fn ptp_f64(&self) -> f64 {
         Trimmed::ptp_f64(self)
     }
     fn std(&mut self) -> Result<Width> {
+        if let Some(v) = self.f16_values() {
+            return Ok(Width::F16(stats::std_f16(&v)));
+        }
         Ok(match self.f32() {
             Some(v) => Width::F32(stats::std_f32(v)),
             None => Width::F64(self.std_f64()),
         })
     }
     fn skew(&mut self) -> Result<Option<f64>> {
+        if let Some(v) = self.f16_values() {
+            return Ok(skew_f16(&v));
+        }
         Ok(match self.f32() {
             Some(v) => {
                 let sigma = stats::std_f32(v);
@@ -172,7 +188,7 @@ pub fn estimate_bin_count(
     rule: BinRule,
     range: Option<(f64, f64)>,
 ) -> Result<usize> {
-    if let Samples::F16(_) | Samples::BF16(_) = samples {
+    if let Samples::BF16(_) = samples {
         return Err(Error::NotImplemented(format!(
             "numpy's `{}` estimator on {} samples (numpy computes its statistics in that type, which smemkit does not reproduce yet): give a number of bins",
             rule.name(),
@@ -220,12 +236,16 @@ pub(crate) fn bins_from_width(
         width = Width::F64(1.0);
     }
     let quotient = match (span, width) {
+        // float16 over float16. A Python range's span is numpy's float64 scalar
+        // (`_unsigned_subtract` of two Python floats), which divides in float64 below.
+        (stats::Span::F16(d), Width::F16(w)) => r16(d / w) as f64,
+        (stats::Span::F16(d), w) => d as f64 / w.value(),
+        // float16 widths come only from float16 data (a float16 or Python span): never met.
+        (stats::Span::F32(d), Width::F16(w)) => d as f64 / w as f64,
         (stats::Span::F32(d), Width::F32(w)) => (d / w) as f64,
         (stats::Span::F32(d), Width::F64(w)) => d as f64 / w,
         (stats::Span::F64(d), w) => d / w.value(),
         (stats::Span::Unsigned(d), w) => d as f64 / w.value(),
-        // A Python float span meets a float32 width as float32 (NEP 50).
-        (stats::Span::Python(d), Width::F32(w)) if !integer => (d as f32 / w) as f64,
         (stats::Span::Python(d), w) => d / w.value(),
     };
     let bins = quotient.ceil();
@@ -293,7 +313,7 @@ pub fn estimator_width(
         }
         width_of(&mut x, rule, range)
     }
-    if let Samples::F16(_) | Samples::BF16(_) = samples {
+    if let Samples::BF16(_) = samples {
         return Err(Error::NotImplemented(format!(
             "numpy's `{}` estimator on {} samples",
             rule.name(),
@@ -314,6 +334,9 @@ fn sturges_width<S: EstimatorStats>(x: &S) -> Width {
 
 fn rice_width<S: EstimatorStats>(x: &S) -> Width {
     let d = 2.0 * (x.len() as f64).powf(1.0 / 3.0);
+    if let Some(p) = x.ptp_f16() {
+        return Width::F16(r16(p / py_to_16(d)));
+    }
     match x.ptp_f32() {
         Some(p) => Width::F32(p / d as f32),
         None => Width::F64(x.ptp_f64() / d),
@@ -323,6 +346,7 @@ fn rice_width<S: EstimatorStats>(x: &S) -> Width {
 fn scott_width<S: EstimatorStats>(x: &mut S) -> Result<Width> {
     let factor = (24.0 * std::f64::consts::PI.powf(0.5) / x.len() as f64).powf(1.0 / 3.0);
     Ok(match x.std()? {
+        Width::F16(s) => Width::F16(r16(py_to_16(factor) * s)),
         Width::F32(s) => Width::F32(factor as f32 * s),
         Width::F64(s) => Width::F64(factor * s),
     })
@@ -355,18 +379,41 @@ fn stone_width<T: Sample>(x: &Trimmed<T>, range: Option<(f64, f64)>) -> Result<O
 where
     for<'a> &'a [T]: Into<Samples<'a>>,
 {
-    stone_from_counts(x.len(), x.ptp_f64(), x.ptp_f32(), |nbins| {
+    let narrow = match (x.ptp_f16(), x.ptp_f32()) {
+        (Some(p), _) => Some(Narrow::F16(p)),
+        (None, Some(p)) => Some(Narrow::F32(p)),
+        _ => None,
+    };
+    stone_from_counts(x.len(), x.ptp_f64(), narrow, |nbins| {
         x.uniform_counts(nbins, range)
     })
 }
 
-/// Stone's rule on `n` samples of spread `ptp` (`ptp32`: numpy's float32 `_ptp` of float32
-/// samples), `counts(nbins)` giving numpy's histogram of the samples at each candidate: shared by
-/// the host engine and the device's (which counts on the GPU), so that both choose alike.
+/// numpy's `_ptp` of float16 or float32 data, which keeps Stone's bin widths in its type.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Narrow {
+    F16(f32),
+    F32(f32),
+}
+
+impl Narrow {
+    /// `ptp / nbins` as numpy computes it (the Python int converted to the type).
+    fn width(self, nbins: usize) -> Width {
+        match self {
+            Narrow::F16(p) => Width::F16(r16(p / py_to_16(nbins as f64))),
+            Narrow::F32(p) => Width::F32(p / nbins as f32),
+        }
+    }
+}
+
+/// Stone's rule on `n` samples of spread `ptp` (`narrow`: numpy's float16 or float32 `_ptp` of
+/// such samples), `counts(nbins)` giving numpy's histogram of the samples at each candidate:
+/// shared by the host engine and the device's (which counts on the GPU), so that both choose
+/// alike.
 pub(crate) fn stone_from_counts(
     n: usize,
     ptp: f64,
-    ptp32: Option<f32>,
+    narrow: Option<Narrow>,
     mut counts: impl FnMut(usize) -> Result<Vec<u64>>,
 ) -> Result<Option<Width>> {
     if n <= 1 || ptp == 0.0 {
@@ -383,8 +430,8 @@ pub(crate) fn stone_from_counts(
                 p * p
             })
             .sum();
-        let hh = match ptp32 {
-            Some(p) => (p / nbins as f32) as f64,
+        let hh = match narrow {
+            Some(p) => p.width(nbins).value(),
             None => ptp / nbins as f64,
         };
         let score = (2.0 - (n as f64 + 1.0) * sum_sq) / hh;
@@ -393,8 +440,24 @@ pub(crate) fn stone_from_counts(
         }
     }
     let nbins = best.map_or(1, |b| b.0);
-    Ok(Some(match ptp32 {
-        Some(p) => Width::F32(p / nbins as f32),
+    Ok(Some(match narrow {
+        Some(p) => p.width(nbins),
         None => Width::F64(ptp / nbins as f64),
     }))
+}
+
+/// Doane's `g1` for float16 data as numpy computes it: `x - np.mean(x)` (a float32 mean rounded
+/// to float16), divided by the float16 standard deviation, cubed with float32's `powf`, each step
+/// rounded to float16, then `np.mean` of those; `None` when the deviation is NaN or not positive.
+fn skew_f16(v: &[f32]) -> Option<f64> {
+    let sigma = stats::std_f16(v);
+    if sigma.is_nan() || sigma <= 0.0 {
+        return None;
+    }
+    let mean = stats::mean_f16(v);
+    let cubes: Vec<f32> = v
+        .iter()
+        .map(|&a| r16(r16(r16(a - mean) / sigma).powf(3.0)))
+        .collect();
+    Some(stats::mean_f16(&cubes) as f64)
 }

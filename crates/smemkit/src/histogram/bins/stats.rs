@@ -14,22 +14,41 @@ use crate::sample::{Sample, SampleType, Samples};
 /// How numpy computes with a sample type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Class {
+    /// float16: every operation rounded to float16 (sums accumulate in float32).
+    F16,
     F32,
     F64,
     Int,
 }
 
+/// The class of `ty` (bfloat16 samples never reach the estimators: refused at their entry).
 pub(crate) fn class_of(ty: SampleType) -> Class {
     match ty {
+        SampleType::F16 => Class::F16,
         SampleType::F32 => Class::F32,
         SampleType::F64 => Class::F64,
         _ => Class::Int,
     }
 }
 
+/// `x` rounded to float16 (held in an f32, which holds every float16 exactly). Rounding an f32
+/// result of one operation on float16 values is the operation's correct float16 rounding (float32
+/// has more than twice float16's precision, plus two bits), which is how numpy computes float16.
+#[inline]
+pub(crate) fn r16(x: f32) -> f32 {
+    half::f16::from_f32(x).to_f32()
+}
+
+/// A Python float (or float64) meeting float16 data: converted to float16 once, as numpy does.
+pub(crate) fn py_to_16(x: f64) -> f32 {
+    crate::histogram::bins::half::f16_from_f64(x).to_f32()
+}
+
 /// `last_edge - first_edge` in numpy's type for it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Span {
+    /// float16 extremes of float16 data (the value, held in an f32).
+    F16(f32),
     /// float32 extremes of float32 data.
     F32(f32),
     /// float64 extremes (float64 data; integer data widened by 0.5).
@@ -88,6 +107,11 @@ pub(crate) fn outer_of<T: Sample>(
         return Err(Error::NonFiniteData { lo, hi });
     }
     let span = match class_of(T::TYPE) {
+        Class::F16 if lo == hi => {
+            let (a, b) = (r16(lo as f32 - 0.5), r16(hi as f32 + 0.5));
+            Span::F16(r16(b - a))
+        }
+        Class::F16 => Span::F16(r16(max.to_f32() - min.to_f32())),
         Class::F32 if lo == hi => Span::F32((hi as f32 + 0.5) - (lo as f32 - 0.5)),
         Class::F32 => Span::F32(max.to_f32() - min.to_f32()),
         Class::F64 | Class::Int if lo == hi => Span::F64((hi + 0.5) - (lo - 0.5)),
@@ -128,6 +152,14 @@ pub(crate) struct Trimmed<T> {
 pub(crate) fn trim<T: Sample>(s: &[T], range: Option<(f64, f64)>, outer: &Outer) -> Trimmed<T> {
     let v = match range {
         None => s.to_vec(),
+        Some(_) if class_of(T::TYPE) == Class::F16 => {
+            // numpy compares float16 data with the Python-float range in float16.
+            let (lo, hi) = (py_to_16(outer.lo), py_to_16(outer.hi));
+            s.iter()
+                .copied()
+                .filter(|x| x.to_f32() >= lo && x.to_f32() <= hi)
+                .collect()
+        }
         Some(_) if class_of(T::TYPE) == Class::F32 => {
             let (lo, hi) = (outer.lo as f32, outer.hi as f32);
             s.iter()
@@ -169,9 +201,21 @@ where
         let (lo, hi) = extremes(v)?;
         Some(hi - lo)
     }
+    /// The samples' values when they are float16 (each exact in f32).
+    pub fn f16_values(&self) -> Option<Vec<f32>> {
+        (self.class() == Class::F16).then(|| self.v.iter().map(|x| x.to_f32()).collect())
+    }
+    /// numpy's `_ptp` for float16 data (a float16 difference, held in an f32).
+    pub fn ptp_f16(&self) -> Option<f32> {
+        if self.class() != Class::F16 {
+            return None;
+        }
+        let (lo, hi) = self.min_max();
+        Some(r16(hi.to_f32() - lo.to_f32()))
+    }
     /// numpy's `_ptp` as the float64 it becomes when divided by a float64.
     pub fn ptp_f64(&self) -> f64 {
-        if let Some(p) = self.ptp_f32() {
+        if let Some(p) = self.ptp_f32().or(self.ptp_f16()) {
             return p as f64;
         }
         let (lo, hi) = self.min_max();
@@ -263,6 +307,7 @@ pub(crate) fn percentile_at<T: Sample>(n: usize, q: f64, at: impl Fn(usize) -> T
     let gamma = virtual_index - prev;
     let (a, b) = (at(prev as usize), at(prev as usize + 1));
     let diff = match class_of(T::TYPE) {
+        Class::F16 => r16(b.to_f32() - a.to_f32()) as f64,
         Class::F32 => (b.to_f32() - a.to_f32()) as f64,
         Class::F64 => b.to_f64() - a.to_f64(),
         Class::Int => wrap(b.to_i128() - a.to_i128(), T::TYPE) as f64,
@@ -360,6 +405,38 @@ pub(crate) fn std_f32(v: &[f32]) -> f32 {
         })
         .collect();
     ((pairwise_f32(&squares) as f64 / v.len() as f64) as f32).sqrt()
+}
+
+/// `np.mean` of float16 data: numpy sums it as float32 (a casting reduction: buffers of 8192,
+/// each summed pairwise into a float32 total), divides in float64, rounds to float32, then to
+/// float16.
+pub(crate) fn mean_f16(v: &[f32]) -> f32 {
+    let mut total = 0.0f32;
+    for chunk in v.chunks(CAST_BUFFER) {
+        total += pairwise_f32(chunk);
+    }
+    r16((total as f64 / v.len() as f64) as f32)
+}
+
+/// numpy's sum of float16 data in its own type: pairwise in float32, rounded once to float16.
+fn sum_in_f16(v: &[f32]) -> f32 {
+    r16(pairwise_f32(v))
+}
+
+/// `np.std` of float16 data: numpy's variance in float16 (the mean of a float16 sum divided in
+/// float64, each deviation and square rounded to float16, their float16 sum divided in float64),
+/// its square root rounded to float16.
+pub(crate) fn std_f16(v: &[f32]) -> f32 {
+    let n = v.len() as f64;
+    let mean = r16((sum_in_f16(v) as f64 / n) as f32);
+    let squares: Vec<f32> = v
+        .iter()
+        .map(|&x| {
+            let d = r16(x - mean);
+            r16(d * d)
+        })
+        .collect();
+    r16(r16((sum_in_f16(&squares) as f64 / n) as f32).sqrt())
 }
 
 /// `np.mean` of a float64 array.

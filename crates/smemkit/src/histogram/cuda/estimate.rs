@@ -43,7 +43,7 @@ use super::estimate_window::Quartiles;
 use crate::error::{Error, Result};
 use crate::gpu::device::Gpu;
 use crate::histogram::bins::estimators::{
-    bins_from_width, stone_from_counts, width_of, BinRule, EstimatorStats, Width,
+    bins_from_width, stone_from_counts, width_of, BinRule, EstimatorStats, Narrow, Width,
 };
 use crate::histogram::bins::stats::{self, Class};
 use crate::histogram::bins::{BinSpec, Binning};
@@ -455,7 +455,8 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
     fn stone(&mut self, range: Option<(f64, f64)>) -> Result<Option<Width>> {
         let (passes, input, n) = (self.passes, self.input, self.n);
         let extremes = (self.min.to_f64(), self.max.to_f64());
-        stone_from_counts(self.count, self.ptp_f64(), self.ptp_f32(), |nbins| {
+        let narrow = self.ptp_f32().map(Narrow::F32);
+        stone_from_counts(self.count, self.ptp_f64(), narrow, |nbins| {
             // SAFETY: the input's `n` samples are valid for the whole estimate.
             unsafe { candidate_counts(passes, input, n, T::TYPE, nbins, range, extremes) }
         })
