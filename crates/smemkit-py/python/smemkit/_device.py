@@ -501,10 +501,16 @@ def _typed_range(range_, dtype):
     arithmetic = _ranges.range_arithmetic(first, last, bin_type, half)
     if arithmetic == _ranges.WIDE:
         return range_
-    if arithmetic != _ranges.SAMPLE_TYPE or bin_type != sample_dtype:
+    if bin_type != sample_dtype:
         raise NotImplementedError(
             f"a range of {bin_type} values for {dtype} GPU samples is not supported yet (numpy "
             f"bins the samples widened to {bin_type}): give the range as Python floats")
+    if arithmetic != _ranges.SAMPLE_TYPE:
+        range_type = np.result_type(first, last)
+        raise NotImplementedError(
+            f"a range of {range_type} values for {dtype} GPU samples is not supported yet (numpy "
+            f"computes the edges in {range_type} and the bins in {bin_type}; host arrays take "
+            "it): give the range as Python floats")
     lo, hi = float(sample_dtype.type(first)), float(sample_dtype.type(last))
     _ranges.check_range(lo, hi)
     return _Extremes((lo, hi))
