@@ -59,6 +59,7 @@ def _fake_cupy():
     m.ndarray = FakeArray
     m.empty = lambda n, dtype: np.full(n, 0x5A5A, dtype).view(FakeArray)  # garbage, as empty is
     m.asarray = lambda a: np.array(a).view(FakeArray)
+    m.ascontiguousarray = lambda a: dev(np.ascontiguousarray(a))
     cuda = types.SimpleNamespace()
     cuda.Device = _Ctx
     cuda.ExternalStream = _Ctx
@@ -220,8 +221,13 @@ def test_explicit_edges_weights_and_dtypes(fake, rng):
     h, _ = smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(wi))
     assert h.dtype == np.int32
     np.testing.assert_array_equal(h, np.histogram(x, 10, range=(0, 100), weights=wi)[0])
-    with pytest.raises(NotImplementedError, match="w.double"):
-        smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(w.astype(np.complex64)))
+    # Complex weights: the real and the imaginary sums, as numpy's.
+    wc = (w + 1j * w[::-1]).astype(np.complex64)
+    for density in (False, True):
+        h, _ = smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(wc), density=density)
+        H, _ = np.histogram(x, 10, range=(0, 100), weights=wc, density=density)
+        assert h.dtype == H.dtype
+        np.testing.assert_allclose(h, H, rtol=1e-5)
     with pytest.raises(ValueError, match="same shape"):
         smemkit.histogram(dev(x), 10, range=(0, 100), weights=dev(w[:10]))
     h, e = smemkit.histogram(dev(x.astype(np.float16)), 10, range=(0, 100))

@@ -39,6 +39,11 @@ def digitize(x_obj, kind, bins, right, exact_edges):
     if "complex" in x.dtype or b.dtype.kind == "c":
         raise TypeError("x may not be complex")
     dtype = "uint8" if x.dtype == "bool" else x.dtype
+    if dtype in ("float16", "bfloat16") and kind in ("torch", "cupy"):
+        # Widened exactly to float32 on the current stream: numpy compares in the common type,
+        # float64 or float32 beside float16 bins, where the float32 values compare the same.
+        wide = x_obj.float() if kind == "torch" else x_obj.astype("float32")
+        return digitize(wide, kind, bins, right, exact_edges)
     if dtype in ("float16", "bfloat16"):
         raise NotImplementedError(
             f"digitize of {dtype} GPU samples is not supported yet: convert them to float32 "

@@ -1,4 +1,5 @@
-"""Weights of GPU arrays as the native call reads them: float32 and float64 in place; integer
+"""Weights of GPU arrays as the native call reads them: float32 and float64 in place (float16
+from torch or CuPy widened to float32); integer
 and bool weights summed by the kernels as exact 64-bit integers (int64 and uint64 in place,
 narrower types widened to int64 by their framework on the current stream, never to float64); or,
 for bincount and histogramdd, whose numpy sums are float64, a float64 copy."""
@@ -27,6 +28,15 @@ def weights_of(weights, a: Input, kind: str, frame: _Frame, float_ints: bool = F
     if (not float_ints and w.dtype in _INT_WEIGHTS
             and (wkind in ("torch", "cupy") or w.dtype in _WORD_INTS)):
         return _integer_weights(w, weights, wkind)
+    if w.dtype == "float16" and wkind in ("torch", "cupy"):
+        # Widened exactly to float32 on the current stream; the sums come back as float16, the
+        # dtype numpy gives them.
+        wide = weights.float() if wkind == "torch" else weights.astype("float32")
+        out = Input(wide, wkind, "weights", None)
+        out.keep = out.keep + [wide]
+        out.result_dtype = "float16"
+        out.native_dtype = "float32"
+        return out
     if w.dtype not in ("float32", "float64"):
         raise NotImplementedError(
             f"GPU weights of dtype {w.dtype} are not supported (float32, float64, int64, uint64 "
@@ -79,3 +89,28 @@ def _float_weights(w: Input, weights, wkind):
     out.result_dtype = "float64"
     out.native_dtype = "float64"
     return out
+
+
+def complex_parts(weights):
+    """``(real, imag)``: contiguous float copies of complex torch or CuPy weights, which numpy's
+    histogram sums part by part (its complex result is the two real sums); None for other
+    weights."""
+    if "complex" not in str(getattr(weights, "dtype", "")):
+        return None
+    kind = device_kind(weights)
+    if kind == "torch":
+        return weights.real.contiguous(), weights.imag.contiguous()
+    if kind == "cupy":
+        import cupy
+
+        return cupy.ascontiguousarray(weights.real), cupy.ascontiguousarray(weights.imag)
+    if kind is not None:
+        raise TypeError(f"complex GPU weights from {kind} are not supported (torch and CuPy's are)")
+    return None
+
+
+def combine_complex(real, imag):
+    """The complex array of two float arrays of one device framework (torch or CuPy)."""
+    if device_kind(real) == "torch":
+        return _torch().complex(real, imag)
+    return real + 1j * imag

@@ -69,6 +69,8 @@ def _axes_of(bins, range, d, int_edges=False):
     axes, given = [], []
     for i in builtins_range(d):
         b = bins[i]
+        if _device.device_kind(b) is not None:
+            b = _device_digitize._host_bins(b)  # edges on the GPU: read back (a sync)
         if np.ndim(b) == 0:
             if b < 1:
                 raise ValueError(f"`bins[{i}]` must be positive, when an integer")

@@ -13,6 +13,8 @@ import numpy as np
 
 from . import _native
 from . import _device
+from . import _device_digitize
+from . import _device_weights
 from . import _fast
 from . import _ranges
 from ._inputs import as_array, flat_pair, native_order
@@ -232,7 +234,14 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
               strategy=None, out_of_range="ignore", deterministic=False):
     _check_keywords(backend, strategy, out_of_range)
     kind = _device_kind(a, backend)
+    if kind is not None and weights is not None:
+        parts = _device_weights.complex_parts(weights)
+        if parts is not None:
+            return _device_complex_weighted(a, bins, range, parts, density, backend, strategy,
+                                            out_of_range, deterministic)
     if kind is not None:
+        if not isinstance(bins, str) and _device.device_kind(bins) is not None:
+            bins = _device_digitize._host_bins(bins)  # edges on the GPU: read back (a sync)
         nbins, edges = _device_bins(a, kind, bins, range, weights)
         given_edges = edges is not None and not isinstance(bins, str)
         result = _device.histogram(
@@ -297,6 +306,22 @@ def _complex_weighted(a, bins, range_, weights, density, backend, strategy, out_
     n.real, n.imag = real, imag
     if density:
         db = np.array(np.diff(edges), float)
+        return n / db / n.sum(), edges
+    return n, edges
+
+
+def _device_complex_weighted(a, bins, range_, parts, density, backend, strategy, out_of_range,
+                             deterministic):
+    """numpy's histogram with complex weights, of GPU arrays: the real and imaginary sums as two
+    device histograms, combined on the device."""
+    kw = dict(backend=backend, strategy=strategy, out_of_range=out_of_range,
+              deterministic=deterministic)
+    real, edges = histogram(a, bins, range_, parts[0], False, **kw)
+    imag, _ = histogram(a, bins, range_, parts[1], False, **kw)
+    n = _device_weights.combine_complex(real, imag)
+    if density:
+        db = edges[1:] - edges[:-1]
+        db = db.double() if _device.device_kind(db) == "torch" else db.astype("float64")
         return n / db / n.sum(), edges
     return n, edges
 
