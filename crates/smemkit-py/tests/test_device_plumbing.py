@@ -60,6 +60,8 @@ def _fake_cupy():
     m.empty = lambda n, dtype: np.full(n, 0x5A5A, dtype).view(FakeArray)  # garbage, as empty is
     m.asarray = lambda a: np.array(a).view(FakeArray)
     m.ascontiguousarray = lambda a: dev(np.ascontiguousarray(a))
+    m.isnan = np.isnan
+    m.where = lambda c, a, b: np.where(c, a, b).view(FakeArray)
     cuda = types.SimpleNamespace()
     cuda.Device = _Ctx
     cuda.ExternalStream = _Ctx

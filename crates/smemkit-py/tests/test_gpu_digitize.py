@@ -73,6 +73,20 @@ def test_float16_is_widened_on_the_device(fake, rng):
     assert runs[-1] == dict(n=300, dtype="float32")
 
 
+def test_nan_bins_as_numpy(fake, rng):
+    # numpy orders NaN after every number: the device searches the numbers, NaN samples are
+    # placed as numpy places them.
+    x = np.concatenate([rng.standard_normal(200) * 4, [np.nan, np.inf, -np.inf, 1.0, 3.0]])
+    nan = np.nan
+    for bins in ([1.0, 3.0, nan], [nan, 3.0, 1.0], [nan, nan], [1.0, 3.0, nan, nan], [nan],
+                 [nan, 3.0]):
+        for right in (False, True):
+            got = smemkit.digitize(dev(x), np.array(bins), right)
+            np.testing.assert_array_equal(got, np.digitize(x, np.array(bins), right), str(bins))
+    with pytest.raises(NotImplementedError, match="NaN bins"):
+        smemkit.digitize(dev(x), np.array([1.0, nan, 3.0]))
+
+
 def test_errors(fake, rng):
     x = dev(rng.standard_normal((10, 4)))
     with pytest.raises(ValueError, match="C order"):

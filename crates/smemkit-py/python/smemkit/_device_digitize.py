@@ -57,6 +57,8 @@ def digitize(x_obj, kind, bins, right, exact_edges):
             f"smemkit reads device arrays in place; pass {hint}")
     x.check_aligned()
     edges = exact_edges(b, "bins")
+    if np.isnan(edges).any():
+        return _nan_bins(x_obj, kind, edges, right, exact_edges)
     if dtype in ("int64", "uint64") and b.dtype.kind in "biu" and x.size:
         lo, hi = x.minmax()
         if max(abs(int(lo)), abs(int(hi))) > _EXACT_F64:
@@ -82,3 +84,36 @@ def digitize(x_obj, kind, bins, right, exact_edges):
     if x.keep:
         frame.keep_until_done(x.keep)
     return _device._finish(frame, kind, out.reshape(x.shape))
+
+
+def _nan_bins(x_obj, kind, edges, right, exact_edges):
+    """numpy's digitize with NaN bins, which it orders after every number (the kernel searches
+    numbers only): the numbers are searched on the device, in increasing order, and NaN samples
+    are placed where numpy's order puts them (torch and CuPy samples)."""
+    n = edges.size
+    first = edges[0]
+    change = next((i for i in range(1, n) if not edges[i] == first), None)
+    increasing = change is None or first < edges[change]  # numpy's _monotonicity, as it compares
+    nan = np.isnan(edges)
+    k = int(nan.sum())
+    ok = nan[n - k:].all() if increasing else nan[:k].all()
+    if not ok or kind not in ("torch", "cupy"):
+        raise NotImplementedError(
+            "these NaN bins are not supported on the GPU (NaN after the numbers of increasing "
+            "bins or before those of decreasing ones, from torch or CuPy, are)")
+    if increasing:
+        out = digitize(x_obj, kind, edges[:n - k], right, exact_edges)
+        nan_at = n if not right else None  # right=True: the kernel's n - k already
+    else:
+        # len(bins) - searchsorted(bins[::-1], x): the numbers reversed are increasing.
+        out = n - digitize(x_obj, kind, edges[k:][::-1].copy(), right, exact_edges)
+        nan_at = 0 if not right else None  # right=True: n - (n - k) = k already
+    if nan_at is None or "float" not in str(x_obj.dtype):
+        return out
+    if kind == "torch":
+        import torch
+
+        return torch.where(torch.isnan(x_obj), torch.full_like(out, nan_at), out)
+    import cupy
+
+    return cupy.where(cupy.isnan(x_obj), nan_at, out)

@@ -207,7 +207,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backen
     except TypeError:
         nb = 1
     if nb != 1 and nb != 2:
-        xedges = yedges = np.asarray(bins)
+        xedges = yedges = bins if _device.device_kind(bins) is not None else np.asarray(bins)
         bins = [xedges, yedges]
     hist, edges = histogramdd([x, y], bins, range, density, weights, backend=backend)
     return hist, edges[0], edges[1]

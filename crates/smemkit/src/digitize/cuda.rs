@@ -88,6 +88,11 @@ impl DeviceDigitize {
         bins: &[f64],
         right: bool,
     ) -> Result<DeviceDigitize> {
+        if bins.iter().any(|b| b.is_nan()) {
+            return Err(Error::NotImplemented(
+                "NaN bins in the GPU digitize kernel (numpy orders NaN after every number): search the bins without their NaN end and place the NaN samples".into(),
+            ));
+        }
         let dir = direction(bins)?;
         let nbins = u32::try_from(bins.len())
             .ok()

@@ -22,27 +22,33 @@ enum Direction {
 }
 
 fn direction(bins: &[f64]) -> Result<Direction> {
-    if let Some(index) = bins.iter().position(|b| b.is_nan()) {
-        return Err(Error::NonFiniteEdge {
-            index,
-            value: f64::NAN,
-        });
-    }
     ordered_direction(bins)
 }
 
-/// The direction of bins with no NaN (numbers that all compare).
+/// The direction of `bins` as numpy's `_monotonicity` finds it: repeated leading values
+/// skipped, then the first change decides, every later pair checked with plain comparisons (so NaN,
+/// which compares false, passes: numpy takes `[1, 3, nan]` as increasing and `[nan, 3, 1]` or
+/// all-NaN bins as decreasing, and orders NaN after every number when it searches).
 fn ordered_direction<B: PartialOrd>(bins: &[B]) -> Result<Direction> {
-    let Some(first_change) = bins.windows(2).position(|w| w[0] != w[1]) else {
-        // Empty, one value, or all equal: numpy calls these increasing.
+    let Some(first) = bins.first() else {
         return Ok(Direction::Increasing);
     };
-    let rest = &bins[first_change..];
-    if bins[first_change] < bins[first_change + 1] {
-        if rest.windows(2).all(|w| w[0] <= w[1]) {
+    let Some(change) = bins[1..].iter().position(|b| b != first).map(|i| i + 1) else {
+        // One value, or all equal: numpy calls these increasing.
+        return Ok(Direction::Increasing);
+    };
+    let rest = &bins[change - 1..];
+    if bins[change - 1] < bins[change] {
+        // `w[0] > w[1]` is false for NaN: numpy's plain comparison lets the pair pass.
+        let descends = |w: &[B]| w[0].partial_cmp(&w[1]) == Some(std::cmp::Ordering::Greater);
+        if !rest.windows(2).skip(1).any(descends) {
             return Ok(Direction::Increasing);
         }
-    } else if rest.windows(2).all(|w| w[0] >= w[1]) {
+    } else if !rest
+        .windows(2)
+        .skip(1)
+        .any(|w| w[0].partial_cmp(&w[1]) == Some(std::cmp::Ordering::Less))
+    {
         return Ok(Direction::Decreasing);
     }
     Err(Error::InvalidArgument(
@@ -88,13 +94,13 @@ pub fn digitize_on(
 }
 
 fn run<T: Sample>(x: &[T], bins: &[f64], right: bool, dir: Direction) -> Vec<i64> {
-    let n = bins.len();
+    let keyed: Vec<NanLast> = bins.iter().map(|&b| NanLast(b)).collect();
     let mut out = vec![0i64; x.len()];
     out.par_chunks_mut(1 << 14)
         .zip(x.par_chunks(1 << 14))
         .for_each(|(o, xs)| {
             for (o, &v) in o.iter_mut().zip(xs) {
-                *o = index(bins, n, v.to_f64(), right, dir) as i64;
+                *o = search(&keyed, NanLast(v.to_f64()), right, dir) as i64;
             }
         });
     out
@@ -112,16 +118,26 @@ fn run_exact<T: Sample>(x: &[T], bins: &[i128], right: bool, dir: Direction) -> 
     out
 }
 
-#[inline(always)]
-fn index(bins: &[f64], n: usize, x: f64, right: bool, dir: Direction) -> usize {
-    if x.is_nan() {
-        // numpy orders NaN after every number.
-        return match dir {
-            Direction::Increasing => n,
-            Direction::Decreasing => 0,
-        };
+/// A float64 ordered as numpy's `searchsorted` orders it: NaN after every number.
+#[derive(Debug, Clone, Copy)]
+struct NanLast(f64);
+
+impl PartialEq for NanLast {
+    fn eq(&self, other: &Self) -> bool {
+        self.partial_cmp(other) == Some(std::cmp::Ordering::Equal)
     }
-    search(bins, x, right, dir)
+}
+
+impl PartialOrd for NanLast {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        use std::cmp::Ordering::*;
+        Some(match (self.0.is_nan(), other.0.is_nan()) {
+            (true, true) => Equal,
+            (true, false) => Greater,
+            (false, true) => Less,
+            _ => self.0.partial_cmp(&other.0).expect("numbers"),
+        })
+    }
 }
 
 /// numpy's `searchsorted` rule for a number that compares with every bin.
@@ -147,7 +163,36 @@ mod tests {
         assert_eq!(direction(&[2.0, 2.0]).unwrap(), Direction::Increasing);
         assert_eq!(direction(&[2.0, 2.0, 1.0]).unwrap(), Direction::Decreasing);
         assert!(direction(&[0.0, 2.0, 1.0]).is_err());
-        assert!(direction(&[0.0, f64::NAN]).is_err());
+        // NaN compares false: numpy's rule takes these as they come.
+        let nan = f64::NAN;
+        assert_eq!(direction(&[1.0, 3.0, nan]).unwrap(), Direction::Increasing);
+        assert_eq!(direction(&[nan, 3.0, 1.0]).unwrap(), Direction::Decreasing);
+        assert_eq!(direction(&[nan, nan]).unwrap(), Direction::Decreasing);
+    }
+
+    /// numpy's answers (numpy 2.4) with NaN bins, which it orders after every number.
+    #[test]
+    fn nan_bins_as_numpy() {
+        let nan = f64::NAN;
+        let x = [0.0, 2.0, 4.0, nan];
+        let cases: [(&[f64], [i64; 4], [i64; 4]); 4] = [
+            (&[1.0, 3.0, nan], [0, 1, 2, 3], [0, 1, 2, 2]),
+            (&[nan, 3.0, 1.0], [3, 2, 1, 0], [3, 2, 1, 1]),
+            (&[nan, nan], [2, 2, 2, 0], [2, 2, 2, 2]),
+            (&[1.0, 3.0, nan, nan], [0, 1, 2, 4], [0, 1, 2, 2]),
+        ];
+        for (bins, left, right) in cases {
+            assert_eq!(
+                digitize(Samples::F64(&x), bins, false).unwrap(),
+                left,
+                "{bins:?}"
+            );
+            assert_eq!(
+                digitize(Samples::F64(&x), bins, true).unwrap(),
+                right,
+                "{bins:?}"
+            );
+        }
     }
 
     #[test]
