@@ -1,7 +1,8 @@
 // Histogram kernels, one family per header: shared (one private histogram per block in dynamic
 // shared memory), packed (narrow counters), cluster, cluster_packed and exchange (the bins split
 // across the shared memories of a thread block cluster, reached through distributed shared memory), sliced (the bins
-// cut into slices of one block each), global (counters in global memory), the partition passes,
+// cut into slices of one block each), spill (the busiest run of bins in shared memory, the rest in
+// global memory), global (counters in global memory), the partition passes,
 // the skew verdict (hist_probe.cuh), one window of the bins (hist_window.cuh: bins sharded over
 // ranks) and the deterministic weighted sums (hist_exact.cuh, with their
 // own entry points). This file holds the sample-type defines and the extern "C" entry points; the
@@ -56,6 +57,7 @@ typedef SAMPLE_T sample_t;
 #include "hist_global.cuh"
 #include "hist_partition.cuh"
 #include "hist_probe.cuh"
+#include "hist_spill.cuh"
 #include "hist_window.cuh"
 
 // ---- extern "C" entry points -----------------------------------------------------------------
@@ -193,6 +195,7 @@ typedef SAMPLE_T sample_t;
     SMALL_KERNEL(MODE, MNAME)                                              \
     SLICED_KERNEL(MODE, MNAME, 8)                                          \
     SLICED_KERNEL(MODE, MNAME, 4)                                          \
+    SPILL_KERNEL(MODE, MNAME, 8)                                           \
     EXCHANGE_KERNEL(MODE, MNAME, 16)                                       \
     EXCHANGE_KERNEL(MODE, MNAME, 8)                                        \
     CLUSTER_PACKED_KERNEL(MODE, MNAME, 16)                                 \

@@ -500,6 +500,7 @@ fn small_run_for_sanitizers() {
             slices: Some(3),
         },
         StrategyChoice::Packed(4),
+        StrategyChoice::Spill,
     ] {
         check(
             Samples::I32(&data),
@@ -539,6 +540,7 @@ fn small_run_for_sanitizers() {
                 | StrategyChoice::Packed(_)
                 | StrategyChoice::Exchange { .. }
                 | StrategyChoice::Sliced { .. }
+                | StrategyChoice::Spill
         ) {
             check(
                 Samples::F32(&floats),
@@ -604,6 +606,7 @@ fn small_run_for_sanitizers() {
             bits: Some(4),
             slices: Some(2),
         },
+        StrategyChoice::Spill,
     ] {
         check(
             Samples::I32(&wide),
@@ -612,6 +615,17 @@ fn small_run_for_sanitizers() {
             OutOfRange::Ignore,
             choice,
             "sanitizer wide",
+        );
+    }
+    // A spill window smaller than the bins: its placement, the spilled samples and the flush.
+    for dist in [Dist::Middle, Dist::Hot, Dist::Wide] {
+        check(
+            Samples::I32(&ints(1 << 20, 600_000, dist, &mut r)),
+            None,
+            BinSpec::Integer { nbins: 600_000 },
+            OutOfRange::Ignore,
+            StrategyChoice::Spill,
+            "sanitizer spill",
         );
     }
 }

@@ -49,6 +49,7 @@ fn all_choices() -> Vec<StrategyChoice> {
             slices: None,
         });
     }
+    v.push(StrategyChoice::Spill);
     v
 }
 
@@ -69,6 +70,8 @@ fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::internals::
             bits: Some(bits),
             slices: None,
         } => nbins > one_block(bits) && nbins <= 1 << 22,
+        // Below one block's 8-bit counters spill is shared8 with a window test per sample.
+        StrategyChoice::Spill => nbins > one_block(8) && nbins <= 1 << 22,
         _ => true,
     }
 }

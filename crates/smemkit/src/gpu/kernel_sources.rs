@@ -50,6 +50,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
         header!("hist_global.cuh"),
         header!("hist_partition.cuh"),
         header!("hist_probe.cuh"),
+        header!("hist_spill.cuh"),
         header!("hist_window.cuh"),
         header!("hist_exact.cuh"),
         header!("hist_lut.cuh"),

@@ -104,6 +104,7 @@ pub(crate) fn choices() -> Vec<StrategyChoice> {
     for bits in [Some(16), Some(8), None] {
         c.push(StrategyChoice::ClusterPacked { bits, size: None });
     }
+    c.push(StrategyChoice::Spill);
     c
 }
 
@@ -248,6 +249,7 @@ fn every_histogram_kernel_compiles_for_hopper() {
                 "shared4p",
                 "sliced8",
                 "sliced4",
+                "spill8",
                 "clusterpacked16",
                 "clusterpacked8",
             ] {
@@ -280,6 +282,7 @@ fn the_planner_names_kernels_of_every_family() {
         "hist_sliced8_",
         "hist_sliced4_",
         "hist_slicedsums_",
+        "hist_spill8_",
         "hist_global_",
         "hist_fold_u32",
         "hist_fold_lanes16",

@@ -86,3 +86,38 @@ fn computed_bins_fit_two_blocks_per_sm_without_spilling() {
         }
     }
 }
+
+/// The spill kernels run 1024-thread blocks (64 registers a thread) with the prefetching loop, the
+/// packed counters' wrap path and a global atomic beside it: NVRTC must fit that without local
+/// memory, for every mode `auto` spills (float bins off the grid, integer samples over a range,
+/// edges).
+#[test]
+fn spill_kernels_fit_1024_threads_without_spilling() {
+    if !crate::gpu::compile::tests::toolchain() {
+        return;
+    }
+    for (t, kernel) in [
+        (SampleType::F32, "hist_spill8_uniform32w_none"),
+        (SampleType::F32, "hist_spill8_uniform32_none"),
+        (SampleType::F64, "hist_spill8_uniform64_none"),
+        (SampleType::I32, "hist_spill8_uniform64_none"),
+        (SampleType::F32, "hist_spill8_edges_none"),
+    ] {
+        let defines = sample_defines(t);
+        let build = Build {
+            src: &HISTOGRAM,
+            defines: &defines,
+            kernel,
+        };
+        let image = compile_image(&HISTOGRAM, &build.options("sm_90a"), Output::Cubin);
+        let Ok(Image::Cubin(cubin)) = image else {
+            panic!("{t} {kernel}: no CUBIN")
+        };
+        let attrs = function_attributes(&cubin);
+        let get = |a: u8| attrs.iter().find(|(k, _)| *k == a).map(|(_, v)| *v);
+        let regs = get(0x2f).unwrap_or_else(|| panic!("{kernel}: no register count"));
+        eprintln!("{t} {kernel}: {regs} registers");
+        assert!(regs <= 64, "{t} {kernel}: {regs} registers");
+        assert_eq!(get(0x12), Some(0), "{t} {kernel}: a stack frame (spills)");
+    }
+}

@@ -50,6 +50,9 @@ pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
         }
         _ => {}
     }
+    if let Some(p) = auto_spill_plan(w, limits) {
+        return p;
+    }
     if let Some(p) = auto_sliced_plan(w, limits) {
         return p;
     }
@@ -109,6 +112,31 @@ pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
             w.nbins
         ),
     )
+}
+
+/// Most bins `auto` gives the spill strategy: beyond them the counters the spilled samples reach
+/// leave L2 (as [`AUTO_PARTITION_LARGE_MIN`] for global).
+pub const AUTO_SPILL_MAX_BINS: usize = AUTO_PARTITION_LARGE_MIN;
+
+/// Counts of samples whose bins cost more than a subtraction (float bins that need numpy's
+/// correction, integer samples in computed bins) beyond one block of 8-bit counters: the spill
+/// strategy locates each sample once, where the sliced passes locate it once per slice and global
+/// sends every sample through an L2 atomic. Its spilled share is a subset of global's atomics, so
+/// it beats global whatever the data; against sliced it gains the slices' repeated binning.
+pub(super) fn auto_spill_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
+    if w.weighted || w.cheap_binning() || w.nbins > AUTO_SPILL_MAX_BINS {
+        return None;
+    }
+    let p = spill_choice(w, limits).ok()?;
+    Some(Plan {
+        reason: format!(
+            "{} bins of samples whose bins are computed with numpy's correction, beyond one block: \
+             each block keeps the busiest {} bins (placed from a probe of the input) in 8-bit \
+             counters and sends the other samples to global atomics, locating each sample once",
+            w.nbins, p.bins_per_block
+        ),
+        ..p
+    })
 }
 
 /// Most slices of 8-bit counters `auto` plans before 4-bit ones take over: a third slice of

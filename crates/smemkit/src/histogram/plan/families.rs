@@ -42,7 +42,9 @@ pub fn prefetch_build(plan: &Plan, limits: &DeviceLimits, weighted: bool) -> boo
     // 4-bit counters and the sliced counts have no other build; sliced weighted sums no such one.
     match plan.strategy {
         Strategy::Sliced { bits: 64, .. } => return false,
-        Strategy::Packed { bits: 4 } | Strategy::Sliced { .. } => return true,
+        Strategy::Packed { bits: 4 } | Strategy::Sliced { .. } | Strategy::Spill { .. } => {
+            return true
+        }
         _ => {}
     }
     let counts_in_shared = match plan.strategy {
@@ -246,6 +248,43 @@ pub(super) fn sliced_choice(
         },
         grid: blocks / slices as u32 * slices as u32,
         block,
+        shared_bytes,
+        bins_per_block: per_block,
+        reason: "forced".into(),
+    })
+}
+
+/// Bins the spill kernel's window must hold wherever it is smaller than the bins: its placement
+/// borrows the counters' words for two arrays of `SPILL_BUCKETS` (1024) words
+/// (kernels/hist_spill.cuh).
+pub const SPILL_MIN_WINDOW: usize = 2 * 1024 * 4;
+
+/// The spill strategy: one block of 1024 threads per SM, each keeping the window of as many 8-bit
+/// counters as one block holds (all the bins, where they fit) and sending the samples of the other
+/// bins to global counters. Counts only.
+pub(super) fn spill_choice(w: &Workload, limits: &DeviceLimits) -> Result<Plan, crate::Error> {
+    let unsupported = |reason: String| crate::Error::StrategyUnsupported {
+        strategy: "spill".into(),
+        reason,
+    };
+    if w.weighted {
+        return Err(unsupported(
+            "the spill strategy counts samples in 8-bit counters; weighted sums need f64 ones"
+                .into(),
+        ));
+    }
+    let bits = 8;
+    let per_block = w.nbins.min(packed_max_bins_per_block(limits, bits)).max(1);
+    if per_block < w.nbins && per_block < SPILL_MIN_WINDOW {
+        return Err(unsupported(format!(
+            "a window of {per_block} bins is below the {SPILL_MIN_WINDOW} its placement needs"
+        )));
+    }
+    let shared_bytes = packed_bytes(per_block, bits) as u32;
+    Ok(Plan {
+        strategy: Strategy::Spill { bits },
+        grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),
+        block: ONE_BLOCK_THREADS,
         shared_bytes,
         bins_per_block: per_block,
         reason: "forced".into(),

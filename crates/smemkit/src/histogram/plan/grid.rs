@@ -73,7 +73,7 @@ pub(super) fn small_shard_prefers_global(w: &Workload, candidate: &Plan) -> bool
     };
     match candidate.strategy {
         Strategy::Partition => n < w.nbins,
-        Strategy::Shared | Strategy::Packed { .. } => {
+        Strategy::Shared | Strategy::Packed { .. } | Strategy::Spill { .. } => {
             samples_per_counter_set(n, candidate.grid, 1, w.sample_type) < w.nbins
         }
         Strategy::Cluster { size }

@@ -52,6 +52,14 @@ pub enum Strategy {
         /// Counter width: 8 or 4 (counts), 64 (weighted sums).
         bits: u32,
     },
+    /// Every block keeps the run of bins that holds the most of the input (placed on the device
+    /// from a probe of the samples) as `bits`-wide packed counters, and adds each sample outside it
+    /// to a global counter: one pass, where sliced locates every sample once per slice. Counts
+    /// only.
+    Spill {
+        /// Counter width: 8.
+        bits: u32,
+    },
 }
 
 impl Strategy {
@@ -66,6 +74,7 @@ impl Strategy {
             Strategy::Exchange { size, bits } => format!("exchange{bits}x{size}"),
             Strategy::Sliced { slices, bits } => format!("sliced{bits}x{slices}"),
             Strategy::ClusterPacked { size, bits } => format!("clusterpacked{bits}x{size}"),
+            Strategy::Spill { bits } => format!("spill{bits}"),
         }
     }
 }
@@ -136,13 +145,15 @@ pub enum StrategyChoice {
         /// How many slices.
         slices: Option<u32>,
     },
+    /// The spill strategy (8-bit counters).
+    Spill,
 }
 
 impl std::str::FromStr for StrategyChoice {
     type Err = crate::Error;
 
     /// A strategy name: `auto`, `shared`, `shared16`, `shared8`, `shared4`, `cluster`, `global`,
-    /// `partition`, or an exchange, cluster_packed or sliced name (`exchange8x8`,
+    /// `partition`, `spill` (`spill8`), or an exchange, cluster_packed or sliced name (`exchange8x8`,
     /// `clusterpacked8x8`, `sliced4x3`, the names [`Strategy::name`] prints; `cluster-packed` is
     /// `clusterpacked`). The cluster size of `cluster` comes from
     /// [`StrategyChoice::with_cluster_size`].
@@ -167,10 +178,11 @@ impl std::str::FromStr for StrategyChoice {
             "shared4" => Ok(StrategyChoice::Packed(4)),
             "global" => Ok(StrategyChoice::Global),
             "partition" => Ok(StrategyChoice::Partition),
+            "spill" | "spill8" => Ok(StrategyChoice::Spill),
             "cluster" => Ok(StrategyChoice::Cluster(None)),
             _ => Err(crate::Error::InvalidArgument(format!(
                 "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global, \
-                 partition, exchange, clusterpacked or sliced)"
+                 partition, exchange, clusterpacked, sliced or spill)"
             ))),
         }
     }
@@ -218,6 +230,7 @@ impl StrategyChoice {
                     StrategyChoice::Packed(bits) => format!("shared{bits}"),
                     StrategyChoice::Global => "global".to_string(),
                     StrategyChoice::Partition => "partition".to_string(),
+                    StrategyChoice::Spill => "spill".to_string(),
                     _ => "sliced".to_string(),
                 };
                 Err(crate::Error::InvalidArgument(format!(

@@ -196,43 +196,32 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
         Strategy::Sliced { slices: 4, bits: 4 }
     );
     assert_eq!(at(4 * 464_608 + 1, SampleType::I32), Strategy::Partition);
-    assert_eq!(at(1 << 20, SampleType::F32), Strategy::Global);
-    // Float32 bins that need numpy's correction: two or three slices of 8-bit counters, then
-    // global.
+    assert_eq!(at(1 << 20, SampleType::F32), Strategy::Spill { bits: 8 });
+    // Float bins that need numpy's correction, beyond one block: spill, up to where the spilled
+    // counters would leave L2; partition beyond.
+    let spill = Strategy::Spill { bits: 8 };
+    for t in [SampleType::F32, SampleType::F64] {
+        assert_eq!(
+            at(packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1, t),
+            spill
+        );
+        assert_eq!(at(500_000, t), spill);
+        assert_eq!(at(1 << 20, t), spill);
+        assert_eq!(at(AUTO_SPILL_MAX_BINS, t), spill);
+        assert_eq!(at(AUTO_SPILL_MAX_BINS + 1, t), Strategy::Partition);
+    }
+    // Its window is the most 8-bit counters one block holds.
+    let p = plan(
+        &Workload::new(700_000, SampleType::F32, false),
+        &DeviceLimits::H100,
+        StrategyChoice::Auto,
+    )
+    .unwrap();
     assert_eq!(
-        at(262_144, SampleType::F32),
-        Strategy::Sliced { slices: 2, bits: 8 }
+        p.bins_per_block,
+        packed_max_bins_per_block(&DeviceLimits::H100, 8)
     );
-    assert_eq!(
-        at(
-            2 * packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1,
-            SampleType::F32
-        ),
-        Strategy::Sliced { slices: 3, bits: 8 }
-    );
-    assert_eq!(
-        at(
-            3 * packed_max_bins_per_block(&DeviceLimits::H100, 8),
-            SampleType::F32
-        ),
-        Strategy::Sliced { slices: 3, bits: 8 }
-    );
-    assert_eq!(
-        at(
-            3 * packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1,
-            SampleType::F32
-        ),
-        Strategy::Global
-    );
-    assert_eq!(
-        at(524_288, SampleType::F64),
-        Strategy::Sliced { slices: 3, bits: 8 }
-    );
-    assert_eq!(
-        at(262_144, SampleType::F64),
-        Strategy::Sliced { slices: 2, bits: 8 }
-    );
-    assert_eq!(at(1 << 20, SampleType::F64), Strategy::Global);
+    assert_eq!(p.block, ONE_BLOCK_THREADS);
     // Float bins that need no correction bin as cheaply as integers: planned as them.
     let exact = |nbins| {
         let w = Workload::new(nbins, SampleType::F32, false).with_exact_float_bins(true);
@@ -253,17 +242,17 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
     assert_eq!(exact64(1 << 19), Strategy::Sliced { slices: 2, bits: 4 });
     assert_eq!(exact64(1 << 21), Strategy::Global);
     assert_eq!(exact64(1 << 23), Strategy::Partition);
-    // Integer samples in computed bins (a range, explicit edges) bin as floats do: the sliced and
-    // partition passes would compute every bin once per pass.
+    // Integer samples in computed bins (a range, explicit edges) bin as floats do: spill locates
+    // each once, where the sliced and partition passes would compute every bin once per pass.
     let computed = |nbins| {
         let w = Workload::new(nbins, SampleType::I32, false).with_computed_integer_bins(true);
         plan(&w, &DeviceLimits::H100, StrategyChoice::Auto)
             .unwrap()
             .strategy
     };
-    assert_eq!(computed(262_144), Strategy::Sliced { slices: 2, bits: 8 });
-    assert_eq!(computed(1 << 20), Strategy::Global);
-    assert_eq!(computed(1 << 21), Strategy::Global);
+    assert_eq!(computed(262_144), Strategy::Spill { bits: 8 });
+    assert_eq!(computed(1 << 20), Strategy::Spill { bits: 8 });
+    assert_eq!(computed(1 << 21), Strategy::Spill { bits: 8 });
     assert_eq!(computed(1 << 24), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
@@ -337,28 +326,53 @@ fn strategy_names_parse_back() {
 }
 
 #[test]
-fn staged_slices_take_a_fourth_slice_where_their_rings_fit() {
-    let f32w = |nbins: usize, staged: bool| {
-        let w = Workload::new(nbins, SampleType::F32, false).with_staged_slices(staged);
-        plan(&w, &DeviceLimits::H100, StrategyChoice::Auto).unwrap()
-    };
-    let sliced = |p: &Plan| match p.strategy {
-        Strategy::Sliced { slices, bits: 8 } => Some(slices),
-        _ => None,
-    };
-    // Three slices either way; a fourth only for staged slices (700000 bins: global without).
-    assert_eq!(sliced(&f32w(500_000, true)), Some(3));
-    assert_eq!(sliced(&f32w(500_000, false)), Some(3));
-    assert_eq!(sliced(&f32w(700_000, true)), Some(4));
-    assert!(f32w(700_000, true).reason.contains("staged"));
-    assert_eq!(sliced(&f32w(700_000, false)), None);
-    // Four slices of 225000 8-bit counters leave no room for the rings: not sliced.
-    let full = f32w(900_000, true);
-    assert_eq!(sliced(&full), None, "{full:?}");
-    // Cheap bins keep their own limits.
-    let exact = Workload::new(700_000, SampleType::F32, false)
-        .with_exact_float_bins(true)
-        .with_staged_slices(true);
-    let p = plan(&exact, &DeviceLimits::H100, StrategyChoice::Auto).unwrap();
-    assert!(!p.reason.contains("staged"), "{p:?}");
+fn spill_counts_only_and_holds_what_fits() {
+    let l = DeviceLimits::H100;
+    assert_eq!(
+        "spill".parse::<StrategyChoice>().unwrap(),
+        StrategyChoice::Spill
+    );
+    assert_eq!(
+        "spill8".parse::<StrategyChoice>().unwrap(),
+        StrategyChoice::Spill
+    );
+    assert_eq!(Strategy::Spill { bits: 8 }.name(), "spill8");
+    // Weighted sums are refused by name; auto never spills them.
+    let weighted = Workload::new(500_000, SampleType::F32, true);
+    let e = plan(&weighted, &l, StrategyChoice::Spill).unwrap_err();
+    assert!(e.to_string().contains("spill"), "{e}");
+    assert!(!matches!(
+        plan(&weighted, &l, StrategyChoice::Auto).unwrap().strategy,
+        Strategy::Spill { .. }
+    ));
+    // Forced over bins that fit one block: the window is every bin.
+    let small = plan(
+        &Workload::new(1000, SampleType::I32, false),
+        &l,
+        StrategyChoice::Spill,
+    )
+    .unwrap();
+    assert_eq!(small.bins_per_block, 1000);
+    // Cheap bins (integer samples, float bins on the grid) keep their slices.
+    let exact = Workload::new(700_000, SampleType::F32, false).with_exact_float_bins(true);
+    assert!(matches!(
+        plan(&exact, &l, StrategyChoice::Auto).unwrap().strategy,
+        Strategy::Sliced { .. }
+    ));
+    assert!(matches!(
+        plan(
+            &Workload::new(700_000, SampleType::I32, false),
+            &l,
+            StrategyChoice::Auto
+        )
+        .unwrap()
+        .strategy,
+        Strategy::Sliced { .. }
+    ));
+    // Integer samples in computed bins cost what float bins cost: spill.
+    let computed = Workload::new(700_000, SampleType::I32, false).with_computed_integer_bins(true);
+    assert_eq!(
+        plan(&computed, &l, StrategyChoice::Auto).unwrap().strategy,
+        Strategy::Spill { bits: 8 }
+    );
 }

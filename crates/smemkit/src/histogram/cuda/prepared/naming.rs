@@ -67,6 +67,8 @@ pub fn kernel_name(plan: &Plan, limits: &DeviceLimits, what: &Counting<'_>) -> S
         Strategy::Sliced { bits: 64, .. } => "slicedsums",
         // Counts, one kernel per counter width: 1024-thread blocks, prefetching.
         Strategy::Sliced { bits, .. } => return format!("hist_sliced{bits}_{}_none", mode),
+        // Counts only, 1024-thread blocks, prefetching.
+        Strategy::Spill { bits } => return format!("hist_spill{bits}_{}_none", mode),
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
         Strategy::Partition => return format!("hist_part_count_{}", mode),
@@ -86,7 +88,11 @@ pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String>
     }
     // The launch grid decides whether the lanes are used (`lanes16_fit`); the kernel is built
     // for every sliced count plan.
-    if matches!(plan.strategy, Strategy::Sliced { bits: 8 | 4, .. }) && global_counts {
+    if matches!(
+        plan.strategy,
+        Strategy::Sliced { bits: 8 | 4, .. } | Strategy::Spill { .. }
+    ) && global_counts
+    {
         names.push("hist_fold_lanes16".to_string());
     }
     if plan.strategy == Strategy::Partition {
@@ -116,6 +122,10 @@ pub fn lanes16_fit(plan: &Plan, weights: WeightKind) -> bool {
         } if weights == WeightKind::None => {
             let members = plan.grid.div_ceil(slices.max(1)) as u64;
             members * ((1u64 << bits) - 1) <= u16::MAX as u64
+        }
+        // Every block flushes the same window.
+        Strategy::Spill { bits } if weights == WeightKind::None => {
+            plan.grid as u64 * ((1u64 << bits) - 1) <= u16::MAX as u64
         }
         _ => false,
     }
@@ -161,6 +171,7 @@ pub fn aggregate_default(strategy: &Strategy, weights: WeightKind) -> bool {
             Strategy::Shared
                 | Strategy::Packed { .. }
                 | Strategy::Sliced { .. }
+                | Strategy::Spill { .. }
                 | Strategy::ClusterPacked { .. }
         )
 }
