@@ -12,14 +12,24 @@
 // `pair_threshold` > 0 the data count as crowded also where at least that many pairs of probed
 // samples share a bin (data piled on many bins, none hot: their narrow counters wrap in every
 // block; `crowded_probe_pairs` in skew.rs).
+// With `spill_len` > 0 (cheap bins in slices: each slice a pass over the input) the verdict is 3
+// where no bin is hot and the best window of `spill_len` bins (hist_spill.cuh's placement over
+// these probes) holds at least `spill_threshold` of them: the spill plan then counts in one pass
+// and sends the rest to global atomics (`spill_share_for_sliced` in skew.rs).
 // One block.
 #define VERDICT_SLOTS 4096
 #define VERDICT_MAX_SLICES 16
 template <int MODE>
 __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long n, BinParams p, unsigned probes,
                              double threshold, unsigned slice_bins, double slice_threshold,
-                             unsigned crowded, unsigned pair_threshold, unsigned* __restrict__ verdict) {
+                             unsigned crowded, unsigned pair_threshold, unsigned spill_len,
+                             double spill_threshold, unsigned* __restrict__ verdict) {
     __shared__ unsigned keys[VERDICT_SLOTS];
+    __shared__ unsigned spill_cnt[SPILL_BUCKETS], spill_scan[SPILL_BUCKETS], spill_warps[32];
+    __shared__ unsigned spill_best, spill_held;
+    const bool spills = spill_len > 0 && spill_len < p.nbins;
+    const unsigned spill_width = spill_bucket_width((unsigned)p.nbins);
+    for (unsigned i = threadIdx.x; i < SPILL_BUCKETS; i += blockDim.x) spill_cnt[i] = 0;
     __shared__ unsigned counts[VERDICT_SLOTS];
     __shared__ unsigned slice_counts[VERDICT_MAX_SLICES];
     __shared__ unsigned best, pairs;
@@ -40,6 +50,7 @@ __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long
         if (bin < 0) continue;
         const unsigned key = (unsigned)bin;
         if (slice_bins > 0) atomicAdd(slice_counts + min(key / slice_bins, VERDICT_MAX_SLICES - 1u), 1u);
+        if (spills) atomicAdd(spill_cnt + key / spill_width, 1u);
         // Open addressing from a multiplicative hash; at most half the slots are ever taken.
         unsigned slot = (key * 2654435761u) >> 20;
         for (;;) {
@@ -67,12 +78,18 @@ __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long
         atomicAdd(&pairs, same);
     }
     __syncthreads();
+    if (spills) spill_best_window((unsigned)p.nbins, spill_len, spill_cnt, spill_scan, spill_warps, &spill_best, &spill_held);
+    __syncthreads();
     if (threadIdx.x == 0) {
         unsigned busiest = 0;
         for (unsigned i = 0; i < VERDICT_MAX_SLICES; i++) busiest = max(busiest, slice_counts[i]);
         const bool is_crowded = slice_bins > 0 && ((double)busiest / (double)probes >= slice_threshold ||
                                                    (pair_threshold > 0 && pairs >= pair_threshold));
-        verdict[0] = (double)best / (double)probes >= threshold ? 1u : is_crowded ? crowded : 0u;
+        const bool window_holds = spills && (double)spill_held / (double)probes >= spill_threshold;
+        verdict[0] = (double)best / (double)probes >= threshold ? 1u
+                     : window_holds                            ? 3u
+                     : is_crowded                              ? crowded
+                                                               : 0u;
         verdict[1] = best;
     }
 }

@@ -18,21 +18,51 @@
 
 #define SPILL_PROBES 2048
 #define SPILL_BUCKETS 1024
+// Words of shared memory the placement needs: buckets, their scan, warp sums, the best key.
+#define SPILL_PLACEMENT_WORDS (2 * SPILL_BUCKETS + 33)
 
-// The first bin of the window of `len` bins (`len` < p.nbins), the same in every block. `cnt` and
-// `scan` are SPILL_BUCKETS words of shared memory each, `warp_sums` 32, all free for the block's
-// use until it returns.
+// Bins per coarse bucket of the window's placement.
+__device__ __forceinline__ unsigned spill_bucket_width(unsigned nbins) {
+    return (nbins + SPILL_BUCKETS - 1) / SPILL_BUCKETS;
+}
+
+// The first bin of the best window of `len` bins (`len` < nbins) over the probe counts `cnt`
+// (SPILL_BUCKETS words, counted by bin / spill_bucket_width(nbins)), the same in every block that
+// counted the same probes, and in `*held` the probes the window's whole buckets hold (a lower
+// bound of its share). `scan` is SPILL_BUCKETS words and `warp_sums` 32 of shared memory, `best`
+// one word, all free for the block's use until it returns. Every thread of the block calls it.
+__device__ unsigned spill_best_window(unsigned nbins, unsigned len, const unsigned* cnt, unsigned* scan,
+                                      unsigned* warp_sums, unsigned* best, unsigned* held) {
+    // Bins per bucket, and the buckets in use; a window holds `whole` of them entirely.
+    const unsigned width = spill_bucket_width(nbins);
+    const unsigned buckets = (nbins + width - 1) / width;
+    const unsigned whole = max(1u, min(len / width, buckets));
+    if (threadIdx.x == 0) *best = 0;
+    const unsigned total = block_exclusive_scan(cnt, scan, SPILL_BUCKETS, warp_sums);
+    // Scores of the starts 0 ..= buckets - whole, the earliest of the best kept (ties go low), as
+    // one key: probes in the window above, the start's distance from the end below.
+    for (unsigned s = threadIdx.x; s + whole <= buckets; s += blockDim.x) {
+        const unsigned end = s + whole;
+        const unsigned in_window = (end < SPILL_BUCKETS ? scan[end] : total) - scan[s];
+        atomicMax(best, (in_window << 11) | (SPILL_BUCKETS * 2 - 1 - s));
+    }
+    __syncthreads();
+    const unsigned key = *best;
+    if (held != nullptr && threadIdx.x == 0) *held = key >> 11;
+    const unsigned start = (SPILL_BUCKETS * 2 - 1 - (key & 2047u)) * width;
+    // The window may reach past the last whole bucket; it never passes the last bin.
+    return min(start, nbins - len);
+}
+
+// The first bin of the window of `len` bins (`len` < p.nbins), placed from SPILL_PROBES samples
+// spread evenly over the input. `cnt` and `scan` are SPILL_BUCKETS words of shared memory each,
+// `warp_sums` 32, `best` one, all free for the block's use until it returns.
 template <int MODE>
 __device__ unsigned spill_window_start(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
                                        unsigned len, unsigned* cnt, unsigned* scan, unsigned* warp_sums,
                                        unsigned* best) {
-    const unsigned nbins = (unsigned)p.nbins;
-    // Bins per bucket, and the buckets in use; a window holds `whole` of them entirely.
-    const unsigned width = (nbins + SPILL_BUCKETS - 1) / SPILL_BUCKETS;
-    const unsigned buckets = (nbins + width - 1) / width;
-    const unsigned whole = max(1u, min(len / width, buckets));
+    const unsigned width = spill_bucket_width((unsigned)p.nbins);
     for (unsigned b = threadIdx.x; b < SPILL_BUCKETS; b += blockDim.x) cnt[b] = 0;
-    if (threadIdx.x == 0) *best = 0;
     __syncthreads();
     if (n > 0) {
         const unsigned probes = n < SPILL_PROBES ? (unsigned)n : SPILL_PROBES;
@@ -46,18 +76,7 @@ __device__ unsigned spill_window_start(const sample_t* __restrict__ in, unsigned
         }
     }
     __syncthreads();
-    const unsigned total = block_exclusive_scan(cnt, scan, SPILL_BUCKETS, warp_sums);
-    // Scores of the starts 0 ..= buckets - whole, the earliest of the best kept (ties go low), as
-    // one key: probes in the window above, the start's distance from the end below.
-    for (unsigned s = threadIdx.x; s + whole <= buckets; s += blockDim.x) {
-        const unsigned end = s + whole;
-        const unsigned held = (end < SPILL_BUCKETS ? scan[end] : total) - scan[s];
-        atomicMax(best, (held << 11) | (SPILL_BUCKETS * 2 - 1 - s));
-    }
-    __syncthreads();
-    const unsigned start = (SPILL_BUCKETS * 2 - 1 - (*best & 2047u)) * width;
-    // The window may reach past the last whole bucket; it never passes the last bin.
-    return min(start, nbins - len);
+    return spill_best_window((unsigned)p.nbins, len, cnt, scan, warp_sums, best, nullptr);
 }
 
 // Packed counters for the window's bins, a global u64 counter for every other bin.
@@ -84,12 +103,17 @@ __device__ void spill_kernel(const sample_t* in, unsigned long long n, BinParams
     if (gated_off(p)) return;
     constexpr unsigned PER = 32 / BITS;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    __shared__ unsigned hot_key, best, warp_sums[32];
+    // Static shared memory beyond the host's reserve (STATIC_SHARED_RESERVE, 16 bytes) would push
+    // the largest window past the opt-in limit: the placement borrows the counters' words instead.
+    __shared__ unsigned hot_key;
     unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
     const unsigned len = (unsigned)min((unsigned long long)p.bins_per_block, p.nbins);
-    // The placement's buckets borrow the counters' words (the host plans at least 2 *
-    // SPILL_BUCKETS of them wherever the window is smaller than the bins).
-    const unsigned lo = len < p.nbins ? spill_window_start<MODE>(in, n, p, len, h, h + SPILL_BUCKETS, warp_sums, &best) : 0u;
+    // The placement's buckets, scan, warp sums and best key take SPILL_PLACEMENT_WORDS of the
+    // counters' words (the host plans at least that many wherever the window is smaller than the
+    // bins), before the counters are cleared.
+    const unsigned lo = len < p.nbins ? spill_window_start<MODE>(in, n, p, len, h, h + SPILL_BUCKETS,
+                                                                 h + 2 * SPILL_BUCKETS, h + 2 * SPILL_BUCKETS + 32)
+                                      : 0u;
     const unsigned words = (len + PER - 1) / PER;
     unsigned* hot_counts = h + words;
     __syncthreads();

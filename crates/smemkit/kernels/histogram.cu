@@ -56,8 +56,8 @@ typedef SAMPLE_T sample_t;
 #include "hist_cluster_packed.cuh"
 #include "hist_global.cuh"
 #include "hist_partition.cuh"
-#include "hist_probe.cuh"
 #include "hist_spill.cuh"
+#include "hist_probe.cuh"
 #include "hist_window.cuh"
 
 // ---- extern "C" entry points -----------------------------------------------------------------
@@ -106,9 +106,9 @@ typedef SAMPLE_T sample_t;
         extern "C" __global__ void __launch_bounds__(1024) hist_verdict_##MNAME(                               \
             const sample_t* in, unsigned long long n, BinParams p, unsigned probes, double threshold,          \
             unsigned slice_bins, double slice_threshold, unsigned crowded, unsigned pair_threshold,            \
-            unsigned* verdict) {                                                                               \
+            unsigned spill_len, double spill_threshold, unsigned* verdict) {                                   \
             skew_verdict<MODE>(in, n, p, probes, threshold, slice_bins, slice_threshold, crowded,             \
-                               pair_threshold, verdict);                                                       \
+                               pair_threshold, spill_len, spill_threshold, verdict);                           \
         })
 
 // Two builds of each: without and with the prefetching loop (`p`, see `process`), which needs ~14

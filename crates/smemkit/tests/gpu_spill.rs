@@ -160,3 +160,41 @@ fn auto_spills_float_bins_that_need_numpys_correction() {
         );
     }
 }
+
+/// Cheap bins keep `auto`'s slices unless the skew probe finds the spill window holding most of
+/// the input: integer samples over 1M integer bins, piled near the middle (spill) or spread
+/// evenly (slices), both exact.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_probe_spills_cheap_bins_only_where_the_window_holds_most() {
+    let mut r = rng();
+    let nbins = 1usize << 20;
+    let n = (1 << 22) + 11;
+    let piled: Vec<i32> = (0..n)
+        .map(|_| (nbins as f64 / 2.0 + normal(&mut r, nbins as f64 / 16.0)) as i32)
+        .collect();
+    let spread: Vec<i32> = (0..n).map(|_| r.gen_range(0..nbins as i32)).collect();
+    for (what, data, want) in [("piled", &piled, "spill8"), ("spread", &spread, "sliced")] {
+        let bins = BinSpec::Integer { nbins };
+        let gpu = histogram(
+            Samples::I32(data),
+            None,
+            &HistogramOptions::new(bins.clone()).backend(Backend::Cuda),
+        )
+        .unwrap();
+        let detail = &gpu.engine.detail;
+        let chosen = detail
+            .split("last probe:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{what}: no probe in {detail}"));
+        assert!(chosen.contains(want), "{what}: {detail}");
+        check(
+            Samples::I32(data),
+            None,
+            bins,
+            OutOfRange::Ignore,
+            StrategyChoice::Auto,
+            &format!("auto, {what}"),
+        );
+    }
+}

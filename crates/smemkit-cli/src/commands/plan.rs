@@ -5,8 +5,8 @@ use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use smemkit::internals::histogram::plan::{
-    busiest_slice_share_for_global, plan, skew_probe_threshold, Strategy, Workload,
-    SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
+    busiest_slice_share_for_global, plan, skew_probe_threshold, spill_share_for_sliced, Strategy,
+    Workload, SKEW_PROBE_MIN_SAMPLES, SKEW_PROBE_SAMPLES,
 };
 use smemkit::{histogram::StrategyChoice, sample::SampleType};
 
@@ -60,9 +60,13 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
             ),
             _ => String::new(),
         };
+        let spill = match spill_share_for_sliced(&p, &workload) {
+            Some(share) => format!("; spill8 where its window holds >= {:.0}%", share * 100.0),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}%{crowded} of them \
+            "skew probe    {SKEW_PROBE_SAMPLES} samples first; global instead where one bin holds >= {:.0}%{crowded}{spill} of them \
              (inputs of {SKEW_PROBE_MIN_SAMPLES} samples or more)",
             share * 100.0
         )?;

@@ -121,3 +121,59 @@ fn spill_kernels_fit_1024_threads_without_spilling() {
         assert_eq!(get(0x12), Some(0), "{t} {kernel}: a stack frame (spills)");
     }
 }
+
+/// Bytes of shared memory the CUBIN gives every block for the system (sm_80 and later).
+const SYSTEM_RESERVED_SHARED: usize = 1024;
+
+/// Bytes of a kernel's static shared memory: the size of its `.nv.shared.<kernel>` section (none:
+/// zero).
+fn static_shared_bytes(cubin: &[u8], kernel: &str) -> usize {
+    let u16_at = |o: usize| u16::from_le_bytes([cubin[o], cubin[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(cubin[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(cubin[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let names = u64_at(shoff + shstrndx * shentsize + 0x18);
+    let want = format!(".nv.shared.{kernel}\0");
+    (0..shnum)
+        .map(|i| shoff + i * shentsize)
+        .find(|&h| cubin[names + u32_at(h) as usize..].starts_with(want.as_bytes()))
+        .map_or(0, |h| u64_at(h + 0x20))
+}
+
+/// The kernels whose dynamic counters may fill the opt-in limit (one block of packed counters, a
+/// slice, a spill window) keep at most the planner's reserve of static shared memory beside them:
+/// a byte more and the largest plans fail to launch.
+#[test]
+fn full_block_kernels_keep_static_shared_memory_within_the_reserve() {
+    if !crate::gpu::compile::tests::toolchain() {
+        return;
+    }
+    for (t, kernel) in [
+        (SampleType::I32, "hist_shared8p_integer_none"),
+        (SampleType::F32, "hist_spill8_uniform32w_none"),
+        (SampleType::F64, "hist_spill8_uniform64_none"),
+        (SampleType::I32, "hist_spill8_integer_none"),
+        (SampleType::F32, "hist_sliced8_uniform32w_none"),
+        (SampleType::I32, "hist_sliced4_integer_none"),
+    ] {
+        let defines = sample_defines(t);
+        let build = Build {
+            src: &HISTOGRAM,
+            defines: &defines,
+            kernel,
+        };
+        let image = compile_image(&HISTOGRAM, &build.options("sm_90a"), Output::Cubin);
+        let Ok(Image::Cubin(cubin)) = image else {
+            panic!("{t} {kernel}: no CUBIN")
+        };
+        // The section holds the 1 KiB every block reserves for the system on sm_80 and later,
+        // which the opt-in limit already leaves out.
+        let bytes = static_shared_bytes(&cubin, kernel).saturating_sub(SYSTEM_RESERVED_SHARED);
+        assert!(
+            bytes <= plan::STATIC_SHARED_RESERVE,
+            "{t} {kernel}: {bytes} bytes of static shared memory, the planner reserves {}",
+            plan::STATIC_SHARED_RESERVE
+        );
+    }
+}

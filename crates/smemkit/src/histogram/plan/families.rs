@@ -255,9 +255,8 @@ pub(super) fn sliced_choice(
 }
 
 /// Bins the spill kernel's window must hold wherever it is smaller than the bins: its placement
-/// borrows the counters' words for two arrays of `SPILL_BUCKETS` (1024) words
-/// (kernels/hist_spill.cuh).
-pub const SPILL_MIN_WINDOW: usize = 2 * 1024 * 4;
+/// borrows `SPILL_PLACEMENT_WORDS` (2081) of the 8-bit counters' words (kernels/hist_spill.cuh).
+pub const SPILL_MIN_WINDOW: usize = (2 * 1024 + 33) * 4;
 
 /// The spill strategy: one block of 1024 threads per SM, each keeping the window of as many 8-bit
 /// counters as one block holds (all the bins, where they fit) and sending the samples of the other

@@ -176,3 +176,46 @@ pub fn skew_probe_threshold(plan: &Plan, w: &Workload, choice: StrategyChoice) -
         _ => None,
     }
 }
+
+/// Milliseconds one sliced pass over 2^28 samples of cheap bins takes on the H100 (float32 on the
+/// grid, integer bins: about 0.29; float64 on the grid: about 0.46; bench/NOTES.md, sessions 17-19).
+fn sliced_pass_ms(w: &Workload) -> f64 {
+    if w.sample_type.size() > 4 {
+        0.46
+    } else {
+        0.29
+    }
+}
+
+/// Milliseconds of 2^28 global atomics on the H100's L2 (global at 1M bins, bench/NOTES.md).
+const GLOBAL_ATOMICS_MS: f64 = 3.2;
+/// Milliseconds of the spill plan's flush of its window (about 7.7 M 64-bit atomics at 132 blocks).
+const SPILL_FLUSH_MS: f64 = 0.1;
+
+/// Where `auto` planned slices of cheap bins (counts), the share of the probed samples the best
+/// spill window must hold for the spill plan ([`spill_choice`]) to run instead: the slices read the
+/// input once each, the spill plan once with its spilled share going through L2 atomics, so with
+/// `t` a slice's pass, spill wins where `(1 - share) * GLOBAL + FLUSH < slices * t`. `None` where no
+/// share reachable would pay (one slice, weighted sums, costly bins that `auto` spills outright, a
+/// forced plan). The probe counts only the window's whole buckets, a lower bound of its share.
+pub fn spill_share_for_sliced(plan: &Plan, w: &Workload) -> Option<f64> {
+    let Strategy::Sliced {
+        slices,
+        bits: 8 | 4,
+    } = plan.strategy
+    else {
+        return None;
+    };
+    if w.weighted || slices < 2 || !w.cheap_binning() {
+        return None;
+    }
+    let share = 1.0 - (slices as f64 * sliced_pass_ms(w) - SPILL_FLUSH_MS) / GLOBAL_ATOMICS_MS;
+    (share <= SPILL_SHARE_MOST).then_some(share.max(SPILL_SHARE_LEAST))
+}
+
+/// The highest threshold worth probing for: above it (two slices of cheap bins) what spill could
+/// gain is within the model's error.
+pub const SPILL_SHARE_MOST: f64 = 0.8;
+/// The lowest threshold used: below it the probe's error (about 0.035 at three standard
+/// deviations of 2048 probes) and the model's are as large as the margin.
+pub const SPILL_SHARE_LEAST: f64 = 0.3;

@@ -376,3 +376,30 @@ fn spill_counts_only_and_holds_what_fits() {
         Strategy::Spill { bits: 8 }
     );
 }
+
+#[test]
+fn the_probe_weighs_spill_against_slices_of_cheap_bins() {
+    let l = DeviceLimits::H100;
+    let auto = |w: &Workload| plan(w, &l, StrategyChoice::Auto).unwrap();
+    // Integer samples at 1M bins: three slices of 4-bit counters, a spill window of about a
+    // fifth of the bins must hold about three quarters of the probes.
+    let ints = Workload::new(1 << 20, SampleType::I32, false);
+    let p = auto(&ints);
+    let share = spill_share_for_sliced(&p, &ints).unwrap();
+    assert!((0.7..0.8).contains(&share), "{share}");
+    // Float64 on the grid pays more a slice: a lower share suffices.
+    let f64s = Workload::new(1 << 20, SampleType::F64, false).with_exact_float_bins(true);
+    let share64 = spill_share_for_sliced(&auto(&f64s), &f64s).unwrap();
+    assert!(share64 < share, "{share64} against {share}");
+    assert!(share64 >= SPILL_SHARE_LEAST);
+    // Two slices rarely lose enough to a window: no spill probe; nor for costly bins (spilled
+    // outright), weighted sums, or one block.
+    let two = Workload::new(300_000, SampleType::I32, false);
+    assert_eq!(spill_share_for_sliced(&auto(&two), &two), None);
+    let costly = Workload::new(1 << 20, SampleType::F32, false);
+    assert_eq!(spill_share_for_sliced(&auto(&costly), &costly), None);
+    let weighted = Workload::new(1 << 20, SampleType::I32, true);
+    assert_eq!(spill_share_for_sliced(&auto(&weighted), &weighted), None);
+    let one = Workload::new(100_000, SampleType::I32, false);
+    assert_eq!(spill_share_for_sliced(&auto(&one), &one), None);
+}

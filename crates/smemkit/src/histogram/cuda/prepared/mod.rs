@@ -403,6 +403,7 @@ impl Prepared {
                         }),
                         _ => None,
                     }),
+                    plan::spill_share_for_sliced(&plan, &workload),
                 )
             })
             .transpose()?;
@@ -479,7 +480,7 @@ impl Prepared {
     /// `nbins` long) and `run.tallies` (3 u64), on `run.stream` (of this GPU's context): every
     /// launch of the run, `auto`'s skew verdict included, is enqueued there and nothing waits
     /// for the host, so a run can be captured in a CUDA graph. Where the plan has a skew probe and the input is long
-    /// enough, the planned strategy, global and any crowded-slice alternative are enqueued, each
+    /// enough, the planned strategy, global and any crowded-slice or spill alternative are enqueued, each
     /// gated on the verdict (`gated_off` in the kernels): those not chosen return at once.
     ///
     /// Without `probe` the planned strategy runs whatever the data, with no verdict (the chunks of
@@ -515,6 +516,9 @@ impl Prepared {
                     skew.global.launch_planned(run, Some((verdict, 1)), false)?;
                     if let Some(crowded) = &skew.crowded {
                         crowded.launch_planned(run, Some((verdict, 2)), false)?;
+                    }
+                    if let Some((spill, _)) = &skew.spill {
+                        spill.launch_planned(run, Some((verdict, 3)), false)?;
                     }
                     self.launch_planned(run, Some((verdict, 0)), false)
                 }

@@ -14,6 +14,9 @@ pub(super) struct SkewProbe {
     /// Before slices of 4-bit counters: the slices of 8-bit counters that run where one slice is
     /// crowded (`plan::crowded_alternative`, verdict 2).
     pub(super) crowded: Option<Box<Prepared>>,
+    /// Before slices of cheap bins: the spill plan that runs where its best window holds at least
+    /// the share beside it of the probed samples (`plan::spill_share_for_sliced`, verdict 3).
+    pub(super) spill: Option<(Box<Prepared>, f64)>,
     pub(super) threshold: f64,
     /// Before slices of 4-bit counters: the bins of one slice and the busiest slice's share from
     /// which the crowded alternative (or global, where there is none) runs instead; `(0, 0.0)`
@@ -37,6 +40,7 @@ impl SkewProbe {
         planned: Strategy,
         slice_bins: usize,
         crowded: Option<StrategyChoice>,
+        spill_share: Option<f64>,
     ) -> Result<SkewProbe> {
         let (sample_type, binning) = (what.sample_type, what.binning);
         let func = gpu.function(
@@ -52,10 +56,17 @@ impl SkewProbe {
         let crowded = crowded
             .map(|choice| Prepared::sized(gpu.clone(), what, choice, samples).map(Box::new))
             .transpose()?;
+        let spill = spill_share
+            .map(|share| {
+                Prepared::sized(gpu.clone(), what, StrategyChoice::Spill, samples)
+                    .map(|p| (Box::new(p), share))
+            })
+            .transpose()?;
         Ok(SkewProbe {
             func,
             verdict,
             global: Box::new(global),
+            spill,
             slice: match planned {
                 Strategy::Sliced { slices, bits: 4 } => (
                     slice_bins as u32,
@@ -94,7 +105,11 @@ impl SkewProbe {
         } else {
             0
         };
-        let mut args: [*mut c_void; 10] = [
+        let (mut spill_len, mut spill_share) = match &self.spill {
+            Some((p, share)) => (p.plan.bins_per_block as u32, *share),
+            None => (0u32, 0.0f64),
+        };
+        let mut args: [*mut c_void; 12] = [
             &mut in_ptr as *mut u64 as *mut c_void,
             &mut n64 as *mut u64 as *mut c_void,
             &mut params as *mut KernelBinParams as *mut c_void,
@@ -104,6 +119,8 @@ impl SkewProbe {
             &mut slice_threshold as *mut f64 as *mut c_void,
             &mut crowded as *mut u32 as *mut c_void,
             &mut pair_threshold as *mut u32 as *mut c_void,
+            &mut spill_len as *mut u32 as *mut c_void,
+            &mut spill_share as *mut f64 as *mut c_void,
             &mut v_ptr as *mut u64 as *mut c_void,
         ];
         let shape = LaunchShape {
@@ -113,9 +130,8 @@ impl SkewProbe {
             cluster: 1,
         };
         // SAFETY: hist_verdict_*(in, n, BinParams, probes, threshold, slice_bins,
-        // slice_threshold, crowded, pair_threshold, verdict): `in` holds n samples (the caller's
-        // guarantee),
-        // `verdict` 2 u32.
+        // slice_threshold, crowded, pair_threshold, spill_len, spill_threshold, verdict): `in`
+        // holds n samples (the caller's guarantee), `verdict` 2 u32.
         unsafe { launch::launch(&self.func, stream, &shape, &mut args)? };
         self.probed
             .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -143,6 +159,7 @@ impl SkewProbe {
                     v[1] as f64 * 100.0 / plan::SKEW_PROBE_SAMPLES as f64,
                     match (v[0], &self.crowded) {
                         (1, _) => "global".to_string(),
+                        (3, _) => "spill8".to_string(),
                         (2, Some(c)) => c.plan.strategy.name(),
                         _ => self.planned.name(),
                     }
@@ -162,8 +179,12 @@ impl SkewProbe {
             (true, None) => format!(" or one slice >= {:.0}%", self.slice.1 * 100.0),
             (false, _) => String::new(),
         };
+        let spill = match &self.spill {
+            Some((_, share)) => format!("; spill8 where its window holds >= {:.0}%", share * 100.0),
+            None => String::new(),
+        };
         format!(
-            ", skew probe (global where one bin holds >= {:.0}%{crowded} of {} samples{seen})",
+            ", skew probe (global where one bin holds >= {:.0}%{crowded}{spill} of {} samples{seen})",
             self.threshold * 100.0,
             plan::SKEW_PROBE_SAMPLES
         )
