@@ -4,6 +4,8 @@
 - normal: float32 and float64 normal samples, bins over [-4, 4] (numpy's correction matters) at
   1000, 32768, 100000, 131072, 262144, 500000 and 1048576 bins: smemkit.histogram, torch.histc,
   cupy.histogram.
+- uniform (only when asked): the normal rows' bins over float32 / float64 uniform samples of
+  [-4.5, 4.5], the data that spread a strategy's work over every bin.
 - edges: |normal| float32 samples, 1000 log-spaced edges (numpy.geomspace(1e-3, 4, 1000), 999
   bins): smemkit.histogram, cupy.histogram, cupy.digitize + cupy.bincount, torch.bucketize +
   torch.bincount.
@@ -222,32 +224,36 @@ def main():
         return False
 
     dists = args.dists.split(",")
-    if "normal" in dists:
-        for dtype in args.normal_dtypes.split(","):
-            base = normal32 if dtype == "float32" else normal32.double()
-            host = base.cpu().numpy()
-            ref = Reference(host, chunk, lambda c, nb: np.histogram(c, nb, range=RANGE)[0])
-            cx = cupy.from_dlpack(base) if cupy is not None else None
-            for nbins in (int(b) for b in args.normal_bins.split(",")):
-                if over_budget(f"normal {dtype} {nbins}"):
-                    continue
-                cases = [
-                    ("smemkit.histogram", lambda x, n, nb=nbins: (
-                        lambda: smemkit.histogram(x, nb, range=RANGE))),
-                ] + [
-                    (f"smemkit.histogram/{s}", lambda x, n, nb=nbins, s=s: (
-                        lambda: smemkit.histogram(x, nb, range=RANGE, strategy=s)))
-                    for s in args.strategies.split(",") if s
-                ] + [
-                    ("torch.histc", lambda x, n, nb=nbins: (
-                        lambda: torch.histc(x, nb, RANGE[0], RANGE[1]))),
-                ]
-                if cx is not None:
-                    cases.append(("cupy.histogram", lambda x, n, nb=nbins: (
-                        lambda c=cupy.from_dlpack(x): cupy.histogram(c, nb, range=RANGE))))
-                run_cases("normal", dtype, base, ref, nbins, nbins, cases,
-                          {"range": list(RANGE)})
-            del base, cx
+    # `uniform`: the normal rows' bins over uniform samples of [-4.5, 4.5] (a share beyond the
+    # range): the data that spread a strategy's work over every bin.
+    shapes = [d for d in ("normal", "uniform") if d in dists]
+    for shape, dtype in ((s, d) for s in shapes for d in args.normal_dtypes.split(",")):
+        drawn = normal32 if shape == "normal" else (
+            torch.rand(base_n, device="cuda", generator=gen) * 9 - 4.5)
+        base = drawn if dtype == "float32" else drawn.double()
+        host = base.cpu().numpy()
+        ref = Reference(host, chunk, lambda c, nb: np.histogram(c, nb, range=RANGE)[0])
+        cx = cupy.from_dlpack(base) if cupy is not None else None
+        for nbins in (int(b) for b in args.normal_bins.split(",")):
+            if over_budget(f"{shape} {dtype} {nbins}"):
+                continue
+            cases = [
+                ("smemkit.histogram", lambda x, n, nb=nbins: (
+                    lambda: smemkit.histogram(x, nb, range=RANGE))),
+            ] + [
+                (f"smemkit.histogram/{s}", lambda x, n, nb=nbins, s=s: (
+                    lambda: smemkit.histogram(x, nb, range=RANGE, strategy=s)))
+                for s in args.strategies.split(",") if s
+            ] + [
+                ("torch.histc", lambda x, n, nb=nbins: (
+                    lambda: torch.histc(x, nb, RANGE[0], RANGE[1]))),
+            ]
+            if cx is not None:
+                cases.append(("cupy.histogram", lambda x, n, nb=nbins: (
+                    lambda c=cupy.from_dlpack(x): cupy.histogram(c, nb, range=RANGE))))
+            run_cases(shape, dtype, base, ref, nbins, nbins, cases,
+                      {"range": list(RANGE)})
+        del base, cx, drawn
     if "edges" in dists and not over_budget("edges"):
         edges = np.geomspace(1e-3, 4, 1000)
         base = normal32.abs()

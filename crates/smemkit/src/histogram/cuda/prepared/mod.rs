@@ -394,8 +394,7 @@ impl Prepared {
                     what,
                     samples,
                     threshold,
-                    plan.strategy,
-                    plan.bins_per_block,
+                    &plan,
                     crowded.as_ref().and_then(|p| match p.strategy {
                         Strategy::Sliced { bits, slices } => Some(StrategyChoice::Sliced {
                             bits: Some(bits),

@@ -37,11 +37,11 @@ impl SkewProbe {
         what: Counting<'_>,
         samples: Option<usize>,
         threshold: f64,
-        planned: Strategy,
-        slice_bins: usize,
+        planned: &Plan,
         crowded: Option<StrategyChoice>,
         spill_share: Option<f64>,
     ) -> Result<SkewProbe> {
+        let (slice_bins, planned) = (planned.bins_per_block, planned.strategy);
         let (sample_type, binning) = (what.sample_type, what.binning);
         let func = gpu.function(
             &HISTOGRAM,
