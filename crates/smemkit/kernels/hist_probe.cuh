@@ -25,14 +25,15 @@ __device__ void skew_verdict(const sample_t* __restrict__ in, unsigned long long
                              unsigned crowded, unsigned pair_threshold, unsigned spill_len,
                              double spill_threshold, unsigned* __restrict__ verdict) {
     __shared__ unsigned keys[VERDICT_SLOTS];
+    __shared__ unsigned counts[VERDICT_SLOTS];
+    __shared__ unsigned slice_counts[VERDICT_MAX_SLICES];
+    __shared__ unsigned best, pairs;
+    // The spill window's placement over the same probes (hist_spill.cuh).
     __shared__ unsigned spill_cnt[SPILL_BUCKETS], spill_scan[SPILL_BUCKETS], spill_warps[32];
     __shared__ unsigned spill_best, spill_held;
     const bool spills = spill_len > 0 && spill_len < p.nbins;
     const unsigned spill_width = spill_bucket_width((unsigned)p.nbins);
     for (unsigned i = threadIdx.x; i < SPILL_BUCKETS; i += blockDim.x) spill_cnt[i] = 0;
-    __shared__ unsigned counts[VERDICT_SLOTS];
-    __shared__ unsigned slice_counts[VERDICT_MAX_SLICES];
-    __shared__ unsigned best, pairs;
     for (unsigned i = threadIdx.x; i < VERDICT_SLOTS; i += blockDim.x) {
         keys[i] = NO_BIN;
         counts[i] = 0;

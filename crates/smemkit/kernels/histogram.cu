@@ -196,6 +196,7 @@ typedef SAMPLE_T sample_t;
     SLICED_KERNEL(MODE, MNAME, 8)                                          \
     SLICED_KERNEL(MODE, MNAME, 4)                                          \
     SPILL_KERNEL(MODE, MNAME, 8)                                           \
+    SPILL_KERNEL(MODE, MNAME, 4)                                           \
     EXCHANGE_KERNEL(MODE, MNAME, 16)                                       \
     EXCHANGE_KERNEL(MODE, MNAME, 8)                                        \
     CLUSTER_PACKED_KERNEL(MODE, MNAME, 16)                                 \

@@ -418,8 +418,8 @@ fn auto_probes_skew_beyond_one_block() {
         (262_144, Dist::Uniform, "-> sliced8x2"),
         (1 << 20, Dist::Hot, "-> global"),
         (1 << 20, Dist::Uniform, "-> sliced4x3"),
-        // One slice crowded, no bin hot: slices of 8-bit counters.
-        (1 << 20, Dist::Middle, "-> sliced8x5"),
+        // One slice crowded, no bin hot, all in the middle fifth: one spill window holds them.
+        (1 << 20, Dist::Middle, "-> spill"),
         // Many samples a bin (pairs of probes in one bin), spread over every slice: the same.
         (1 << 20, Dist::Values, "-> sliced8x5"),
         // Two slices of 4-bit counters: the middle fifth is split between them, but its many
@@ -500,7 +500,8 @@ fn small_run_for_sanitizers() {
             slices: Some(3),
         },
         StrategyChoice::Packed(4),
-        StrategyChoice::Spill,
+        StrategyChoice::Spill(Some(8)),
+        StrategyChoice::Spill(Some(4)),
     ] {
         check(
             Samples::I32(&data),
@@ -540,7 +541,7 @@ fn small_run_for_sanitizers() {
                 | StrategyChoice::Packed(_)
                 | StrategyChoice::Exchange { .. }
                 | StrategyChoice::Sliced { .. }
-                | StrategyChoice::Spill
+                | StrategyChoice::Spill(None)
         ) {
             check(
                 Samples::F32(&floats),
@@ -606,7 +607,8 @@ fn small_run_for_sanitizers() {
             bits: Some(4),
             slices: Some(2),
         },
-        StrategyChoice::Spill,
+        StrategyChoice::Spill(Some(8)),
+        StrategyChoice::Spill(Some(4)),
     ] {
         check(
             Samples::I32(&wide),
@@ -619,14 +621,17 @@ fn small_run_for_sanitizers() {
     }
     // A spill window smaller than the bins: its placement, the spilled samples and the flush.
     for dist in [Dist::Middle, Dist::Hot, Dist::Wide] {
-        check(
-            Samples::I32(&ints(1 << 20, 600_000, dist, &mut r)),
-            None,
-            BinSpec::Integer { nbins: 600_000 },
-            OutOfRange::Ignore,
-            StrategyChoice::Spill,
-            "sanitizer spill",
-        );
+        let data = ints(1 << 20, 600_000, dist, &mut r);
+        for bits in [8, 4] {
+            check(
+                Samples::I32(&data),
+                None,
+                BinSpec::Integer { nbins: 600_000 },
+                OutOfRange::Ignore,
+                StrategyChoice::Spill(Some(bits)),
+                "sanitizer spill",
+            );
+        }
     }
 }
 

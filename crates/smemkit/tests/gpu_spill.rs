@@ -66,14 +66,19 @@ fn spill_matches_the_cpu_engine_wherever_the_window_lands() {
         };
         for (what, data) in shapes(&mut r, 3_000_017) {
             let f32s: Vec<f32> = data.iter().map(|&x| x as f32).collect();
-            for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
-                let what = format!("{what}, {nbins} bins, {policy:?}");
+            for (policy, bits) in [
+                (OutOfRange::Ignore, 8),
+                (OutOfRange::Clamp, 8),
+                (OutOfRange::Ignore, 4),
+            ] {
+                let what = format!("{what}, {nbins} bins, {policy:?}, {bits}-bit");
+                let choice = StrategyChoice::Spill(Some(bits));
                 check(
                     Samples::F32(&f32s),
                     None,
                     bins.clone(),
                     policy,
-                    StrategyChoice::Spill,
+                    choice,
                     &format!("float32 {what}"),
                 );
                 check(
@@ -81,7 +86,7 @@ fn spill_matches_the_cpu_engine_wherever_the_window_lands() {
                     None,
                     bins.clone(),
                     policy,
-                    StrategyChoice::Spill,
+                    choice,
                     &format!("float64 {what}"),
                 );
             }
@@ -98,7 +103,7 @@ fn spill_matches_the_cpu_engine_wherever_the_window_lands() {
                     range: Some((-4e5, 4e5)),
                 },
                 OutOfRange::Ignore,
-                StrategyChoice::Spill,
+                StrategyChoice::Spill(None),
                 &format!("int32 {what}, {nbins} bins"),
             );
         }
@@ -112,21 +117,24 @@ fn spill_takes_short_and_empty_input() {
     let mut r = rng();
     for n in [0usize, 1, 2, 1000, 2047, 2048, 2049, 5000] {
         let data: Vec<f32> = (0..n).map(|_| normal(&mut r, 1.5) as f32).collect();
-        check(
-            Samples::F32(&data),
-            None,
-            BinSpec::Uniform {
-                nbins: 700_000,
-                range: Some((-4.0, 4.0)),
-            },
-            OutOfRange::Ignore,
-            StrategyChoice::Spill,
-            &format!("{n} samples"),
-        );
+        for bits in [8, 4] {
+            check(
+                Samples::F32(&data),
+                None,
+                BinSpec::Uniform {
+                    nbins: 700_000,
+                    range: Some((-4.0, 4.0)),
+                },
+                OutOfRange::Ignore,
+                StrategyChoice::Spill(Some(bits)),
+                &format!("{n} samples, {bits}-bit"),
+            );
+        }
     }
 }
 
-/// `auto` plans spill for float32 bins off the grid beyond one block, and the answer is numpy's.
+/// `auto` plans spill for float32 bins off the grid beyond one block (8-bit counters below
+/// SPILL4_MIN_BINS, 4-bit from there), and the answer is numpy's.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn auto_spills_float_bins_that_need_numpys_correction() {
@@ -134,7 +142,11 @@ fn auto_spills_float_bins_that_need_numpys_correction() {
     let data: Vec<f32> = (0..(1 << 22) + 3)
         .map(|_| normal(&mut r, 1.0) as f32)
         .collect();
-    for nbins in [300_000usize, 700_000] {
+    for (nbins, want) in [
+        (300_000usize, "spill8"),
+        (700_000, "spill8"),
+        (1_000_000, "spill4"),
+    ] {
         let bins = BinSpec::Uniform {
             nbins,
             range: Some((-4.0, 4.0)),
@@ -146,7 +158,7 @@ fn auto_spills_float_bins_that_need_numpys_correction() {
         )
         .unwrap();
         assert!(
-            gpu.engine.detail.contains("spill8"),
+            gpu.engine.detail.contains(want),
             "{nbins} bins: {}",
             gpu.engine.detail
         );
@@ -174,7 +186,7 @@ fn the_probe_spills_cheap_bins_only_where_the_window_holds_most() {
         .map(|_| (nbins as f64 / 2.0 + normal(&mut r, nbins as f64 / 16.0)) as i32)
         .collect();
     let spread: Vec<i32> = (0..n).map(|_| r.gen_range(0..nbins as i32)).collect();
-    for (what, data, want) in [("piled", &piled, "spill8"), ("spread", &spread, "sliced")] {
+    for (what, data, want) in [("piled", &piled, "spill4"), ("spread", &spread, "sliced")] {
         let bins = BinSpec::Integer { nbins };
         let gpu = histogram(
             Samples::I32(data),

@@ -49,7 +49,8 @@ fn all_choices() -> Vec<StrategyChoice> {
             slices: None,
         });
     }
-    v.push(StrategyChoice::Spill);
+    v.push(StrategyChoice::Spill(Some(8)));
+    v.push(StrategyChoice::Spill(Some(4)));
     v
 }
 
@@ -71,7 +72,7 @@ fn worth_timing(choice: StrategyChoice, nbins: usize, gpu: &smemkit::internals::
             slices: None,
         } => nbins > one_block(bits) && nbins <= 1 << 22,
         // Below one block's 8-bit counters spill is shared8 with a window test per sample.
-        StrategyChoice::Spill => nbins > one_block(8) && nbins <= 1 << 22,
+        StrategyChoice::Spill(_) => nbins > one_block(8) && nbins <= 1 << 22,
         _ => true,
     }
 }

@@ -61,7 +61,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
             _ => String::new(),
         };
         let spill = match spill_share_for_sliced(&p, &workload) {
-            Some(share) => format!("; spill8 where its window holds >= {:.0}%", share * 100.0),
+            Some(share) => format!("; spill where its window holds >= {:.0}%", share * 100.0),
             None => String::new(),
         };
         writeln!(

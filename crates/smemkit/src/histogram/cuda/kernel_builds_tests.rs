@@ -104,7 +104,8 @@ pub(crate) fn choices() -> Vec<StrategyChoice> {
     for bits in [Some(16), Some(8), None] {
         c.push(StrategyChoice::ClusterPacked { bits, size: None });
     }
-    c.push(StrategyChoice::Spill);
+    c.push(StrategyChoice::Spill(None));
+    c.push(StrategyChoice::Spill(Some(4)));
     c
 }
 
@@ -250,6 +251,7 @@ fn every_histogram_kernel_compiles_for_hopper() {
                 "sliced8",
                 "sliced4",
                 "spill8",
+                "spill4",
                 "clusterpacked16",
                 "clusterpacked8",
             ] {
@@ -283,6 +285,7 @@ fn the_planner_names_kernels_of_every_family() {
         "hist_sliced4_",
         "hist_slicedsums_",
         "hist_spill8_",
+        "hist_spill4_",
         "hist_global_",
         "hist_fold_u32",
         "hist_fold_lanes16",

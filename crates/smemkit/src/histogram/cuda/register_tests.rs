@@ -102,6 +102,9 @@ fn spill_kernels_fit_1024_threads_without_spilling() {
         (SampleType::F64, "hist_spill8_uniform64_none"),
         (SampleType::I32, "hist_spill8_uniform64_none"),
         (SampleType::F32, "hist_spill8_edges_none"),
+        (SampleType::F32, "hist_spill4_uniform32w_none"),
+        (SampleType::F64, "hist_spill4_uniform64x_none"),
+        (SampleType::I32, "hist_spill4_integer_none"),
     ] {
         let defines = sample_defines(t);
         let build = Build {
@@ -154,6 +157,7 @@ fn full_block_kernels_keep_static_shared_memory_within_the_reserve() {
         (SampleType::F32, "hist_spill8_uniform32w_none"),
         (SampleType::F64, "hist_spill8_uniform64_none"),
         (SampleType::I32, "hist_spill8_integer_none"),
+        (SampleType::F64, "hist_spill4_uniform64_none"),
         (SampleType::F32, "hist_sliced8_uniform32w_none"),
         (SampleType::I32, "hist_sliced4_integer_none"),
     ] {

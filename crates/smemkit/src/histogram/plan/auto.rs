@@ -127,11 +127,14 @@ pub(super) fn auto_spill_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pla
     if w.weighted || w.cheap_binning() || w.nbins > AUTO_SPILL_MAX_BINS {
         return None;
     }
-    let p = spill_choice(w, limits).ok()?;
+    let p = spill_choice(w, limits, None).ok()?;
+    let Strategy::Spill { bits } = p.strategy else {
+        return None;
+    };
     Some(Plan {
         reason: format!(
             "{} bins of samples whose bins are computed with numpy's correction, beyond one block: \
-             each block keeps the busiest {} bins (placed from a probe of the input) in 8-bit \
+             each block keeps the busiest {} bins (placed from a probe of the input) in {bits}-bit \
              counters and sends the other samples to global atomics, locating each sample once",
             w.nbins, p.bins_per_block
         ),

@@ -254,29 +254,47 @@ pub(super) fn sliced_choice(
     })
 }
 
-/// Bins the spill kernel's window must hold wherever it is smaller than the bins: its placement
-/// borrows `SPILL_PLACEMENT_WORDS` (2081) of the 8-bit counters' words (kernels/hist_spill.cuh).
-pub const SPILL_MIN_WINDOW: usize = (2 * 1024 + 33) * 4;
+/// Words of the spill kernel's shared memory its window's placement borrows before counting
+/// (`SPILL_PLACEMENT_WORDS` in kernels/hist_spill.cuh): wherever the window is smaller than the
+/// bins, its counters must take at least that many.
+pub const SPILL_PLACEMENT_WORDS: usize = 2 * 1024 + 33;
 
-/// The spill strategy: one block of 1024 threads per SM, each keeping the window of as many 8-bit
-/// counters as one block holds (all the bins, where they fit) and sending the samples of the other
-/// bins to global counters. Counts only.
-pub(super) fn spill_choice(w: &Workload, limits: &DeviceLimits) -> Result<Plan, crate::Error> {
+/// Bins from which `auto` gives the spill window 4-bit counters instead of 8-bit ones: twice the
+/// bins in one block, and a spilled share that shrinks enough to pay for the 4-bit counters'
+/// wraps. See bench/NOTES.md, "Session 22".
+pub const SPILL4_MIN_BINS: usize = 900_000;
+
+/// The spill strategy: one block of 1024 threads per SM, each keeping the window of as many
+/// `bits`-wide counters as one block holds (all the bins, where they fit) and sending the samples
+/// of the other bins to global counters. Counts only. Without `bits`, 8-bit counters below
+/// [`SPILL4_MIN_BINS`], 4-bit ones from there.
+pub(super) fn spill_choice(
+    w: &Workload,
+    limits: &DeviceLimits,
+    bits: Option<u32>,
+) -> Result<Plan, crate::Error> {
     let unsupported = |reason: String| crate::Error::StrategyUnsupported {
         strategy: "spill".into(),
         reason,
     };
     if w.weighted {
         return Err(unsupported(
-            "the spill strategy counts samples in 8-bit counters; weighted sums need f64 ones"
+            "the spill strategy counts samples in narrow counters; weighted sums need f64 ones"
                 .into(),
         ));
     }
-    let bits = 8;
-    let per_block = w.nbins.min(packed_max_bins_per_block(limits, bits)).max(1);
-    if per_block < w.nbins && per_block < SPILL_MIN_WINDOW {
+    let bits = bits.unwrap_or(if w.nbins >= SPILL4_MIN_BINS { 4 } else { 8 });
+    if bits != 8 && bits != 4 {
         return Err(unsupported(format!(
-            "a window of {per_block} bins is below the {SPILL_MIN_WINDOW} its placement needs"
+            "spill counters are 8 or 4 bits wide, not {bits}"
+        )));
+    }
+    let per_block = w.nbins.min(packed_max_bins_per_block(limits, bits)).max(1);
+    let words = per_block.div_ceil((32 / bits) as usize);
+    if per_block < w.nbins && words < SPILL_PLACEMENT_WORDS {
+        return Err(unsupported(format!(
+            "a window of {per_block} bins is {words} words, below the {SPILL_PLACEMENT_WORDS} its \
+             placement needs"
         )));
     }
     let shared_bytes = packed_bytes(per_block, bits) as u32;

@@ -322,7 +322,7 @@ pub fn plan(
             cluster_packed_choice(w, limits, bits, size)
         }
         StrategyChoice::Sliced { bits, slices } => sliced_choice(w, limits, bits, slices),
-        StrategyChoice::Spill => spill_choice(w, limits),
+        StrategyChoice::Spill(bits) => spill_choice(w, limits, bits),
         StrategyChoice::Auto => Ok(auto_plan(w, limits)),
     }
     .map(|mut p| {

@@ -57,7 +57,7 @@ pub enum Strategy {
     /// to a global counter: one pass, where sliced locates every sample once per slice. Counts
     /// only.
     Spill {
-        /// Counter width: 8.
+        /// Counter width: 8 or 4.
         bits: u32,
     },
 }
@@ -145,15 +145,15 @@ pub enum StrategyChoice {
         /// How many slices.
         slices: Option<u32>,
     },
-    /// The spill strategy (8-bit counters).
-    Spill,
+    /// The spill strategy; `None` lets the planner pick the counter width (8 or 4).
+    Spill(Option<u32>),
 }
 
 impl std::str::FromStr for StrategyChoice {
     type Err = crate::Error;
 
     /// A strategy name: `auto`, `shared`, `shared16`, `shared8`, `shared4`, `cluster`, `global`,
-    /// `partition`, `spill` (`spill8`), or an exchange, cluster_packed or sliced name (`exchange8x8`,
+    /// `partition`, `spill` (`spill8`, `spill4`), or an exchange, cluster_packed or sliced name (`exchange8x8`,
     /// `clusterpacked8x8`, `sliced4x3`, the names [`Strategy::name`] prints; `cluster-packed` is
     /// `clusterpacked`). The cluster size of `cluster` comes from
     /// [`StrategyChoice::with_cluster_size`].
@@ -178,7 +178,9 @@ impl std::str::FromStr for StrategyChoice {
             "shared4" => Ok(StrategyChoice::Packed(4)),
             "global" => Ok(StrategyChoice::Global),
             "partition" => Ok(StrategyChoice::Partition),
-            "spill" | "spill8" => Ok(StrategyChoice::Spill),
+            "spill" => Ok(StrategyChoice::Spill(None)),
+            "spill8" => Ok(StrategyChoice::Spill(Some(8))),
+            "spill4" => Ok(StrategyChoice::Spill(Some(4))),
             "cluster" => Ok(StrategyChoice::Cluster(None)),
             _ => Err(crate::Error::InvalidArgument(format!(
                 "unknown strategy `{text}` (expected auto, shared, shared16, shared8, cluster, global, \
@@ -230,7 +232,7 @@ impl StrategyChoice {
                     StrategyChoice::Packed(bits) => format!("shared{bits}"),
                     StrategyChoice::Global => "global".to_string(),
                     StrategyChoice::Partition => "partition".to_string(),
-                    StrategyChoice::Spill => "spill".to_string(),
+                    StrategyChoice::Spill(_) => "spill".to_string(),
                     _ => "sliced".to_string(),
                 };
                 Err(crate::Error::InvalidArgument(format!(

@@ -196,18 +196,20 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
         Strategy::Sliced { slices: 4, bits: 4 }
     );
     assert_eq!(at(4 * 464_608 + 1, SampleType::I32), Strategy::Partition);
-    assert_eq!(at(1 << 20, SampleType::F32), Strategy::Spill { bits: 8 });
+    assert_eq!(at(1 << 20, SampleType::F32), Strategy::Spill { bits: 4 });
     // Float bins that need numpy's correction, beyond one block: spill, up to where the spilled
     // counters would leave L2; partition beyond.
-    let spill = Strategy::Spill { bits: 8 };
+    let (spill8, spill4) = (Strategy::Spill { bits: 8 }, Strategy::Spill { bits: 4 });
     for t in [SampleType::F32, SampleType::F64] {
         assert_eq!(
             at(packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1, t),
-            spill
+            spill8
         );
-        assert_eq!(at(500_000, t), spill);
-        assert_eq!(at(1 << 20, t), spill);
-        assert_eq!(at(AUTO_SPILL_MAX_BINS, t), spill);
+        assert_eq!(at(500_000, t), spill8);
+        assert_eq!(at(SPILL4_MIN_BINS - 1, t), spill8);
+        assert_eq!(at(SPILL4_MIN_BINS, t), spill4);
+        assert_eq!(at(1 << 20, t), spill4);
+        assert_eq!(at(AUTO_SPILL_MAX_BINS, t), spill4);
         assert_eq!(at(AUTO_SPILL_MAX_BINS + 1, t), Strategy::Partition);
     }
     // Its window is the most 8-bit counters one block holds.
@@ -251,8 +253,8 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
             .strategy
     };
     assert_eq!(computed(262_144), Strategy::Spill { bits: 8 });
-    assert_eq!(computed(1 << 20), Strategy::Spill { bits: 8 });
-    assert_eq!(computed(1 << 21), Strategy::Spill { bits: 8 });
+    assert_eq!(computed(1 << 20), Strategy::Spill { bits: 4 });
+    assert_eq!(computed(1 << 21), Strategy::Spill { bits: 4 });
     assert_eq!(computed(1 << 24), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
@@ -330,16 +332,28 @@ fn spill_counts_only_and_holds_what_fits() {
     let l = DeviceLimits::H100;
     assert_eq!(
         "spill".parse::<StrategyChoice>().unwrap(),
-        StrategyChoice::Spill
+        StrategyChoice::Spill(None)
     );
     assert_eq!(
         "spill8".parse::<StrategyChoice>().unwrap(),
-        StrategyChoice::Spill
+        StrategyChoice::Spill(Some(8))
     );
+    assert_eq!(
+        "spill4".parse::<StrategyChoice>().unwrap(),
+        StrategyChoice::Spill(Some(4))
+    );
+    assert!("spill16".parse::<StrategyChoice>().is_err());
+    assert!(plan(&w(500_000), &l, StrategyChoice::Spill(Some(16))).is_err());
     assert_eq!(Strategy::Spill { bits: 8 }.name(), "spill8");
+    assert_eq!(
+        plan(&w(400_000), &l, StrategyChoice::Spill(Some(4)))
+            .unwrap()
+            .bins_per_block,
+        400_000
+    );
     // Weighted sums are refused by name; auto never spills them.
     let weighted = Workload::new(500_000, SampleType::F32, true);
-    let e = plan(&weighted, &l, StrategyChoice::Spill).unwrap_err();
+    let e = plan(&weighted, &l, StrategyChoice::Spill(None)).unwrap_err();
     assert!(e.to_string().contains("spill"), "{e}");
     assert!(!matches!(
         plan(&weighted, &l, StrategyChoice::Auto).unwrap().strategy,
@@ -349,7 +363,7 @@ fn spill_counts_only_and_holds_what_fits() {
     let small = plan(
         &Workload::new(1000, SampleType::I32, false),
         &l,
-        StrategyChoice::Spill,
+        StrategyChoice::Spill(None),
     )
     .unwrap();
     assert_eq!(small.bins_per_block, 1000);

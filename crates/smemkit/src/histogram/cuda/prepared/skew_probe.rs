@@ -58,7 +58,7 @@ impl SkewProbe {
             .transpose()?;
         let spill = spill_share
             .map(|share| {
-                Prepared::sized(gpu.clone(), what, StrategyChoice::Spill, samples)
+                Prepared::sized(gpu.clone(), what, StrategyChoice::Spill(None), samples)
                     .map(|p| (Box::new(p), share))
             })
             .transpose()?;
@@ -159,7 +159,11 @@ impl SkewProbe {
                     v[1] as f64 * 100.0 / plan::SKEW_PROBE_SAMPLES as f64,
                     match (v[0], &self.crowded) {
                         (1, _) => "global".to_string(),
-                        (3, _) => "spill8".to_string(),
+                        (3, _) => self
+                            .spill
+                            .as_ref()
+                            .map(|(p, _)| p.plan.strategy.name())
+                            .unwrap_or_default(),
                         (2, Some(c)) => c.plan.strategy.name(),
                         _ => self.planned.name(),
                     }
@@ -180,7 +184,11 @@ impl SkewProbe {
             (false, _) => String::new(),
         };
         let spill = match &self.spill {
-            Some((_, share)) => format!("; spill8 where its window holds >= {:.0}%", share * 100.0),
+            Some((p, share)) => format!(
+                "; {} where its window holds >= {:.0}%",
+                p.plan.strategy,
+                share * 100.0
+            ),
             None => String::new(),
         };
         format!(
