@@ -29,7 +29,6 @@ NOT_YET = {
     "TestHistogram.test_big_arrays": "a joint histogram of 2.56e9 bins: beyond the 2^28 limit",
     "TestHistogram.test_exotic_weights": "Decimal (object) weights",
     "TestHistogram.test_precision": "long double samples",
-    "TestHistogram2d.test_dispatch": "numpy's __array_function__ dispatch",
 }
 
 

@@ -9,6 +9,9 @@ ones go to the GPU when a CUDA driver and device are present). Beyond numpy's ar
 (``'ignore'`` as numpy, ``'clamp'`` into the end bins, ``'error'`` to fail on any sample outside
 the bins or NaN).
 
+Arguments whose type takes numpy's functions over through ``__array_function__`` (dask or xarray
+arrays, arrays with units) get the call, with numpy's function, as numpy hands it to them.
+
 Inputs: numpy arrays of any integer type, float32 or float64, any shape (flattened), memory order
 or strides, read in place when their memory is one block (C or Fortran order); host tensors of
 other libraries through DLPack, read in place; anything else through ``numpy.asarray``.
@@ -39,8 +42,13 @@ without ``out_of_range`` (numpy's length ``max(x) + 1`` and its check for negati
 
 from __future__ import annotations
 
+import numpy as _np
+
 from . import _fast, _native
 from . import _joint
+from ._dispatch import any_override as _any_override
+from ._dispatch import dispatches_like as _dispatches_like
+from ._dispatch import handled_by_override as _handled_by_override
 from ._numpy_api import bincount as _bincount
 from ._numpy_api import histogram as _histogram
 from ._numpy_api import histogram_bin_edges as _histogram_bin_edges
@@ -108,10 +116,16 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
                       deterministic)
         if result is not None:
             return result
+    # Checked after the fast paths (numpy's and the GPU arrays' classes, which never override).
+    if _any_override((a, bins, weights)):
+        return _handled_by_override(
+            _np.histogram, (a, bins, weights), (a,),
+            dict(bins=bins, range=range, weights=weights, density=density))
     return _histogram(a, bins, range, weights, density, backend=backend, strategy=strategy,
                       out_of_range=out_of_range, deterministic=deterministic)
 
 
+@_dispatches_like(_np.histogram_bin_edges)
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """The edges ``histogram`` uses for these arguments, as ``numpy.histogram_bin_edges``."""
     return _histogram_bin_edges(a, bins, range, weights)
@@ -139,10 +153,14 @@ def bincount(x, weights=None, minlength=0, *, backend="auto", strategy=None, out
         result = fast(x, weights, minlength, backend, strategy, out_of_range, deterministic)
         if result is not None:
             return result
+    if _any_override((x, weights)):
+        return _handled_by_override(_np.bincount, (x, weights), (x,),
+                                    dict(weights=weights, minlength=minlength))
     return _bincount(x, weights, minlength, backend=backend, strategy=strategy,
                      out_of_range=out_of_range, deterministic=deterministic)
 
 
+@_dispatches_like(_np.histogramdd)
 def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, backend="auto"):
     """Joint histogram of D-dimensional samples, as ``numpy.histogramdd``: ``(hist, edges)``.
 
@@ -167,6 +185,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
     return _joint.histogramdd(sample, bins, range, density, weights, backend=backend)
 
 
+@_dispatches_like(_np.histogram2d)
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backend="auto"):
     """Joint histogram of two arrays, as ``numpy.histogram2d``: ``(hist, xedges, yedges)``.
 
@@ -176,6 +195,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, backen
     return _joint.histogram2d(x, y, bins, range, density, weights, backend=backend)
 
 
+@_dispatches_like(_np.digitize)
 def digitize(x, bins, right=False):
     """The bin index of each element of ``x``, as ``numpy.digitize``: int64 of ``x``'s shape.
 
