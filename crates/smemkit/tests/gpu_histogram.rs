@@ -541,7 +541,7 @@ fn small_run_for_sanitizers() {
                 | StrategyChoice::Packed(_)
                 | StrategyChoice::Exchange { .. }
                 | StrategyChoice::Sliced { .. }
-                | StrategyChoice::Spill(None)
+                | StrategyChoice::Spill(_)
         ) {
             check(
                 Samples::F32(&floats),

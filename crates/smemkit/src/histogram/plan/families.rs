@@ -260,8 +260,12 @@ pub(super) fn sliced_choice(
 pub const SPILL_PLACEMENT_WORDS: usize = 2 * 1024 + 33;
 
 /// Bins from which `auto` gives the spill window 4-bit counters instead of 8-bit ones: twice the
-/// bins in one block, and a spilled share that shrinks enough to pay for the 4-bit counters'
-/// wraps. See bench/NOTES.md, "Session 22".
+/// bins in one block, whose smaller spilled share pays for the 4-bit counters' wraps on normal
+/// data from about 1M bins (H100, 2^28 normal samples over [-4, 4], spill8 against spill4:
+/// float32 1M bins 1.43 / 1.40 ms, float64 1.56 / 1.17; 700000 bins 1.13 / 1.23 and 1.07 / 1.12;
+/// 500000 1.09 / 1.55 and 1.03 / 1.32). Uniform data favour 4-bit counters from 500000 bins
+/// already (float32 500000 1.71 / 1.41, 700000 2.47 / 1.57): the threshold serves the
+/// concentrated data of issue 23's workloads. See bench/NOTES.md, "Session 22".
 pub const SPILL4_MIN_BINS: usize = 900_000;
 
 /// The spill strategy: one block of 1024 threads per SM, each keeping the window of as many
