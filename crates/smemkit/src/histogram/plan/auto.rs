@@ -152,36 +152,17 @@ pub const AUTO_SLICED4_MAX_SLICES: usize = 4;
 /// `auto`'s plan from where one block of 8-bit counters no longer holds the bins (232304) to four
 /// slices of 4-bit counters (1858432 bins): the sliced strategy, two slices of 8-bit counters, then
 /// 4-bit ones, which beat the partition passes over that range (bench/NOTES.md, "Measured
-/// thresholds"). Counts of
-/// samples with cheap binning only: the sliced kernels bin every sample once per slice. A 4-bit
+/// thresholds"). Counts of samples with cheap binning only: the sliced kernels bin every sample
+/// once per slice, and samples whose bins cost more are spilled ([`auto_spill_plan`]). A 4-bit
 /// counter wraps every 16 counts and each wrap costs a few global atomics, so they assume spread
 /// data (2^28 samples over 1M bins in three slices: ~6 counts per bin and block); data piled on few
-/// bins goes to global through the skew probe ([`skew_probe_threshold`]).
-///
-/// Samples whose bins cost more (float bins that need numpy's correction, integer samples in
-/// computed bins) bin every sample once per slice: up to three slices of 8-bit counters still beat
-/// global there, more do not ([`AUTO_SLICED_COSTLY_MAX_SLICES`]).
+/// bins goes to global, and data a spill window holds to spill, through the skew probe
+/// ([`skew_probe_threshold`], [`spill_share_for_sliced`]).
 pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
-    let costly = !w.cheap_binning();
-    if w.weighted {
+    if w.weighted || !w.cheap_binning() {
         return None;
     }
-    // Costly bins take 8-bit counters only; one slice more where the slices stage their samples.
-    let staged = costly && w.staged_slices;
-    let costly_widths = [(
-        8,
-        if staged {
-            AUTO_SLICED_STAGED_MAX_SLICES
-        } else {
-            AUTO_SLICED_COSTLY_MAX_SLICES
-        },
-    )];
-    let widths: &[(u32, usize)] = if costly {
-        &costly_widths
-    } else {
-        &[(8, AUTO_SLICED8_MAX_SLICES), (4, AUTO_SLICED4_MAX_SLICES)]
-    };
-    let bits = widths
+    let bits = [(8, AUTO_SLICED8_MAX_SLICES), (4, AUTO_SLICED4_MAX_SLICES)]
         .iter()
         .find(|&&(bits, most)| w.nbins.div_ceil(packed_max_bins_per_block(limits, bits)) <= most)?
         .0;
@@ -189,32 +170,11 @@ pub(super) fn auto_sliced_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pl
     let Strategy::Sliced { slices, .. } = p.strategy else {
         return None;
     };
-    // The extra slice pays only with the rings, which need room beside the counters.
-    if costly
-        && slices as usize > AUTO_SLICED_COSTLY_MAX_SLICES
-        && !stage_rings_fit(p.shared_bytes, p.block, limits)
-    {
-        return None;
-    }
-    let measured = if staged && slices as usize > AUTO_SLICED_COSTLY_MAX_SLICES {
-        format!(
-            "samples whose bins are computed with numpy's correction, staged near each slice: \
-             measured ahead of global up to {AUTO_SLICED_STAGED_MAX_SLICES} slices"
-        )
-    } else if costly {
-        format!(
-            "samples whose bins are computed with numpy's correction: measured ahead of global up \
-             to {AUTO_SLICED_COSTLY_MAX_SLICES} slices"
-        )
-    } else {
-        format!(
-            "measured ahead of partition up to {AUTO_SLICED4_MAX_SLICES} slices of 4-bit counters"
-        )
-    };
     Some(Plan {
         reason: format!(
             "{} bins in {slices} slices of {bits}-bit counters, one block each: every block reads \
-             the input and counts its slice ({measured})",
+             the input and counts its slice (measured ahead of partition up to \
+             {AUTO_SLICED4_MAX_SLICES} slices of 4-bit counters)",
             w.nbins
         ),
         ..p
@@ -249,18 +209,6 @@ fn auto_sliced_sums_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
         ..p
     })
 }
-
-/// Most slices (of 8-bit counters) `auto` plans for samples whose bins cost more than a
-/// subtraction (`Workload::cheap_binning`): at 500000 bins, 2^28 normal samples, three slices
-/// took 2.53 ms for float32 (global 3.25, four slices 3.24) and 2.64 for float64 (global 3.39).
-/// See bench/NOTES.md, "Session 17".
-pub const AUTO_SLICED_COSTLY_MAX_SLICES: usize = 3;
-
-/// Most slices `auto` plans for costly bins whose slices stage their samples
-/// (`Workload::staged_slices`) where the rings fit beside the counters: at 700000 bins, 2^28
-/// float32 normal samples, four such slices took 2.70 ms against global's 3.22. See
-/// bench/NOTES.md, "Session 19".
-pub const AUTO_SLICED_STAGED_MAX_SLICES: usize = 4;
 
 /// Beyond this many bins the counters leave L2 and the partition passes take over for float samples.
 pub const AUTO_PARTITION_LARGE_MIN: usize = 1 << 22;

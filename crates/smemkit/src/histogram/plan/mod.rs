@@ -123,11 +123,6 @@ pub struct Workload {
     /// Integer samples whose bins are computed, not read off the value (uniform bins over a
     /// range, explicit edges): each sample's bin costs what a float sample's does.
     pub computed_integer_bins: bool,
-    /// Costly bins whose sliced passes stage the samples near their slice before binning them
-    /// (float32 bins off the grid under the ignore policy, unweighted: `wide_ring_loop` in
-    /// kernels/hist_walk.cuh), where [`stage_ring_bytes`] fit beside the counters: `auto` plans
-    /// one slice more for them ([`AUTO_SLICED_STAGED_MAX_SLICES`]).
-    pub staged_slices: bool,
 }
 
 impl Workload {
@@ -140,16 +135,6 @@ impl Workload {
             samples: None,
             exact_float_bins: false,
             computed_integer_bins: false,
-            staged_slices: false,
-        }
-    }
-
-    /// The same workload, with sliced passes that stage their samples (see
-    /// [`Workload::staged_slices`]).
-    pub fn with_staged_slices(self, staged_slices: bool) -> Workload {
-        Workload {
-            staged_slices,
-            ..self
         }
     }
 

@@ -161,12 +161,7 @@ impl Prepared {
             .with_exact_float_bins(
                 half_table::is_half(sample_type) || on_grid(binning, sample_type),
             )
-            .with_computed_integer_bins(!matches!(binning, Binning::Integer { .. }))
-            .with_staged_slices(stages_slices(
-                mode_name(binning, sample_type),
-                policy,
-                weights,
-            ));
+            .with_computed_integer_bins(!matches!(binning, Binning::Integer { .. }));
         let mut plan = plan::plan(&workload, &gpu.limits, choice)?;
         // 16-bit float counts under `auto`: the table in shared memory beside the counters where
         // both fit one block (hist_lut_shared_none), the generic kernels reading it through L1
