@@ -33,8 +33,8 @@ def plan(bins, dtype="int32", *, weighted=False, samples=None, strategy="auto") 
     samples (a count of bins; ``weighted`` for sums of weights; ``samples``: the input's length,
     when known, sizes the grid). Uses the limits of the GPU in this machine, or an H100's when
     there is none (``device`` says which). ``strategy`` checks a forced strategy
-    (``'shared'``, ``'global'``, ``'cluster'``, ``'partition'``, ``'sliced8'`` ...): a strategy
-    that cannot run the histogram is a ValueError naming why."""
+    (``'shared'``, ``'global'``, ``'cluster'``, ``'partition'``, ``'sliced8'``, ``'spill4'``
+    ...): a strategy that cannot run the histogram is a ValueError naming why."""
     import operator
 
     try:
