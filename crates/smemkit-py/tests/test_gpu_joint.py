@@ -126,8 +126,6 @@ def test_errors(fake, rng):
     with pytest.raises(TypeError, match="one dtype"):
         smemkit.histogram2d(dev(np.zeros(10)), dev(np.zeros(10, np.float32)), 4,
                             range=[(0, 1), (0, 1)])
-    with pytest.raises(NotImplementedError, match="float16"):
-        smemkit.histogramdd(dev(np.zeros((10, 2), np.float16)), 4, range=[(0, 1), (0, 1)])
     with pytest.raises(ValueError, match="weights must be 1-D"):
         smemkit.histogramdd(x, 4, range=[(0, 1), (0, 1)], weights=dev(np.ones(99)))
     assert not runs
@@ -230,6 +228,24 @@ def test_cupy_n_by_d_and_histogram2d():
     _same(h, [xe, ye], H, [XE, YE], cupy.asnumpy)
 
 
+@needs_torch
+def test_torch_and_cupy_float16_joint_histograms():
+    g = torch.Generator(device="cuda").manual_seed(12)
+    x = (torch.randn(1 << 20, 2, generator=g, device="cuda") * 20).half()
+    for bins, r in (([100, 37], None), ([64, 64], [(-30, 30), None]), (4096, [(-8, 8), (-8, 8)])):
+        h, e = smemkit.histogramdd(x, bins, range=r)
+        H, E = np.histogramdd(x.cpu().numpy(), bins, range=r)
+        _same(h, e, H, E, lambda t: t.cpu().numpy())
+    h, xe, ye = smemkit.histogram2d(x[:, 0], x[:, 1], 50, density=True)
+    H, XE, YE = np.histogram2d(x[:, 0].cpu().numpy(), x[:, 1].cpu().numpy(), 50, density=True)
+    _same(h, [xe, ye], H, [XE, YE], lambda t: t.cpu().numpy())
+    if cupy is not None:
+        c = cupy.asarray(x.cpu().numpy())
+        h, e = smemkit.histogramdd(c, [30, 20])
+        H, E = np.histogramdd(cupy.asnumpy(c), [30, 20])
+        _same(h, e, H, E, cupy.asnumpy)
+
+
 @needs_jax
 def test_jax_n_by_d():
     x = jax.random.normal(jax.random.PRNGKey(4), (1 << 18, 2), dtype=jnp.float32)
@@ -237,6 +253,41 @@ def test_jax_n_by_d():
     assert isinstance(h, jax.Array)
     H, E = np.histogramdd(np.asarray(x), [20, 30], range=[(-3, 3), (-3, 3)])
     _same(h, e, H, E, np.asarray)
+
+
+def _same_joint(got, want):
+    (h, e), (H, E) = got, want
+    assert h.dtype == H.dtype and h.shape == H.shape
+    np.testing.assert_array_equal(h, H)
+    for a, b in zip(e, E):
+        a = np.asarray(a)
+        assert a.dtype == b.dtype, (a.dtype, b.dtype)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_float16_samples_are_binned_as_numpy_bins_them(fake, rng):
+    for _ in range(5):
+        x = (rng.standard_normal((3000, 3)) * 30).astype(np.float16)
+        x[:7, 1] = x[0, 1]  # values on the float16 edges' ends
+        bins = [int(b) for b in rng.integers(1, 200, 3)]
+        for r in (None, [None, (-20.0, 15.5), None], [(-1, 1), (0, 64), (-60.0, -59.0)]):
+            got = smemkit.histogramdd(dev(x), bins, range=r)
+            _same_joint(got, np.histogramdd(x, bins, range=r))
+            assert runs[-1]["n"] == 3000
+        edges = [np.linspace(-40, 40, 9).astype(np.float16), 12, np.array([-5.0, 0.0, 5.0])]
+        _same_joint(smemkit.histogramdd(dev(x), edges), np.histogramdd(x, edges))
+        d = smemkit.histogramdd(dev(x), bins, density=True)
+        np.testing.assert_array_equal(d[0], np.histogramdd(x, bins, density=True)[0])
+        a, b = np.ascontiguousarray(x[:, 0]), np.ascontiguousarray(x[:, 2])
+        got = smemkit.histogram2d(dev(a), dev(b), bins[:2])
+        want = np.histogram2d(a, b, bins[:2])
+        _same_joint((got[0], got[1:]), (want[0], want[1:]))
+    same = np.full((10, 1), 3.0, np.float16)  # one value: numpy widens the range by 0.5
+    _same_joint(smemkit.histogramdd(dev(same), 5), np.histogramdd(same, 5))
+    empty = np.zeros((0, 2), np.float16)
+    _same_joint(smemkit.histogramdd(dev(empty), 4), np.histogramdd(empty, 4))
+    with pytest.raises(ValueError, match="not finite"):
+        smemkit.histogramdd(dev(np.array([[1.0], [np.inf]], np.float16)), 4)
 
 
 def test_a_one_dimensional_sample_is_one_axis(fake, rng):

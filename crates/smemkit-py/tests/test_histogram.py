@@ -301,29 +301,6 @@ def test_out_of_range_policies():
     np.testing.assert_array_equal(h, [1, 1])
 
 
-@pytest.mark.parametrize(
-    "x, kwargs, feature",
-    [
-        # numpy computes these edges in float16 and the bins in float32: not followed yet.
-        (np.array([0.5, 1.0], np.float32), dict(range=(np.float16(0), np.float16(1))),
-         "float16 values for float32"),
-        (np.array([1, 2], np.int16), dict(range=(np.float16(0), np.float16(3))),
-         "float16 values for int16"),
-        # A Python float float32 cannot hold beside a float32 scalar: numpy rounds it for the
-        # edges only.
-        (np.array([0.5, 1.0]), dict(range=(np.float32(0), 0.1)), "mixing float32"),
-    ],
-)
-def test_what_the_library_lacks_is_not_implemented(x, kwargs, feature):
-    with pytest.raises(NotImplementedError, match=feature):
-        hist(x, **kwargs)
-
-
-def test_longdouble_is_not_implemented():
-    with pytest.raises(NotImplementedError, match="float128|longdouble"):
-        hist(np.ones(3, np.longdouble))
-
-
 def test_unsupported_sample_types_are_type_errors():
     for x in (np.ones(3, np.complex128), np.array(["a", "b"]), np.array([1, None], dtype=object)):
         with pytest.raises(TypeError):

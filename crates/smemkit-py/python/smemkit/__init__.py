@@ -82,8 +82,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     """Histogram of ``a``, as ``numpy.histogram``: returns ``(hist, bin_edges)``.
 
     a: array_like, flattened. Integer types, float16, float32, float64 and ml_dtypes' bfloat16
-        (bool is converted to uint8 with numpy's RuntimeWarning); longdouble raises
-        NotImplementedError. 16-bit floats are binned in numpy's arithmetic for them.
+        (bool is converted to uint8 with numpy's RuntimeWarning); long double host
+        samples are binned in long double. 16-bit floats are binned in numpy's arithmetic for them.
     bins: int (equal bins over ``range``, or over the data's minimum and maximum), a 1-D array
         of increasing edges (every bin ``[a, b)``, the last ``[a, b]``), or numpy's estimator
         names (``'auto'``, ``'fd'`` ...; on GPU arrays computed on the device, the bin count

@@ -17,6 +17,7 @@ from . import _device_digitize
 from . import _device_weights
 from . import _fast
 from . import _ranges
+from . import _typed_bins
 from ._inputs import as_array, flat_pair, native_order
 
 _ESTIMATORS = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
@@ -81,6 +82,8 @@ def _samples(a) -> np.ndarray:
     if _half_name(a) is not None:
         return native_order(a)
     kind, size = a.dtype.kind, a.dtype.itemsize
+    if _typed_bins.is_long(a.dtype):
+        return a  # binned in long double (_typed_bins)
     if kind == "f" and size not in (4, 8):
         raise _missing(f"{a.dtype} samples")
     if kind not in "iuf":
@@ -114,10 +117,8 @@ def _weights(weights, shape):
         return w.astype(np.float32), result_type
     if kind in "biu":
         return native_order(w), result_type
-    if kind == "O":
-        raise NotImplementedError(
-            "object weights (Decimal, Fraction...) are not supported yet: numpy sums them as "
-            "Python objects; convert them to float64 (rounding) or pass integers")
+    if kind == "O" or _typed_bins.is_long(w.dtype):
+        return w, result_type  # summed in their own type, as numpy sums them (_typed_bins)
     raise TypeError(f"weights of dtype {w.dtype} are not supported (expected a real number type)")
 
 
@@ -261,11 +262,14 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         return _time_histogram(a, bins, weights, density, backend, strategy, out_of_range)
     a = _samples(a)
     w, result_type = _weights(weights, a.shape)
+    if _typed_bins.takes(a, bins, range, w, _half_name(a)):
+        if not isinstance(bins, str):
+            _bins(bins)  # numpy's checks of the bins
+            _check_bool_weights(w, np.ndim(bins) == 1)
+        return _typed_bins.histogram(a, bins, range, w, result_type, density, backend, strategy,
+                                     out_of_range)
     nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)
-    if w is not None and w.dtype == np.bool_ and edges is not None:
-        # numpy adds int64 cumulative sums into a bool result there, which its casting refuses.
-        raise TypeError("Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool') "
-                        "with casting rule 'same_kind'")
+    _check_bool_weights(w, edges is not None)
     if edges is not None:
         user_edges = np.asarray(bins)
         if edges.size < 2:
@@ -292,6 +296,13 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         _fast.learn_host_histogram(given, bins, range, weights, density, backend, strategy,
                                    out_of_range, deterministic, bin_edges)
     return n, bin_edges
+
+
+def _check_bool_weights(w, explicit_edges: bool):
+    if w is not None and w.dtype == np.bool_ and explicit_edges:
+        # numpy adds int64 cumulative sums into a bool result there, which its casting refuses.
+        raise TypeError("Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool') "
+                        "with casting rule 'same_kind'")
 
 
 def _complex_weighted(a, bins, range_, weights, density, backend, strategy, out_of_range):
@@ -371,6 +382,10 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
         return _time_edges(as_array(a, "a"), bins)[0]
     a = _samples(a)
     _weights(weights, a.shape)
+    if _typed_bins.takes(a, bins, range, None, _half_name(a)):  # the edges take no weights
+        if not isinstance(bins, str):
+            _bins(bins)
+        return _typed_bins.bin_edges(a, bins, range)
     nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)
     if edges is not None:
         return np.asarray(bins)

@@ -26,8 +26,9 @@ NARROW = "narrow"
 def range_arithmetic(first, last, sample_dtype: np.dtype, half_name) -> str:
     """``WIDE``, ``SAMPLE_TYPE``, ``INT_RANGE``, ``IN_RANGE_TYPE`` or ``NARROW`` for a range
     ``(first, last)`` of samples of ``sample_dtype`` (after numpy's promotion with the range);
-    NotImplementedError for the mixes not taken yet (float32 samples over a float16 range,
-    a numpy scalar beside a Python float it cannot hold).
+    NotImplementedError for the mixes the engines do not follow (float32 samples over a
+    float16 range, a numpy scalar beside a Python float it cannot hold): host arrays take those
+    through ``_typed_bins``, GPU arrays refuse them.
     ``half_name`` is ``'bfloat16'`` for ml_dtypes' type (which promotes Python floats but not
     Python ints), else anything."""
     range_type = np.result_type(first, last)
