@@ -287,6 +287,13 @@ pub(super) fn spill_choice(
                 .into(),
         ));
     }
+    // The kernel runs the sliced kernels' 32-bit step (`slice_bin`), which needs it.
+    if w.nbins >= 1 << 30 {
+        return Err(unsupported(format!(
+            "{} bins: the spill kernels take fewer than 2^30",
+            w.nbins
+        )));
+    }
     let bits = bits.unwrap_or(if w.nbins >= SPILL4_MIN_BINS { 4 } else { 8 });
     if bits != 8 && bits != 4 {
         return Err(unsupported(format!(

@@ -344,6 +344,10 @@ fn spill_counts_only_and_holds_what_fits() {
     );
     assert!("spill16".parse::<StrategyChoice>().is_err());
     assert!(plan(&w(500_000), &l, StrategyChoice::Spill(Some(16))).is_err());
+    // The kernels' 32-bit step stops at 2^30 bins.
+    assert!(plan(&w((1 << 30) - 1), &l, StrategyChoice::Spill(Some(4))).is_ok());
+    let e = plan(&w(1 << 30), &l, StrategyChoice::Spill(Some(4))).unwrap_err();
+    assert!(e.to_string().contains("2^30"), "{e}");
     assert_eq!(Strategy::Spill { bits: 8 }.name(), "spill8");
     assert_eq!(
         plan(&w(400_000), &l, StrategyChoice::Spill(Some(4)))
