@@ -248,6 +248,7 @@ def test_torch_and_cupy_float16_joint_histograms():
 
 @needs_jax
 def test_jax_n_by_d():
+    jax.config.update("jax_enable_x64", True)  # numpy's float64 results (see test_gpu_arrays)
     x = jax.random.normal(jax.random.PRNGKey(4), (1 << 18, 2), dtype=jnp.float32)
     h, e = smemkit.histogramdd(x, [20, 30], range=[(-3, 3), (-3, 3)])
     assert isinstance(h, jax.Array)
