@@ -246,6 +246,22 @@ def test_torch_and_cupy_float16_joint_histograms():
         _same(h, e, H, E, cupy.asnumpy)
 
 
+@needs_torch
+def test_torch_bfloat16_joint_histograms():
+    if ml_dtypes is None:
+        pytest.skip("needs ml_dtypes (numpy's bfloat16) for the oracle")
+    g = torch.Generator(device="cuda").manual_seed(13)
+    x = (torch.randn(1 << 20, 2, generator=g, device="cuda") * 20).bfloat16()
+    host = x.float().cpu().numpy().astype(ml_dtypes.bfloat16)
+    for bins, r in (([100, 37], None), ([64, 64], [(-30, 30), None]), (4096, [(-8, 8), (-8, 8)])):
+        h, e = smemkit.histogramdd(x, bins, range=r)
+        H, E = np.histogramdd(host, bins, range=r)
+        _same(h, e, H, E, lambda t: t.cpu().numpy())  # edges: float64, as numpy's
+    h, xe, ye = smemkit.histogram2d(x[:, 0], x[:, 1], 50, density=True)
+    H, XE, YE = np.histogram2d(host[:, 0], host[:, 1], 50, density=True)
+    _same(h, [xe, ye], H, [XE, YE], lambda t: t.cpu().numpy())
+
+
 @needs_jax
 def test_jax_n_by_d():
     jax.config.update("jax_enable_x64", True)  # numpy's float64 results (see test_gpu_arrays)
@@ -266,16 +282,24 @@ def _same_joint(got, want):
         np.testing.assert_array_equal(a, b)
 
 
-def test_float16_samples_are_binned_as_numpy_bins_them(fake, rng):
+try:
+    import ml_dtypes
+except ImportError:
+    ml_dtypes = None
+HALVES = [np.float16] + ([ml_dtypes.bfloat16] if ml_dtypes is not None else [])
+
+
+@pytest.mark.parametrize("half", HALVES, ids=lambda t: np.dtype(t).name)
+def test_16_bit_float_samples_are_binned_as_numpy_bins_them(fake, rng, half):
     for _ in range(5):
-        x = (rng.standard_normal((3000, 3)) * 30).astype(np.float16)
+        x = (rng.standard_normal((3000, 3)) * 30).astype(half)
         x[:7, 1] = x[0, 1]  # values on the float16 edges' ends
         bins = [int(b) for b in rng.integers(1, 200, 3)]
         for r in (None, [None, (-20.0, 15.5), None], [(-1, 1), (0, 64), (-60.0, -59.0)]):
             got = smemkit.histogramdd(dev(x), bins, range=r)
             _same_joint(got, np.histogramdd(x, bins, range=r))
             assert runs[-1]["n"] == 3000
-        edges = [np.linspace(-40, 40, 9).astype(np.float16), 12, np.array([-5.0, 0.0, 5.0])]
+        edges = [np.linspace(-40, 40, 9).astype(half), 12, np.array([-5.0, 0.0, 5.0])]
         _same_joint(smemkit.histogramdd(dev(x), edges), np.histogramdd(x, edges))
         d = smemkit.histogramdd(dev(x), bins, density=True)
         np.testing.assert_array_equal(d[0], np.histogramdd(x, bins, density=True)[0])
@@ -283,12 +307,12 @@ def test_float16_samples_are_binned_as_numpy_bins_them(fake, rng):
         got = smemkit.histogram2d(dev(a), dev(b), bins[:2])
         want = np.histogram2d(a, b, bins[:2])
         _same_joint((got[0], got[1:]), (want[0], want[1:]))
-    same = np.full((10, 1), 3.0, np.float16)  # one value: numpy widens the range by 0.5
+    same = np.full((10, 1), 3.0, half)  # one value: numpy widens the range by 0.5
     _same_joint(smemkit.histogramdd(dev(same), 5), np.histogramdd(same, 5))
-    empty = np.zeros((0, 2), np.float16)
+    empty = np.zeros((0, 2), half)
     _same_joint(smemkit.histogramdd(dev(empty), 4), np.histogramdd(empty, 4))
     with pytest.raises(ValueError, match="not finite"):
-        smemkit.histogramdd(dev(np.array([[1.0], [np.inf]], np.float16)), 4)
+        smemkit.histogramdd(dev(np.array([[1.0], [np.inf]], half)), 4)
 
 
 def test_a_one_dimensional_sample_is_one_axis(fake, rng):

@@ -135,12 +135,41 @@ def test_float16_estimators_are_numpys(rng, rule):
                     assert got[1].dtype == want[1].dtype
 
 
-def test_bfloat16_estimators_say_what_is_missing(rng):
-    if ml_dtypes is None:
-        pytest.skip("needs ml_dtypes")
-    x = rng.standard_normal(100).astype(ml_dtypes.bfloat16)
-    with pytest.raises(NotImplementedError, match="bfloat16"):
-        hist(x, "auto")
+@needs_ml_dtypes
+@pytest.mark.parametrize("rule", ESTIMATORS)
+def test_bfloat16_estimators_are_numpys(rng, rule):
+    # numpy with ml_dtypes computes the statistics of bfloat16 data in bfloat16 (sums, means,
+    # deviations and percentiles rounded to it): bins and edges as numpy's.
+    # 'stone' histograms each case 100 times: fewer cases.
+    sizes = [1, 2, 3, 9, 100, 1000, 8193] if rule != "stone" else [2, 9, 1000]
+    for n in sizes:
+        for scale in (1.0, 40.0, 1e-3) if rule != "stone" else (40.0,):
+            base = rng.standard_normal(n) * scale
+            for x in (base.astype(ml_dtypes.bfloat16), np.round(base).astype(ml_dtypes.bfloat16),
+                      (np.abs(base) ** 2).astype(ml_dtypes.bfloat16)):
+                for r in (None, (-0.5 * scale, 1.3 * scale), (0.25, 0.25), (x.min(), x.max())):
+                    want = numpy_or_none_rule(x, rule, r)
+                    if want is None:
+                        with pytest.raises(ValueError):
+                            hist(x, rule, range=r)
+                        continue
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        got = hist(x, rule, range=r)
+                        edges = smemkit.histogram_bin_edges(x, rule, range=r)
+                    same(got, want)
+                    assert got[1].dtype == want[1].dtype
+                    assert edges.dtype == want[1].dtype
+                    np.testing.assert_array_equal(edges, want[1])
+
+
+def numpy_or_none_rule(x, rule, r):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return np.histogram(x, rule, range=r)
+        except ValueError:
+            return None
 
 
 @needs_ml_dtypes
@@ -296,13 +325,18 @@ def test_integer_edges_are_exact_beyond_2_53():
     same(hist(f, np.array([big - 1, big + 1])), np.histogram(f, np.array([big - 1, big + 1])))
 
 
+HALVES = [np.float16] + ([ml_dtypes.bfloat16] if ml_dtypes is not None else [])
+
+
+@pytest.mark.parametrize("half", HALVES, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("scale", [1.0, 40.0, 0.01])
-def test_float16_joint_histograms(rng, scale):
-    # Axes over the data's range take numpy's float16 edges (its linspace in float16, repeated
-    # edges and all); the density divides by their float16 widths, as numpy's does.
+def test_16_bit_float_joint_histograms(rng, scale, half):
+    # Axes over the data's range take numpy's edges of the 16-bit extremes (float16: its linspace
+    # in float16, repeated edges and all; bfloat16: float64); the density divides by their
+    # widths in their type, as numpy's does.
     for _ in range(8):
         n, d = int(rng.integers(0, 3000)), int(rng.integers(1, 4))
-        x = (rng.standard_normal((n, d)) * scale).astype(np.float16)
+        x = (rng.standard_normal((n, d)) * scale).astype(half)
         bins = [int(rng.integers(1, 400 if d == 1 else 50)) for _ in range(d)]
         for r in (None, [(-1.0, 2.0)] * d, [None] * (d - 1) + [(-3, 3)]):
             for density in (False, True):
@@ -317,12 +351,20 @@ def test_float16_joint_histograms(rng, scale):
                 for got, want in zip(e, E):
                     assert got.dtype == want.dtype
                     np.testing.assert_array_equal(got, want)
-    x, y = (rng.standard_normal((2, 700)) * scale).astype(np.float16)
+    x, y = (rng.standard_normal((2, 700)) * scale).astype(half)
     h, xe, ye = smemkit.histogram2d(x, y, [9, 31])
     H, XE, YE = np.histogram2d(x, y, [9, 31])
     np.testing.assert_array_equal(h, H)
     np.testing.assert_array_equal(xe, XE)
-    assert ye.dtype == YE.dtype == np.float16
+    assert ye.dtype == YE.dtype == (np.float16 if half == np.float16 else np.float64)
+    one = np.full((10, 2), 3.0, half)  # one value: numpy widens it by 0.5 (bfloat16: in float32)
+    for density in (False, True):
+        h, e = smemkit.histogramdd(one, 5, density=density)
+        H, E = np.histogramdd(one, 5, density=density)
+        np.testing.assert_array_equal(h, H)
+        for got, want in zip(e, E):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
 
 
 def test_digitize_integer_bins_beyond_2_53(rng):

@@ -4,6 +4,7 @@ float32 or int16 samples, a numpy scalar beside a Python float it cannot hold), 
 sums in their own type (Decimal, Fraction, long double). numpy is the oracle on fresh random
 inputs: counts, sums, edges and their dtypes identical."""
 
+import warnings
 from decimal import Decimal
 from fractions import Fraction
 
@@ -131,11 +132,39 @@ def test_long_double_weights(rng):
         same(hist(x, bins, range=(-3.0, 3.0), weights=w), np.histogram(x, bins, (-3.0, 3.0), weights=w))
 
 
+@pytest.mark.parametrize("rule", ["auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"])
+def test_estimators_in_numpys_types(rng, rule):
+    # numpy computes the width in the samples' (long double) type, or with the mixed range's
+    # values: the number of bins and the edges must be numpy's.
+    cases = []
+    for n in (1, 2, 5, 100, 1500):
+        if np.finfo(LONG).nmant > np.finfo(np.float64).nmant:
+            x = _long_samples(rng, n)
+            cases += [(x, None), (x, (LONG(-1), LONG(2) + np.finfo(LONG).eps)), (x, (-1.5, 1.0)),
+                      (np.round(x * 4), None), (x, (LONG(0.5), LONG(0.5)))]
+            cases.append((x.astype(np.float64), (LONG(-2), LONG(1.5))))
+        y = rng.standard_normal(n).astype(np.float32) * 3
+        cases += [(y, (np.float16(-2), np.float16(3))),
+                  ((y * 10).astype(np.int16), (np.float16(-30), np.float16(41)))]
+    for x, r in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                want = np.histogram(x, rule, range=r)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    hist(x, rule, range=r)
+                continue
+            got = hist(x, rule, range=r)
+            edges = smemkit.histogram_bin_edges(x, rule, range=r)
+        same(got, want)
+        np.testing.assert_array_equal(edges, want[1])
+        assert edges.dtype == want[1].dtype
+
+
 @needs_long
 def test_what_the_typed_path_does_not_take_says_so(rng):
     x = _long_samples(rng, 100)
-    with pytest.raises(NotImplementedError, match="estimator with float128|estimator with float96"):
-        hist(x, "auto")
     with pytest.raises(NotImplementedError, match="out_of_range='clamp'"):
         hist(x, 10, range=(-1.0, 1.0), out_of_range="clamp")
     w = np.array([Decimal(1)] * 100, dtype=object)
@@ -145,3 +174,15 @@ def test_what_the_typed_path_does_not_take_says_so(rng):
         hist(np.array([1.0, np.nan], LONG), 4)
     with pytest.raises(ValueError, match="max must be larger"):
         hist(x, 4, range=(LONG(1), LONG(0)))
+
+
+def test_bins_without_width_in_numpys_arithmetic_are_refused_as_numpy_refuses_them():
+    # A float16 range over float32 samples: numpy's edges are stepped in float16, so thousands of
+    # bins over [-2, 3] repeat edges, and numpy refuses them ("Too many bins").
+    x = np.array([-1.9, 0.5, 2.5], np.float32)
+    r = (np.float16(-2), np.float16(3))
+    with pytest.raises(ValueError, match="Too many bins"):
+        np.histogram(x, 9932, range=r)
+    with pytest.raises(ValueError, match="Too many bins"):
+        hist(x, 9932, range=r)
+    same(hist(x, 1000, range=r), np.histogram(x, 1000, range=r))

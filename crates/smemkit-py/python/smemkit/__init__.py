@@ -180,7 +180,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
     GPU weights) are read in place on the producer's stream, results of the input's kind on its
     device (float64 counts, as numpy's). An axis without a range reads its data's minimum and
     maximum back to the host (a synchronisation): pass ``range=`` for every axis, or edges, to
-    avoid it. float16 and bfloat16 GPU samples raise NotImplementedError.
+    avoid it. float16 and bfloat16 samples (torch, CuPy, JAX) are widened to float32 on the
+    device (a copy), binned as numpy (with ml_dtypes for bfloat16) bins them.
     """
     return _joint.histogramdd(sample, bins, range, density, weights, backend=backend)
 
@@ -204,6 +205,7 @@ def digitize(x, bins, right=False):
     ``len(bins)`` above and for NaN; decreasing bins the mirror image. Host ``x`` runs on the CPU
     engine; a GPU ``x`` (C-contiguous, 16-byte aligned) is read in place on the producer's
     stream, the indices of its kind on its device (GPU bins are copied to the host first: a
-    synchronisation; float16/bfloat16 GPU samples raise NotImplementedError).
+    synchronisation; torch and CuPy float16 and bfloat16 samples are widened to float32 on the
+    device, a copy; JAX and other 16-bit GPU samples raise NotImplementedError).
     """
     return _joint.digitize(x, bins, right)

@@ -3,8 +3,8 @@ interface) read in place by the library's device joint histogram, enqueued on th
 current stream like ``_device.histogram``, results of the input's kind on its device: float64
 counts (numpy's dtype; the device counts u64 and the framework converts), float64 density, and
 edges as numpy returns them (float64 from a range, float32 for float32 samples binned over their
-data's range, given edges as given). float16 samples are widened to float32 on the device first
-(a copy: the engine reads 4- and 8-byte and integer samples).
+data's range, given edges as given). float16 and bfloat16 samples are widened to float32 on the
+device first (a copy: the engine reads 4- and 8-byte and integer samples).
 
 Bins over the data's range (an axis without ``range=``) read each axis's minimum and maximum back
 to the host: a synchronisation, which ``range=`` (or explicit edges) avoids. numpy's argument rules
@@ -104,10 +104,6 @@ def _dtype(inp):
     d = inp.dtype
     if d == "bool":
         return "uint8"  # the same bytes, read in place
-    if d == "bfloat16":
-        raise NotImplementedError(
-            "joint histograms of bfloat16 GPU samples are not supported yet (convert them to "
-            "float32)")
     if d not in _device._SUPPORTED:
         raise TypeError(f"cannot histogram GPU samples of dtype {d}")
     return d
@@ -136,15 +132,15 @@ def _extremes(inputs, separate, n, j):
 
 
 def _widened(sample, inputs):
-    """float16 samples widened to float32 on the device (exact; a copy of the samples), in the
-    sample's own form (one array, or a sequence of 1-D arrays)."""
+    """16-bit float samples widened to float32 on the device (exact; a copy of the samples), in
+    the sample's own form (one array, or a sequence of 1-D arrays)."""
     def widen(inp):
         if inp.kind == "torch":
             return inp.obj.float()
         if inp.kind in ("cupy", "jax"):
             return inp.obj.astype("float32")
         raise NotImplementedError(
-            f"joint histograms of float16 {_device._module_of(inp.obj)} GPU arrays are not "
+            f"joint histograms of {inp.dtype} {_device._module_of(inp.obj)} GPU arrays are not "
             "supported (they are widened to float32 on the device, which needs torch, CuPy or "
             "JAX arrays): pass float32")
     if isinstance(sample, (list, tuple)):
@@ -152,14 +148,17 @@ def _widened(sample, inputs):
     return widen(inputs[0])
 
 
-def _float16_edges(inputs, separate, n, nb, j):
-    """numpy's edges of a float16 axis over its data's range: ``linspace`` of the float16
-    extremes (read back: a synchronisation), in float16; float64 over ``[0, 1]`` for no data."""
+def _half_edges(inputs, separate, n, nb, j, dtype):
+    """numpy's edges of a 16-bit float axis over its data's range: ``linspace`` of the extremes
+    (read back: a synchronisation) as scalars of the samples' type, so that numpy's promotions
+    give the edges' type (float16 for float16; float64 for ml_dtypes' bfloat16, float32 where
+    one value is widened by 0.5, bfloat16 scalars then meeting a Python float); float64 over
+    ``[0, 1]`` for no data."""
     extremes = _extremes(inputs, separate, n, j)
     if extremes is None:
         lo, hi = 0, 1
     else:
-        lo, hi = np.float16(extremes[0]), np.float16(extremes[1])
+        lo, hi = _scalar(dtype, extremes[0]), _scalar(dtype, extremes[1])
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
     if lo == hi:
@@ -167,20 +166,33 @@ def _float16_edges(inputs, separate, n, nb, j):
     return np.linspace(lo, hi, nb + 1)
 
 
+def _scalar(dtype, value):
+    """``value`` (a float the extremes came back as, exact) as a numpy scalar of ``dtype``."""
+    if dtype == "float16":
+        return np.float16(value)
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise NotImplementedError(
+            "joint histograms of bfloat16 GPU samples over their data's range follow numpy with "
+            "ml_dtypes' bfloat16, which is not installed: install ml_dtypes or pass range=")
+    return ml_dtypes.bfloat16(value)
+
+
 def histogramdd(sample, bins, range_, density, weights, backend, axes_of):
     first, inputs, addrs, n, item = _columns(sample, backend)
     dtype = _dtype(first)
     d = len(addrs)
     axes, given = axes_of(bins, range_, d)
-    if dtype == "float16":
-        # numpy compares float16 samples with the edges in their common type: the samples widen
-        # exactly to float32, and an axis over its data's range takes numpy's float16 edges as
-        # explicit edges (returned in float16, as numpy returns them).
+    if dtype in ("float16", "bfloat16"):
+        # numpy compares 16-bit float samples with the edges in their common type: the samples
+        # widen exactly to float32, and an axis over its data's range takes numpy's edges over
+        # the 16-bit extremes as explicit edges (returned in numpy's type for them).
         separate = isinstance(sample, (list, tuple)) or len(first.shape) == 1
         axes, given = list(axes), list(given)
         for j, (nb, r, e) in enumerate(axes):
             if e is None and r is None:
-                given[j] = _float16_edges(inputs, separate, n, nb, j)
+                given[j] = _half_edges(inputs, separate, n, nb, j, dtype)
                 axes[j] = (None, None, given[j].astype(np.float64))
         first, inputs, addrs, n, item = _columns(_widened(sample, inputs), backend)
         dtype = "float32"

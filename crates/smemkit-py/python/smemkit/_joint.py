@@ -26,10 +26,12 @@ def _no_gpu(obj, what: str):
 
 
 def _readable(a: np.ndarray, what: str) -> np.ndarray:
-    """``a`` as the library reads it: bool as uint8, native byte order (float16 is widened by
-    the caller, see ``_float16_axes``)."""
+    """``a`` as the library reads it: bool as uint8, native byte order (16-bit floats are
+    widened by the caller, see ``_half_axes``)."""
     if a.dtype == np.bool_:
         a = a.view(np.uint8)
+    if _is_bfloat16(a.dtype):
+        return a  # widened by the caller, as float16
     kind, size = a.dtype.kind, a.dtype.itemsize
     if kind == "c":
         raise TypeError(f"{what} may not be complex")
@@ -40,8 +42,14 @@ def _readable(a: np.ndarray, what: str) -> np.ndarray:
     return native_order(a)
 
 
+def _is_bfloat16(dtype: np.dtype) -> bool:
+    return dtype.name == "bfloat16" and dtype.itemsize == 2  # ml_dtypes'
+
+
 def _exact_edges(edges: np.ndarray, what: str) -> np.ndarray:
     """Edges as float64, refusing integers that float64 would change."""
+    if _is_bfloat16(edges.dtype):
+        return edges.astype(np.float64)  # exact
     if edges.dtype.kind not in "biuf":
         raise TypeError(f"{what} of dtype {edges.dtype} are not supported")
     as_f64 = edges.astype(np.float64)
@@ -131,8 +139,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
         weights = np.ascontiguousarray(weights)
     axes, given = _axes_of(bins, range, d, int_edges=True)
     half_edges = None
-    if data.dtype.kind == "f" and data.dtype.itemsize == 2:
-        data, axes, given, half_edges = _float16_axes(data, axes, given)
+    if (data.dtype.kind == "f" and data.dtype.itemsize == 2) or _is_bfloat16(data.dtype):
+        data, axes, given, half_edges = _half_axes(data, axes, given)
     if data.flags.c_contiguous:
         arrays, layout = [data.reshape(-1)], "rows"
     elif data.flags.f_contiguous:
@@ -153,7 +161,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
     hist = counts.view(np.int64) if weights is None else counts
     hist = hist.astype(np.float64).reshape(shape)
     if density and half_edges is not None:
-        # numpy divides by the widths of float16 edges computed in float16.
+        # numpy divides by the widths of its edges computed in their type (float16, or float32
+        # for one bfloat16 value widened by 0.5), one axis at a time.
         total = hist.sum()
         for i in builtins_range(d):
             if half_edges[i]:
@@ -172,12 +181,13 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, back
 builtins_range = range
 
 
-def _float16_axes(data, axes, given):
-    """float16 samples as numpy bins them, over the library's float64 engine: the samples widened
-    (exactly; numpy compares them with the edges in the common type), and each axis binned over
-    the data's range given numpy's own float16 edges (its ``linspace`` of the float16 extremes, in
-    float16), passed on as explicit edges. Returns the widened data, the axes, the edges returned
-    per axis and which axes have float16 edges (for the density)."""
+def _half_axes(data, axes, given):
+    """float16 and bfloat16 samples as numpy (with ml_dtypes) bins them, over the library's
+    float64 engine: the samples widened (exactly; numpy compares them with the edges in the
+    common type), and each axis binned over the data's range given numpy's own edges (its
+    ``linspace`` of the 16-bit extremes: float16 edges for float16, float64 for bfloat16), passed
+    on as explicit edges. Returns the widened data, the axes, the edges returned per axis and
+    which axes have 16-bit edges (for the density)."""
     axes, given, half = list(axes), list(given), []
     for i, (nb, r, edges) in enumerate(axes):
         if edges is not None or r is not None or nb is None:

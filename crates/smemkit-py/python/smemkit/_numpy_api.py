@@ -170,7 +170,7 @@ def _bins(bins):
     return None, edges.astype(np.float64)
 
 
-def _estimate(a, name, range_, weights):
+def _estimate(a, name, range_, weights, backend="auto", strategy=None):
     """numpy's number of equal bins for the estimator ``name`` (host samples)."""
     if name not in _ESTIMATORS:
         raise ValueError(f"{name!r} is not a valid estimator for `bins`")
@@ -182,6 +182,9 @@ def _estimate(a, name, range_, weights):
         first, last = range_
         rng = (float(first), float(last))
     flat, _ = flat_pair(a, None)
+    if _half_name(flat) == "bfloat16":
+        # numpy computes the statistics in bfloat16, which the library's estimators do not.
+        return _typed_bins.estimate(flat, name, range_, backend, strategy)
     flat, half = _native_samples(flat)
     return _native.estimate_bins(flat, name, rng, half)
 
@@ -268,7 +271,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
             _check_bool_weights(w, np.ndim(bins) == 1)
         return _typed_bins.histogram(a, bins, range, w, result_type, density, backend, strategy,
                                      out_of_range)
-    nbins, edges = _bins(_estimate(a, bins, range, weights) if isinstance(bins, str) else bins)
+    nbins, edges = _bins(_estimate(a, bins, range, weights, backend, strategy)
+                         if isinstance(bins, str) else bins)
     _check_bool_weights(w, edges is not None)
     if edges is not None:
         user_edges = np.asarray(bins)

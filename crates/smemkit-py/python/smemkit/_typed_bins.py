@@ -9,7 +9,8 @@ each sample's bin is found here, vectorised in exactly the types numpy's promoti
 numpy's rule for the path numpy takes (uniform bins: the index from the sample's offset,
 corrected against the edges; explicit edges, or weights that are not simple: the edges
 searched). The bins are then counted by the library's bincount (the host engine); weights that
-are not simple are summed per bin in their own type."""
+are not simple are summed per bin in their own type. An estimator's number of bins is computed
+in the same types (``_typed_estimators``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import numpy as np
 
 from . import _native
 from . import _ranges
+from . import _typed_estimators
+from ._typed_estimators import span
 
 
 def is_long(dtype: np.dtype) -> bool:
@@ -60,7 +63,7 @@ def _reason(a, bins, range_, w) -> str:
     return "this range" if np.ndim(bins) == 0 else f"{np.asarray(bins).dtype} edges"
 
 
-def _outer_edges(a: np.ndarray, range_):
+def outer_edges(a: np.ndarray, range_):
     """numpy's first and last edge: the range as given (numpy's checks), or the data's extremes
     (in the samples' type); an empty range is widened by 0.5 on each side."""
     if range_ is not None:
@@ -80,28 +83,21 @@ def _outer_edges(a: np.ndarray, range_):
     return first, last
 
 
-def _width(last, first):
-    """``last - first`` in the type of the two values, as numpy's bins take it: signed integers
-    subtracted as their unsigned type (an int8 range of -100..100 is 200 wide)."""
-    dt = np.result_type(last, first)
-    if dt.kind == "i":
-        unsigned = np.dtype(f"u{dt.itemsize}")
-        return np.subtract(np.asarray(last, dt), np.asarray(first, dt), casting="unsafe",
-                           dtype=unsigned)
-    return np.subtract(last, first, dtype=dt)
-
-
 def _offset(x: np.ndarray, first):
     return np.subtract(x, first, dtype=np.result_type(x, first))
 
 
 def uniform_edges(a: np.ndarray, nbins: int, range_):
     """``(first, last, edges)``: numpy's equal bins over the range or the data, in its type."""
-    first, last = _outer_edges(a, range_)
+    first, last = outer_edges(a, range_)
     bin_type = np.result_type(first, last, a)
     if bin_type.kind in "biu":
         bin_type = np.dtype(np.float64)
-    return first, last, np.linspace(first, last, nbins + 1, endpoint=True, dtype=bin_type)
+    edges = np.linspace(first, last, nbins + 1, endpoint=True, dtype=bin_type)
+    if np.any(edges[:-1] >= edges[1:]):
+        raise ValueError(f"Too many bins for data range: {nbins} bins would not all have a "
+                         f"width in numpy's arithmetic for this range ({edges.dtype} edges)")
+    return first, last, edges
 
 
 def _uniform_bins(a: np.ndarray, first, last, nbins: int, edges: np.ndarray):
@@ -110,7 +106,7 @@ def _uniform_bins(a: np.ndarray, first, last, nbins: int, edges: np.ndarray):
     keep = a >= first
     keep &= a <= last
     x = a[keep].astype(edges.dtype, copy=False)
-    index = ((_offset(x, first) / _width(last, first)) * nbins).astype(np.intp)
+    index = ((_offset(x, first) / span(last, first)) * nbins).astype(np.intp)
     index[index == nbins] -= 1
     index[x < edges[index]] -= 1
     index[(x >= edges[index + 1]) & (index != nbins - 1)] += 1
@@ -160,8 +156,7 @@ def histogram(a, bins, range_, w, result_type, density, backend, strategy, out_o
         if w is not None:
             raise TypeError(
                 "Automated estimation of the number of bins is not supported for weighted data")
-        raise NotImplementedError(
-            f"the {bins!r} estimator with {why} is not supported yet: give a number of bins")
+        bins = estimate(a.ravel(), bins, range_, backend, strategy)
     flat = a.ravel()
     flat_w = None if w is None else w.ravel()
     if np.ndim(bins) == 0:
@@ -187,12 +182,25 @@ def histogram(a, bins, range_, w, result_type, density, backend, strategy, out_o
     return n, bin_edges
 
 
+def estimate(flat: np.ndarray, rule: str, range_, backend, strategy) -> int:
+    """numpy's number of bins for the estimator ``rule`` on ``flat``, computed in numpy's types
+    (``_typed_estimators``); 'stone' counts with the library's histogram on ``backend``."""
+    if rule not in _typed_estimators.RULES:
+        raise ValueError(f"{rule!r} is not a valid estimator for `bins`")
+    from . import _numpy_api  # the public histogram, which imports this module
+
+    def histogram(x, bins, range):
+        return _numpy_api.histogram(x, bins=bins, range=range, backend=backend,
+                                    strategy=strategy)
+
+    return _typed_estimators.nbins(flat, rule, outer_edges(flat, range_), range_ is not None,
+                                   histogram)
+
+
 def bin_edges(a, bins, range_) -> np.ndarray:
     """numpy's edges for the calls ``takes`` accepts."""
     if isinstance(bins, str):
-        raise NotImplementedError(
-            f"the {bins!r} estimator with {_reason(a, bins, range_, None)} is not supported yet: "
-            "give a number of bins")
+        bins = estimate(a.ravel(), bins, range_, "auto", None)
     if np.ndim(bins) == 0:
         return uniform_edges(a.ravel(), int(bins), range_)[2]
     return np.asarray(bins)
