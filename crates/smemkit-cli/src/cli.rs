@@ -130,8 +130,9 @@ pub struct HistArgs {
     /// GPU strategy: auto, shared, shared16, shared8 (narrow packed counters), cluster, global,
     /// partition, exchange (exchange8 / exchange16: the counter width; exchange8x8: and the size),
     /// clusterpacked (the same forms: clusterpacked8x8, clusterpacked16x16; experimental, never
-    /// chosen by auto), sliced (sliced8x5: five slices of 8-bit counters) or spill (spill8,
-    /// spill4: the busiest window of bins in shared memory, the other samples in global memory).
+    /// chosen by auto), sliced (sliced8x5: five slices of 8-bit counters) or spill (the busiest
+    /// window of bins in shared memory, the other samples in global memory; spill8, spill4: the
+    /// counter width, which plain spill leaves to the kernel's probe).
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// Thread block cluster size for --strategy cluster, exchange or clusterpacked.
@@ -240,7 +241,7 @@ pub struct BenchArgs {
     pub seed: u64,
     /// GPU only: strategies to time, comma-separated (auto, shared, shared16, shared8, cluster2 ...
     /// cluster16, global, partition, exchange, exchange8x8 ..., clusterpacked, clusterpacked8x8 ...,
-    /// sliced, sliced8x5 ..., spill8, spill4); all of them by default.
+    /// sliced, sliced8x5 ..., spill, spill8, spill4); all of them by default.
     #[arg(long, value_delimiter = ',')]
     pub strategies: Vec<String>,
     /// GPU only: also time each strategy with its warp aggregation flipped (rows `-agg` / `-noagg`).

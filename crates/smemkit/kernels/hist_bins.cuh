@@ -37,6 +37,7 @@ struct BinParams {
     SearchTable table;  // mode EDGES: narrows the search over `edges` (null starts: none)
     unsigned long long* lanes16;  // sliced counts: the flush's 16-bit lanes (`flush_packed_lanes16`), or null
     unsigned stage_ring;  // sliced counts of mode uniform32w: 1 where the warps' staging rings follow the hot lanes
+    unsigned spill_bits;  // spill: counter width, 8 or 4, or 0: chosen by the kernel from its probes
 };
 
 // With the multiply estimate m (float64, m >= 0): whether m's fractional part is far enough from

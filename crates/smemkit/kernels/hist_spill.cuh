@@ -9,6 +9,10 @@
 // that holds the most of the input, as packed narrow counters (PackedSink, wraps made good in the
 // result), and sends each sample outside it to its u64 counter in global memory. Each sample is
 // located once; the L2 sees only the samples outside the window, plus the blocks' flushes of it.
+// The counters are 8 or 4 bits wide in the same shared memory (232304 or 464608 bins on the H100):
+// a forced width, or where the host leaves it to the kernel (p.spill_bits 0, `auto`), the one the
+// probes favour: 4-bit counters where their twice wider window holds more of the probes and the
+// busiest bins stay below a few counts a block (each 4-bit wrap costs global atomics), else 8-bit.
 // The step is the sliced kernels' lean one (`lean_loop` with the whole range of bins as its
 // slice), not `process`'s general step, which cost twice as many instructions per sample.
 //
@@ -31,7 +35,7 @@ __device__ __forceinline__ unsigned spill_bucket_width(unsigned nbins) {
 // The first bin of the best window of `len` bins (`len` < nbins) over the probe counts `cnt`
 // (SPILL_BUCKETS words, counted by bin / spill_bucket_width(nbins)), the same in every block that
 // counted the same probes, and in `*held` the probes the window's whole buckets hold (a lower
-// bound of its share). `scan` is SPILL_BUCKETS words and `warp_sums` 32 of shared memory, `best`
+// bound of its share; every thread writes it, to its own variable or one shared word). `scan` is SPILL_BUCKETS words and `warp_sums` 32 of shared memory, `best`
 // one word, all free for the block's use until it returns. Every thread of the block calls it.
 __device__ unsigned spill_best_window(unsigned nbins, unsigned len, const unsigned* cnt, unsigned* scan,
                                       unsigned* warp_sums, unsigned* best, unsigned* held) {
@@ -50,35 +54,10 @@ __device__ unsigned spill_best_window(unsigned nbins, unsigned len, const unsign
     }
     __syncthreads();
     const unsigned key = *best;
-    if (held != nullptr && threadIdx.x == 0) *held = key >> 11;
+    if (held != nullptr) *held = key >> 11;  // the same value from every thread
     const unsigned start = (SPILL_BUCKETS * 2 - 1 - (key & 2047u)) * width;
     // The window may reach past the last whole bucket; it never passes the last bin.
     return min(start, nbins - len);
-}
-
-// The first bin of the window of `len` bins (`len` < p.nbins), placed from SPILL_PROBES samples
-// spread evenly over the input. `cnt` and `scan` are SPILL_BUCKETS words of shared memory each,
-// `warp_sums` 32, `best` one, all free for the block's use until it returns.
-template <int MODE>
-__device__ unsigned spill_window_start(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
-                                       unsigned len, unsigned* cnt, unsigned* scan, unsigned* warp_sums,
-                                       unsigned* best) {
-    const unsigned width = spill_bucket_width((unsigned)p.nbins);
-    for (unsigned b = threadIdx.x; b < SPILL_BUCKETS; b += blockDim.x) cnt[b] = 0;
-    __syncthreads();
-    if (n > 0) {
-        const unsigned probes = n < SPILL_PROBES ? (unsigned)n : SPILL_PROBES;
-        // Sample floor(i * n / probes), written so that it cannot overflow (as skew_verdict).
-        const unsigned long long q = n / probes, r = n % probes;
-        for (unsigned i = threadIdx.x; i < probes; i += blockDim.x) {
-            const unsigned long long j = i * q + (unsigned long long)i * r / probes;
-            Tally unused = {0, 0, 0};
-            const long long bin = resolve(locate<MODE>(in[j], p), p, unused);
-            if (bin >= 0) atomicAdd(cnt + (unsigned)bin / width, 1u);
-        }
-    }
-    __syncthreads();
-    return spill_best_window((unsigned)p.nbins, len, cnt, scan, warp_sums, best, nullptr);
 }
 
 // Packed counters for the window's bins, a global u64 counter for every other bin.
@@ -99,23 +78,90 @@ struct SpillSink {
     }
 };
 
+// Counts SPILL_PROBES samples spread evenly over the input into SPILL_BUCKETS coarse buckets of
+// `cnt` (shared memory), as every block does identically; returns how many probes there were.
+template <int MODE>
+__device__ unsigned spill_count_probes(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
+                                       unsigned* cnt) {
+    const unsigned width = spill_bucket_width((unsigned)p.nbins);
+    for (unsigned b = threadIdx.x; b < SPILL_BUCKETS; b += blockDim.x) cnt[b] = 0;
+    __syncthreads();
+    const unsigned probes = n < SPILL_PROBES ? (unsigned)n : SPILL_PROBES;
+    if (probes > 0) {
+        // Sample floor(i * n / probes), written so that it cannot overflow (as skew_verdict).
+        const unsigned long long q = n / probes, r = n % probes;
+        for (unsigned i = threadIdx.x; i < probes; i += blockDim.x) {
+            const unsigned long long j = i * q + (unsigned long long)i * r / probes;
+            Tally unused = {0, 0, 0};
+            const long long bin = resolve(locate<MODE>(in[j], p), p, unused);
+            if (bin >= 0) atomicAdd(cnt + (unsigned)bin / width, 1u);
+        }
+    }
+    __syncthreads();
+    return probes;
+}
+
+// The busiest sample count one bin of a block is expected to reach: the probes in the densest run
+// of SPILL_PEAK_BUCKETS buckets, as a share of the input, spread over that run's bins and over the
+// blocks (each reads about n / gridDim.x samples).
+#define SPILL_PEAK_BUCKETS 16
+// A 4-bit window pays for its wraps (each costs a few global atomics) where a bin takes more
+// counts than this in a block; below it, its twice wider window spills fewer samples than the
+// 8-bit one (bench/NOTES.md, session 23: normal data at 500000 bins, ~13 counts a centre bin,
+// ran 1.26 against 0.84 ms in 4-bit counters; uniform data at ~4 ran 0.94 against 1.57).
+#define SPILL4_MOST_PER_BIN 8.0
+
+// The window's width and place: `*bits` 8 or 4 (p.spill_bits, or where that is 0 the width the
+// probes favour) and its first bin, the same in every block. `h` is the counters' shared memory
+// (at least SPILL_PLACEMENT_WORDS words), free until it returns; `len8` and `len4` the windows'
+// bins in either width (the one of a forced width only).
+template <int MODE>
+__device__ unsigned spill_place(const sample_t* __restrict__ in, unsigned long long n, const BinParams& p,
+                                unsigned len8, unsigned len4, unsigned* h, unsigned* bits) {
+    unsigned* cnt = h;
+    unsigned* scan = h + SPILL_BUCKETS;
+    unsigned* warp_sums = h + 2 * SPILL_BUCKETS;
+    unsigned* best = h + 2 * SPILL_BUCKETS + 32;
+    const unsigned nbins = (unsigned)p.nbins;
+    unsigned want = p.spill_bits;
+    if (want == 8 && len8 >= nbins) return 0u;
+    if (want == 4 && len4 >= nbins) return 0u;
+    if (want == 0 && len8 >= nbins) {
+        *bits = 8;
+        return 0u;
+    }
+    const unsigned probes = spill_count_probes<MODE>(in, n, p, cnt);
+    unsigned held8 = 0, held4 = 0, held_peak = 0;
+    const unsigned lo8 = want != 4 ? spill_best_window(nbins, len8, cnt, scan, warp_sums, best, &held8) : 0u;
+    __syncthreads();  // every thread has read *best before the next placement resets it
+    unsigned lo4 = 0;
+    if (want != 8) {
+        if (len4 < nbins) {
+            lo4 = spill_best_window(nbins, len4, cnt, scan, warp_sums, best, &held4);
+            __syncthreads();
+        } else {
+            held4 = probes;  // every bin in the window: at least every probe in the bins
+        }
+    }
+    if (want == 0) {
+        // The run's whole buckets (the window is far wider than SPILL_PEAK_BUCKETS of them).
+        const unsigned run_bins = SPILL_PEAK_BUCKETS * spill_bucket_width(nbins);
+        spill_best_window(nbins, run_bins, cnt, scan, warp_sums, best, &held_peak);
+        const double per_block = (double)n / (double)gridDim.x;
+        const double peak = probes ? (double)held_peak / probes * per_block / run_bins : 0.0;
+        // Four-bit counters where they hold more and wrap little; ties go to 8 bits.
+        want = peak <= SPILL4_MOST_PER_BIN && held4 > held8 + probes / 64 ? 4u : 8u;
+    }
+    *bits = want;
+    return want == 4 ? lo4 : lo8;
+}
+
+// The window's counters (`BITS` wide, from bin `lo`, `len` bins) and global atomics for the other
+// samples, over the whole input; then the flush.
 template <int MODE, int BITS>
-__device__ void spill_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
-                             unsigned long long* tallies) {
-    if (gated_off(p)) return;
+__device__ void spill_run(const sample_t* in, unsigned long long n, const BinParams& p, unsigned long long* out,
+                          unsigned long long* tallies, unsigned* h, unsigned& hot_key, unsigned lo, unsigned len) {
     constexpr unsigned PER = 32 / BITS;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    // Static shared memory beyond the host's reserve (STATIC_SHARED_RESERVE, 16 bytes) would push
-    // the largest window past the opt-in limit: the placement borrows the counters' words instead.
-    __shared__ unsigned hot_key;
-    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
-    const unsigned len = (unsigned)min((unsigned long long)p.bins_per_block, p.nbins);
-    // The placement's buckets, scan, warp sums and best key take SPILL_PLACEMENT_WORDS of the
-    // counters' words (the host plans at least that many wherever the window is smaller than the
-    // bins), before the counters are cleared.
-    const unsigned lo = len < p.nbins ? spill_window_start<MODE>(in, n, p, len, h, h + SPILL_BUCKETS,
-                                                                 h + 2 * SPILL_BUCKETS, h + 2 * SPILL_BUCKETS + 32)
-                                      : 0u;
     const unsigned words = (len + PER - 1) / PER;
     unsigned* hot_counts = h + words;
     __syncthreads();
@@ -135,6 +181,32 @@ __device__ void spill_kernel(const sample_t* in, unsigned long long n, BinParams
     else
         flush_packed<BITS>(h, len, hot_counts, hot_key, out + lo);
     flush_tally(t, tallies);
+}
+
+// p.bins_per_block is the window's length in the forced width, or where the kernels choose, in
+// 8-bit counters (the bins one block's shared memory holds in them); a 4-bit window holds twice
+// as many in the same words. Where they choose (p.spill_bits 0) the host launches the 8-bit
+// kernel and then the 4-bit one over the same input: both place the windows from the same probes
+// and reach the same choice, and the other returns before counting (one kernel holding both
+// widths' loops would not fit 64 registers a thread).
+template <int MODE, int BITS>
+__device__ void spill_kernel(const sample_t* in, unsigned long long n, BinParams p, unsigned long long* out,
+                             unsigned long long* tallies) {
+    if (gated_off(p)) return;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    // Static shared memory beyond the host's reserve (STATIC_SHARED_RESERVE, 16 bytes) would push
+    // the largest window past the opt-in limit: the placement borrows the counters' words instead
+    // (the host plans at least SPILL_PLACEMENT_WORDS of them wherever the window is smaller than
+    // the bins).
+    __shared__ unsigned hot_key;
+    unsigned* h = reinterpret_cast<unsigned*>(smem_raw);
+    const unsigned window = (unsigned)min((unsigned long long)p.bins_per_block, p.nbins);
+    const unsigned len8 = p.spill_bits == 4 ? 0u : window;
+    const unsigned len4 = p.spill_bits == 4 ? window : (unsigned)min(2ull * window, p.nbins);
+    unsigned bits = p.spill_bits;
+    const unsigned lo = spill_place<MODE>(in, n, p, len8, len4, h, &bits);
+    if (bits != BITS) return;  // the same in every block: the other kernel of the pair counts
+    spill_run<MODE, BITS>(in, n, p, out, tallies, h, hot_key, lo, BITS == 4 ? len4 : len8);
 }
 
 // Counts only, one 1024-thread block per SM (the window fills its shared memory), prefetching.

@@ -502,6 +502,7 @@ fn small_run_for_sanitizers() {
         StrategyChoice::Packed(4),
         StrategyChoice::Spill(Some(8)),
         StrategyChoice::Spill(Some(4)),
+        StrategyChoice::Spill(None),
     ] {
         check(
             Samples::I32(&data),
@@ -609,6 +610,7 @@ fn small_run_for_sanitizers() {
         },
         StrategyChoice::Spill(Some(8)),
         StrategyChoice::Spill(Some(4)),
+        StrategyChoice::Spill(None),
     ] {
         check(
             Samples::I32(&wide),
@@ -622,13 +624,13 @@ fn small_run_for_sanitizers() {
     // A spill window smaller than the bins: its placement, the spilled samples and the flush.
     for dist in [Dist::Middle, Dist::Hot, Dist::Wide] {
         let data = ints(1 << 20, 600_000, dist, &mut r);
-        for bits in [8, 4] {
+        for bits in [Some(8), Some(4), None] {
             check(
                 Samples::I32(&data),
                 None,
                 BinSpec::Integer { nbins: 600_000 },
                 OutOfRange::Ignore,
-                StrategyChoice::Spill(Some(bits)),
+                StrategyChoice::Spill(bits),
                 "sanitizer spill",
             );
         }

@@ -66,13 +66,17 @@ fn spill_matches_the_cpu_engine_wherever_the_window_lands() {
         };
         for (what, data) in shapes(&mut r, 3_000_017) {
             let f32s: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+            // Forced widths, and the width the kernel chooses (8-bit for the concentrated shapes at
+            // 500000 bins, 4-bit for most at 1000003: both paths run).
             for (policy, bits) in [
-                (OutOfRange::Ignore, 8),
-                (OutOfRange::Clamp, 8),
-                (OutOfRange::Ignore, 4),
+                (OutOfRange::Ignore, Some(8)),
+                (OutOfRange::Clamp, Some(8)),
+                (OutOfRange::Ignore, Some(4)),
+                (OutOfRange::Ignore, None),
+                (OutOfRange::Clamp, None),
             ] {
-                let what = format!("{what}, {nbins} bins, {policy:?}, {bits}-bit");
-                let choice = StrategyChoice::Spill(Some(bits));
+                let what = format!("{what}, {nbins} bins, {policy:?}, {bits:?}-bit");
+                let choice = StrategyChoice::Spill(bits);
                 check(
                     Samples::F32(&f32s),
                     None,
@@ -117,7 +121,7 @@ fn spill_takes_short_and_empty_input() {
     let mut r = rng();
     for n in [0usize, 1, 2, 1000, 2047, 2048, 2049, 5000] {
         let data: Vec<f32> = (0..n).map(|_| normal(&mut r, 1.5) as f32).collect();
-        for bits in [8, 4] {
+        for bits in [Some(8), Some(4), None] {
             check(
                 Samples::F32(&data),
                 None,
@@ -126,15 +130,16 @@ fn spill_takes_short_and_empty_input() {
                     range: Some((-4.0, 4.0)),
                 },
                 OutOfRange::Ignore,
-                StrategyChoice::Spill(Some(bits)),
-                &format!("{n} samples, {bits}-bit"),
+                StrategyChoice::Spill(bits),
+                &format!("{n} samples, {bits:?}-bit"),
             );
         }
     }
 }
 
-/// `auto` plans spill for float32 bins off the grid beyond one block (8-bit counters below
-/// SPILL4_MIN_BINS, 4-bit from there), and the answer is numpy's.
+/// `auto` plans spill for float32 bins off the grid beyond one block (the kernel choosing 8- or
+/// 4-bit counters: 8 at 300000 and 700000 bins of these samples, 4 at 1M), and the answer is
+/// numpy's.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn auto_spills_float_bins_that_need_numpys_correction() {
@@ -143,9 +148,9 @@ fn auto_spills_float_bins_that_need_numpys_correction() {
         .map(|_| normal(&mut r, 1.0) as f32)
         .collect();
     for (nbins, want) in [
-        (300_000usize, "spill8"),
-        (700_000, "spill8"),
-        (1_000_000, "spill4"),
+        (300_000usize, "spill"),
+        (700_000, "spill"),
+        (1_000_000, "spill"),
     ] {
         let bins = BinSpec::Uniform {
             nbins,
@@ -186,7 +191,7 @@ fn the_probe_spills_cheap_bins_only_where_the_window_holds_most() {
         .map(|_| (nbins as f64 / 2.0 + normal(&mut r, nbins as f64 / 16.0)) as i32)
         .collect();
     let spread: Vec<i32> = (0..n).map(|_| r.gen_range(0..nbins as i32)).collect();
-    for (what, data, want) in [("piled", &piled, "spill4"), ("spread", &spread, "sliced")] {
+    for (what, data, want) in [("piled", &piled, "spill"), ("spread", &spread, "sliced")] {
         let bins = BinSpec::Integer { nbins };
         let gpu = histogram(
             Samples::I32(data),

@@ -124,6 +124,7 @@ pub fn strategies_for(nbins: usize, weighted: bool) -> Vec<StrategyChoice> {
     if !weighted {
         v.push(StrategyChoice::Spill(Some(8)));
         v.push(StrategyChoice::Spill(Some(4)));
+        v.push(StrategyChoice::Spill(None));
     }
     // The fewest slices that hold the bins in either width (8-bit: two beyond 232304 bins, 73 at
     // 2^24), and 4-bit counters in three slices wherever there are bins for them, so that slice

@@ -72,6 +72,9 @@ pub struct KernelBinParams {
     /// Sliced counts of mode `uniform32w`: 1 where the warps' staging rings follow the hot lanes
     /// in shared memory (`wide_ring_loop` in `kernels/hist_walk.cuh`; [`super::prepared::naming::stage_ring_bytes`]).
     pub stage_ring: u32,
+    /// Spill counts: the window's counter width, 8 or 4, or 0 where the kernel chooses it from its
+    /// probes (`spill_place` in `kernels/hist_spill.cuh`).
+    pub spill_bits: u32,
 }
 
 // SAFETY: plain old data with the C layout of the kernel's `BinParams`; passed by value.

@@ -128,15 +128,15 @@ pub(super) fn auto_spill_plan(w: &Workload, limits: &DeviceLimits) -> Option<Pla
         return None;
     }
     let p = spill_choice(w, limits, None).ok()?;
-    let Strategy::Spill { bits } = p.strategy else {
-        return None;
-    };
     Some(Plan {
         reason: format!(
             "{} bins of samples whose bins are computed with numpy's correction, beyond one block: \
-             each block keeps the busiest {} bins (placed from a probe of the input) in {bits}-bit \
-             counters and sends the other samples to global atomics, locating each sample once",
-            w.nbins, p.bins_per_block
+             each block keeps the busiest {} bins in 8-bit counters or {} in 4-bit ones (width and \
+             place chosen from a probe of the input) and sends the other samples to global \
+             atomics, locating each sample once",
+            w.nbins,
+            p.bins_per_block,
+            (2 * p.bins_per_block).min(w.nbins)
         ),
         ..p
     })

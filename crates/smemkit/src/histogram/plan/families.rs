@@ -259,19 +259,11 @@ pub(super) fn sliced_choice(
 /// bins, its counters must take at least that many.
 pub const SPILL_PLACEMENT_WORDS: usize = 2 * 1024 + 33;
 
-/// Bins from which `auto` gives the spill window 4-bit counters instead of 8-bit ones: twice the
-/// bins in one block, whose smaller spilled share pays for the 4-bit counters' wraps on normal
-/// data from about 1M bins (H100, 2^28 normal samples over [-4, 4], spill8 against spill4:
-/// float32 1M bins 1.43 / 1.40 ms, float64 1.56 / 1.17; 700000 bins 1.13 / 1.23 and 1.07 / 1.12;
-/// 500000 1.09 / 1.55 and 1.03 / 1.32). Uniform data favour 4-bit counters from 500000 bins
-/// already (float32 500000 1.71 / 1.41, 700000 2.47 / 1.57): the threshold serves the
-/// concentrated data of issue 23's workloads. See bench/NOTES.md, "Session 22".
-pub const SPILL4_MIN_BINS: usize = 900_000;
-
 /// The spill strategy: one block of 1024 threads per SM, each keeping the window of as many
 /// `bits`-wide counters as one block holds (all the bins, where they fit) and sending the samples
-/// of the other bins to global counters. Counts only. Without `bits`, 8-bit counters below
-/// [`SPILL4_MIN_BINS`], 4-bit ones from there.
+/// of the other bins to global counters. Counts only. Without `bits`, the kernel chooses 8- or
+/// 4-bit counters from its probe ([`SPILL_KERNEL_CHOOSES`]); the plan is then the 8-bit window's,
+/// whose words hold the 4-bit window of twice its bins.
 pub(super) fn spill_choice(
     w: &Workload,
     limits: &DeviceLimits,
@@ -294,21 +286,29 @@ pub(super) fn spill_choice(
             w.nbins
         )));
     }
-    let bits = bits.unwrap_or(if w.nbins >= SPILL4_MIN_BINS { 4 } else { 8 });
-    if bits != 8 && bits != 4 {
+    let bits = bits.unwrap_or(SPILL_KERNEL_CHOOSES);
+    if bits != 8 && bits != 4 && bits != SPILL_KERNEL_CHOOSES {
         return Err(unsupported(format!(
             "spill counters are 8 or 4 bits wide, not {bits}"
         )));
     }
-    let per_block = w.nbins.min(packed_max_bins_per_block(limits, bits)).max(1);
-    let words = per_block.div_ceil((32 / bits) as usize);
+    let planned_bits = if bits == SPILL_KERNEL_CHOOSES {
+        8
+    } else {
+        bits
+    };
+    let per_block = w
+        .nbins
+        .min(packed_max_bins_per_block(limits, planned_bits))
+        .max(1);
+    let words = per_block.div_ceil((32 / planned_bits) as usize);
     if per_block < w.nbins && words < SPILL_PLACEMENT_WORDS {
         return Err(unsupported(format!(
             "a window of {per_block} bins is {words} words, below the {SPILL_PLACEMENT_WORDS} its \
              placement needs"
         )));
     }
-    let shared_bytes = packed_bytes(per_block, bits) as u32;
+    let shared_bytes = packed_bytes(per_block, planned_bits) as u32;
     Ok(Plan {
         strategy: Strategy::Spill { bits },
         grid: limits.sm_count * blocks_per_sm(limits, shared_bytes),

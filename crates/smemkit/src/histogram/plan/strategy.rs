@@ -57,10 +57,16 @@ pub enum Strategy {
     /// to a global counter: one pass, where sliced locates every sample once per slice. Counts
     /// only.
     Spill {
-        /// Counter width: 8 or 4.
+        /// Counter width: 8 or 4, or [`SPILL_KERNEL_CHOOSES`] (the kernel picks one of them
+        /// from the same probe that places the window).
         bits: u32,
     },
 }
+
+/// [`Strategy::Spill`]'s width when the kernel chooses it: 4-bit counters where their twice wider
+/// window holds more of the probed samples and the busiest bins take few counts a block, else
+/// 8-bit ones (`spill_place` in `kernels/hist_spill.cuh`).
+pub const SPILL_KERNEL_CHOOSES: u32 = 0;
 
 impl Strategy {
     /// The name used in benchmark rows (`smemkit/<name>`) and on the command line.
@@ -74,6 +80,9 @@ impl Strategy {
             Strategy::Exchange { size, bits } => format!("exchange{bits}x{size}"),
             Strategy::Sliced { slices, bits } => format!("sliced{bits}x{slices}"),
             Strategy::ClusterPacked { size, bits } => format!("clusterpacked{bits}x{size}"),
+            Strategy::Spill {
+                bits: SPILL_KERNEL_CHOOSES,
+            } => "spill".into(),
             Strategy::Spill { bits } => format!("spill{bits}"),
         }
     }

@@ -196,23 +196,24 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
         Strategy::Sliced { slices: 4, bits: 4 }
     );
     assert_eq!(at(4 * 464_608 + 1, SampleType::I32), Strategy::Partition);
-    assert_eq!(at(1 << 20, SampleType::F32), Strategy::Spill { bits: 4 });
-    // Float bins that need numpy's correction, beyond one block: spill, up to where the spilled
-    // counters would leave L2; partition beyond.
-    let (spill8, spill4) = (Strategy::Spill { bits: 8 }, Strategy::Spill { bits: 4 });
+    // Float bins that need numpy's correction, beyond one block: spill (its kernel choosing the
+    // counters' width), up to where the spilled counters would leave L2; partition beyond.
+    let spill = Strategy::Spill {
+        bits: SPILL_KERNEL_CHOOSES,
+    };
+    assert_eq!(at(1 << 20, SampleType::F32), spill);
     for t in [SampleType::F32, SampleType::F64] {
         assert_eq!(
             at(packed_max_bins_per_block(&DeviceLimits::H100, 8) + 1, t),
-            spill8
+            spill
         );
-        assert_eq!(at(500_000, t), spill8);
-        assert_eq!(at(SPILL4_MIN_BINS - 1, t), spill8);
-        assert_eq!(at(SPILL4_MIN_BINS, t), spill4);
-        assert_eq!(at(1 << 20, t), spill4);
-        assert_eq!(at(AUTO_SPILL_MAX_BINS, t), spill4);
+        assert_eq!(at(500_000, t), spill);
+        assert_eq!(at(1 << 20, t), spill);
+        assert_eq!(at(AUTO_SPILL_MAX_BINS, t), spill);
         assert_eq!(at(AUTO_SPILL_MAX_BINS + 1, t), Strategy::Partition);
     }
-    // Its window is the most 8-bit counters one block holds.
+    // Its window is the most 8-bit counters one block holds (whose words hold twice the bins in
+    // 4-bit counters, the kernel's other choice).
     let p = plan(
         &Workload::new(700_000, SampleType::F32, false),
         &DeviceLimits::H100,
@@ -252,9 +253,9 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
             .unwrap()
             .strategy
     };
-    assert_eq!(computed(262_144), Strategy::Spill { bits: 8 });
-    assert_eq!(computed(1 << 20), Strategy::Spill { bits: 4 });
-    assert_eq!(computed(1 << 21), Strategy::Spill { bits: 4 });
+    assert_eq!(computed(262_144), spill);
+    assert_eq!(computed(1 << 20), spill);
+    assert_eq!(computed(1 << 21), spill);
     assert_eq!(computed(1 << 24), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::F32), Strategy::Partition);
     assert_eq!(at(1 << 24, SampleType::I32), Strategy::Partition);
@@ -350,6 +351,17 @@ fn spill_counts_only_and_holds_what_fits() {
     assert!(e.to_string().contains("2^30"), "{e}");
     assert_eq!(Strategy::Spill { bits: 8 }.name(), "spill8");
     assert_eq!(
+        Strategy::Spill {
+            bits: SPILL_KERNEL_CHOOSES
+        }
+        .name(),
+        "spill"
+    );
+    // Left to the kernel, the plan is the 8-bit window's.
+    let chosen = plan(&w(700_000), &l, StrategyChoice::Spill(None)).unwrap();
+    assert_eq!(chosen.bins_per_block, 232_304);
+    assert_eq!(chosen.shared_bytes as usize, packed_bytes(232_304, 8));
+    assert_eq!(
         plan(&w(400_000), &l, StrategyChoice::Spill(Some(4)))
             .unwrap()
             .bins_per_block,
@@ -391,7 +403,9 @@ fn spill_counts_only_and_holds_what_fits() {
     let computed = Workload::new(700_000, SampleType::I32, false).with_computed_integer_bins(true);
     assert_eq!(
         plan(&computed, &l, StrategyChoice::Auto).unwrap().strategy,
-        Strategy::Spill { bits: 8 }
+        Strategy::Spill {
+            bits: SPILL_KERNEL_CHOOSES
+        }
     );
 }
 

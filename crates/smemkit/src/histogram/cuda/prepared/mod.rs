@@ -97,6 +97,9 @@ pub(crate) struct Prepared {
     pub(crate) weights: WeightKind,
     pub(crate) sample_type: SampleType,
     func: cudarc::driver::CudaFunction,
+    /// Spill with the width left to the kernels: the 4-bit kernel, launched after `func` (the
+    /// 8-bit one) with the same arguments; the kernel not chosen returns before counting.
+    second: Option<cudarc::driver::CudaFunction>,
     /// Global strategy, counts: the u32 counters and the kernel that folds them into u64.
     fold: Option<Fold>,
     /// Sliced counts: the 16-bit lanes their blocks flush into and the kernel that folds them.
@@ -220,6 +223,14 @@ impl Prepared {
             cluster,
         };
         launch::prepare_function(&func, &shape, gpu.limits.smem_per_block_optin)?;
+        let second = match spill_second_kernel(&plan, &what) {
+            Some(name) => {
+                let f = gpu.function(&HISTOGRAM, &sample_defines(sample_type), &name)?;
+                launch::prepare_function(&f, &shape, gpu.limits.smem_per_block_optin)?;
+                Some(f)
+            }
+            None => None,
+        };
         // Persistent grid sized by what the driver says fits, not by the input length.
         match plan.strategy {
             Strategy::Cluster { size }
@@ -290,6 +301,9 @@ impl Prepared {
         );
         params.bins_per_block = plan.bins_per_block as u32;
         params.stage_ring = stage_ring.is_some() as u32;
+        if let Strategy::Spill { bits } = plan.strategy {
+            params.spill_bits = bits;
+        }
         let edge_search = match binning {
             Binning::Edges(e) => match SearchTable::build(e, |edge, x| edge <= x) {
                 Some(table) => {
@@ -414,6 +428,7 @@ impl Prepared {
             weights,
             sample_type,
             func,
+            second,
             _edges: edges,
             _edges32: edges32,
             _edge_search: edge_search,
@@ -592,6 +607,10 @@ impl Prepared {
             // SAFETY: the argument list matches hist_* (in, n, w, BinParams, out, tallies); the caller
             // guarantees the pointers.
             unsafe { launch::launch(&self.func, stream, &self.shape, &mut args)? };
+            if let Some(second) = &self.second {
+                // SAFETY: the same argument list and kernel signature as the launch above.
+                unsafe { launch::launch(second, stream, &self.shape, &mut args)? };
+            }
             if let Some(lanes) = &self.lanes16 {
                 // SAFETY: as for the launch above; `out` holds nbins counters.
                 unsafe { lanes.fold(&self.gpu, stream, out, self.nbins, gate_ptr, gate_want)? };

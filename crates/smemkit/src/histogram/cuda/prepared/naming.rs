@@ -68,7 +68,16 @@ pub fn kernel_name(plan: &Plan, limits: &DeviceLimits, what: &Counting<'_>) -> S
         // Counts, one kernel per counter width: 1024-thread blocks, prefetching.
         Strategy::Sliced { bits, .. } => return format!("hist_sliced{bits}_{}_none", mode),
         // Counts only, 1024-thread blocks, prefetching.
-        Strategy::Spill { bits } => return format!("hist_spill{bits}_{}_none", mode),
+        // Counts only, 1024-thread blocks, prefetching. Where the kernels choose the width, the
+        // 8-bit one first and the 4-bit one after it (`spill_second_kernel`).
+        Strategy::Spill { bits } => {
+            let bits = if bits == plan::SPILL_KERNEL_CHOOSES {
+                8
+            } else {
+                bits
+            };
+            return format!("hist_spill{bits}_{}_none", mode);
+        }
         Strategy::Global => "global",
         // The first of the partition passes; the others are looked up beside it.
         Strategy::Partition => return format!("hist_part_count_{}", mode),
@@ -95,6 +104,9 @@ pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String>
     {
         names.push("hist_fold_lanes16".to_string());
     }
+    if let Some(second) = spill_second_kernel(plan, what) {
+        names.push(second);
+    }
     if plan.strategy == Strategy::Partition {
         names.push(format!("hist_part_scatter_{mode}"));
         names.push("hist_part_bins".to_string());
@@ -111,6 +123,21 @@ pub fn companions(plan: &Plan, what: &Counting<'_>, probed: bool) -> Vec<String>
     names
 }
 
+/// The kernel launched after the plan's own where the spill kernels choose their width: the 4-bit
+/// one (`spill_kernel` in `kernels/hist_spill.cuh`; the one not chosen returns before counting).
+pub fn spill_second_kernel(plan: &Plan, what: &Counting<'_>) -> Option<String> {
+    (plan.strategy
+        == Strategy::Spill {
+            bits: plan::SPILL_KERNEL_CHOOSES,
+        })
+    .then(|| {
+        format!(
+            "hist_spill4_{}_none",
+            mode_name(what.binning, what.sample_type)
+        )
+    })
+}
+
 /// Whether the sliced counts of `plan` flush into 16-bit lanes (`flush_packed_lanes16` in
 /// `kernels/hist_packed.cuh`): counts, not sums, and few enough blocks per slice that a lane's
 /// leftovers, at most 2^bits - 1 from each, stay below 2^16.
@@ -123,9 +150,14 @@ pub fn lanes16_fit(plan: &Plan, weights: WeightKind) -> bool {
             let members = plan.grid.div_ceil(slices.max(1)) as u64;
             members * ((1u64 << bits) - 1) <= u16::MAX as u64
         }
-        // Every block flushes the same window.
+        // Every block flushes the same window; a width the kernel chooses may be 8 bits.
         Strategy::Spill { bits } if weights == WeightKind::None => {
-            plan.grid as u64 * ((1u64 << bits) - 1) <= u16::MAX as u64
+            let widest = if bits == plan::SPILL_KERNEL_CHOOSES {
+                8
+            } else {
+                bits
+            };
+            plan.grid as u64 * ((1u64 << widest) - 1) <= u16::MAX as u64
         }
         _ => false,
     }
