@@ -22,7 +22,7 @@
 // places the same window, with no launch before it and nothing stored between them. Any placement
 // is exact; only the share spilled to global memory depends on it.
 
-#define SPILL_PROBES 2048
+#define SPILL_PROBES 8192
 #define SPILL_BUCKETS 1024
 // Words of shared memory the placement needs: buckets, their scan, warp sums, the best key.
 #define SPILL_PLACEMENT_WORDS (2 * SPILL_BUCKETS + 33)
@@ -103,8 +103,11 @@ __device__ unsigned spill_count_probes(const sample_t* __restrict__ in, unsigned
 
 // The busiest sample count one bin of a block is expected to reach: the probes in the densest run
 // of SPILL_PEAK_BUCKETS buckets, as a share of the input, spread over that run's bins and over the
-// blocks (each reads about n / gridDim.x samples).
-#define SPILL_PEAK_BUCKETS 16
+// blocks (each reads about n / gridDim.x samples). The run must hold enough probes that its
+// maximum over the centre's windows is not mostly noise (16 buckets of 2048 probes held about 100
+// on normal data at 1M bins and overstated the peak past the limit below: bench/NOTES.md,
+// session 24), and be narrow enough not to flatten the peaks that matter.
+#define SPILL_PEAK_BUCKETS 32
 // A 4-bit window pays for its wraps (each costs a few global atomics) where a bin takes more
 // counts than this in a block; below it, its twice wider window spills fewer samples than the
 // 8-bit one (bench/NOTES.md, session 23: normal data at 500000 bins, ~13 counts a centre bin,
