@@ -22,7 +22,9 @@
 // places the same window, with no launch before it and nothing stored between them. Any placement
 // is exact; only the share spilled to global memory depends on it.
 
-#define SPILL_PROBES 8192
+// Not a power of two: evenly spaced probes of data with a period of a power of two (image rows,
+// an input tiled from copies) would otherwise read the same few offsets of each period.
+#define SPILL_PROBES 8191
 #define SPILL_BUCKETS 1024
 // Words of shared memory the placement needs: buckets, their scan, warp sums, the best key.
 #define SPILL_PLACEMENT_WORDS (2 * SPILL_BUCKETS + 33)
