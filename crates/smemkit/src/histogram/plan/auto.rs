@@ -118,23 +118,44 @@ pub(super) fn auto_plan_large(w: &Workload, limits: &DeviceLimits) -> Plan {
 /// leave L2 (as [`AUTO_PARTITION_LARGE_MIN`] for global).
 pub const AUTO_SPILL_MAX_BINS: usize = AUTO_PARTITION_LARGE_MIN;
 
+/// Most bins `auto` gives the spill strategy for float samples on a grid of bins (no correction):
+/// measured up to 2^20 bins (H100, 2^28 float32 normal and uniform samples over [-4, 4]: at
+/// 262144 bins spill 0.46 / 0.52 ms against two slices' 0.80 / 0.77, at 1048576 0.61 / 1.82
+/// against three slices' 1.47 / 1.81; bench/NOTES.md, session 24); beyond, the slices and the
+/// partition passes stay, unmeasured against it.
+pub const AUTO_SPILL_GRID_MAX_BINS: usize = 1 << 20;
+
 /// Counts of samples whose bins cost more than a subtraction (float bins that need numpy's
 /// correction, integer samples in computed bins) beyond one block of 8-bit counters: the spill
 /// strategy locates each sample once, where the sliced passes locate it once per slice and global
 /// sends every sample through an L2 atomic. Its spilled share is a subset of global's atomics, so
-/// it beats global whatever the data; against sliced it gains the slices' repeated binning.
+/// it beats global whatever the data; against sliced it gains the slices' repeated binning. Float
+/// samples on a grid of bins too, up to [`AUTO_SPILL_GRID_MAX_BINS`]: their slices each still
+/// read and convert every sample, where integer samples' slices are measured ahead.
 pub(super) fn auto_spill_plan(w: &Workload, limits: &DeviceLimits) -> Option<Plan> {
-    if w.weighted || w.cheap_binning() || w.nbins > AUTO_SPILL_MAX_BINS {
+    if w.weighted || w.nbins > AUTO_SPILL_MAX_BINS {
+        return None;
+    }
+    let grid_floats = w.sample_type.is_float() && w.cheap_binning();
+    if grid_floats && w.nbins > AUTO_SPILL_GRID_MAX_BINS {
+        return None;
+    }
+    if w.cheap_binning() && !grid_floats {
         return None;
     }
     let p = spill_choice(w, limits, None).ok()?;
     Some(Plan {
         reason: format!(
-            "{} bins of samples whose bins are computed with numpy's correction, beyond one block: \
+            "{} bins of {}, beyond one block: \
              each block keeps the busiest {} bins in 8-bit counters or {} in 4-bit ones (width and \
              place chosen from a probe of the input) and sends the other samples to global \
              atomics, locating each sample once",
             w.nbins,
+            if grid_floats {
+                "float samples on a grid of bins"
+            } else {
+                "samples whose bins are computed with numpy's correction"
+            },
             p.bins_per_block,
             (2 * p.bins_per_block).min(w.nbins)
         ),

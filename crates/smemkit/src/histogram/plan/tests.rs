@@ -225,24 +225,37 @@ fn bins_beyond_a_block_follow_the_measured_crossovers() {
         packed_max_bins_per_block(&DeviceLimits::H100, 8)
     );
     assert_eq!(p.block, ONE_BLOCK_THREADS);
-    // Float bins that need no correction bin as cheaply as integers: planned as them.
+    // Float bins that need no correction: spill up to 2^20 bins (measured ahead of the slices),
+    // then planned as integers are.
+    let chooses = Strategy::Spill {
+        bits: SPILL_KERNEL_CHOOSES,
+    };
     let exact = |nbins| {
         let w = Workload::new(nbins, SampleType::F32, false).with_exact_float_bins(true);
         plan(&w, &DeviceLimits::H100, StrategyChoice::Auto)
             .unwrap()
             .strategy
     };
-    assert_eq!(exact(1 << 20), Strategy::Sliced { slices: 3, bits: 4 });
+    assert_eq!(exact(1 << 18), chooses);
+    assert_eq!(exact(AUTO_SPILL_GRID_MAX_BINS), chooses);
+    assert_eq!(
+        exact(AUTO_SPILL_GRID_MAX_BINS + 1),
+        Strategy::Sliced { slices: 3, bits: 4 }
+    );
     assert_eq!(exact(1 << 21), Strategy::Partition);
-    // Float64 samples on a grid: the same slices, but no partition passes before 2^22 bins.
+    // Float64 samples on a grid: the same, but no partition passes before 2^22 bins.
     let exact64 = |nbins| {
         let w = Workload::new(nbins, SampleType::F64, false).with_exact_float_bins(true);
         plan(&w, &DeviceLimits::H100, StrategyChoice::Auto)
             .unwrap()
             .strategy
     };
-    assert_eq!(exact64(1 << 20), Strategy::Sliced { slices: 3, bits: 4 });
-    assert_eq!(exact64(1 << 19), Strategy::Sliced { slices: 2, bits: 4 });
+    assert_eq!(exact64(1 << 20), chooses);
+    assert_eq!(exact64(1 << 19), chooses);
+    assert_eq!(
+        exact64(AUTO_SPILL_GRID_MAX_BINS + 1),
+        Strategy::Sliced { slices: 3, bits: 4 }
+    );
     assert_eq!(exact64(1 << 21), Strategy::Global);
     assert_eq!(exact64(1 << 23), Strategy::Partition);
     // Integer samples in computed bins (a range, explicit edges) bin as floats do: spill locates
@@ -383,11 +396,12 @@ fn spill_counts_only_and_holds_what_fits() {
     )
     .unwrap();
     assert_eq!(small.bins_per_block, 1000);
-    // Cheap bins (integer samples, float bins on the grid) keep their slices.
+    // Float bins on the grid spill too (up to AUTO_SPILL_GRID_MAX_BINS); integer samples in
+    // their own bins keep their slices.
     let exact = Workload::new(700_000, SampleType::F32, false).with_exact_float_bins(true);
     assert!(matches!(
         plan(&exact, &l, StrategyChoice::Auto).unwrap().strategy,
-        Strategy::Sliced { .. }
+        Strategy::Spill { .. }
     ));
     assert!(matches!(
         plan(
@@ -420,7 +434,7 @@ fn the_probe_weighs_spill_against_slices_of_cheap_bins() {
     let share = spill_share_for_sliced(&p, &ints).unwrap();
     assert!((0.7..0.8).contains(&share), "{share}");
     // Float64 on the grid pays more a slice: a lower share suffices.
-    let f64s = Workload::new(1 << 20, SampleType::F64, false).with_exact_float_bins(true);
+    let f64s = Workload::new(1_500_000, SampleType::F64, false).with_exact_float_bins(true);
     let share64 = spill_share_for_sliced(&auto(&f64s), &f64s).unwrap();
     assert!(share64 < share, "{share64} against {share}");
     assert!(share64 >= SPILL_SHARE_LEAST);
