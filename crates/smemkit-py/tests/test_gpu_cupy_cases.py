@@ -227,11 +227,6 @@ def _random(shape, dtype, seed):
 @pytest.mark.parametrize("dtype", HIST_TYPES)
 def test_histogramdd_and_histogram2d(dtype):
     x = _random((100, 3), dtype, 7)
-    if dtype == np.float16:
-        # Not yet: the joint engine's float16 axes (numpy's float16 edges over the data).
-        with pytest.raises(NotImplementedError, match="float16"):
-            smemkit.histogramdd(cupy.asarray(x), bins=10)
-        return
     arrays = [np.arange(0, 100, 4), np.arange(0, 100, 10), np.arange(25)]
     for weights, weights_dtype, density, bins, rng in itertools.product(
             [None, 1, 2], [np.int32, np.float64], [True, False],
