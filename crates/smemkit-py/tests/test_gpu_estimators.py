@@ -153,11 +153,101 @@ def test_torch_stone_is_numpys(dtype, range_):
         _check(h.cpu().numpy(), e.cpu().numpy(), x.cpu().numpy(), "stone", range_)
 
 
+def _half_types():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return [np.float16]
+    return [np.float16, ml_dtypes.bfloat16]
+
+
+HALF_RULES = ["auto", "fd", "stone", "rice", "sturges", "sqrt"]
+
+
+def _same_as_numpy(got, x, rule, r, host=np.asarray):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        H, E = np.histogram(x, rule, range=r)
+    h, e = host(got[0]), host(got[1])
+    assert h.dtype == H.dtype and e.dtype == E.dtype, (h.dtype, H.dtype, e.dtype, E.dtype)
+    np.testing.assert_array_equal(h, H)
+    np.testing.assert_array_equal(e, E)
+
+
+@pytest.mark.parametrize("half", _half_types(), ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("rule", HALF_RULES)
+def test_16_bit_estimators_on_the_device_are_numpys(fake, rng, half, rule):
+    # The extremes, the quartiles' neighbours (from a sort on the device) and stone's histograms
+    # come from the device; numpy's arithmetic in the samples' type makes the width from them.
+    sys.modules["cupy"].sort = lambda a: np.sort(a).view(type(a))
+    sys.modules["cupy"].asnumpy = np.asarray
+    sizes = [1, 2, 3, 11, 12, 13, 14, 15, 101, 1002] if rule != "stone" else [2, 13, 1002]
+    for n in sizes:
+        for scale in (1.0, 30.0):
+            base = rng.standard_normal(n) * scale
+            for x in (base.astype(half), (np.abs(base) ** 2).astype(half)):
+                for r in (None, (-0.5 * scale, 1.3 * scale), (0.25, 0.25)):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        try:
+                            np.histogram(x, rule, range=r)
+                        except ValueError:
+                            # numpy's candidates can repeat 16-bit edges ("Too many bins").
+                            with pytest.raises(ValueError, match="Too many bins"):
+                                smemkit.histogram(dev(x), rule, range=r)
+                            continue
+                    got = smemkit.histogram(dev(x), rule, range=r)
+                    _same_as_numpy(got, x, rule, r)
+                    edges = smemkit.histogram_bin_edges(dev(x), rule, range=r)
+                    np.testing.assert_array_equal(np.asarray(edges), got[1])
+    assert not estimates  # the library's device estimate takes no 16-bit samples
+
+
+@pytest.mark.parametrize("half", _half_types(), ids=lambda t: np.dtype(t).name)
+def test_16_bit_estimators_trim_to_the_range_as_numpy_compares(fake, rng, half):
+    # numpy keeps float16 samples by comparing in float16 (1.3 rounds down onto a sample) and
+    # bfloat16 ones in float32 (a bound just below a sample, rounded to float32, keeps it). The
+    # edges carry the estimate (the counts of such bounds: see the closing note of issue 23).
+    sys.modules["cupy"].sort = lambda a: np.sort(a).view(type(a))
+    top = float(half(1.3))
+    x = np.concatenate([rng.standard_normal(200) * 0.3, [top] * 150, [-0.75] * 60]).astype(half)
+    for r in ((-1.0, 1.3), (-1.0, top - 1e-12), (-1.0, top - 1e-4), (-1.0, top + 1e-7),
+              (-0.75, top), (float(np.nextafter(-0.75, 0)), 1.0)):
+        for rule in ("sqrt", "fd"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = np.histogram_bin_edges(x, rule, range=r)
+            got = np.asarray(smemkit.histogram_bin_edges(dev(x), rule, range=r))
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
+def test_16_bit_estimators_that_need_sums_say_so(fake, rng):
+    x = rng.standard_normal(100).astype(np.float16)
+    for rule in ("scott", "doane"):
+        with pytest.raises(NotImplementedError, match=f"`{rule}` estimator on float16"):
+            smemkit.histogram(dev(x), rule)
+    with pytest.raises(ValueError, match="not finite"):
+        smemkit.histogram(dev(np.array([1.0, np.inf], np.float16)), "sqrt")
+    with pytest.raises(ValueError, match="max must be larger"):
+        smemkit.histogram(dev(x), "sqrt", range=(1.0, 0.0))
+
+
 @needs_torch
-def test_torch_halves_are_refused_clearly():
-    x = torch.randn(1000, device="cuda")
-    with pytest.raises(NotImplementedError, match="give a number of bins"):
-        smemkit.histogram(x.half(), "auto", range=(-1.0, 1.0))
+@pytest.mark.parametrize("rule", HALF_RULES)
+def test_torch_16_bit_estimators_are_numpys(rule):
+    import ml_dtypes
+
+    g = torch.Generator(device="cuda").manual_seed(21)
+    base = torch.randn(1 << 20 if rule != "stone" else 1 << 16, generator=g, device="cuda") * 3
+    for t, host in ((base.half(), lambda v: v.cpu().numpy()),
+                    (base.bfloat16(), lambda v: v.float().cpu().numpy().astype(ml_dtypes.bfloat16))):
+        for r in (None, (-1.0, 2.5)):
+            got = smemkit.histogram(t, rule, range=r)
+            x = host(t)
+            _same_as_numpy(got, x, rule, r,
+                           host=lambda v: v.float().cpu().numpy().astype(ml_dtypes.bfloat16)
+                           if v.dtype == torch.bfloat16 else v.cpu().numpy())
 
 
 @needs_cupy

@@ -26,6 +26,7 @@ from collections import deque
 import numpy as np
 
 from . import _native
+from . import _device_half
 from . import _ranges
 
 _DL_CUDA = 2
@@ -598,6 +599,8 @@ def estimate(a_obj, kind, rule, range_):
     (numpy's float64 edges over the data's extremes)."""
     a = Input(a_obj, kind, "a")
     dtype = _sample_dtype(a, False)
+    if dtype in _HALF:
+        return _half_estimate(a_obj, kind, dtype, rule, range_)
     if a.size and a.layout() != "C":
         hint = {"torch": ".contiguous()", "cupy": "cupy.ascontiguousarray(...)"}.get(kind, "a copy")
         raise ValueError(
@@ -622,6 +625,21 @@ def estimate(a_obj, kind, rule, range_):
         # same as its edges), without reading the samples again.
         return nbins, _Extremes(extremes)
     return None, edges
+
+
+def _half_estimate(a_obj, kind, dtype, rule, range_):
+    """``estimate`` for float16 and bfloat16 samples (``_device_half``)."""
+    def counts(nbins, rng):
+        hist, _ = histogram(a_obj, kind, nbins, None, rng, None, False, "ignore", None, False,
+                            None)
+        if kind == "torch":
+            return hist.cpu().numpy()
+        if kind == "cupy":
+            return _cupy().asnumpy(hist)
+        return np.asarray(hist)
+
+    nbins, extremes = _device_half.estimate(a_obj, kind, dtype, rule, range_, counts)
+    return nbins, (None if extremes is None else _Extremes(extremes))
 
 
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):

@@ -68,8 +68,16 @@ def _doane(x, _range):
     return _ptp(x) / (1.0 + np.log2(n) + np.log2(1.0 + np.absolute(g1) / sg1))
 
 
+def _quartiles(x):
+    """``np.percentile(x, [75, 25])``, or for a summary of device samples (``_device_half``),
+    its own, computed by numpy from the order statistics."""
+    if isinstance(x, np.ndarray):
+        return np.percentile(x, [75, 25])
+    return x.quartiles()
+
+
 def _fd(x, _range):
-    q75, q25 = np.percentile(x, [75, 25])
+    q75, q25 = _quartiles(x)
     return 2.0 * np.subtract(q75, q25) * x.size ** (-1.0 / 3.0)
 
 
@@ -114,12 +122,22 @@ def nbins(flat: np.ndarray, rule: str, outer, trim: bool, histogram) -> int:
             flat = flat[keep]
     if flat.size == 0:
         return 1
+    return bins_of_width(width(flat, rule, outer, histogram), flat.dtype, outer)
+
+
+def width(x, rule: str, outer, histogram):
+    """numpy's bin width for ``rule`` on the (trimmed, non-empty) samples ``x``: an array, or a
+    summary with ``max()``, ``min()``, ``size`` and ``quartiles()`` (``_device_half``)."""
     if rule == "stone":
-        width = _stone(flat, outer, histogram)
-    else:
-        width = _WIDTHS[rule](flat, outer)
-    if not width:
+        return _stone(x, outer, histogram)
+    return _WIDTHS[rule](x, outer)
+
+
+def bins_of_width(w, dtype, outer) -> int:
+    """numpy's number of equal bins of width ``w`` over ``outer`` for samples of ``dtype``."""
+    first, last = outer
+    if not w:
         return 1
-    if np.issubdtype(flat.dtype, np.integer) and width < 1:
-        width = 1
-    return int(np.ceil(span(last, first) / width))
+    if np.issubdtype(dtype, np.integer) and w < 1:
+        w = 1
+    return int(np.ceil(span(last, first) / w))
