@@ -243,8 +243,17 @@ def test_torch_16_bit_estimators_are_numpys(rule):
     for t, host in ((base.half(), lambda v: v.cpu().numpy()),
                     (base.bfloat16(), lambda v: v.float().cpu().numpy().astype(ml_dtypes.bfloat16))):
         for r in (None, (-1.0, 2.5)):
-            got = smemkit.histogram(t, rule, range=r)
             x = host(t)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    np.histogram(x, rule, range=r)
+                except ValueError:
+                    # bfloat16 edges over the data repeat at this many bins: numpy refuses.
+                    with pytest.raises(ValueError, match="Too many bins"):
+                        smemkit.histogram(t, rule, range=r)
+                    continue
+            got = smemkit.histogram(t, rule, range=r)
             _same_as_numpy(got, x, rule, r,
                            host=lambda v: v.float().cpu().numpy().astype(ml_dtypes.bfloat16)
                            if v.dtype == torch.bfloat16 else v.cpu().numpy())
