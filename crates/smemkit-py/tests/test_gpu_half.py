@@ -400,3 +400,13 @@ def test_jax_half_through_dlpack(dtype):
         H, E = np.histogram(xh.astype(np.float64), 777, range=(-4.0, 4.0))
     np.testing.assert_array_equal(np.asarray(h), H)
     np.testing.assert_array_equal(np.asarray(e), E)
+
+
+def test_bfloat16_range_bounds_numpy_compares_in_float32_are_refused_on_the_gpu(fake):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = dev(np.array([1.296875] * 3 + [0.5], ml_dtypes.bfloat16))
+    with pytest.raises(NotImplementedError, match="rounds in float32 to 1.296875"):
+        smemkit.histogram(x, 4, range=(-1.0, 1.296874999999))
+    with pytest.raises(NotImplementedError, match="rounds in float32"):
+        smemkit.histogram(x, 4, range=(np.float64(1.296875 + 1e-12), np.float64(2.0)))
+    smemkit.histogram(x, 4, range=(-1.0, 1.3))  # float32's 1.3 is no bfloat16 value

@@ -535,6 +535,7 @@ def _bfloat16_range(range_):
     else:
         bin_type = None
     if bin_type == np.float64:
+        _ranges.check_bfloat16_bounds(first, last)
         return range_
     raise NotImplementedError(
         f"a range of {type(first).__name__} and {type(last).__name__} values for bfloat16 GPU "

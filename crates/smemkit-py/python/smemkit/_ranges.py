@@ -41,6 +41,8 @@ def range_arithmetic(first, last, sample_dtype: np.dtype, half_name) -> str:
             return INT_RANGE
         return WIDE
     if range_type == np.float64:
+        if half_name == "bfloat16":
+            check_bfloat16_bounds(first, last)
         return WIDE
     if range_type == sample_dtype and sample_dtype in (np.float32, np.float16):
         return SAMPLE_TYPE
@@ -77,3 +79,23 @@ def check_range(first: float, last: float) -> None:
         raise ValueError("max must be larger than min in range parameter.")
     if not (np.isfinite(first) and np.isfinite(last)):
         raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+
+
+def check_bfloat16_bounds(first, last):
+    """NotImplementedError where numpy would keep a bfloat16 sample beyond the range: numpy with
+    ml_dtypes compares bfloat16 samples with a float range in float32 (``bfloat16(1.296875) <=
+    1.296874999999`` is True), the engines in float64. They differ only where a bound's float32
+    rounding lands beyond it on a value bfloat16 holds; host arrays then take ``_typed_bins``
+    (numpy's own comparisons)."""
+    import ml_dtypes  # present: the samples are of its type
+
+    for v, beyond in ((first, np.less), (last, np.greater)):
+        if not isinstance(v, (float, np.floating)):
+            continue
+        rounded = np.float32(v)
+        if beyond(float(rounded), float(v)) and float(ml_dtypes.bfloat16(rounded)) == float(rounded):
+            raise NotImplementedError(
+                f"a range bound of {float(v)!r} rounds in float32 to {float(rounded)!r}, a "
+                "bfloat16 value outside the range, which numpy (ml_dtypes) compares bfloat16 "
+                "samples with and keeps: not followed by the engines yet (host arrays take it); "
+                "give the bound as that value or one float32 holds")
