@@ -24,6 +24,11 @@
   (sqrt/sturges/rice none beyond min/max; scott 1, the squared deviations, its sum of the
   samples coming with min/max; doane 2, the cubes needing the standard deviation first; fd/auto
   2 more radix-select passes after a first that also finds min/max).
+- half-estimators: the same normal samples rounded to float16 / bfloat16, over [-4, 4] (without
+  a range numpy's 16-bit edges over the data repeat at these bin counts and it refuses them):
+  smemkit.histogram(x, rule, range=...) beside smemkit.histogram(x, N, range=...) and
+  torch.aminmax (`one_pass`); rows carry `range`. numpy's reference is numpy on the host copy
+  (ml_dtypes' bfloat16), one run each: the slow part (about 20-40 s a rule at 2^28).
 - bf16, f16: normal samples rounded to bfloat16 / float16, 256, 1000 and 4096 bins over [-4, 4]:
   smemkit.histogram, torch.histc, cupy.histogram (f16), and `copy_d2d` (a device copy of the same
   bytes: the bar of issue 23's target).
@@ -41,7 +46,8 @@ prefix, a larger one the set repeated (noted as `repeats`), so that numpy's refe
 of the counts of fixed chunks, computed once per bins (numpy on the host is the slow part).
 
 Usage: python3 bench/python_realistic.py [--sizes 22,24,26,28]
-       [--dists normal,edges,weighted,bf16,f16,digitize,estimators] [--estimator-sizes 28]
+       [--dists normal,edges,weighted,bf16,f16,digitize,estimators,half-estimators]
+       [--estimator-sizes 28] [--half-estimator-rules sturges,fd]
        [--runs 7] [--skip-cupy] [--budget-s 420]
 Expected on an H100 with the defaults: about 3 to 5 minutes, most of it numpy's references; past
 --budget-s it stops starting new workloads and says so in a final `note` row.
@@ -148,7 +154,8 @@ def device_data(base, n):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="22,24,26,28", help="log2 of the sample counts")
-    p.add_argument("--dists", default="normal,edges,weighted,bf16,f16,digitize,estimators")
+    p.add_argument("--dists",
+                   default="normal,edges,weighted,bf16,f16,digitize,estimators,half-estimators")
     p.add_argument("--estimator-sizes", default="28",
                    help="log2 of the sample counts of the estimators' rows (numpy's references "
                         "of 2^28 samples take about a minute)")
@@ -161,6 +168,9 @@ def main():
     p.add_argument("--estimator-rules", default=",".join(GPU_RULES),
                    help="the estimators timed (stone histograms the data max(100, sqrt(n)) "
                         "times: give it small --estimator-sizes)")
+    p.add_argument("--half-estimator-rules", default="sturges,fd",
+                   help="the estimators timed on float16 / bfloat16 samples (at the first of "
+                        "--estimator-sizes)")
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--base-log2", type=int, default=26)
     p.add_argument("--skip-cupy", action="store_true")
@@ -353,6 +363,9 @@ def main():
     if "estimators" in dists and not over_budget("estimators"):
         est_sizes = sorted(1 << int(s) for s in args.estimator_sizes.split(","))
         bench_estimators(args, est_sizes, normal32, emit, over_budget)
+    if "half-estimators" in dists and not over_budget("half-estimators"):
+        n = 1 << int(args.estimator_sizes.split(",")[0])
+        bench_half_estimators(args, n, normal32, emit, over_budget)
     emit({"op": "note", "elapsed_s": round(time.monotonic() - began, 1)})
 
 
@@ -444,6 +457,55 @@ def bench_estimators(args, sizes, base, emit, over_budget):
                 emit(row)
         del x_n, host
         torch.cuda.empty_cache()
+
+
+def bench_half_estimators(args, n, base, emit, over_budget):
+    """`hist` rows of the estimators on float16 / bfloat16 samples over [-4, 4], against the
+    plain histogram with the same bins and one read of the samples."""
+    import ml_dtypes
+
+    rng = (-4.0, 4.0)
+    x32, repeats = device_data(base, n)
+    for tdtype, host_type in ((torch.float16, np.float16), (torch.bfloat16, ml_dtypes.bfloat16)):
+        x = x32.to(tdtype)
+        host = x.float().cpu().numpy().astype(host_type)
+        name = str(tdtype).removeprefix("torch.")
+        for rule in args.half_estimator_rules.split(","):
+            if over_budget(f"half-estimators {name} {rule}"):
+                return
+            t0 = time.perf_counter()
+            want, want_edges = np.histogram(host, rule, range=rng)
+            numpy_ms = (time.perf_counter() - t0) * 1e3
+            nb = len(want)
+            emit({"op": "hist", "impl": "numpy.histogram", "dist": "normal", "dtype": name,
+                  "n": n, "nbins": nb, "bins": rule, "rule": rule, "range": list(rng),
+                  "ms": round(numpy_ms, 3), "runs": 1, "host": True})
+            cases = [
+                (rule, "smemkit.histogram", lambda: smemkit.histogram(x, rule, range=rng)),
+                (nb, "smemkit.histogram", lambda: smemkit.histogram(x, nb, range=rng)),
+                (nb, "one_pass", lambda: torch.aminmax(x)),
+            ]
+            for bins, impl, call in cases:
+                row = {"op": "hist", "impl": impl, "dist": "normal", "dtype": name, "n": n,
+                       "nbins": nb, "bins": bins, "rule": rule, "range": list(rng)}
+                if repeats > 1:
+                    row["repeats"] = repeats
+                try:
+                    ms, out = timed(call, args.runs)
+                    row["ms"] = round(ms, 5)
+                    row["gbps"] = round(n * 2 / (ms * 1e-3) / 1e9, 2)
+                    if impl != "one_pass":
+                        counts = to_host(out[0])
+                        edges = out[1].float().cpu().numpy() if out[1].dtype == torch.bfloat16 \
+                            else to_host(out[1])
+                        row["correct"] = bool(np.array_equal(counts, want) and np.array_equal(
+                            edges, want_edges.astype(edges.dtype)) and len(edges) == nb + 1)
+                except Exception as e:  # a call that cannot run says why
+                    row["error"] = f"{type(e).__name__}: {e}"[:300]
+                emit(row)
+        del x, host
+    torch.cuda.empty_cache()
+
 
 
 if __name__ == "__main__":

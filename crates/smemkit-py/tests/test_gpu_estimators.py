@@ -177,9 +177,9 @@ def _same_as_numpy(got, x, rule, r, host=np.asarray):
 @pytest.mark.parametrize("half", _half_types(), ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("rule", HALF_RULES)
 def test_16_bit_estimators_on_the_device_are_numpys(fake, rng, half, rule):
-    # The extremes, the quartiles' neighbours (from a sort on the device) and stone's histograms
-    # come from the device; numpy's arithmetic in the samples' type makes the width from them.
-    sys.modules["cupy"].sort = lambda a: np.sort(a).view(type(a))
+    # The counts of each value (one device histogram of the bit patterns) and stone's
+    # histograms come from the device; numpy's arithmetic in the samples' type makes the width
+    # from the extremes and quartiles' neighbours they give.
     sys.modules["cupy"].asnumpy = np.asarray
     sizes = [1, 2, 3, 11, 12, 13, 14, 15, 101, 1002] if rule != "stone" else [2, 13, 1002]
     for n in sizes:
@@ -208,7 +208,6 @@ def test_16_bit_estimators_trim_to_the_range_as_numpy_compares(fake, rng, half):
     # numpy keeps float16 samples by comparing in float16 (1.3 rounds down onto a sample) and
     # bfloat16 ones in float32 (a bound just below a sample, rounded to float32, keeps it). The
     # edges carry the estimate (the counts of such bounds: see the closing note of issue 23).
-    sys.modules["cupy"].sort = lambda a: np.sort(a).view(type(a))
     top = float(half(1.3))
     x = np.concatenate([rng.standard_normal(200) * 0.3, [top] * 150, [-0.75] * 60]).astype(half)
     for r in ((-1.0, 1.3), (-1.0, top - 1e-12), (-1.0, top - 1e-4), (-1.0, top + 1e-7),
@@ -240,6 +239,32 @@ def test_16_bit_estimators_that_need_sums_say_so(fake, rng):
         smemkit.histogram(dev(np.array([1.0, np.inf], np.float16)), "sqrt")
     with pytest.raises(ValueError, match="max must be larger"):
         smemkit.histogram(dev(x), "sqrt", range=(1.0, 0.0))
+
+
+@pytest.mark.parametrize("half", _half_types(), ids=lambda t: np.dtype(t).name)
+def test_16_bit_estimators_of_nan_zeros_and_ties_are_numpys(fake, rng, half):
+    # NaN (numpy's extremes become NaN; a range drops it), both zeros, infinities beside a
+    # range, and heavy ties: the counts of each bit pattern carry all of them.
+    sys.modules["cupy"].asnumpy = np.asarray
+    cases = [
+        np.array([1.0, np.nan, 2.0, 3.0]),
+        np.array([-0.0, 0.0, 0.0, -0.0, 1.5, 2.5, -1.0] * 3),
+        np.concatenate([rng.standard_normal(500), [np.inf, -np.inf, np.nan] * 4]),
+        np.repeat([0.5, 0.75, 1.0, 3.0], [100, 1, 57, 2]),
+    ]
+    for x in cases:
+        x = x.astype(half)
+        for r in (None, (-1.0, 2.0)):
+            for rule in ("sturges", "fd", "auto"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        want = np.histogram(x, rule, range=r)
+                    except ValueError as e:
+                        with pytest.raises(ValueError, match=str(e).replace("[", r"\[")):
+                            smemkit.histogram(dev(x), rule, range=r)
+                        continue
+                _same_as_numpy(smemkit.histogram(dev(x), rule, range=r), x, rule, r)
 
 
 @needs_torch

@@ -639,8 +639,30 @@ def _half_estimate(a_obj, kind, dtype, rule, range_):
             return _cupy().asnumpy(hist)
         return np.asarray(hist)
 
-    nbins, extremes = _device_half.estimate(a_obj, kind, dtype, rule, range_, counts)
+    nbins, extremes = _device_half.estimate(
+        a_obj, kind, dtype, rule, range_, counts, lambda: _bit_pattern_counts(a_obj, kind))
     return nbins, (None if extremes is None else _Extremes(extremes))
+
+
+def _bit_pattern_counts(a_obj, kind) -> np.ndarray:
+    """How many of the 16-bit samples ``a_obj`` hold each bit pattern, counted on the device by
+    the library's histogram of the samples read as int16 (65536 bins over [-32768, 32767]: one
+    value a bin); int64 on the host, indexed by the pattern read as int16, plus 32768."""
+    if kind == "torch":
+        bits = a_obj.reshape(-1).view(_torch().int16)
+    elif kind == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        bits = jax.lax.bitcast_convert_type(a_obj.reshape(-1), jnp.int16)
+    else:
+        bits = a_obj.reshape(-1).view("int16")
+    inp = Input(bits, kind, "a")
+    counts = _run(inp, "int16", None, 65536, (-32768.0, 32767.0), None, False, "ignore", None,
+                  False)
+    if inp.frame.name == "torch":
+        return counts.cpu().numpy()
+    return counts.get()
 
 
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):

@@ -1,15 +1,17 @@
 """numpy's bin estimators for float16 and bfloat16 GPU samples (torch, CuPy, JAX).
 
 The library's device estimate reads 4- and 8-byte and integer samples; numpy computes a 16-bit
-sample's statistics in float16 (or, with ml_dtypes, bfloat16) arithmetic. The rules whose
-statistics are order statistics - the extremes (`sqrt`, `sturges`, `rice`), the quartiles (`fd`,
-`auto`) and histograms (`stone`) - are computed here on the device by the array's framework (a
-reduction, or one sort of a float32 copy of the samples, which the samples widen to exactly), and
-only those few values come back; numpy's own arithmetic then makes the width from them as numpy
-makes it from the whole array: the extremes as scalars of the samples' type, the quartiles by
-``np.percentile`` over a short array holding the same neighbours at the same fractional
-position. `scott` and `doane` need numpy's float16 sums (pairwise, each term rounded to float16),
-which these operations do not reproduce: they say so."""
+sample's statistics in float16 (or, with ml_dtypes, bfloat16) arithmetic. A 16-bit sample takes
+one of 65536 values, so one device pass - the library's histogram of the samples' bit patterns -
+tells how many samples hold each value, and that is all the order statistics need: the extremes
+(`sqrt`, `sturges`, `rice`), the range's trim (numpy's own comparisons, of each distinct value)
+and the quartiles' neighbours (`fd`, `auto`) come from those 65536 counts on the host, never
+from the samples. `stone` histograms the samples on the device at each candidate bin count.
+numpy's own arithmetic then makes the width as it makes it from the whole array: the extremes
+as scalars of the samples' type, the quartiles by ``np.percentile`` over a short array holding
+the same neighbours at the same fractional position. `scott` and `doane` need numpy's 16-bit
+sums (float16: pairwise, rounded to float16; bfloat16: one element after another, each sum
+rounded to bfloat16), which counts do not give: they say so."""
 
 from __future__ import annotations
 
@@ -83,10 +85,12 @@ def _percentiles(n: int, order_statistics, dtype):
     return np.percentile(y, [75, 25])
 
 
-def estimate(x, kind: str, dtype: str, rule: str, range_, histogram):
+def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_counts):
     """numpy's number of bins for ``rule`` on the 16-bit GPU samples ``x`` (the framework's
     array, any shape), over ``range_`` (Python floats) or the data's extremes.
-    ``histogram(nbins, range)`` counts ``x`` on the device into a host array (for 'stone').
+    ``histogram(nbins, range)`` counts ``x`` on the device into a host array (for 'stone');
+    ``pattern_counts()`` counts, on the device, the samples of each of the 65536 bit patterns
+    (int64 on the host, indexed by the pattern read as int16, plus 32768).
     Returns ``(nbins, extremes)``: the data's (min, max) as floats when no range was given, ()
     for no samples, None with a range."""
     if rule in ("scott", "doane"):
@@ -95,9 +99,11 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram):
             f"their deviations in {dtype} arithmetic, which the device does not reproduce): give "
             "a number of bins, or use 'auto', 'fd', 'stone', 'rice', 'sturges' or 'sqrt'")
     st = scalar_type(dtype)
-    ops = _Ops(kind)
-    flat = ops.flat(x)
-    n = ops.size(flat)
+    if kind not in ("torch", "cupy", "jax"):
+        raise NotImplementedError(
+            "numpy's estimators on 16-bit GPU samples need torch, CuPy or JAX arrays: give a "
+            "number of bins")
+    n = int(x.numel()) if kind == "torch" else int(x.size)
     extremes = None
     if range_ is not None:
         first, last = range_
@@ -110,103 +116,71 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram):
             raise ValueError("max must be larger than min in range parameter.")
         if not (np.isfinite(first) and np.isfinite(last)):
             raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+        if n == 0:
+            return 1, extremes
+        values, counts, nan = _distinct(pattern_counts(), np.dtype(st))
     elif n == 0:
         first, last = 0, 1
         extremes = ()
     else:
-        lo, hi = ops.minmax(flat)
-        first, last = st(lo), st(hi)
+        values, counts, nan = _distinct(pattern_counts(), np.dtype(st))
+        # numpy's min and max: NaN where any sample is NaN.
+        first, last = (st(np.nan), st(np.nan)) if nan else (values[0], values[-1])
         if not (np.isfinite(first) and np.isfinite(last)):
             raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
-        extremes = (float(lo), float(hi))
+        extremes = (float(first), float(last))
     if first == last:
         first, last = first - 0.5, last + 0.5
     outer = (first, last)
-    if range_ is None:
-        kept, kept_n = flat, n
-        lo_k, hi_k = (st(extremes[0]), st(extremes[1])) if n else (None, None)
-    else:
-        # numpy keeps the samples inside the outer edges (a range widened when empty).
-        kept = ops.select(ops.widen(flat), *_cuts(float(first), float(last), dtype))
-        kept_n = ops.size(kept)
-        if kept_n:
-            lo_v, hi_v = ops.minmax(kept)
-            lo_k, hi_k = st(lo_v), st(hi_v)
+    if n == 0:
+        return 1, extremes
+    if range_ is not None:
+        # numpy keeps the samples inside the outer edges (a range widened when empty), by its
+        # own comparisons of the samples' type with them: here those of each distinct value.
+        keep = (values >= first) & (values <= last)
+        values, counts = values[keep], counts[keep]
+    kept_n = int(counts.sum())
     if kept_n == 0:
         return 1, extremes
-    held = {}
+    ends = np.cumsum(counts)
 
     def order_statistics(at):
-        if "sorted" not in held:
-            held["sorted"] = ops.sort(ops.widen(kept) if range_ is None else kept)
-        return [st(v) for v in ops.at(held["sorted"], at)]
+        # The value of rank r (from 0) is the first whose running count exceeds r.
+        return [values[i] for i in np.searchsorted(ends, np.asarray(at), side="right")]
 
-    summary = _Summary(lo_k, hi_k, kept_n, np.dtype(st), order_statistics)
+    summary = _Summary(values[0], values[-1], kept_n, np.dtype(st), order_statistics)
 
-    def counts(_x, bins, range):
+    def stone_counts(_x, bins, range):
         # numpy histograms the trimmed samples over the outer edges: the whole array over them
         # counts the same; over the data's own range, as numpy's bins from the data.
         return (histogram(bins, None if range_ is None else (float(first), float(last))),)
 
-    w = _typed_estimators.width(summary, rule, outer, counts)
+    w = _typed_estimators.width(summary, rule, outer, stone_counts)
     return _typed_estimators.bins_of_width(w, np.dtype(st), outer), extremes
 
 
-def _cuts(first: float, last: float, dtype: str):
-    """float32 bounds that select, among float32 values widened from ``dtype``, exactly the
-    samples numpy keeps inside ``[first, last]``: numpy compares float16 samples with a Python
-    float in float16 (the float rounded to it), and ml_dtypes' bfloat16 ones in float32 (as
-    measured with ml_dtypes 0.6: ``bfloat16(1.296875) >= 1.2968751`` is False)."""
-    if dtype == "float16":
-        return float(np.float16(first)), float(np.float16(last))
-    return float(np.float32(first)), float(np.float32(last))
+_PATTERNS = (np.arange(65536) - 32768).astype(np.int16)
+# Per dtype: the positions of the non-NaN patterns in ascending order of their values, those
+# values, and the positions of the NaN patterns.
+_ORDER: dict = {}
 
 
-class _Ops:
-    """The few device operations the estimate needs, in the array's framework."""
+def _order(dtype: np.dtype):
+    if dtype not in _ORDER:
+        wide = _PATTERNS.view(dtype).astype(np.float32)  # exact, NaN staying NaN
+        with np.errstate(invalid="ignore"):
+            is_nan = np.isnan(wide)
+        at = np.flatnonzero(~is_nan)
+        at = at[np.argsort(wide[at], kind="stable")]
+        _ORDER[dtype] = (at, _PATTERNS.view(dtype)[at], np.flatnonzero(is_nan))
+    return _ORDER[dtype]
 
-    def __init__(self, kind: str):
-        if kind not in ("torch", "cupy", "jax"):
-            raise NotImplementedError(
-                "numpy's estimators on 16-bit GPU samples need torch, CuPy or JAX arrays: give a "
-                "number of bins")
-        self.kind = kind
 
-    def flat(self, x):
-        return x.reshape(-1)
-
-    def size(self, x) -> int:
-        return int(x.numel()) if self.kind == "torch" else int(x.size)
-
-    def widen(self, x):
-        return x.float() if self.kind == "torch" else x.astype("float32")
-
-    def select(self, x, lo: float, hi: float):
-        return x[(x >= lo) & (x <= hi)]
-
-    def minmax(self, x):
-        if self.kind == "torch":
-            import torch
-
-            lo, hi = torch.aminmax(x)
-            return lo.item(), hi.item()
-        return x.min().item(), x.max().item()
-
-    def sort(self, x):
-        if self.kind == "torch":
-            return x.sort().values
-        if self.kind == "cupy":
-            import cupy
-
-            return cupy.sort(x)
-        import jax.numpy as jnp
-
-        return jnp.sort(x)
-
-    def at(self, x, ranks):
-        if self.kind == "torch":
-            import torch
-
-            picked = x[torch.tensor(ranks, device=x.device)]
-            return [float(v) for v in picked.cpu().tolist()]
-        return [float(x[r].item()) for r in ranks]
+def _distinct(pattern_counts: np.ndarray, dtype: np.dtype):
+    """``(values, counts, nan)``: the distinct non-NaN values the samples hold, ascending (of
+    ``dtype``), how many samples hold each, and how many are NaN; from the counts of each bit
+    pattern (``pattern_counts``)."""
+    at, values, nan_at = _order(dtype)
+    counts = pattern_counts[at]
+    held = counts > 0
+    return values[held], counts[held], int(pattern_counts[nan_at].sum())
