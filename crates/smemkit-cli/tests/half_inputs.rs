@@ -167,3 +167,36 @@ fn half_text_is_read_as_numpy_reads_it_and_runs_on_cuda() {
         "{err}"
     );
 }
+
+#[test]
+fn bfloat16_bounds_numpy_compares_in_float32_are_refused_by_name() {
+    // numpy (ml_dtypes) keeps the bfloat16 1.296875 inside a range ending at 1.296874999999
+    // (compared in float32, the bound rounds onto it: counts [0 0 1 2]); the engines compare in
+    // float64. Refused, nothing written; a bound that is the value itself is followed.
+    let dir = TempDir::new().unwrap();
+    let txt = dir.path().join("x.txt");
+    std::fs::write(&txt, "1.296875\n1.296875\n0.5\n").unwrap();
+    let out = dir.path().join("h.json");
+    let run = |range: &str| {
+        smemkit(&[
+            "hist",
+            p(&txt),
+            "--dtype",
+            "bf16",
+            "--bins",
+            "4",
+            "--range",
+            range,
+            "--out",
+            p(&out),
+        ])
+    };
+    let (ok, _, err) = run("-1:1.296874999999");
+    assert!(!ok);
+    assert!(err.contains("rounds in float32 to 1.296875"), "{err}");
+    assert!(!out.exists());
+    let (ok, _, err) = run("-1:1.296875");
+    assert!(ok, "{err}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["counts"], serde_json::json!([0, 0, 1, 2]));
+}

@@ -181,6 +181,30 @@ pub(super) fn resolve_over_range(
     }))
 }
 
+/// Refuses a range of floats for bfloat16 samples where numpy would keep a sample beyond it.
+/// ml_dtypes compares bfloat16 samples with a Python float in float32 (the bound rounded to the
+/// nearest float32: `bfloat16(1.296875) <= 1.296874999999` is true), the engines in float64; the
+/// two differ only where a bound's float32 rounding lands beyond it on a value bfloat16 holds
+/// (numpy then counts a sample equal to the upper one in the last bin, and fails on one equal to
+/// the lower one).
+fn check_bf16_bounds(lo: f64, hi: f64) -> Result<()> {
+    for (bound, rounded_beyond) in [
+        (lo, ((lo as f32) as f64) < lo),
+        (hi, ((hi as f32) as f64) > hi),
+    ] {
+        let rounded = bound as f32;
+        if rounded_beyond && bf16::from_f32(rounded).to_f32() == rounded {
+            return Err(Error::NotImplemented(format!(
+                "a range bound of {bound:?} for bfloat16 samples rounds in float32 to {rounded:?}, \
+                 a bfloat16 value outside the range, which numpy (ml_dtypes) compares bfloat16 \
+                 samples with and keeps: not followed yet; give the bound as that value or one \
+                 float32 holds"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Uniform bins of `nbins` over `range` (or the data's extremes) for half samples `s`.
 pub(super) fn resolve<T: Sample>(
     format: HalfFormat,
@@ -195,6 +219,7 @@ pub(super) fn resolve<T: Sample>(
             hi += 0.5;
         }
         if format == HalfFormat::BF16 {
+            check_bf16_bounds(lo, hi)?;
             return uniform_f64(nbins, lo, hi, hi - lo).map(Binning::UniformF64);
         }
         return resolve_over_range(format, nbins, lo, hi);
@@ -411,6 +436,33 @@ mod tests {
             Binning::resolve(&floats(-4.0, 4.0), Samples::F32(&x)).unwrap()
         );
         assert!(Binning::resolve(&ints(4, -4), Samples::BF16(&s)).is_err());
+    }
+
+    #[test]
+    fn bfloat16_bounds_rounding_onto_a_sample_beyond_them_are_refused() {
+        let s = [bf16::from_f32(1.296875), bf16::from_f32(0.5)];
+        let refused = |lo, hi| {
+            matches!(
+                resolve(HalfFormat::BF16, 4, Some((lo, hi)), &s),
+                Err(Error::NotImplemented(m)) if m.contains("rounds in float32")
+            )
+        };
+        // 1.296874999999 rounds up to the float32 1.296875, a bfloat16; 0.5 + 1e-12 down to 0.5.
+        assert!(refused(-1.0, 1.296874999999));
+        assert!(refused(0.5 + 1e-12, 2.0));
+        // Bounds that are the value, round inwards, or round onto no bfloat16 are followed.
+        for (lo, hi) in [
+            (-1.0, 1.296875),
+            (0.5 - 1e-12, 1.3),
+            (-1.0, 1.2968751),
+            (0.1, 0.2),
+        ] {
+            assert!(!refused(lo, hi), "{lo} {hi}");
+            assert!(resolve(HalfFormat::BF16, 4, Some((lo, hi)), &s).is_ok());
+        }
+        // float16 samples compare in float16: their own bins.
+        let h = [f16::from_f32(0.5)];
+        assert!(resolve(HalfFormat::F16, 4, Some((-1.0, 1.296874999999)), &h).is_ok());
     }
 
     #[test]
