@@ -4,6 +4,7 @@ a GPU and torch or CuPy; the first tests run everywhere, with a stand-in CuPy (s
 test_device_plumbing.py) and a stand-in native estimate that reads the host memory at the address
 the Python layer passes and asks the CPU engine."""
 
+import os
 import sys
 import warnings
 
@@ -15,6 +16,8 @@ from smemkit import _device, _native
 
 from test_device_plumbing import _fake_cupy, _fake_device_histogram, _no_fast_call, _read, dev
 
+# JAX (test_float16_sums_on_the_gpu_are_numpys) must not take the GPU's memory up front.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 try:
     import torch
 except ImportError:
@@ -232,13 +235,41 @@ def test_16_bit_estimators_trim_to_the_range_as_numpy_compares(fake, rng, half):
 
 def test_16_bit_estimators_that_need_sums_say_so(fake, rng):
     x = rng.standard_normal(100).astype(np.float16)
-    for rule in ("scott", "doane"):
-        with pytest.raises(NotImplementedError, match=f"`{rule}` estimator on float16"):
-            smemkit.histogram(dev(x), rule)
+    try:
+        import ml_dtypes
+    except ImportError:
+        ml_dtypes = None
+    if ml_dtypes is not None:
+        for rule in ("scott", "doane"):
+            with pytest.raises(NotImplementedError, match=f"`{rule}` estimator on bfloat16"):
+                smemkit.histogram(dev(x.astype(ml_dtypes.bfloat16)), rule)
     with pytest.raises(ValueError, match="not finite"):
         smemkit.histogram(dev(np.array([1.0, np.inf], np.float16)), "sqrt")
     with pytest.raises(ValueError, match="max must be larger"):
         smemkit.histogram(dev(x), "sqrt", range=(1.0, 0.0))
+
+
+@pytest.mark.parametrize("rule", ["scott", "doane"])
+def test_float16_scott_and_doane_follow_numpys_sums(fake, rng, rule):
+    # numpy's float16 std (pairwise float32 sums rounded to float16) and doane's third moment
+    # (float32 sums, 8192 samples at a time): sizes around the block (128), the lanes (8) and
+    # the buffer (8192); means far from 0, so the float16 mean and deviations round.
+    sys.modules["cupy"].asnumpy = np.asarray
+    for n in [1, 2, 3, 7, 8, 9, 100, 127, 128, 129, 1000, 8191, 8192, 8193, 20007, 70000]:
+        for scale, shift in ((1.0, 0.0), (0.3, 5.0), (40.0, -100.0), (0.01, 1.0)):
+            x = (rng.standard_normal(n) * scale + shift).astype(np.float16)
+            for r in (None, (shift - scale, shift + 2 * scale)):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        np.histogram(x, rule, range=r)
+                    except ValueError:
+                        # Repeated float16 edges, or a float16 std overflowing to inf (0 bins).
+                        with pytest.raises(ValueError, match="Too many bins|width is infinite"):
+                            smemkit.histogram(dev(x), rule, range=r)
+                        continue
+                    got = smemkit.histogram(dev(x), rule, range=r)
+                _same_as_numpy(got, x, rule, r)
 
 
 @pytest.mark.parametrize("half", _half_types(), ids=lambda t: np.dtype(t).name)
@@ -268,7 +299,7 @@ def test_16_bit_estimators_of_nan_zeros_and_ties_are_numpys(fake, rng, half):
 
 
 @needs_torch
-@pytest.mark.parametrize("rule", HALF_RULES)
+@pytest.mark.parametrize("rule", HALF_RULES + ["scott", "doane"])
 def test_torch_16_bit_estimators_are_numpys(rule):
     import ml_dtypes
 
@@ -276,6 +307,10 @@ def test_torch_16_bit_estimators_are_numpys(rule):
     base = torch.randn(1 << 20 if rule != "stone" else 1 << 16, generator=g, device="cuda") * 3
     for t, host in ((base.half(), lambda v: v.cpu().numpy()),
                     (base.bfloat16(), lambda v: v.float().cpu().numpy().astype(ml_dtypes.bfloat16))):
+        if rule in ("scott", "doane") and t.dtype == torch.bfloat16:
+            with pytest.raises(NotImplementedError, match="bfloat16"):
+                smemkit.histogram(t, rule)
+            continue
         for r in (None, (-1.0, 2.5)):
             x = host(t)
             with warnings.catch_warnings():
@@ -291,6 +326,33 @@ def test_torch_16_bit_estimators_are_numpys(rule):
             _same_as_numpy(got, x, rule, r,
                            host=lambda v: v.float().cpu().numpy().astype(ml_dtypes.bfloat16)
                            if v.dtype == torch.bfloat16 else v.cpu().numpy())
+
+
+@pytest.mark.parametrize("kind", ["torch", "cupy", "jax"])
+def test_float16_sums_on_the_gpu_are_numpys(kind):
+    # numpy's float16 std and third moment from the framework's own device operations, over
+    # sizes around its 8192-sample buffer and 128-sample blocks, with and without a range.
+    if not _cuda():
+        pytest.skip("needs a CUDA GPU")
+    if kind == "torch" and torch is None or kind == "cupy" and cupy is None:
+        pytest.skip(f"needs {kind}")
+    if kind == "jax":
+        jnp = pytest.importorskip("jax.numpy")
+    r = np.random.default_rng(8)
+    for n in (5, 1000, 8193, 300007, 1 << 20):
+        x = (r.standard_normal(n) * 2 + 1).astype(np.float16)
+        d = (torch.from_numpy(x).cuda() if kind == "torch" else cupy.asarray(x)
+             if kind == "cupy" else jnp.asarray(x))
+        for rule in ("scott", "doane"):
+            for rg in (None, (-1.0, 2.5)):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    H, E = np.histogram(x, rule, range=rg)
+                h, e = smemkit.histogram(d, rule, range=rg)
+                host = (lambda v: v.cpu().numpy()) if kind == "torch" else (
+                    cupy.asnumpy if kind == "cupy" else np.asarray)
+                np.testing.assert_array_equal(host(h), H)
+                np.testing.assert_array_equal(host(e), E)
 
 
 @needs_cupy

@@ -123,10 +123,9 @@ def test_float16_estimators_are_numpys(rng, rule):
                         try:
                             want = np.histogram(x, rule, range=r)
                         except ValueError as e:
-                            if "negative elements" in str(e):
-                                # numpy's own float16 index estimate fails here (negative bin
-                                # numbers reach its bincount): it has no answer to compare with.
-                                continue
+                            # numpy's repeated float16 edges ("Too many bins"), or its 0 bins
+                            # of a float16 std that overflowed (an infinite width: a negative
+                            # bin number reaches its bincount).
                             with pytest.raises(ValueError):
                                 hist(x, rule, range=r)
                             continue

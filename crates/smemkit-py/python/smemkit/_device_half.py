@@ -10,16 +10,17 @@ from the samples. `stone` histograms the samples on the device at each candidate
 numpy's own arithmetic then makes the width as it makes it from the whole array: the extremes
 as scalars of the samples' type, the quartiles by ``np.percentile`` over a short array holding
 the same neighbours at the same fractional position. `scott` and `doane` need numpy's 16-bit
-sums (float16: pairwise, rounded to float16; bfloat16: one element after another, each sum
-rounded to bfloat16), which counts do not give: they say so."""
+sums, which counts do not give: float16's are reproduced on the device
+(``_device_half_sums``); bfloat16's (one element after another, each sum rounded to bfloat16)
+are not, and say so."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _typed_estimators
+from . import _device_half_sums, _typed_estimators
 
-RULES = ("auto", "fd", "stone", "rice", "sturges", "sqrt")
+RULES = ("auto", "fd", "stone", "rice", "sturges", "sqrt", "scott", "doane")
 
 
 def scalar_type(dtype: str):
@@ -35,11 +36,24 @@ def scalar_type(dtype: str):
 
 
 class _Summary:
-    """The trimmed samples as numpy's estimators read them: extremes, size and quartiles."""
+    """The trimmed samples as numpy's estimators read them: extremes, size, quartiles and (for
+    float16) numpy's standard deviation and third moment."""
 
-    def __init__(self, lo, hi, size, dtype, order_statistics):
+    def __init__(self, lo, hi, size, dtype, order_statistics, sums):
         self._lo, self._hi, self.size, self.dtype = lo, hi, size, dtype
         self._order_statistics = order_statistics
+        self._sums_of, self._sums = sums, None
+
+    def _device_sums(self):
+        if self._sums is None:
+            self._sums = self._sums_of()
+        return self._sums
+
+    def std(self):
+        return self._device_sums().std()
+
+    def standardized_cube_mean(self, sigma):
+        return self._device_sums().standardized_cube_mean(sigma)
 
     def max(self):
         return self._hi
@@ -93,11 +107,12 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
     (int64 on the host, indexed by the pattern read as int16, plus 32768).
     Returns ``(nbins, extremes)``: the data's (min, max) as floats when no range was given, ()
     for no samples, None with a range."""
-    if rule in ("scott", "doane"):
+    if rule in ("scott", "doane") and dtype == "bfloat16":
         raise NotImplementedError(
-            f"numpy's `{rule}` estimator on {dtype} GPU samples is not supported yet (numpy sums "
-            f"their deviations in {dtype} arithmetic, which the device does not reproduce): give "
-            "a number of bins, or use 'auto', 'fd', 'stone', 'rice', 'sturges' or 'sqrt'")
+            f"numpy's `{rule}` estimator on bfloat16 GPU samples is not supported yet (numpy "
+            "with ml_dtypes sums them one after another, rounding each sum to bfloat16, which "
+            "the device does not reproduce): give a number of bins, or use 'auto', 'fd', "
+            "'stone', 'rice', 'sturges' or 'sqrt'")
     st = scalar_type(dtype)
     if kind not in ("torch", "cupy", "jax"):
         raise NotImplementedError(
@@ -148,7 +163,12 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
         # The value of rank r (from 0) is the first whose running count exceeds r.
         return [values[i] for i in np.searchsorted(ends, np.asarray(at), side="right")]
 
-    summary = _Summary(values[0], values[-1], kept_n, np.dtype(st), order_statistics)
+    def sums():
+        # The kept samples are those between the least and greatest kept value.
+        kept = None if range_ is None else (float(values[0]), float(values[-1]))
+        return _device_half_sums.Sums(x, kind, kept)
+
+    summary = _Summary(values[0], values[-1], kept_n, np.dtype(st), order_statistics, sums)
 
     def stone_counts(_x, bins, range):
         # numpy histograms the trimmed samples over the outer edges: the whole array over them

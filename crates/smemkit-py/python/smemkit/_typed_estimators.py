@@ -48,8 +48,24 @@ def _rice(x, _range):
     return _ptp(x) / (2.0 * x.size ** (1.0 / 3))
 
 
+def _std(x):
+    """``np.std(x)``, or for a summary of device samples (``_device_half``), its own."""
+    return np.std(x) if isinstance(x, np.ndarray) else x.std()
+
+
+def _standardized_cube_mean(x, sigma):
+    """The mean of ``((x - mean(x)) / sigma) ** 3`` as numpy's `doane` computes it: standardised
+    in place, in the deviations' own type, then cubed (or a summary's own)."""
+    if not isinstance(x, np.ndarray):
+        return x.standardized_cube_mean(sigma)
+    z = x - np.mean(x)
+    np.true_divide(z, sigma, z)
+    np.power(z, 3, z)
+    return np.mean(z)
+
+
 def _scott(x, _range):
-    return (24.0 * np.pi ** 0.5 / x.size) ** (1.0 / 3.0) * np.std(x)
+    return (24.0 * np.pi ** 0.5 / x.size) ** (1.0 / 3.0) * _std(x)
 
 
 def _doane(x, _range):
@@ -57,14 +73,10 @@ def _doane(x, _range):
         return 0.0
     n = x.size
     sg1 = np.sqrt(6.0 * (n - 2) / ((n + 1.0) * (n + 3)))
-    sigma = np.std(x)
+    sigma = _std(x)
     if not sigma > 0.0:
         return 0.0
-    # Standardised in place, in the deviations' own type, then cubed: numpy's order.
-    z = x - np.mean(x)
-    np.true_divide(z, sigma, z)
-    np.power(z, 3, z)
-    g1 = np.mean(z)
+    g1 = _standardized_cube_mean(x, sigma)
     return _ptp(x) / (1.0 + np.log2(n) + np.log2(1.0 + np.absolute(g1) / sg1))
 
 
@@ -127,7 +139,8 @@ def nbins(flat: np.ndarray, rule: str, outer, trim: bool, histogram) -> int:
 
 def width(x, rule: str, outer, histogram):
     """numpy's bin width for ``rule`` on the (trimmed, non-empty) samples ``x``: an array, or a
-    summary with ``max()``, ``min()``, ``size`` and ``quartiles()`` (``_device_half``)."""
+    summary with ``max()``, ``min()``, ``size``, ``quartiles()``, ``std()`` and
+    ``standardized_cube_mean(sigma)`` (``_device_half``)."""
     if rule == "stone":
         return _stone(x, outer, histogram)
     return _WIDTHS[rule](x, outer)
@@ -140,4 +153,11 @@ def bins_of_width(w, dtype, outer) -> int:
         return 1
     if np.issubdtype(dtype, np.integer) and w < 1:
         w = 1
-    return int(np.ceil(span(last, first) / w))
+    bins = int(np.ceil(span(last, first) / w))
+    if bins == 0:
+        # As the library: numpy's 0 bins of an infinite width cannot count.
+        raise ValueError(
+            "invalid argument: the estimator's bin width is infinite (its statistics overflowed "
+            "the samples' type): numpy makes 0 bins of it, which cannot count; give a number of "
+            "bins")
+    return bins

@@ -221,7 +221,8 @@ where
 }
 
 /// numpy's number of bins from an estimator's width: `ceil(span / width)` in numpy's types, 1 for
-/// a zero (or absent) width, integer data's widths below 1 replaced by 1.
+/// a zero (or absent) width, integer data's widths below 1 replaced by 1; an infinite width
+/// (numpy's 0 bins) is an error.
 pub(crate) fn bins_from_width(
     span: stats::Span,
     width: Option<Width>,
@@ -261,7 +262,16 @@ pub(crate) fn bins_from_width(
             limit: 1 << 32,
         });
     }
-    Ok((bins as usize).max(1))
+    if bins == 0.0 {
+        // An infinite width (a float16 standard deviation overflows from squares of 256): numpy
+        // makes 0 bins, and its histogram of them fails on a negative bin index.
+        return Err(Error::InvalidArgument(
+            "the estimator's bin width is infinite (its statistics overflowed the samples' type): \
+             numpy makes 0 bins of it, which cannot count; give a number of bins"
+                .into(),
+        ));
+    }
+    Ok(bins as usize)
 }
 
 /// The width numpy's estimator function for `rule` returns on the trimmed samples `x` (`None`
