@@ -646,23 +646,32 @@ def _half_estimate(a_obj, kind, dtype, rule, range_):
 
 def _bit_pattern_counts(a_obj, kind) -> np.ndarray:
     """How many of the 16-bit samples ``a_obj`` hold each bit pattern, counted on the device by
-    the library's histogram of the samples read as int16 (65536 bins over [-32768, 32767]: one
-    value a bin); int64 on the host, indexed by the pattern read as int16, plus 32768."""
+    the library's bincount of the samples read as uint16 (65536 integer bins); int64 on the
+    host, indexed by the pattern. A torch without uint16 reads them as int16, in 65536 bins over
+    [-32768, 32767] (one value a bin, numpy's bins: slower), then rotated to the same order."""
+    shifted = False
     if kind == "torch":
-        bits = a_obj.reshape(-1).view(_torch().int16)
+        torch = _torch()
+        if hasattr(torch, "uint16"):
+            bits = a_obj.reshape(-1).view(torch.uint16)
+        else:
+            bits, shifted = a_obj.reshape(-1).view(torch.int16), True
     elif kind == "jax":
         import jax
         import jax.numpy as jnp
 
-        bits = jax.lax.bitcast_convert_type(a_obj.reshape(-1), jnp.int16)
+        bits = jax.lax.bitcast_convert_type(a_obj.reshape(-1), jnp.uint16)
     else:
-        bits = a_obj.reshape(-1).view("int16")
+        bits = a_obj.reshape(-1).view("uint16")
     inp = Input(bits, kind, "a")
-    counts = _run(inp, "int16", None, 65536, (-32768.0, 32767.0), None, False, "ignore", None,
-                  False)
-    if inp.frame.name == "torch":
-        return counts.cpu().numpy()
-    return counts.get()
+    if shifted:
+        counts = _run(inp, "int16", None, 65536, (-32768.0, 32767.0), None, False, "ignore",
+                      None, False)
+    else:
+        counts = _run(inp, "uint16", None, 65536, None, None, True, "ignore", None, False)
+    counts = counts.cpu().numpy() if inp.frame.name == "torch" else counts.get()
+    # int16 -32768 (bin 0) is the pattern 0x8000.
+    return np.roll(counts, 32768) if shifted else counts
 
 
 def bin_edges(a_obj, kind, nbins, edges, range_, bins_arg):

@@ -104,7 +104,7 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
     array, any shape), over ``range_`` (Python floats) or the data's extremes.
     ``histogram(nbins, range)`` counts ``x`` on the device into a host array (for 'stone');
     ``pattern_counts()`` counts, on the device, the samples of each of the 65536 bit patterns
-    (int64 on the host, indexed by the pattern read as int16, plus 32768).
+    (int64 on the host, indexed by the pattern).
     Returns ``(nbins, extremes)``: the data's (min, max) as floats when no range was given, ()
     for no samples, None with a range."""
     if rule in ("scott", "doane") and dtype == "bfloat16":
@@ -179,7 +179,7 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
     return _typed_estimators.bins_of_width(w, np.dtype(st), outer), extremes
 
 
-_PATTERNS = (np.arange(65536) - 32768).astype(np.int16)
+_PATTERNS = np.arange(65536, dtype=np.uint16)
 # Per dtype: the positions of the non-NaN patterns in ascending order of their values, those
 # values, and the positions of the NaN patterns.
 _ORDER: dict = {}
