@@ -16,6 +16,8 @@ are not, and say so."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import _device_half_sums, _typed_estimators
@@ -133,7 +135,12 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
             raise ValueError(f"supplied range of [{first}, {last}] is not finite")
         if n == 0:
             return 1, extremes
-        values, counts, nan = _distinct(pattern_counts(), np.dtype(st))
+        # numpy keeps the samples inside the outer edges (a range widened when empty), by its
+        # own comparisons of the samples' type with them: here those of each distinct value.
+        if first == last:
+            first, last = first - 0.5, last + 0.5
+        values, counts, nan = _distinct(pattern_counts(), np.dtype(st),
+                                        _inside(np.dtype(st), first, last))
     elif n == 0:
         first, last = 0, 1
         extremes = ()
@@ -149,11 +156,6 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
     outer = (first, last)
     if n == 0:
         return 1, extremes
-    if range_ is not None:
-        # numpy keeps the samples inside the outer edges (a range widened when empty), by its
-        # own comparisons of the samples' type with them: here those of each distinct value.
-        keep = (values >= first) & (values <= last)
-        values, counts = values[keep], counts[keep]
     kept_n = int(counts.sum())
     if kept_n == 0:
         return 1, extremes
@@ -180,8 +182,8 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
 
 
 _PATTERNS = np.arange(65536, dtype=np.uint16)
-# Per dtype: the positions of the non-NaN patterns in ascending order of their values, those
-# values, and the positions of the NaN patterns.
+# Per dtype: the non-NaN patterns in ascending order of their values, those values, and the
+# NaN patterns.
 _ORDER: dict = {}
 
 
@@ -196,11 +198,21 @@ def _order(dtype: np.dtype):
     return _ORDER[dtype]
 
 
-def _distinct(pattern_counts: np.ndarray, dtype: np.dtype):
-    """``(values, counts, nan)``: the distinct non-NaN values the samples hold, ascending (of
-    ``dtype``), how many samples hold each, and how many are NaN; from the counts of each bit
-    pattern (``pattern_counts``)."""
+@lru_cache(maxsize=32)
+def _inside(dtype: np.dtype, first, last) -> np.ndarray:
+    """Which of the type's values (in ``_order``'s order) numpy keeps in ``[first, last]``, by
+    numpy's own comparisons of the type with those bounds."""
+    values = _order(dtype)[1]
+    return (values >= first) & (values <= last)
+
+
+def _distinct(pattern_counts: np.ndarray, dtype: np.dtype, inside=None):
+    """``(values, counts, nan)``: the distinct non-NaN values the samples hold (only those
+    ``inside`` marks, if given), ascending (of ``dtype``), how many samples hold each, and how
+    many are NaN; from the counts of each bit pattern (``pattern_counts``)."""
     at, values, nan_at = _order(dtype)
     counts = pattern_counts[at]
     held = counts > 0
+    if inside is not None:
+        held &= inside
     return values[held], counts[held], int(pattern_counts[nan_at].sum())
