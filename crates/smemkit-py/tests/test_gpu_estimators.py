@@ -255,7 +255,8 @@ def test_float16_scott_and_doane_follow_numpys_sums(fake, rng, rule):
     # (float32 sums, 8192 samples at a time): sizes around the block (128), the lanes (8) and
     # the buffer (8192); means far from 0, so the float16 mean and deviations round.
     sys.modules["cupy"].asnumpy = np.asarray
-    for n in [1, 2, 3, 7, 8, 9, 100, 127, 128, 129, 1000, 8191, 8192, 8193, 20007, 70000]:
+    for n in [1, 2, 3, 7, 8, 9, 96, 100, 127, 128, 129, 144, 1000, 8191, 8192, 8193, 20007,
+              65536, 70000]:
         for scale, shift in ((1.0, 0.0), (0.3, 5.0), (40.0, -100.0), (0.01, 1.0)):
             x = (rng.standard_normal(n) * scale + shift).astype(np.float16)
             for r in (None, (shift - scale, shift + 2 * scale)):
@@ -270,6 +271,21 @@ def test_float16_scott_and_doane_follow_numpys_sums(fake, rng, rule):
                         continue
                     got = smemkit.histogram(dev(x), rule, range=r)
                 _same_as_numpy(got, x, rule, r)
+
+
+def test_float16_sums_are_numpys_float32_sums_bit_for_bit(fake, rng):
+    # The float32 sums before any float16 rounding: numpy's pairwise sum of a float32 array and
+    # its buffered float32 sum of a float16 one, for perfect trees (powers of two, multiples of
+    # 16 down to a block) and irregular ones, with values whose sums round at every step.
+    from smemkit import _device_half_sums
+
+    for n in [8, 9, 15, 96, 100, 128, 129, 144, 200, 272, 1000, 4096, 8191, 8192, 8193,
+              16384, 24576 + 8, 100003, 1 << 18]:
+        x = (rng.standard_normal(n) * 100 + 7).astype(np.float16)
+        sums = _device_half_sums.Sums(dev(x), "cupy")
+        got = sums._pairwise(sums._x, n)
+        assert got == np.add.reduce(x.astype(np.float32)), n
+        assert sums._buffered(sums._x) == np.add.reduce(x, dtype=np.float32), n
 
 
 @pytest.mark.parametrize("half", _half_types(), ids=lambda t: np.dtype(t).name)
@@ -341,10 +357,16 @@ def test_float16_sums_on_the_gpu_are_numpys(kind):
         jnp = pytest.importorskip("jax.numpy")
     # Small values: numpy's float16 sums of many samples and of their squares stay finite.
     r = np.random.default_rng(8)
-    for n in (5, 1000, 8193, 300007, 1 << 20):
+    for n in (5, 1000, 8193, 300007, 1 << 20, 3 << 20):
         x = (r.standard_normal(n) * 0.01 + 0.002).astype(np.float16)
         d = (torch.from_numpy(x).cuda() if kind == "torch" else cupy.asarray(x)
              if kind == "cupy" else jnp.asarray(x))
+        # The float32 sums themselves, bit for bit (before numpy's float16 rounding).
+        from smemkit import _device_half_sums
+
+        sums = _device_half_sums.Sums(d, kind)
+        assert sums._pairwise(sums._x, n) == np.add.reduce(x.astype(np.float32)), n
+        assert sums._buffered(sums._x) == np.add.reduce(x, dtype=np.float32), n
         for rule in ("scott", "doane"):
             for rg in (None, (-0.01, 0.02)):
                 with warnings.catch_warnings():

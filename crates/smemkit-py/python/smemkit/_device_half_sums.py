@@ -54,6 +54,19 @@ def _tree(n: int):
     return levels, per_level, offsets[order], sizes[order]
 
 
+def _perfect(n: int):
+    """``(depth, block)`` when numpy's tree of ``n`` (>= 8) elements is perfect - every split
+    an exact half, down to ``2**depth`` blocks of ``block`` elements (a multiple of 8) - else
+    None. Powers of two from 8 on are, and so is every full buffer."""
+    depth = 0
+    while n > _BLOCK:
+        if n % 16:
+            return None
+        n //= 2
+        depth += 1
+    return (depth, n) if n % 8 == 0 else None
+
+
 def _combine(levels, per_level, block_sums: np.ndarray) -> np.float32:
     """The tree's sum from its blocks' sums, in numpy's order (float32)."""
     below = None
@@ -79,24 +92,28 @@ class Sums:
         self._x = x32
         self.size = self._ops.size(x32)
 
+    @staticmethod
+    def _lanes_total(lanes):
+        """numpy's join of each block's 8 lanes (``lanes``: blocks x 8)."""
+        lane = [lanes[:, j] for j in range(8)]
+        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5])
+                                                             + (lane[6] + lane[7]))
+
     def _block_sums(self, x32, n: int, offsets, sizes) -> np.ndarray:
         """Each block's 8-lane sum, numpy's, for blocks of at least 8 of the first ``n``
         elements of ``x32`` (starting at multiples of 8), with the last block's tail (its
-        elements beyond a multiple of 8) added one at a time."""
+        elements beyond a multiple of 8) added one at a time. The blocks' rows are gathered on
+        the device, the k-th row of every block at once."""
         ops = self._ops
         rows = x32[: n - n % 8].reshape(-1, 8)
-        starts, counts = offsets // 8, sizes // 8
+        starts = ops.index(offsets // 8, x32)
+        counts = ops.index(sizes // 8, x32)
         last_row = rows.shape[0] - 1
-        lanes = rows[ops.index(starts, x32)]
-        for k in range(1, _BLOCK // 8):
-            more = counts > k
-            if not more.any():
-                break
-            step = rows[ops.index(np.minimum(starts + k, last_row), x32)]
-            lanes = ops.where(ops.index(more, x32)[:, None], lanes + step, lanes)
-        lane = [lanes[:, j] for j in range(8)]
-        sums = ops.host(((lane[0] + lane[1]) + (lane[2] + lane[3]))
-                        + ((lane[4] + lane[5]) + (lane[6] + lane[7]))).astype(np.float32)
+        lanes = rows[starts]
+        for k in range(1, int(sizes.max()) // 8):
+            step = rows[ops.minimum(starts + k, last_row)]
+            lanes = ops.where((counts > k)[:, None], lanes + step, lanes)
+        sums = ops.host(self._lanes_total(lanes)).astype(np.float32)
         tail = int(sizes[-1]) % 8
         if tail:
             last = sums[-1]
@@ -105,6 +122,19 @@ class Sums:
             sums[-1] = last
         return sums
 
+    def _perfect_sums(self, x32, trees: int, depth: int, block: int):
+        """The sums of ``trees`` consecutive perfect trees of ``2**depth`` blocks of ``block``
+        elements each (a multiple of 8) at the start of ``x32``, on the device: every block's
+        lanes by reshaping, then adjacent pairs joined ``depth`` times."""
+        rows = x32[: trees * (block << depth)].reshape(trees << depth, block // 8, 8)
+        lanes = rows[:, 0]
+        for k in range(1, block // 8):
+            lanes = lanes + rows[:, k]
+        v = self._lanes_total(lanes).reshape(trees, 1 << depth)
+        for _ in range(depth):
+            v = v[:, 0::2] + v[:, 1::2]
+        return v[:, 0]
+
     def _pairwise(self, x32, n: int) -> np.float32:
         """numpy's pairwise float32 sum of the first ``n`` elements of ``x32``."""
         if n < 8:
@@ -112,6 +142,9 @@ class Sums:
             for v in self._ops.host(x32[:n]).astype(np.float32):
                 total = np.float32(total + v)
             return total
+        perfect = _perfect(n)
+        if perfect is not None:
+            return self._ops.host(self._perfect_sums(x32, 1, *perfect)).astype(np.float32)[0]
         levels, per_level, offsets, sizes = _tree(n)
         return _combine(levels, per_level, self._block_sums(x32, n, offsets, sizes))
 
@@ -122,14 +155,8 @@ class Sums:
         full = n // _BUFFER
         parts = []
         if full:
-            _, _, offsets, sizes = _tree(_BUFFER)
-            # Every full buffer's tree is a perfect one of 64 blocks, adjacent pairs joined.
-            at = (np.arange(full, dtype=np.int64)[:, None] * _BUFFER + offsets).ravel()
-            v = self._block_sums(x32, full * _BUFFER, at, np.resize(sizes, at.size))
-            v = v.reshape(full, -1)
-            while v.shape[1] > 1:
-                v = v[:, 0::2] + v[:, 1::2]
-            parts.append(v[:, 0])
+            sums = self._perfect_sums(x32, full, *_perfect(_BUFFER))
+            parts.append(self._ops.host(sums).astype(np.float32))
         rest = n - full * _BUFFER
         if rest:
             parts.append(np.array([self._pairwise(x32[full * _BUFFER:], rest)], np.float32))
@@ -191,6 +218,17 @@ class _Ops:
         import jax.numpy as jnp
 
         return jnp.asarray(host)
+
+    def minimum(self, a, b):
+        if self.kind == "torch":
+            return a.clamp(max=b)
+        if self.kind == "cupy":
+            import cupy
+
+            return cupy.minimum(a, b)
+        import jax.numpy as jnp
+
+        return jnp.minimum(a, b)
 
     def where(self, c, a, b):
         if self.kind == "torch":
