@@ -62,7 +62,7 @@ def _fake_cupy():
     m.ascontiguousarray = lambda a: dev(np.ascontiguousarray(a))
     m.isnan = np.isnan
     m.where = lambda c, a, b: np.where(c, a, b).view(FakeArray)
-    m.minimum = lambda a, b: np.minimum(a, b).view(FakeArray)
+    m.concatenate = lambda arrays: np.concatenate(arrays).view(FakeArray)
     cuda = types.SimpleNamespace()
     cuda.Device = _Ctx
     cuda.ExternalStream = _Ctx

@@ -6,15 +6,13 @@ whole array in float32 (blocks of up to 128 elements summed in 8 lanes, halves s
 multiple of 8), rounds the sum to float16, divides by the count in float64 and rounds again;
 then the same for the squared deviations, each deviation and square rounded to float16.
 ``np.mean`` of float16 accumulates in float32, pairwise within each 8192-element buffer and one
-buffer after another. Here the O(n) part - every block's 8 lanes - runs on the device by the
-framework's own operations (float32 arithmetic is IEEE in all of them); the block sums (one per
-64 to 128 samples) come back and numpy combines them in numpy's order, so every rounding is
-numpy's. bfloat16 (ml_dtypes) sums one element after another, rounded to bfloat16 at each step:
-a sequential chain this does not reproduce."""
+buffer after another. Here all of it runs on the device by the framework's own operations
+(float32 arithmetic is IEEE in all of them), in numpy's order, so every rounding is numpy's:
+the blocks' lanes and numpy's tree over them, level by level, nodes of one size at a time; only
+the sums themselves come back. bfloat16 (ml_dtypes) sums one element after another, rounded to
+bfloat16 at each step: a sequential chain this does not reproduce."""
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 
@@ -22,36 +20,6 @@ import numpy as np
 _BLOCK = 128
 # numpy's buffer (np.getbufsize()): a float16 mean in float32 adds this many at a time.
 _BUFFER = 8192
-
-
-@lru_cache(maxsize=4)
-def _tree(n: int):
-    """numpy's pairwise summation tree of ``n`` (>= 8) elements: per level the nodes' sizes and
-    which are blocks (leaves), the blocks' positions among all blocks (by offset) per level,
-    and every block's offset and size, ascending."""
-    levels, blocks = [], []
-    off = np.zeros(1, np.int64)
-    size = np.array([n], np.int64)
-    while off.size:
-        leaf = size <= _BLOCK
-        levels.append(leaf)
-        o, s = off[~leaf], size[~leaf]
-        half = s // 2
-        half -= half % 8
-        blocks.append((off[leaf], size[leaf]))
-        off = np.stack([o, o + half], 1).ravel()
-        size = np.stack([half, s - half], 1).ravel()
-    offsets = np.concatenate([b[0] for b in blocks])
-    sizes = np.concatenate([b[1] for b in blocks])
-    order = np.argsort(offsets, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    per_level, k = [], 0
-    for leaf in levels:
-        c = int(leaf.sum())
-        per_level.append(rank[k:k + c])
-        k += c
-    return levels, per_level, offsets[order], sizes[order]
 
 
 def _perfect(n: int):
@@ -65,18 +33,6 @@ def _perfect(n: int):
         n //= 2
         depth += 1
     return (depth, n) if n % 8 == 0 else None
-
-
-def _combine(levels, per_level, block_sums: np.ndarray) -> np.float32:
-    """The tree's sum from its blocks' sums, in numpy's order (float32)."""
-    below = None
-    for leaf, ranks in zip(reversed(levels), reversed(per_level)):
-        v = np.empty(leaf.size, np.float32)
-        v[leaf] = block_sums[ranks]
-        if below is not None:
-            v[~leaf] = below[0::2] + below[1::2]
-        below = v
-    return below[0]
 
 
 class Sums:
@@ -95,32 +51,61 @@ class Sums:
     @staticmethod
     def _lanes_total(lanes):
         """numpy's join of each block's 8 lanes (``lanes``: blocks x 8)."""
-        lane = [lanes[:, j] for j in range(8)]
-        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5])
-                                                             + (lane[6] + lane[7]))
+        a = [lanes[:, j] for j in range(8)]
+        return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 
-    def _block_sums(self, x32, n: int, offsets, sizes) -> np.ndarray:
-        """Each block's 8-lane sum, numpy's, for blocks of at least 8 of the first ``n``
-        elements of ``x32`` (starting at multiples of 8), with the last block's tail (its
-        elements beyond a multiple of 8) added one at a time. The blocks' rows are gathered on
-        the device, the k-th row of every block at once."""
+    def _block_sum(self, rows, x32, offsets, size: int):
+        """numpy's sums of the blocks of ``size`` (8 to 128) elements of ``x32`` at ``offsets``
+        (on the device, multiples of 8): 8 lanes down the block's rows, joined in numpy's
+        order, then the elements beyond its last whole row one at a time."""
+        first = offsets // 8
+        lanes = rows[first]
+        for k in range(1, size // 8):
+            lanes = lanes + rows[first + k]
+        total = self._lanes_total(lanes)
+        for t in range(size - size % 8, size):
+            total = total + x32[offsets + t]
+        return total
+
+    def _tree_sum(self, x32, n: int):
+        """numpy's pairwise sum of the first ``n`` (>= 8) elements of ``x32``, for any ``n``.
+        numpy's tree splits a node at a multiple of 8 near its half, so the nodes of one level
+        take few sizes, and nodes of one size have the same subtree: each level is kept as
+        groups of equal size (their offsets on the device), split top-down and summed
+        bottom-up, a group at a time - a few dozen device operations for any ``n``."""
         ops = self._ops
         rows = x32[: n - n % 8].reshape(-1, 8)
-        starts = ops.index(offsets // 8, x32)
-        counts = ops.index(sizes // 8, x32)
-        last_row = rows.shape[0] - 1
-        lanes = rows[starts]
-        for k in range(1, int(sizes.max()) // 8):
-            step = rows[ops.minimum(starts + k, last_row)]
-            lanes = ops.where((counts > k)[:, None], lanes + step, lanes)
-        sums = ops.host(self._lanes_total(lanes)).astype(np.float32)
-        tail = int(sizes[-1]) % 8
-        if tail:
-            last = sums[-1]
-            for v in ops.host(x32[n - tail: n]).astype(np.float32):
-                last = np.float32(last + v)
-            sums[-1] = last
-        return sums
+        level = [(n, ops.index(np.zeros(1, np.int64), x32), 1)]  # (size, offsets, count)
+        levels = []
+        while level:
+            children = {}  # size -> [offsets, count]
+            links = []  # per group: None (a block), or where its halves' sums will be
+            for size, offsets, count in level:
+                if size <= _BLOCK:
+                    links.append(None)
+                    continue
+                half = size // 2
+                half -= half % 8
+                link = []
+                for part, at in ((half, offsets), (size - half, offsets + half)):
+                    entry = children.setdefault(part, [[], 0])
+                    link.append((part, entry[1]))
+                    entry[0].append(at)
+                    entry[1] += count
+                links.append(link)
+            levels.append((level, links))
+            level = [(part, ops.cat(offs), count) for part, (offs, count) in children.items()]
+        below = {}
+        for level, links in reversed(levels):
+            sums = {}
+            for (size, offsets, count), link in zip(level, links):
+                if link is None:
+                    sums[size] = self._block_sum(rows, x32, offsets, size)
+                else:
+                    (left, i), (right, j) = link
+                    sums[size] = below[left][i:i + count] + below[right][j:j + count]
+            below = sums
+        return below[n]
 
     def _perfect_sums(self, x32, trees: int, depth: int, block: int):
         """The sums of ``trees`` consecutive perfect trees of ``2**depth`` blocks of ``block``
@@ -143,10 +128,9 @@ class Sums:
                 total = np.float32(total + v)
             return total
         perfect = _perfect(n)
-        if perfect is not None:
-            return self._ops.host(self._perfect_sums(x32, 1, *perfect)).astype(np.float32)[0]
-        levels, per_level, offsets, sizes = _tree(n)
-        return _combine(levels, per_level, self._block_sums(x32, n, offsets, sizes))
+        sums = (self._perfect_sums(x32, 1, *perfect) if perfect is not None
+                else self._tree_sum(x32, n))
+        return self._ops.host(sums).astype(np.float32).reshape(-1)[0]
 
     def _buffered(self, x32) -> np.float32:
         """numpy's float32 sum of float16 samples (``np.mean``'s): pairwise within each buffer,
@@ -219,29 +203,20 @@ class _Ops:
 
         return jnp.asarray(host)
 
-    def minimum(self, a, b):
-        if self.kind == "torch":
-            return a.clamp(max=b)
-        if self.kind == "cupy":
-            import cupy
-
-            return cupy.minimum(a, b)
-        import jax.numpy as jnp
-
-        return jnp.minimum(a, b)
-
-    def where(self, c, a, b):
+    def cat(self, arrays):
+        if len(arrays) == 1:
+            return arrays[0]
         if self.kind == "torch":
             import torch
 
-            return torch.where(c, a, b)
+            return torch.cat(arrays)
         if self.kind == "cupy":
             import cupy
 
-            return cupy.where(c, a, b)
+            return cupy.concatenate(arrays)
         import jax.numpy as jnp
 
-        return jnp.where(c, a, b)
+        return jnp.concatenate(arrays)
 
     def host(self, y) -> np.ndarray:
         if self.kind == "torch":
