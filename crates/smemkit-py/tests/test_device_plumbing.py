@@ -63,6 +63,9 @@ def _fake_cupy():
     m.isnan = np.isnan
     m.where = lambda c, a, b: np.where(c, a, b).view(FakeArray)
     m.concatenate = lambda arrays: np.concatenate(arrays).view(FakeArray)
+    m.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
+        as_strided=lambda a, shape, strides: np.lib.stride_tricks.as_strided(
+            a, shape, strides).view(FakeArray)))
     cuda = types.SimpleNamespace()
     cuda.Device = _Ctx
     cuda.ExternalStream = _Ctx

@@ -273,12 +273,14 @@ def test_float16_scott_and_doane_follow_numpys_sums(fake, rng, rule):
                 _same_as_numpy(got, x, rule, r)
 
 
-def test_float16_sums_are_numpys_float32_sums_bit_for_bit(fake, rng):
+@pytest.mark.parametrize("gather_blocks", [1 << 17, 5])
+def test_float16_sums_are_numpys_float32_sums_bit_for_bit(fake, rng, monkeypatch, gather_blocks):
     # The float32 sums before any float16 rounding: numpy's pairwise sum of a float32 array and
     # its buffered float32 sum of a float16 one, for perfect trees (powers of two, multiples of
     # 16 down to a block) and irregular ones, with values whose sums round at every step.
     from smemkit import _device_half_sums
 
+    monkeypatch.setattr(_device_half_sums, "_GATHER_BLOCKS", gather_blocks)  # chunks, too
     for n in [8, 9, 15, 96, 100, 128, 129, 144, 200, 272, 1000, 4096, 8191, 8192, 8193,
               16384, 24576 + 8, 100003, 1 << 18]:
         x = (rng.standard_normal(n) * 100 + 7).astype(np.float16)

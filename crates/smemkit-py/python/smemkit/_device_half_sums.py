@@ -20,6 +20,8 @@ import numpy as np
 _BLOCK = 128
 # numpy's buffer (np.getbufsize()): a float16 mean in float32 adds this many at a time.
 _BUFFER = 8192
+# Blocks gathered at once (their copy: at most 64 MiB of float32).
+_GATHER_BLOCKS = 1 << 17
 
 
 def _perfect(n: int):
@@ -54,15 +56,30 @@ class Sums:
         a = [lanes[:, j] for j in range(8)]
         return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 
-    def _block_sum(self, rows, x32, offsets, size: int):
-        """numpy's sums of the blocks of ``size`` (8 to 128) elements of ``x32`` at ``offsets``
-        (on the device, multiples of 8): 8 lanes down the block's rows, joined in numpy's
-        order, then the elements beyond its last whole row one at a time."""
+    def _block_sum(self, rows, x32, offsets, count: int, size: int):
+        """numpy's sums of the ``count`` blocks of ``size`` (8 to 128) elements of ``x32`` at
+        ``offsets`` (on the device, multiples of 8): 8 lanes down the block's rows, joined in
+        numpy's order, then the elements beyond its last whole row one at a time. The blocks'
+        rows come by one gather of whole blocks from a view of every run of that many rows
+        (torch, CuPy; JAX, which has no strided views, gathers a row at a time)."""
+        ops = self._ops
         first = offsets // 8
-        lanes = rows[first]
-        for k in range(1, size // 8):
-            lanes = lanes + rows[first + k]
-        total = self._lanes_total(lanes)
+        depth = size // 8
+        windows = ops.windows(rows, depth)
+        if windows is None:
+            lanes = rows[first]
+            for k in range(1, depth):
+                lanes = lanes + rows[first + k]
+            total = self._lanes_total(lanes)
+        else:
+            parts = []
+            for lo in range(0, count, _GATHER_BLOCKS):
+                block = windows[first[lo:lo + _GATHER_BLOCKS]]
+                lanes = block[:, 0]
+                for k in range(1, depth):
+                    lanes = lanes + block[:, k]
+                parts.append(self._lanes_total(lanes))
+            total = ops.cat(parts)
         for t in range(size - size % 8, size):
             total = total + x32[offsets + t]
         return total
@@ -100,7 +117,7 @@ class Sums:
             sums = {}
             for (size, offsets, count), link in zip(level, links):
                 if link is None:
-                    sums[size] = self._block_sum(rows, x32, offsets, size)
+                    sums[size] = self._block_sum(rows, x32, offsets, count, size)
                 else:
                     (left, i), (right, j) = link
                     sums[size] = below[left][i:i + count] + below[right][j:j + count]
@@ -202,6 +219,20 @@ class _Ops:
         import jax.numpy as jnp
 
         return jnp.asarray(host)
+
+    def windows(self, rows, depth: int):
+        """Every run of ``depth`` consecutive rows of ``rows`` (n x 8, C order) as a view
+        (runs x depth x 8), or None where the framework has no strided views (JAX)."""
+        runs = rows.shape[0] - depth + 1
+        if self.kind == "torch":
+            return rows.as_strided((runs, depth, 8), (8, 8, 1))
+        if self.kind == "cupy":
+            import cupy
+
+            step = rows.strides[0]
+            return cupy.lib.stride_tricks.as_strided(rows, (runs, depth, 8),
+                                                     (step, step, rows.strides[1]))
+        return None
 
     def cat(self, arrays):
         if len(arrays) == 1:
