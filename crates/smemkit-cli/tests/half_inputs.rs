@@ -169,10 +169,11 @@ fn half_text_is_read_as_numpy_reads_it_and_runs_on_cuda() {
 }
 
 #[test]
-fn bfloat16_bounds_numpy_compares_in_float32_are_refused_by_name() {
+fn bfloat16_bounds_numpy_compares_in_float32_follow_numpy() {
     // numpy (ml_dtypes) keeps the bfloat16 1.296875 inside a range ending at 1.296874999999
-    // (compared in float32, the bound rounds onto it: counts [0 0 1 2]); the engines compare in
-    // float64. Refused, nothing written; a bound that is the value itself is followed.
+    // (compared in float32, the bound rounds onto it) and counts it in the last bin: [0 0 1 2],
+    // the last edge the bound as given. A lower bound rounding down onto a bfloat16 (numpy
+    // fails on a sample there) is refused by name, nothing written.
     let dir = TempDir::new().unwrap();
     let txt = dir.path().join("x.txt");
     std::fs::write(&txt, "1.296875\n1.296875\n0.5\n").unwrap();
@@ -191,10 +192,15 @@ fn bfloat16_bounds_numpy_compares_in_float32_are_refused_by_name() {
             p(&out),
         ])
     };
-    let (ok, _, err) = run("-1:1.296874999999");
+    let (ok, _, err) = run("0.5000000000001:2");
     assert!(!ok);
-    assert!(err.contains("rounds in float32 to 1.296875"), "{err}");
+    assert!(err.contains("rounds in float32 to 0.5"), "{err}");
     assert!(!out.exists());
+    let (ok, _, err) = run("-1:1.296874999999");
+    assert!(ok, "{err}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["counts"], serde_json::json!([0, 0, 1, 2]));
+    assert_eq!(doc["edges"][4], serde_json::json!(1.296874999999));
     let (ok, _, err) = run("-1:1.296875");
     assert!(ok, "{err}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();

@@ -402,11 +402,43 @@ def test_jax_half_through_dlpack(dtype):
     np.testing.assert_array_equal(np.asarray(e), E)
 
 
-def test_bfloat16_range_bounds_numpy_compares_in_float32_are_refused_on_the_gpu(fake):
+def test_bfloat16_range_bounds_numpy_compares_in_float32_follow_numpy_on_the_gpu(fake):
+    # numpy (ml_dtypes) compares bfloat16 samples with a float range in float32: an upper bound
+    # rounding up onto a bfloat16 keeps that value (last bin); on a lower one rounding down onto
+    # a sample numpy fails, and the GPU refuses the bound.
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    x = dev(np.array([1.296875] * 3 + [0.5], ml_dtypes.bfloat16))
-    with pytest.raises(NotImplementedError, match="rounds in float32 to 1.296875"):
-        smemkit.histogram(x, 4, range=(-1.0, 1.296874999999))
-    with pytest.raises(NotImplementedError, match="rounds in float32"):
-        smemkit.histogram(x, 4, range=(np.float64(1.296875 + 1e-12), np.float64(2.0)))
-    smemkit.histogram(x, 4, range=(-1.0, 1.3))  # float32's 1.3 is no bfloat16 value
+    host = np.array([1.296875] * 3 + [0.5, 1.3046875, -1.0], ml_dtypes.bfloat16)
+    x = dev(host)
+    for r in ((-1.0, 1.296874999999), (-1.0, 1.296875), (-1.0, 1.3), (-2.0, 0.5 - 1e-12)):
+        H, E = np.histogram(host, 4, range=r)
+        h, e = smemkit.histogram(x, 4, range=r)
+        assert seen[-1]["range"] == r  # the range goes to the engines as given
+        np.testing.assert_array_equal(np.asarray(e), E)
+    assert np.histogram(host, 4, range=(-1.0, 1.296874999999))[0][-1] == 3
+    with pytest.raises(ValueError):  # numpy: its bin index -1 reaches bincount
+        np.histogram(host, 4, range=(0.5 + 1e-12, 2.0))
+    with pytest.raises(NotImplementedError, match="rounds in float32 to 0.5"):
+        smemkit.histogram(x, 4, range=(0.5 + 1e-12, 2.0))
+    # numpy float64 scalars: numpy compares in float64 there (drops 1.296875); refused.
+    assert np.histogram(host, 4, range=(np.float64(-1.0), np.float64(1.296874999999)))[0][-1] == 0
+    with pytest.raises(NotImplementedError, match="numpy float64 in float64"):
+        smemkit.histogram(x, 4, range=(np.float64(-1.0), np.float64(1.296874999999)))
+
+
+@needs_torch
+def test_torch_bfloat16_upper_bound_rounding_onto_a_sample_counts_it_as_numpy():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = _normal16(1 << 20, torch.bfloat16) * 0.5
+    x[::97] = 1.296875
+    x[::101] = 1.3046875
+    host = x.float().cpu().numpy().astype(ml_dtypes.bfloat16)
+    w = torch.rand(x.numel(), device="cuda", dtype=torch.float64)
+    for bins in (5, 1000):
+        for r in ((-1.0, 1.296874999999), (-1.0, 1.296875)):
+            h, e = smemkit.histogram(x, bins, range=r)
+            H, E = np.histogram(host, bins, range=r)
+            np.testing.assert_array_equal(h.cpu().numpy(), H)
+            np.testing.assert_array_equal(e.cpu().numpy(), E)
+            h, _ = smemkit.histogram(x, bins, range=r, weights=w)
+            H, _ = np.histogram(host, bins, range=r, weights=w.cpu().numpy())
+            np.testing.assert_allclose(h.cpu().numpy(), H, rtol=1e-12)

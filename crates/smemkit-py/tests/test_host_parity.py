@@ -188,6 +188,31 @@ def test_bfloat16_as_numpy_with_ml_dtypes(rng, scale):
 
 
 @needs_ml_dtypes
+def test_bfloat16_range_bounds_compare_as_ml_dtypes(rng):
+    # numpy with ml_dtypes compares bfloat16 samples with Python floats in float32: 1.296875 is
+    # kept by a range ending at 1.296874999999 (last bin), and a sample at 0.5 under a range from
+    # 0.5 + 1e-12 gets bin -1 (numpy fails). With float64 scalars it compares in float64.
+    x = np.concatenate([rng.standard_normal(3000) * 0.5, [1.296875] * 7, [1.3046875, -1.0, 0.5]])
+    x = x.astype(ml_dtypes.bfloat16)
+    weights = (None, rng.random(x.size), rng.integers(0, 9, x.size), rng.random(x.size) + 1j)
+    for r in ((-1.0, 1.296874999999), (-1.0, 1.296875), (-1.0, 1.3),
+              (np.float64(-1.0), np.float64(1.296874999999)), (0.5 + 1e-12, 2.0),
+              (np.float64(0.5 + 1e-12), np.float64(2.0)), (0.5 - 1e-12, 1.296874999999)):
+        for w in weights:
+            for density in (False, True):
+                try:
+                    want = np.histogram(x, 5, range=r, weights=w, density=density)
+                except ValueError as e:
+                    with pytest.raises(ValueError, match=str(e)):
+                        hist(x, 5, range=r, weights=w, density=density)
+                    continue
+                same(hist(x, 5, range=r, weights=w, density=density), want)
+    # The comparisons differ: these ranges keep 7 more samples as Python floats than as float64.
+    assert np.histogram(x, 5, range=(-1.0, 1.296874999999))[0][-1] == \
+        np.histogram(x, 5, range=(np.float64(-1.0), np.float64(1.296874999999)))[0][-1] + 7
+
+
+@needs_ml_dtypes
 def test_bfloat16_edges_round_as_ml_dtypes():
     # ml_dtypes converts float64 to bfloat16 through float32: a linspace value just off a tie of
     # bfloat16 lands on it and goes to even (edge 100 here), which a single rounding would not.

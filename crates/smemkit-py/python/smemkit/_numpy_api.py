@@ -200,9 +200,14 @@ def _range(range_, a):
         return None, a
     first, last = range_
     bin_type = np.result_type(first, last, a)
-    if (a.dtype.kind == "f" or _half_name(a)) and bin_type != a.dtype:
-        # A wider range (numpy scalars or arrays of a wider type, or Python floats beside
-        # bfloat16 samples, which ml_dtypes widens to float64) makes numpy bin the samples in
+    python_floats = type(first) is float and type(last) is float
+    if _half_name(a) == "bfloat16" and python_floats:
+        # Python floats beside bfloat16 samples: ml_dtypes bins them as float64 but compares
+        # them with the range in float32 (keeping a value the upper bound rounds onto), as the
+        # engines do given the samples' own type.
+        pass
+    elif (a.dtype.kind == "f" or _half_name(a)) and bin_type != a.dtype:
+        # A wider range (numpy scalars or arrays of a wider type) makes numpy bin the samples in
         # that type; the widening is exact.
         a = a.astype(bin_type)
     arithmetic = _ranges.range_arithmetic(first, last, a.dtype, _half_name(a))

@@ -82,20 +82,36 @@ def check_range(first: float, last: float) -> None:
 
 
 def check_bfloat16_bounds(first, last):
-    """NotImplementedError where numpy would keep a bfloat16 sample beyond the range: numpy with
-    ml_dtypes compares bfloat16 samples with a float range in float32 (``bfloat16(1.296875) <=
-    1.296874999999`` is True), the engines in float64. They differ only where a bound's float32
-    rounding lands beyond it on a value bfloat16 holds; host arrays then take ``_typed_bins``
-    (numpy's own comparisons)."""
+    """NotImplementedError where numpy keeps bfloat16 samples beyond a float range other than as
+    the engines do. numpy with ml_dtypes compares bfloat16 samples with Python floats in float32
+    (``bfloat16(1.296875) <= 1.296874999999`` is True) and with float64 scalars in float64. The
+    two differ only where a bound's float32 rounding lands beyond it on a value bfloat16 holds.
+    The engines follow Python floats at the upper bound (the value counts in the last bin, as
+    numpy counts it), not float64 scalars there; at the lower one numpy fails on a sample there
+    (its bin index is -1) and the engines refuse the bound, not knowing whether one is. Host
+    arrays then take ``_typed_bins`` (numpy's own comparisons, and numpy's failure)."""
     import ml_dtypes  # present: the samples are of its type
 
-    for v, beyond in ((first, np.less), (last, np.greater)):
+    def lands_beyond(v, beyond):
         if not isinstance(v, (float, np.floating)):
-            continue
+            return None
         rounded = np.float32(v)
-        if beyond(float(rounded), float(v)) and float(ml_dtypes.bfloat16(rounded)) == float(rounded):
-            raise NotImplementedError(
-                f"a range bound of {float(v)!r} rounds in float32 to {float(rounded)!r}, a "
-                "bfloat16 value outside the range, which numpy (ml_dtypes) compares bfloat16 "
-                "samples with and keeps: not followed by the engines yet (host arrays take it); "
-                "give the bound as that value or one float32 holds")
+        hit = beyond(float(rounded), float(v)) and float(ml_dtypes.bfloat16(rounded)) == float(
+            rounded)
+        return float(rounded) if hit else None
+
+    low = lands_beyond(first, np.less)
+    if low is not None:
+        raise NotImplementedError(
+            f"a lower range bound of {float(first)!r} rounds in float32 to {low!r}, a bfloat16 "
+            "value below the range, which numpy (ml_dtypes) compares bfloat16 samples with and "
+            "keeps (numpy then fails on a sample equal to it): not followed on the GPU; give the "
+            "bound as that value or one float32 holds")
+    high = lands_beyond(last, np.greater)
+    if high is not None and type(last) is not float:
+        raise NotImplementedError(
+            f"an upper range bound of {type(last).__name__} {float(last)!r} for bfloat16 samples "
+            f"rounds in float32 to {high!r}, a bfloat16 value above the range: numpy compares "
+            "the samples with a numpy float64 in float64 (dropping that value) and with a Python "
+            "float in float32 (keeping it), and the engines follow the Python float: not "
+            "followed on the GPU; give the range as Python floats")

@@ -127,6 +127,11 @@ def _count(index: np.ndarray, w, nbins: int, result_type, backend, strategy):
     """The counts (or sums) of each bin: the engine's bincount; weights that are not simple
     summed in their own type."""
     index = np.ascontiguousarray(index, dtype=np.int64)
+    if index.size and index.min() < 0:
+        # numpy's bincount refuses it (a sample below the range kept by numpy's comparison in
+        # another type than its bins', e.g. bfloat16 beside a Python float): np.add.at would
+        # wrap it into the last bin.
+        raise ValueError("'list' argument must have no negative elements")
     if w is None:
         return _native.bincount(index, None, nbins, backend, strategy, None).view(np.int64)
     if not simple_weights(w):

@@ -181,28 +181,27 @@ pub(super) fn resolve_over_range(
     }))
 }
 
-/// Refuses a range of floats for bfloat16 samples where numpy would keep a sample beyond it.
 /// ml_dtypes compares bfloat16 samples with a Python float in float32 (the bound rounded to the
-/// nearest float32: `bfloat16(1.296875) <= 1.296874999999` is true), the engines in float64; the
+/// nearest float32: `bfloat16(1.296875) <= 1.296874999999` is true), the engines in float64. The
 /// two differ only where a bound's float32 rounding lands beyond it on a value bfloat16 holds
-/// (numpy then counts a sample equal to the upper one in the last bin, and fails on one equal to
-/// the lower one).
-fn check_bf16_bounds(lo: f64, hi: f64) -> Result<()> {
-    for (bound, rounded_beyond) in [
-        (lo, ((lo as f32) as f64) < lo),
-        (hi, ((hi as f32) as f64) > hi),
-    ] {
+/// (at most one value per bound: the float32 rounding moves less than a bfloat16 step). numpy
+/// counts a sample equal to the upper one in the last bin: returned here, the bins keep samples
+/// up to it. On a sample equal to the lower one numpy fails (its bin index is -1, and `bincount`
+/// refuses it): refused, as the engines cannot tell whether such a sample is there.
+fn bf16_kept_beyond(lo: f64, hi: f64) -> Result<Option<f64>> {
+    let lands = |bound: f64| {
         let rounded = bound as f32;
-        if rounded_beyond && bf16::from_f32(rounded).to_f32() == rounded {
-            return Err(Error::NotImplemented(format!(
-                "a range bound of {bound:?} for bfloat16 samples rounds in float32 to {rounded:?}, \
-                 a bfloat16 value outside the range, which numpy (ml_dtypes) compares bfloat16 \
-                 samples with and keeps: not followed yet; give the bound as that value or one \
-                 float32 holds"
-            )));
-        }
+        (bf16::from_f32(rounded).to_f32() == rounded).then_some(rounded)
+    };
+    if let Some(rounded) = lands(lo).filter(|&r| (r as f64) < lo) {
+        return Err(Error::NotImplemented(format!(
+            "a lower range bound of {lo:?} for bfloat16 samples rounds in float32 to {rounded:?}, \
+             a bfloat16 value below the range, which numpy (ml_dtypes) compares bfloat16 samples \
+             with and keeps (numpy then fails on a sample equal to it: its bin index is -1): not \
+             followed; give the bound as that value or one float32 holds"
+        )));
     }
-    Ok(())
+    Ok(lands(hi).filter(|&r| (r as f64) > hi).map(f64::from))
 }
 
 /// Uniform bins of `nbins` over `range` (or the data's extremes) for half samples `s`.
@@ -219,8 +218,12 @@ pub(super) fn resolve<T: Sample>(
             hi += 0.5;
         }
         if format == HalfFormat::BF16 {
-            check_bf16_bounds(lo, hi)?;
-            return uniform_f64(nbins, lo, hi, hi - lo).map(Binning::UniformF64);
+            let kept_beyond = bf16_kept_beyond(lo, hi)?;
+            let mut u = uniform_f64(nbins, lo, hi, hi - lo)?;
+            if let Some(v) = kept_beyond {
+                u.last = v;
+            }
+            return Ok(Binning::UniformF64(u));
         }
         return resolve_over_range(format, nbins, lo, hi);
     }
@@ -439,27 +442,33 @@ mod tests {
     }
 
     #[test]
-    fn bfloat16_bounds_rounding_onto_a_sample_beyond_them_are_refused() {
+    fn bfloat16_bounds_rounding_onto_a_value_beyond_them_follow_numpy() {
         let s = [bf16::from_f32(1.296875), bf16::from_f32(0.5)];
-        let refused = |lo, hi| {
-            matches!(
-                resolve(HalfFormat::BF16, 4, Some((lo, hi)), &s),
-                Err(Error::NotImplemented(m)) if m.contains("rounds in float32")
-            )
-        };
-        // 1.296874999999 rounds up to the float32 1.296875, a bfloat16; 0.5 + 1e-12 down to 0.5.
-        assert!(refused(-1.0, 1.296874999999));
-        assert!(refused(0.5 + 1e-12, 2.0));
-        // Bounds that are the value, round inwards, or round onto no bfloat16 are followed.
-        for (lo, hi) in [
-            (-1.0, 1.296875),
-            (0.5 - 1e-12, 1.3),
-            (-1.0, 1.2968751),
-            (0.1, 0.2),
-        ] {
-            assert!(!refused(lo, hi), "{lo} {hi}");
-            assert!(resolve(HalfFormat::BF16, 4, Some((lo, hi)), &s).is_ok());
+        let bins = |lo, hi| resolve(HalfFormat::BF16, 4, Some((lo, hi)), &s);
+        // 1.296874999999 rounds up to the float32 1.296875, a bfloat16: numpy keeps that value,
+        // in the last bin; the edges stay numpy's (ending at the bound as given).
+        let b = bins(-1.0, 1.296874999999).unwrap();
+        assert_eq!(b.locate(bf16::from_f32(1.296875)), Slot::Bin(3));
+        assert_eq!(b.locate(bf16::from_f32(1.3046875)), Slot::Above);
+        assert_eq!(b.locate(bf16::from_f32(-1.0)), Slot::Bin(0));
+        assert_eq!(*b.edges().last().unwrap(), 1.296874999999);
+        // Bounds that are the value, round inwards or onto no bfloat16 keep nothing beyond them.
+        for (lo, hi) in [(-1.0, 1.296875), (-1.0, 1.2968751), (0.1, 0.2)] {
+            let b = bins(lo, hi).unwrap();
+            let top = bf16::from_f32(hi as f32);
+            let past = if (top.to_f32() as f64) > hi {
+                top
+            } else {
+                bf16::from_bits(top.to_bits() + 1)
+            };
+            assert_eq!(b.locate(past), Slot::Above, "{lo} {hi}");
         }
+        // 0.5 + 1e-12 rounds down to 0.5, where numpy fails: refused by name.
+        assert!(matches!(
+            bins(0.5 + 1e-12, 2.0),
+            Err(Error::NotImplemented(m)) if m.contains("rounds in float32 to 0.5")
+        ));
+        assert!(bins(0.5 - 1e-12, 1.3).is_ok());
         // float16 samples compare in float16: their own bins.
         let h = [f16::from_f32(0.5)];
         assert!(resolve(HalfFormat::F16, 4, Some((-1.0, 1.296874999999)), &h).is_ok());

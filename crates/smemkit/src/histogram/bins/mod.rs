@@ -185,7 +185,11 @@ pub struct UniformF64 {
     pub nbins: usize,
     /// Lower edge: `x < first` is below the range.
     pub first: f64,
-    /// Upper edge: `x > last` is above the range, `x == last` goes to the last bin.
+    /// Upper edge: `x > last` is above the range, `x == last` goes to the last bin. It is the
+    /// last of `edges` except for bfloat16 samples whose range's upper bound rounds in float32
+    /// up onto a bfloat16 value, which numpy keeps ([`half`]'s `resolve`): `last` is that value,
+    /// counted in the last bin. Only the keep test reads it there (16-bit samples reach the GPU
+    /// as a table of [`Binning::locate`]).
     pub last: f64,
     /// The divisor of numpy's estimate `(x - first) / denom * nbins` (all float64). For integer
     /// samples with an automatic range it is `max - min` computed exactly and rounded once, which
