@@ -8,7 +8,8 @@ numpy computes a float16 histogram in float16 where its operands are float16 (NE
 range every step (min, max, linspace, the bin estimate) is float16 arithmetic; with a range the
 difference x - first is float16 and the rest float64. bfloat16 comes from ml_dtypes, whose type
 does not promote weakly: with a range numpy computes as for float64 data, without one in
-bfloat16. Run with numpy 2 and ml_dtypes:  python3 scripts/numpy_half_fixtures.py
+bfloat16. The estimators' cases (`rule`) give numpy's bins for each of its estimators. Run with
+numpy 2 and ml_dtypes:  python3 scripts/numpy_half_fixtures.py
 """
 import json
 import pathlib
@@ -41,6 +42,8 @@ def case(name, a, bins, rng=None, data=None):
     }
     if isinstance(bins, (int, np.integer)):
         c["bins"] = int(bins)
+    elif isinstance(bins, str):
+        c["rule"] = bins
     else:
         c["edges"] = [hexf(e) for e in bins]
     try:
@@ -86,6 +89,11 @@ def main():
             a = values.astype(dt)
             for edges in ([-3.0, -1.0, 0.0, 0.5, 2.0, 3.0], [0.1, 0.2, 0.30000001, 0.4], [-np.inf, 0.0, np.inf]):
                 cases.append(case(f"{tag}_{dname}_edges_{edges}", a, np.array(edges), None, f"{tag}_{dname}"))
+            # numpy's estimators compute in the samples' type (float16; bfloat16 through
+            # ml_dtypes, whose sums run one value at a time).
+            for rule in ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"):
+                for r in (None, (-1.1, 2.3), (990.0, 1010.0), (2.5, 2.5)):
+                    cases.append(case(f"{tag}_{dname}_{rule}_{r}", a, rule, r, f"{tag}_{dname}"))
         # NaN and infinity: refused without a range, tallied with one.
         a = np.array([0.5, np.nan, 1.5, np.inf, -np.inf, 2.0], dtype=dt)
         cases.append(case(f"{tag}_nan_inf_range", a, 4, (0.0, 2.0), f"{tag}_nan_inf"))

@@ -182,8 +182,10 @@ def _estimate(a, name, range_, weights, backend="auto", strategy=None):
         first, last = range_
         rng = (float(first), float(last))
     flat, _ = flat_pair(a, None)
-    if _half_name(flat) == "bfloat16":
-        # numpy computes the statistics in bfloat16, which the library's estimators do not.
+    if _half_name(flat) == "bfloat16" and not (
+            range_ is None or all(type(v) is float for v in range_)):
+        # The library follows numpy with ml_dtypes beside Python floats; other scalars change
+        # how numpy compares and divides (numpy's own arithmetic then).
         return _typed_bins.estimate(flat, name, range_, backend, strategy)
     flat, half = _native_samples(flat)
     return _native.estimate_bins(flat, name, rng, half)

@@ -8,7 +8,7 @@
 //! The statistics are computed on the host from host samples, whatever the engine.
 
 use crate::error::{Error, Result};
-use crate::histogram::bins::stats::{self, py_to_16, r16, Class, Trimmed};
+use crate::histogram::bins::stats::{self, py_to_16, py_to_bf16, r16, rbf, Class, Trimmed};
 use crate::sample::{Sample, Samples};
 
 /// A numpy bin estimator.
@@ -82,6 +82,8 @@ impl std::str::FromStr for BinRule {
 pub(crate) enum Width {
     /// A float16 scalar (its value, held in an f32).
     F16(f32),
+    /// A bfloat16 scalar (its value, held in an f32).
+    BF16(f32),
     F32(f32),
     F64(f64),
 }
@@ -89,7 +91,7 @@ pub(crate) enum Width {
 impl Width {
     pub(crate) fn value(self) -> f64 {
         match self {
-            Width::F16(w) | Width::F32(w) => w as f64,
+            Width::F16(w) | Width::BF16(w) | Width::F32(w) => w as f64,
             Width::F64(w) => w,
         }
     }
@@ -107,6 +109,11 @@ pub(crate) trait EstimatorStats {
     /// numpy's `_ptp` for float16 data (a float16 difference, held in an f32), `None` for other
     /// data (the device engine takes no float16 estimates).
     fn ptp_f16(&self) -> Option<f32> {
+        None
+    }
+    /// numpy's `_ptp` for bfloat16 data (a bfloat16 difference, held in an f32), `None` for
+    /// other data (the device engine takes no bfloat16 estimates).
+    fn ptp_bf16(&self) -> Option<f32> {
         None
     }
     /// numpy's `_ptp` as the float64 it becomes when divided by a float64.
@@ -135,12 +142,18 @@ where
     fn ptp_f16(&self) -> Option<f32> {
         Trimmed::ptp_f16(self)
     }
+    fn ptp_bf16(&self) -> Option<f32> {
+        Trimmed::ptp_bf16(self)
+    }
     fn ptp_f64(&self) -> f64 {
         Trimmed::ptp_f64(self)
     }
     fn std(&mut self) -> Result<Width> {
         if let Some(v) = self.f16_values() {
             return Ok(Width::F16(stats::std_f16(&v)));
+        }
+        if let Some(v) = self.bf16_values() {
+            return Ok(Width::BF16(stats::std_bf16(&v)));
         }
         Ok(match self.f32() {
             Some(v) => Width::F32(stats::std_f32(v)),
@@ -150,6 +163,9 @@ where
     fn skew(&mut self) -> Result<Option<f64>> {
         if let Some(v) = self.f16_values() {
             return Ok(skew_f16(&v));
+        }
+        if let Some(v) = self.bf16_values() {
+            return Ok(skew_bf16(&v));
         }
         Ok(match self.f32() {
             Some(v) => {
@@ -188,13 +204,6 @@ pub fn estimate_bin_count(
     rule: BinRule,
     range: Option<(f64, f64)>,
 ) -> Result<usize> {
-    if let Samples::BF16(_) = samples {
-        return Err(Error::NotImplemented(format!(
-            "numpy's `{}` estimator on {} samples (numpy computes its statistics in that type, which smemkit does not reproduce yet): give a number of bins",
-            rule.name(),
-            samples.sample_type()
-        )));
-    }
     crate::sample::with_samples!(samples, s => count_for(s, rule, range))
 }
 
@@ -241,9 +250,14 @@ pub(crate) fn bins_from_width(
         // (`_unsigned_subtract` of two Python floats), which divides in float64 below.
         (stats::Span::F16(d), Width::F16(w)) => r16(d / w) as f64,
         (stats::Span::F16(d), w) => d as f64 / w.value(),
+        // bfloat16 over bfloat16 in bfloat16, over float32 (ml_dtypes' type beside Python
+        // floats) in float32, over float64 in float64.
+        (stats::Span::BF16(d), Width::BF16(w)) => rbf(d / w) as f64,
+        (stats::Span::BF16(d), Width::F32(w)) => (d / w) as f64,
+        (stats::Span::BF16(d), w) => d as f64 / w.value(),
         // float16 widths come only from float16 data (a float16 or Python span): never met.
         (stats::Span::F32(d), Width::F16(w)) => d as f64 / w as f64,
-        (stats::Span::F32(d), Width::F32(w)) => (d / w) as f64,
+        (stats::Span::F32(d), Width::F32(w) | Width::BF16(w)) => (d / w) as f64,
         (stats::Span::F32(d), Width::F64(w)) => d as f64 / w,
         (stats::Span::F64(d), w) => d / w.value(),
         (stats::Span::Unsigned(d), w) => d as f64 / w.value(),
@@ -323,13 +337,6 @@ pub fn estimator_width(
         }
         width_of(&mut x, rule, range)
     }
-    if let Samples::BF16(_) = samples {
-        return Err(Error::NotImplemented(format!(
-            "numpy's `{}` estimator on {} samples",
-            rule.name(),
-            samples.sample_type()
-        )));
-    }
     let width = crate::sample::with_samples!(samples, s => of(s, rule, range))?;
     Ok(width.map(|w| (w.value(), matches!(w, Width::F32(_)))))
 }
@@ -347,7 +354,8 @@ fn rice_width<S: EstimatorStats>(x: &S) -> Width {
     if let Some(p) = x.ptp_f16() {
         return Width::F16(r16(p / py_to_16(d)));
     }
-    match x.ptp_f32() {
+    // A bfloat16 divided by a Python float is a float32 in ml_dtypes.
+    match x.ptp_f32().or(x.ptp_bf16()) {
         Some(p) => Width::F32(p / d as f32),
         None => Width::F64(x.ptp_f64() / d),
     }
@@ -357,6 +365,7 @@ fn scott_width<S: EstimatorStats>(x: &mut S) -> Result<Width> {
     let factor = (24.0 * std::f64::consts::PI.powf(0.5) / x.len() as f64).powf(1.0 / 3.0);
     Ok(match x.std()? {
         Width::F16(s) => Width::F16(r16(py_to_16(factor) * s)),
+        Width::BF16(s) => Width::F32(factor as f32 * s),
         Width::F32(s) => Width::F32(factor as f32 * s),
         Width::F64(s) => Width::F64(factor * s),
     })
@@ -389,9 +398,10 @@ fn stone_width<T: Sample>(x: &Trimmed<T>, range: Option<(f64, f64)>) -> Result<O
 where
     for<'a> &'a [T]: Into<Samples<'a>>,
 {
-    let narrow = match (x.ptp_f16(), x.ptp_f32()) {
-        (Some(p), _) => Some(Narrow::F16(p)),
-        (None, Some(p)) => Some(Narrow::F32(p)),
+    let narrow = match (x.ptp_f16(), x.ptp_bf16(), x.ptp_f32()) {
+        (Some(p), _, _) => Some(Narrow::F16(p)),
+        (_, Some(p), _) => Some(Narrow::BF16(p)),
+        (_, _, Some(p)) => Some(Narrow::F32(p)),
         _ => None,
     };
     stone_from_counts(x.len(), x.ptp_f64(), narrow, |nbins| {
@@ -399,10 +409,12 @@ where
     })
 }
 
-/// numpy's `_ptp` of float16 or float32 data, which keeps Stone's bin widths in its type.
+/// numpy's `_ptp` of float16, bfloat16 or float32 data, which keeps Stone's bin widths in its
+/// type.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Narrow {
     F16(f32),
+    BF16(f32),
     F32(f32),
 }
 
@@ -411,6 +423,7 @@ impl Narrow {
     fn width(self, nbins: usize) -> Width {
         match self {
             Narrow::F16(p) => Width::F16(r16(p / py_to_16(nbins as f64))),
+            Narrow::BF16(p) => Width::BF16(rbf(p / py_to_bf16(nbins as f64))),
             Narrow::F32(p) => Width::F32(p / nbins as f32),
         }
     }
@@ -470,4 +483,19 @@ fn skew_f16(v: &[f32]) -> Option<f64> {
         .map(|&a| r16(r16(r16(a - mean) / sigma).powf(3.0)))
         .collect();
     Some(stats::mean_f16(&cubes) as f64)
+}
+
+/// Doane's `g1` for bfloat16 data as numpy with ml_dtypes computes it: as for float16
+/// ([`skew_f16`]), each step in bfloat16 and the means of bfloat16 sums ([`stats::mean_bf16`]).
+fn skew_bf16(v: &[f32]) -> Option<f64> {
+    let sigma = stats::std_bf16(v);
+    if sigma.is_nan() || sigma <= 0.0 {
+        return None;
+    }
+    let mean = stats::mean_bf16(v);
+    let cubes: Vec<f32> = v
+        .iter()
+        .map(|&a| rbf(rbf(rbf(a - mean) / sigma).powf(3.0)))
+        .collect();
+    Some(stats::mean_bf16(&cubes) as f64)
 }

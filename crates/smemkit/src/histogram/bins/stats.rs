@@ -1,7 +1,8 @@
 //! The statistics numpy's bin estimators take from the data, computed as numpy computes them:
 //! outer edges and their span in numpy's types, the data trimmed to a range, peak-to-peak,
 //! means and standard deviations with numpy's pairwise summation (integer data summed as float64
-//! in buffers of 8192, as numpy's casting reduction does), and `linear` percentiles.
+//! in buffers of 8192, as numpy's casting reduction does; ml_dtypes' bfloat16 one element after
+//! another, each sum rounded to bfloat16), and `linear` percentiles.
 
 use std::any::Any;
 
@@ -16,15 +17,19 @@ use crate::sample::{Sample, SampleType, Samples};
 pub(crate) enum Class {
     /// float16: every operation rounded to float16 (sums accumulate in float32).
     F16,
+    /// ml_dtypes' bfloat16: its own operations rounded to bfloat16 (sums too, one element at a
+    /// time); beside Python floats float32, beside float64 scalars float64.
+    BF16,
     F32,
     F64,
     Int,
 }
 
-/// The class of `ty` (bfloat16 samples never reach the estimators: refused at their entry).
+/// The class of `ty`.
 pub(crate) fn class_of(ty: SampleType) -> Class {
     match ty {
         SampleType::F16 => Class::F16,
+        SampleType::BF16 => Class::BF16,
         SampleType::F32 => Class::F32,
         SampleType::F64 => Class::F64,
         _ => Class::Int,
@@ -44,11 +49,25 @@ pub(crate) fn py_to_16(x: f64) -> f32 {
     crate::histogram::bins::half::f16_from_f64(x).to_f32()
 }
 
+/// `x` rounded to bfloat16 (held in an f32), as ml_dtypes rounds each of its operations, which
+/// it computes in float32.
+#[inline]
+pub(crate) fn rbf(x: f32) -> f32 {
+    half::bf16::from_f32(x).to_f32()
+}
+
+/// A float64 (or a Python int) becoming a bfloat16 as ml_dtypes converts it (through float32).
+pub(crate) fn py_to_bf16(x: f64) -> f32 {
+    crate::histogram::bins::half::bf16_from_f64(x).to_f32()
+}
+
 /// `last_edge - first_edge` in numpy's type for it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Span {
     /// float16 extremes of float16 data (the value, held in an f32).
     F16(f32),
+    /// bfloat16 extremes of bfloat16 data (the value, held in an f32).
+    BF16(f32),
     /// float32 extremes of float32 data.
     F32(f32),
     /// float64 extremes (float64 data; integer data widened by 0.5).
@@ -112,6 +131,9 @@ pub(crate) fn outer_of<T: Sample>(
             Span::F16(r16(b - a))
         }
         Class::F16 => Span::F16(r16(max.to_f32() - min.to_f32())),
+        // A bfloat16 minus a Python float is a float32 in ml_dtypes.
+        Class::BF16 if lo == hi => Span::F32((hi as f32 + 0.5) - (lo as f32 - 0.5)),
+        Class::BF16 => Span::BF16(rbf(max.to_f32() - min.to_f32())),
         Class::F32 if lo == hi => Span::F32((hi as f32 + 0.5) - (lo as f32 - 0.5)),
         Class::F32 => Span::F32(max.to_f32() - min.to_f32()),
         Class::F64 | Class::Int if lo == hi => Span::F64((hi + 0.5) - (lo - 0.5)),
@@ -144,7 +166,8 @@ fn extremes<T: Sample>(s: &[T]) -> Option<(T, T)> {
 }
 
 /// The samples an estimator sees: all of them, or those inside the range (numpy compares float32
-/// data with the Python-float range in float32, other data in float64).
+/// data with the Python-float range in float32, as ml_dtypes compares bfloat16 data, float16
+/// data in float16, other data in float64).
 pub(crate) struct Trimmed<T> {
     pub v: Vec<T>,
 }
@@ -160,7 +183,7 @@ pub(crate) fn trim<T: Sample>(s: &[T], range: Option<(f64, f64)>, outer: &Outer)
                 .filter(|x| x.to_f32() >= lo && x.to_f32() <= hi)
                 .collect()
         }
-        Some(_) if class_of(T::TYPE) == Class::F32 => {
+        Some(_) if matches!(class_of(T::TYPE), Class::F32 | Class::BF16) => {
             let (lo, hi) = (outer.lo as f32, outer.hi as f32);
             s.iter()
                 .copied()
@@ -213,9 +236,21 @@ where
         let (lo, hi) = self.min_max();
         Some(r16(hi.to_f32() - lo.to_f32()))
     }
+    /// The samples' values when they are bfloat16 (each exact in f32).
+    pub fn bf16_values(&self) -> Option<Vec<f32>> {
+        (self.class() == Class::BF16).then(|| self.v.iter().map(|x| x.to_f32()).collect())
+    }
+    /// numpy's `_ptp` for bfloat16 data (a bfloat16 difference, held in an f32).
+    pub fn ptp_bf16(&self) -> Option<f32> {
+        if self.class() != Class::BF16 {
+            return None;
+        }
+        let (lo, hi) = self.min_max();
+        Some(rbf(hi.to_f32() - lo.to_f32()))
+    }
     /// numpy's `_ptp` as the float64 it becomes when divided by a float64.
     pub fn ptp_f64(&self) -> f64 {
-        if let Some(p) = self.ptp_f32().or(self.ptp_f16()) {
+        if let Some(p) = self.ptp_f32().or(self.ptp_f16()).or(self.ptp_bf16()) {
             return p as f64;
         }
         let (lo, hi) = self.min_max();
@@ -308,6 +343,7 @@ pub(crate) fn percentile_at<T: Sample>(n: usize, q: f64, at: impl Fn(usize) -> T
     let (a, b) = (at(prev as usize), at(prev as usize + 1));
     let diff = match class_of(T::TYPE) {
         Class::F16 => r16(b.to_f32() - a.to_f32()) as f64,
+        Class::BF16 => rbf(b.to_f32() - a.to_f32()) as f64,
         Class::F32 => (b.to_f32() - a.to_f32()) as f64,
         Class::F64 => b.to_f64() - a.to_f64(),
         Class::Int => wrap(b.to_i128() - a.to_i128(), T::TYPE) as f64,
@@ -437,6 +473,37 @@ pub(crate) fn std_f16(v: &[f32]) -> f32 {
         })
         .collect();
     r16(r16((sum_in_f16(&squares) as f64 / n) as f32).sqrt())
+}
+
+/// ml_dtypes' sum of bfloat16 values: numpy's reduction calls its add loop with the running
+/// total as one operand, so each sum is rounded to bfloat16 before the next value is added.
+fn sequential_sum_bf16(v: &[f32]) -> f32 {
+    v.iter().skip(1).fold(v[0], |acc, &x| rbf(acc + x))
+}
+
+/// `np.mean` (and the variance's sums divided) of bfloat16 data: the bfloat16 sum divided by the
+/// count in float64, rounded to bfloat16 (through float32, as ml_dtypes converts).
+fn mean_of_bf16_sum(sum: f32, n: usize) -> f32 {
+    py_to_bf16(sum as f64 / n as f64)
+}
+
+/// `np.mean` of bfloat16 data (non-empty).
+pub(crate) fn mean_bf16(v: &[f32]) -> f32 {
+    mean_of_bf16_sum(sequential_sum_bf16(v), v.len())
+}
+
+/// `np.std` of bfloat16 data: the mean, each deviation and square rounded to bfloat16, their
+/// bfloat16 sum divided as the mean's, its square root rounded to bfloat16.
+pub(crate) fn std_bf16(v: &[f32]) -> f32 {
+    let mean = mean_bf16(v);
+    let squares: Vec<f32> = v
+        .iter()
+        .map(|&x| {
+            let d = rbf(x - mean);
+            rbf(d * d)
+        })
+        .collect();
+    rbf(mean_of_bf16_sum(sequential_sum_bf16(&squares), v.len()).sqrt())
 }
 
 /// `np.mean` of a float64 array.
