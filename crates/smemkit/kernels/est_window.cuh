@@ -51,9 +51,15 @@ struct window_seen {
 #if SAMPLE_KIND == 0
 typedef float bound_t;
 __device__ __forceinline__ bound_t bound_of(double x) { return __double2float_rn(x); }
+__device__ __forceinline__ bound_t bound_value(sample_t v) { return v; }
+#elif SAMPLE_KIND == 4
+typedef float bound_t;
+__device__ __forceinline__ bound_t bound_of(double x) { return (float)x; }  // a float16 value
+__device__ __forceinline__ bound_t bound_value(sample_t v) { return h2f(v); }
 #else
 typedef double bound_t;
 __device__ __forceinline__ bound_t bound_of(double x) { return x; }
+__device__ __forceinline__ bound_t bound_value(sample_t v) { return (bound_t)v; }
 #endif
 
 // Looks at sample v (`inside`: within the n samples; RANGE: trimmed to [lo, hi], which `kept`
@@ -63,7 +69,7 @@ __device__ __forceinline__ bool window_look(sample_t v, bool inside, bound_t lo,
                                             wkey_t hi0, wkey_t lo1, wkey_t hi1, window_seen& s) {
     const bool nan = inside && is_nan(v);
     bool valid = inside && !nan;
-    if (RANGE) valid = valid && (bound_t)v >= lo && (bound_t)v <= hi;
+    if (RANGE) valid = valid && bound_value(v) >= lo && bound_value(v) <= hi;
     const wkey_t key = (wkey_t)key_of(v);
     s.nans += nan;
     s.count += valid;

@@ -32,7 +32,8 @@
 // NVRTC contracts nothing into a fused multiply-add.
 //
 // Compiled by NVRTC once per sample type: -DSAMPLE_T=<C type> -DSAMPLE_KIND=0 (float32),
-// 1 (float64), 2 (signed integer) or 3 (unsigned integer).
+// 1 (float64), 2 (signed integer), 3 (unsigned integer) or 4 (float16, read as its 16 bits: numpy
+// sums float16 values in float32 and rounds each deviation, square and cube to float16).
 
 #ifndef SAMPLE_T
 #error "SAMPLE_T must be defined by the host"
@@ -41,7 +42,22 @@ typedef SAMPLE_T sample_t;
 typedef unsigned long long u64;
 #define FULL 0xffffffffu
 
-#if SAMPLE_KIND == 0
+#if SAMPLE_KIND == 4
+// float16 bits to float32 (exact), and a float32 rounded to the nearest float16 (ties to even,
+// overflow to infinity), as numpy's float16 operations round their float32 results.
+__device__ __forceinline__ float h2f(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ float r16(float x) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return h2f(h);
+}
+#endif
+
+#if SAMPLE_KIND == 0 || SAMPLE_KIND == 4
 typedef float acc_t;
 __device__ __forceinline__ acc_t add(acc_t a, acc_t b) { return __fadd_rn(a, b); }
 #else
@@ -57,6 +73,9 @@ __device__ __forceinline__ u64 key_of(sample_t v) {
 #elif SAMPLE_KIND == 1
     const u64 u = (u64)__double_as_longlong(v);
     return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+#elif SAMPLE_KIND == 4
+    const unsigned u = v;
+    return (u64)((u & 0x8000u) ? (~u & 0xffffu) : (u | 0x8000u));
 #elif SAMPLE_KIND == 2
     constexpr int W = 8 * (int)sizeof(sample_t);
     const u64 mask = W == 64 ? ~0ull : ((1ull << (W % 64)) - 1);
@@ -69,16 +88,22 @@ __device__ __forceinline__ u64 key_of(sample_t v) {
 __device__ __forceinline__ bool is_nan(sample_t v) {
 #if SAMPLE_KIND < 2
     return v != v;
+#elif SAMPLE_KIND == 4
+    return (v & 0x7fffu) > 0x7c00u;
 #else
     return false;
 #endif
 }
 
-// numpy's trimming: float32 samples against the range rounded to float32, others in float64.
+// numpy's trimming: float32 samples against the range rounded to float32, float16 ones against
+// it rounded to float16 (by the host: lo and hi are float16 values), others in float64.
 __device__ __forceinline__ bool kept(sample_t v, int has_range, double lo, double hi) {
     if (!has_range) return true;
 #if SAMPLE_KIND == 0
     return v >= __double2float_rn(lo) && v <= __double2float_rn(hi);
+#elif SAMPLE_KIND == 4
+    const float x = h2f(v);
+    return x >= (float)lo && x <= (float)hi;
 #else
     const double x = (double)v;
     return x >= lo && x <= hi;
@@ -137,7 +162,16 @@ extern "C" __global__ void __launch_bounds__(256) est_extremes(const sample_t* _
 // `pow` is within an ulp of it.
 template <int TERM>
 __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
-#if SAMPLE_KIND == 0
+#if SAMPLE_KIND == 4
+    // float16: p1 and p2 are float16 values; each operation rounded to float16 as numpy does (its
+    // cube is float32's pow rounded to float16: the exact cube, 33 bits, rounded once to float32).
+    const float x = h2f(v);
+    if (TERM == 0) return x;
+    const float d = r16(__fsub_rn(x, p1));
+    if (TERM == 1) return r16(__fmul_rn(d, d));
+    const double q = (double)r16(__fdiv_rn(d, p2));
+    return r16(__double2float_rn(__dmul_rn(__dmul_rn(q, q), q)));
+#elif SAMPLE_KIND == 0
     if (TERM == 0) return v;
     const float d = __fsub_rn(v, p1);
     if (TERM == 1) return __fmul_rn(d, d);
@@ -166,7 +200,7 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
 // Blocks per SM the sum kernels are built for: three (24 warps) for float32, whose rows and float32
 // chains fit the 80 registers that leaves without spilling; two for the float64 chains of the
 // other types (which spill at 80).
-#if SAMPLE_KIND == 0
+#if SAMPLE_KIND == 0 || SAMPLE_KIND == 4
 #define SUM_BLOCKS 3
 #else
 #define SUM_BLOCKS 2

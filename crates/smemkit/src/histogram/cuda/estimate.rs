@@ -45,7 +45,7 @@ use crate::gpu::device::Gpu;
 use crate::histogram::bins::estimators::{
     bins_from_width, stone_from_counts, width_of, BinRule, EstimatorStats, Narrow, Width,
 };
-use crate::histogram::bins::stats::{self, Class};
+use crate::histogram::bins::stats::{self, py_to_16, r16, Class};
 use crate::histogram::bins::{BinSpec, Binning};
 use crate::histogram::result::Counts;
 use crate::sample::{Sample, SampleType, Samples};
@@ -143,8 +143,9 @@ unsafe fn estimate_on(
         SampleType::I64 => typed!(i64),
         SampleType::F32 => typed!(f32),
         SampleType::F64 => typed!(f64),
-        // Passes::new refused them.
-        SampleType::F16 | SampleType::BF16 => unreachable!("refused above"),
+        SampleType::F16 => typed!(half::f16),
+        // Passes::new refused it.
+        SampleType::BF16 => unreachable!("refused above"),
     }
 }
 
@@ -166,6 +167,10 @@ pub(crate) fn value_of<T: Sample>(kind: Kind, key: u64) -> T {
             } else {
                 !key
             }
+        }
+        Kind::F16 => {
+            let k = key as u16;
+            (if k & 0x8000 != 0 { k ^ 0x8000 } else { !k }) as u64
         }
         Kind::Signed => key ^ (1u64 << (8 * size - 1)),
         Kind::Unsigned => key,
@@ -197,7 +202,12 @@ where
         Some(_) => Some(stats::outer_of::<T>(range, || None)?),
         None => None,
     };
-    let trim = checked.as_ref().map(|o| (o.lo, o.hi));
+    // numpy compares float16 samples with the range rounded to float16: the kernels take those
+    // values.
+    let trim = checked.as_ref().map(|o| match stats::class_of(T::TYPE) {
+        Class::F16 => (py_to_16(o.lo) as f64, py_to_16(o.hi) as f64),
+        _ => (o.lo, o.hi),
+    });
     // The first pass finds the count and the extremes, and with them what the rule needs first.
     let (mut total, mut selection, mut tiles) = (None, None, None);
     let [count, lo_key, hi_key, nans] = match first_pass(rule, trim.is_some()) {
@@ -327,6 +337,9 @@ impl<T: Sample> DeviceStats<'_, T> {
     fn is_f32(&self) -> bool {
         T::TYPE == SampleType::F32
     }
+    fn is_f16(&self) -> bool {
+        T::TYPE == SampleType::F16
+    }
 
     /// The trimmed samples in order: the input itself without a range, else packed.
     fn summed(&mut self) -> Result<u64> {
@@ -359,7 +372,18 @@ impl<T: Sample> DeviceStats<'_, T> {
             return Ok(m);
         }
         let n = self.count as f64;
-        let m = if self.is_f32() {
+        let m = if self.is_f16() {
+            // stats::std_f16: float32 sums of the whole array rounded to float16, divided in
+            // float64, each step rounded to float16.
+            let total = match self.total {
+                Some(t) => t,
+                None => self.sum((0, 0.0, 0.0))?,
+            };
+            let mean = r16((r16(total as f32) as f64 / n) as f32);
+            let squares = r16(self.sum((1, mean as f64, 0.0))? as f32);
+            let var = r16((squares as f64 / n) as f32);
+            (mean as f64, r16(var.sqrt()) as f64)
+        } else if self.is_f32() {
             let total = match self.total {
                 Some(t) => t,
                 None => self.sum((0, 0.0, 0.0))?,
@@ -373,7 +397,7 @@ impl<T: Sample> DeviceStats<'_, T> {
             } else if stats::class_of(T::TYPE) == Class::Int {
                 let at = self.summed()?;
                 // SAFETY: as in `sum`.
-                unsafe { self.passes.buffered(at, self.count)? }
+                unsafe { self.passes.buffered(at, self.count, (0, 0.0, 0.0))? }
             } else {
                 self.sum((0, 0.0, 0.0))?
             };
@@ -393,8 +417,12 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
     fn ptp_f32(&self) -> Option<f32> {
         self.is_f32().then(|| self.max.to_f32() - self.min.to_f32())
     }
+    fn ptp_f16(&self) -> Option<f32> {
+        self.is_f16()
+            .then(|| r16(self.max.to_f32() - self.min.to_f32()))
+    }
     fn ptp_f64(&self) -> f64 {
-        if let Some(p) = self.ptp_f32() {
+        if let Some(p) = self.ptp_f32().or(self.ptp_f16()) {
             return p as f64;
         }
         match stats::class_of(T::TYPE) {
@@ -404,7 +432,9 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
     }
     fn std(&mut self) -> Result<Width> {
         let (_, std) = self.moments()?;
-        Ok(if self.is_f32() {
+        Ok(if self.is_f16() {
+            Width::F16(std as f32)
+        } else if self.is_f32() {
             Width::F32(std as f32)
         } else {
             Width::F64(std)
@@ -414,6 +444,22 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
         let (mean, sigma) = self.moments()?;
         if sigma.is_nan() || sigma <= 0.0 {
             return Ok(None);
+        }
+        if self.is_f16() {
+            // estimators::skew_f16: np.mean of float16 sums float32 blocks of 8192 in turn,
+            // the mean rounded to float16, for the deviations and for the cubes' mean.
+            let n = self.count as f64;
+            let at = self.summed()?;
+            let mean_of = |total: f64| r16((total / n) as f32) as f64;
+            // SAFETY: as in `sum`.
+            let buffered_mean =
+                mean_of(unsafe { self.passes.buffered(at, self.count, (0, 0.0, 0.0))? });
+            // SAFETY: as in `sum`.
+            let cubes = unsafe {
+                self.passes
+                    .buffered(at, self.count, (2, buffered_mean, sigma))?
+            };
+            return Ok(Some(mean_of(cubes)));
         }
         let cubes = self.sum((2, mean, sigma))?;
         let n = self.count as f64;
@@ -455,7 +501,10 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
     fn stone(&mut self, range: Option<(f64, f64)>) -> Result<Option<Width>> {
         let (passes, input, n) = (self.passes, self.input, self.n);
         let extremes = (self.min.to_f64(), self.max.to_f64());
-        let narrow = self.ptp_f32().map(Narrow::F32);
+        let narrow = match (self.ptp_f16(), self.ptp_f32()) {
+            (Some(p), _) => Some(Narrow::F16(p)),
+            (None, p) => p.map(Narrow::F32),
+        };
         stone_from_counts(self.count, self.ptp_f64(), narrow, |nbins| {
             // SAFETY: the input's `n` samples are valid for the whole estimate.
             unsafe { candidate_counts(passes, input, n, T::TYPE, nbins, range, extremes) }

@@ -20,6 +20,8 @@ use crate::sample::SampleType;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     F32,
+    /// float16, read as its bits (`SAMPLE_KIND` 4): sums in float32, numpy's float16 steps.
+    F16,
     F64,
     Signed,
     Unsigned,
@@ -38,9 +40,10 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
         SampleType::I64 => ("long long", Kind::Signed),
         SampleType::F32 => ("float", Kind::F32),
         SampleType::F64 => ("double", Kind::F64),
-        SampleType::F16 | SampleType::BF16 => {
+        SampleType::F16 => ("unsigned short", Kind::F16),
+        SampleType::BF16 => {
             return Err(Error::NotImplemented(format!(
-                "numpy's bin estimators on {t} samples (numpy computes their statistics in that type, which smemkit does not reproduce yet): give a number of bins"
+                "numpy's bin estimators on {t} samples on the device (numpy with ml_dtypes sums them one value after another, each sum rounded to bfloat16: a sequential chain): give a number of bins"
             )))
         }
     };
@@ -49,6 +52,7 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
         Kind::F64 => 1,
         Kind::Signed => 2,
         Kind::Unsigned => 3,
+        Kind::F16 => 4,
     };
     Ok((
         vec![
@@ -273,7 +277,7 @@ impl Passes {
             // SAFETY: forwarded; `out` holds the four words and the sum's.
             unsafe {
                 if matches!(self.kind, Kind::Signed | Kind::Unsigned) {
-                    self.buffered_into(input, n, ext, sum_at)?;
+                    self.buffered_into(input, n, (0, 0.0, 0.0), ext, sum_at)?;
                 } else {
                     self.sum_into(input, n, 1, (0, 0.0, 0.0), sum_at, ext)?;
                 }
@@ -282,7 +286,7 @@ impl Passes {
         let w = self.read_u64(&out, 5)?;
         // The sum's word holds the accumulator's bytes from its start (float32: the first four).
         let bytes = w[4].to_ne_bytes();
-        let sum = if self.kind == Kind::F32 {
+        let sum = if self.acc_is_f32() {
             f32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes")) as f64
         } else {
             f64::from_ne_bytes(bytes)
@@ -398,9 +402,14 @@ impl Passes {
         Ok(packed)
     }
 
+    /// Whether the kernels sum in float32 (float32 and float16 data; the others in float64).
+    fn acc_is_f32(&self) -> bool {
+        matches!(self.kind, Kind::F32 | Kind::F16)
+    }
+
     /// Bytes of one accumulator (float32 data sums in float32, others in float64).
     fn acc_size(&self) -> usize {
-        if self.kind == Kind::F32 {
+        if self.acc_is_f32() {
             4
         } else {
             8
@@ -444,7 +453,7 @@ impl Passes {
         let (mut p1_32, mut p2_32) = (term.1 as f32, term.2 as f32);
         let (mut p1_64, mut p2_64) = (term.1, term.2);
         let mut nodes_ptr = nodes.as_ref().map_or(out, |s| self.ptr(s));
-        let (p1, p2) = if self.kind == Kind::F32 {
+        let (p1, p2) = if self.acc_is_f32() {
             (arg(&mut p1_32), arg(&mut p2_32))
         } else {
             (arg(&mut p1_64), arg(&mut p2_64))
@@ -505,7 +514,7 @@ impl Passes {
         let bytes = self.stream.clone_dtoh(s).map_err(cuda_err(
             "reading the estimator's sum back (a kernel may have failed)",
         ))?;
-        Ok(if self.kind == Kind::F32 {
+        Ok(if self.acc_is_f32() {
             f32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes")) as f64
         } else {
             f64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes"))
@@ -525,36 +534,45 @@ impl Passes {
         self.read_acc(&out)
     }
 
-    /// numpy's float64 sum of integer samples: blocks of 8192 summed pairwise, the block sums
-    /// added in order.
+    /// numpy's sum of `term` (as [`Passes::pairwise`]) in a casting reduction: blocks of 8192
+    /// summed pairwise, the block sums added in order (integer samples in float64; float16 ones
+    /// in float32, as `np.mean` sums them).
     ///
     /// # Safety
     /// As [`Passes::pairwise`].
-    pub unsafe fn buffered(&self, input: u64, m: usize) -> Result<f64> {
+    pub unsafe fn buffered(&self, input: u64, m: usize, term: (i32, f64, f64)) -> Result<f64> {
         let out = self.alloc(8)?;
-        // SAFETY: forwarded; `out` holds one float64.
-        unsafe { self.buffered_into(input, m, 0, self.ptr(&out))? };
+        // SAFETY: forwarded; `out` holds one accumulator.
+        unsafe { self.buffered_into(input, m, term, 0, self.ptr(&out))? };
         self.read_acc(&out)
     }
 
-    /// Enqueues [`Passes::buffered`] into the float64 at `to` (and the extremes into `ext`, as
-    /// [`Passes::sum_into`]).
+    /// Enqueues [`Passes::buffered`] into the accumulator at `to` (and the extremes into `ext`,
+    /// as [`Passes::sum_into`]).
     ///
     /// # Safety
-    /// As [`Passes::sum_into`], with one float64 at `to`.
-    unsafe fn buffered_into(&self, input: u64, m: usize, ext: u64, to: u64) -> Result<()> {
+    /// As [`Passes::sum_into`], with one accumulator at `to`.
+    unsafe fn buffered_into(
+        &self,
+        input: u64,
+        m: usize,
+        term: (i32, f64, f64),
+        ext: u64,
+        to: u64,
+    ) -> Result<()> {
         let (full, rest) = (m / CAST_BUFFER, m % CAST_BUFFER);
         let count = full + (rest > 0) as usize;
-        let sums = self.alloc(count * 8)?;
+        let a = self.acc_size();
+        let sums = self.alloc(count * a)?;
         let base = self.ptr(&sums);
-        // SAFETY: `full` blocks of CAST_BUFFER samples, then the rest, into `count` float64.
+        // SAFETY: `full` blocks of CAST_BUFFER samples, then the rest, into `count` accumulators.
         unsafe {
             if full > 0 {
-                self.sum_into(input, CAST_BUFFER, full, (0, 0.0, 0.0), base, ext)?;
+                self.sum_into(input, CAST_BUFFER, full, term, base, ext)?;
             }
             if rest > 0 {
                 let at = input + (full * CAST_BUFFER * self.size) as u64;
-                self.sum_into(at, rest, 1, (0, 0.0, 0.0), base + (full * 8) as u64, ext)?;
+                self.sum_into(at, rest, 1, term, base + (full * a) as u64, ext)?;
             }
         }
         let (mut from, mut count64, mut to) = (base, count as u64, to);
