@@ -602,6 +602,19 @@ def estimate(a_obj, kind, rule, range_):
     dtype = _sample_dtype(a, False)
     if dtype in _HALF:
         return _half_estimate(a_obj, kind, dtype, rule, range_)
+    nbins, edges, extremes = _device_estimate(a, kind, dtype, rule, range_)
+    if range_ is not None:
+        return nbins, None
+    if extremes is not None and dtype in _DATA_RANGE_UNIFORM:
+        # Uniform bins over the extremes the estimator's first pass found (numpy's bins: the
+        # same as its edges), without reading the samples again.
+        return nbins, _Extremes(extremes)
+    return None, edges
+
+
+def _device_estimate(a: Input, kind, dtype, rule, range_):
+    """The library's device estimate of ``a`` (read in place, C order): ``(nbins, edges,
+    extremes)``."""
     if a.size and a.layout() != "C":
         hint = {"torch": ".contiguous()", "cupy": "cupy.ascontiguousarray(...)"}.get(kind, "a copy")
         raise ValueError(
@@ -619,13 +632,7 @@ def estimate(a_obj, kind, rule, range_):
     else:
         nbins, edges, extremes = _native.device_estimate(
             (a.device, stream, a.ptr, a.size, dtype), rule, rng)
-    if rng is not None:
-        return nbins, None
-    if extremes is not None and dtype in _DATA_RANGE_UNIFORM:
-        # Uniform bins over the extremes the estimator's first pass found (numpy's bins: the
-        # same as its edges), without reading the samples again.
-        return nbins, _Extremes(extremes)
-    return None, edges
+    return nbins, edges, extremes
 
 
 def _half_estimate(a_obj, kind, dtype, rule, range_):
@@ -639,8 +646,13 @@ def _half_estimate(a_obj, kind, dtype, rule, range_):
             return _cupy().asnumpy(hist)
         return np.asarray(hist)
 
+    def sums():
+        # float16 scott and doane: the library's device estimate sums the samples as numpy does.
+        nbins, _, extremes = _device_estimate(Input(a_obj, kind, "a"), kind, dtype, rule, range_)
+        return nbins, None if range_ is not None else extremes
+
     nbins, extremes = _device_half.estimate(
-        a_obj, kind, dtype, rule, range_, counts, lambda: _bit_pattern_counts(a_obj, kind))
+        a_obj, kind, dtype, rule, range_, counts, lambda: _bit_pattern_counts(a_obj, kind), sums)
     return nbins, (None if extremes is None else _Extremes(extremes))
 
 

@@ -1,7 +1,7 @@
 """numpy's bin estimators for float16 and bfloat16 GPU samples (torch, CuPy, JAX).
 
-The library's device estimate reads 4- and 8-byte and integer samples; numpy computes a 16-bit
-sample's statistics in float16 (or, with ml_dtypes, bfloat16) arithmetic. A 16-bit sample takes
+numpy computes a 16-bit sample's statistics in float16 (or, with ml_dtypes, bfloat16)
+arithmetic. A 16-bit sample takes
 one of 65536 values, so one device pass - the library's histogram of the samples' bit patterns -
 tells how many samples hold each value, and that is all the order statistics need: the extremes
 (`sqrt`, `sturges`, `rice`), the range's trim (numpy's own comparisons, of each distinct value)
@@ -10,9 +10,10 @@ from the samples. `stone` histograms the samples on the device at each candidate
 numpy's own arithmetic then makes the width as it makes it from the whole array: the extremes
 as scalars of the samples' type, the quartiles by ``np.percentile`` over a short array holding
 the same neighbours at the same fractional position. `scott` and `doane` need numpy's 16-bit
-sums, which counts do not give: float16's are reproduced on the device
-(``_device_half_sums``); bfloat16's (one element after another, each sum rounded to bfloat16)
-are not, and say so."""
+sums, which counts do not give: float16's are the library's device estimate (its sum kernels
+read float16 samples in numpy's order and rounding); bfloat16's (one element after another,
+each sum rounded to bfloat16: a sequential chain) are not reproduced on the device, and say
+so."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import _device_half_sums, _typed_estimators
+from . import _typed_estimators
 
 RULES = ("auto", "fd", "stone", "rice", "sturges", "sqrt", "scott", "doane")
 
@@ -38,24 +39,11 @@ def scalar_type(dtype: str):
 
 
 class _Summary:
-    """The trimmed samples as numpy's estimators read them: extremes, size, quartiles and (for
-    float16) numpy's standard deviation and third moment."""
+    """The trimmed samples as numpy's estimators read them: extremes, size and quartiles."""
 
-    def __init__(self, lo, hi, size, dtype, order_statistics, sums):
+    def __init__(self, lo, hi, size, dtype, order_statistics):
         self._lo, self._hi, self.size, self.dtype = lo, hi, size, dtype
         self._order_statistics = order_statistics
-        self._sums_of, self._sums = sums, None
-
-    def _device_sums(self):
-        if self._sums is None:
-            self._sums = self._sums_of()
-        return self._sums
-
-    def std(self):
-        return self._device_sums().std()
-
-    def standardized_cube_mean(self, sigma):
-        return self._device_sums().standardized_cube_mean(sigma)
 
     def max(self):
         return self._hi
@@ -101,12 +89,15 @@ def _percentiles(n: int, order_statistics, dtype):
     return np.percentile(y, [75, 25])
 
 
-def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_counts):
+def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_counts,
+             device_sums):
     """numpy's number of bins for ``rule`` on the 16-bit GPU samples ``x`` (the framework's
     array, any shape), over ``range_`` (Python floats) or the data's extremes.
     ``histogram(nbins, range)`` counts ``x`` on the device into a host array (for 'stone');
     ``pattern_counts()`` counts, on the device, the samples of each of the 65536 bit patterns
-    (int64 on the host, indexed by the pattern).
+    (int64 on the host, indexed by the pattern). ``device_sums()`` is the library's device estimate
+    (``(nbins, extremes)``), which float16 `scott` and `doane` take: numpy's float16 sums need
+    the samples in order, not their counts.
     Returns ``(nbins, extremes)``: the data's (min, max) as floats when no range was given, ()
     for no samples, None with a range."""
     if rule in ("scott", "doane") and dtype == "bfloat16":
@@ -135,6 +126,8 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
             raise ValueError(f"supplied range of [{first}, {last}] is not finite")
         if n == 0:
             return 1, extremes
+        if rule in ("scott", "doane"):
+            return device_sums()
         # numpy keeps the samples inside the outer edges (a range widened when empty), by its
         # own comparisons of the samples' type with them: here those of each distinct value.
         if first == last:
@@ -144,6 +137,8 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
     elif n == 0:
         first, last = 0, 1
         extremes = ()
+    elif rule in ("scott", "doane"):
+        return device_sums()
     else:
         values, counts, nan = _distinct(pattern_counts(), np.dtype(st))
         # numpy's min and max: NaN where any sample is NaN.
@@ -165,12 +160,7 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
         # The value of rank r (from 0) is the first whose running count exceeds r.
         return [values[i] for i in np.searchsorted(ends, np.asarray(at), side="right")]
 
-    def sums():
-        # The kept samples are those between the least and greatest kept value.
-        kept = None if range_ is None else (float(values[0]), float(values[-1]))
-        return _device_half_sums.Sums(x, kind, kept)
-
-    summary = _Summary(values[0], values[-1], kept_n, np.dtype(st), order_statistics, sums)
+    summary = _Summary(values[0], values[-1], kept_n, np.dtype(st), order_statistics)
 
     def stone_counts(_x, bins, range):
         # numpy histograms the trimmed samples over the outer edges: the whole array over them

@@ -49,15 +49,12 @@ def _rice(x, _range):
 
 
 def _std(x):
-    """``np.std(x)``, or for a summary of device samples (``_device_half``), its own."""
-    return np.std(x) if isinstance(x, np.ndarray) else x.std()
+    return np.std(x)
 
 
 def _standardized_cube_mean(x, sigma):
     """The mean of ``((x - mean(x)) / sigma) ** 3`` as numpy's `doane` computes it: standardised
-    in place, in the deviations' own type, then cubed (or a summary's own)."""
-    if not isinstance(x, np.ndarray):
-        return x.standardized_cube_mean(sigma)
+    in place, in the deviations' own type, then cubed."""
     z = x - np.mean(x)
     np.true_divide(z, sigma, z)
     np.power(z, 3, z)
@@ -138,9 +135,9 @@ def nbins(flat: np.ndarray, rule: str, outer, trim: bool, histogram) -> int:
 
 
 def width(x, rule: str, outer, histogram):
-    """numpy's bin width for ``rule`` on the (trimmed, non-empty) samples ``x``: an array, or a
-    summary with ``max()``, ``min()``, ``size``, ``quartiles()``, ``std()`` and
-    ``standardized_cube_mean(sigma)`` (``_device_half``)."""
+    """numpy's bin width for ``rule`` on the (trimmed, non-empty) samples ``x``: an array, or
+    (for every rule but `scott` and `doane`) a summary with ``max()``, ``min()``, ``size`` and
+    ``quartiles()`` (``_device_half``)."""
     if rule == "stone":
         return _stone(x, outer, histogram)
     return _WIDTHS[rule](x, outer)
