@@ -166,6 +166,70 @@ __device__ __forceinline__ float pair_node(const float* __restrict__ a, u64 size
 }
 #endif
 
+#if SAMPLE_KIND == 4
+// Rows of a float16 node a lane loads before adding any (16 bytes a row).
+#define HALF_CHUNK 4
+
+// group_node's sum of a float16 node by one lane with 16-byte loads: a row of 8 values is one
+// load, and the lane holds numpy's eight accumulators of each leaf, so a warp sums 32 nodes at a
+// time with an eighth of group_node's loads (group_node's 2-byte loads left the passes far from
+// the memory bound). The same additions in the same order: accumulator j adds value j of each row
+// of its leaf from -0.0, the leaf's sum is ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), and
+// the tail and the short blocks are added in order as group_node adds them. `a` 16-byte aligned.
+template <int TERM>
+__device__ __forceinline__ float lane_node(const sample_t* __restrict__ a, u64 size, float p1, float p2, bool track,
+                                           LaneExtremes& ext) {
+    const unsigned rows = (unsigned)(size >> 3);
+    const bool split = size > 128;
+    const unsigned left_rows = split ? (unsigned)((size / 2) >> 3) : rows;
+    const uint4* a4 = reinterpret_cast<const uint4*>(a);
+    float l[8], r[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) l[j] = r[j] = -0.0f;
+#pragma unroll
+    for (int c = 0; c < NODE_ROWS; c += HALF_CHUNK) {
+        uint4 x[HALF_CHUNK];
+#pragma unroll
+        for (int k = 0; k < HALF_CHUNK; ++k)
+            if ((unsigned)(c + k) < rows) x[k] = __ldg(a4 + c + k);
+#pragma unroll
+        for (int k = 0; k < HALF_CHUNK; ++k) {
+            if ((unsigned)(c + k) < rows) {
+                const unsigned w[4] = {x[k].x, x[k].y, x[k].z, x[k].w};
+                const bool left = (unsigned)(c + k) < left_rows;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    const sample_t v = (sample_t)(w[j >> 1] >> (16 * (j & 1)));
+                    const float t = term<TERM>(v, p1, p2);
+                    if (left)
+                        l[j] = add(l[j], t);
+                    else
+                        r[j] = add(r[j], t);
+                    if (track) ext.note(v);
+                }
+            }
+        }
+    }
+    float left = add(add(add(l[0], l[1]), add(l[2], l[3])), add(add(l[4], l[5]), add(l[6], l[7])));
+    float right = add(add(add(r[0], r[1]), add(r[2], r[3])), add(add(r[4], r[5]), add(r[6], r[7])));
+    float s;
+    if (rows == 0) {
+        s = -0.0f;
+        for (u64 i = 0; i < size; ++i) s = add(s, term<TERM>(a[i], p1, p2));
+        s = add(0.0f, s);
+    } else if (split) {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) right = add(right, term<TERM>(a[i], p1, p2));
+        s = add(left, right);
+    } else {
+        for (u64 i = 8 * (u64)rows; i < size; ++i) left = add(left, term<TERM>(a[i], p1, p2));
+        s = left;
+    }
+    if (track)
+        for (u64 i = 8 * (u64)rows; i < size; ++i) ext.note(a[i]);
+    return s;
+}
+#endif
+
 // Node `t` (left to right) at `depth` of numpy's tree over m values: its first value and size.
 // In 32-bit arithmetic where m fits (the walk runs once per node, and 64-bit shifts, subtractions
 // and selects are two instructions each on the integer pipe, which bounds these passes).
@@ -229,6 +293,24 @@ __device__ __forceinline__ void sum_nodes(const sample_t* __restrict__ in, u64 m
             if (g >= 1) s = add(s, __shfl_xor_sync(FULL, s, 2));
             if (g >= 2) s = add(s, __shfl_xor_sync(FULL, s, 4));
             if (w < nodes && h == 0 && (pair & ((1u << g) - 1)) == 0) out[w >> g] = s;
+        }
+        if (track) lane_ext.flush(ext);
+        return;
+    }
+#endif
+#if SAMPLE_KIND == 4
+    // float16 nodes a lane each where every node starts 16-byte aligned: 32 nodes a warp,
+    // combined as below.
+    if (((u64)in & 15) == 0 && (problems == 1 || m % 8 == 0)) {
+        for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; 32 * q < nodes; q += warps) {
+            const u64 w = 32 * q + lane;
+            u64 start = 0, size = 0;
+            if (w < nodes) node_at(m, depth, w & mask, &start, &size);
+            const sample_t* a = in + (w >> depth) * m + start;
+            float s = lane_node<TERM>(a, size, p1, p2, track, lane_ext);
+            if (g >= 1) s = add(s, __shfl_xor_sync(FULL, s, 1));
+            if (g >= 2) s = add(s, __shfl_xor_sync(FULL, s, 2));
+            if (w < nodes && (lane & ((1u << g) - 1)) == 0) out[w >> g] = s;
         }
         if (track) lane_ext.flush(ext);
         return;

@@ -666,6 +666,94 @@ fn gpu_estimates_at_the_summation_trees_thresholds_are_the_cpu_engines() {
     compare_type::<f64>(&gpu, &sizes, 17);
     compare_type::<i32>(&gpu, &sizes, 18);
     compare_type::<u8>(&gpu, &sizes, 19);
+    compare_type::<half::f16>(&gpu, &sizes, 20);
+    // float16 from a start 2 bytes past alignment: the sums' group path (8 lanes a node).
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(21);
+    for n in [8usize, 129, 257, 8193, 65_537] {
+        let host = samples::<half::f16>("normal", n, &mut r);
+        for rule in [BinRule::Scott, BinRule::Doane] {
+            let what = format!("unaligned f16 n {n} {}", rule.name());
+            compare(&gpu, &host, rule, None, &what, true);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_float16_sums_are_numpys_bit_for_bit() {
+    // The float32 sums themselves (before the float16 rounding the estimators apply), against
+    // the CPU engine's numpy order: the samples, their squared deviations and cubed standardised
+    // deviations (each step rounded to float16), pairwise over the whole array and in np.mean's
+    // blocks of 8192, aligned (a lane a node) and 2 bytes past alignment (8 lanes a node).
+    use crate::histogram::bins::stats::{r16, CAST_BUFFER};
+    let gpu = crate::gpu::gpu().unwrap();
+    let stream = &gpu.stream;
+    let passes = Passes::new(&gpu, stream.clone(), SampleType::F16).unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(22);
+    let (mean, sigma) = (0.0017f32, 0.0103f32);
+    let term = |t: i32, x: f32| match t {
+        0 => x,
+        1 => {
+            let d = r16(x - mean);
+            r16(d * d)
+        }
+        _ => r16(r16(r16(x - mean) / sigma).powf(3.0)),
+    };
+    for n in [
+        1usize,
+        7,
+        8,
+        9,
+        127,
+        128,
+        129,
+        240,
+        241,
+        1000,
+        8191,
+        8192,
+        8193,
+        100_003,
+        1 << 20,
+    ] {
+        let host: Vec<half::f16> = (0..n)
+            .map(|_| half::f16::from_f64(r.gen_range(-0.03..0.05)))
+            .collect();
+        let values: Vec<f32> = host.iter().map(|x| x.to_f32()).collect();
+        for lead in [0usize, 1] {
+            let bits: Vec<u16> = std::iter::repeat_n(0u16, lead)
+                .chain(host.iter().map(|x| x.to_bits()))
+                .collect();
+            let dev = stream.clone_htod(&bits).unwrap();
+            let at = dev.device_ptr(stream).0 + 2 * lead as u64;
+            for t in 0..3 {
+                let terms: Vec<f32> = values.iter().map(|&x| term(t, x)).collect();
+                let p = (t, mean as f64, sigma as f64);
+                // SAFETY: `dev` holds the `n` samples after `lead` until the end of the loop.
+                let (whole, blocks) = unsafe {
+                    (
+                        passes.pairwise(at, n, p).unwrap(),
+                        passes.buffered(at, n, p).unwrap(),
+                    )
+                };
+                let want_whole = pairwise_f32(&terms);
+                let want_blocks = terms
+                    .chunks(CAST_BUFFER)
+                    .fold(0.0f32, |acc, c| acc + pairwise_f32(c));
+                let what = format!("n {n} lead {lead} term {t}");
+                assert_eq!(
+                    (whole as f32).to_bits(),
+                    want_whole.to_bits(),
+                    "{what}: whole"
+                );
+                assert_eq!(
+                    (blocks as f32).to_bits(),
+                    want_blocks.to_bits(),
+                    "{what}: blocks"
+                );
+            }
+        }
+    }
 }
 
 /// The fused first passes against the plain extremes pass and the unfused sums, on `host`.
