@@ -273,41 +273,53 @@ extern "C" __global__ void est_sequential(const acc_t* __restrict__ in, u64 coun
 #define TILE_PER_THREAD 16
 #define TILE (TILE_THREADS * TILE_PER_THREAD)
 
-// counts[b]: the samples of tile b (TILE values) inside the range. With `ext` non-null the same
-// pass adds the extremes of the samples inside the range to it, as est_extremes does (so that a
-// trimmed `scott` or `doane`, which packs the samples, reads them once for both).
+// counts[b]: the samples of tile b (TILE values) inside the range. The blocks stride over the
+// tiles (one wave of them), so that with `ext` non-null (the same pass adds the extremes of the
+// samples inside the range to it, as est_extremes does, so that a trimmed `scott` or `doane`,
+// which packs the samples, reads them once for both) each warp flushes its extremes once: a flush
+// per tile made the global atomics on ext's four words the pass's bound.
 extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_tile_counts(const sample_t* __restrict__ in, u64 n,
                                                                            double lo, double hi,
                                                                            u64* __restrict__ counts,
                                                                            u64* __restrict__ ext) {
-    const u64 base = (u64)blockIdx.x * TILE;
-    unsigned c = 0;
-    u64 lo_key = ~0ull, hi_key = 0, nans = 0;
+    __shared__ unsigned warp[TILE_THREADS / 32];
+    const u64 tiles = (n + TILE - 1) / TILE;
+    u64 kept_all = 0, lo_key = ~0ull, hi_key = 0, nans = 0;
+    for (u64 b = blockIdx.x; b < tiles; b += gridDim.x) {
+        const u64 base = b * TILE;
+        unsigned c = 0;
+        sample_t x[TILE_PER_THREAD];
 #pragma unroll
-    for (unsigned j = threadIdx.x; j < TILE; j += TILE_THREADS) {
-        const u64 i = base + j;
-        if (i < n) {
-            const sample_t v = in[i];
+        for (unsigned k = 0; k < TILE_PER_THREAD; ++k) {
+            const u64 i = base + threadIdx.x + k * TILE_THREADS;
+            if (i < n) x[k] = in[i];
+        }
+#pragma unroll
+        for (unsigned k = 0; k < TILE_PER_THREAD; ++k) {
+            const u64 i = base + threadIdx.x + k * TILE_THREADS;
+            if (i >= n) continue;
+            const sample_t v = x[k];
             if (is_nan(v)) {
                 ++nans;
             } else if (kept(v, 1, lo, hi)) {
                 ++c;
-                const u64 k = key_of(v);
-                lo_key = k < lo_key ? k : lo_key;
-                hi_key = k > hi_key ? k : hi_key;
+                const u64 key = key_of(v);
+                lo_key = key < lo_key ? key : lo_key;
+                hi_key = key > hi_key ? key : hi_key;
             }
         }
+        kept_all += c;
+        for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
+        if ((threadIdx.x & 31) == 0) warp[threadIdx.x >> 5] = c;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned total = 0;
+            for (int w = 0; w < TILE_THREADS / 32; ++w) total += warp[w];
+            counts[b] = total;
+        }
+        __syncthreads();
     }
-    if (ext) flush_extremes(c, lo_key, hi_key, nans, ext);
-    for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
-    __shared__ unsigned warp[TILE_THREADS / 32];
-    if ((threadIdx.x & 31) == 0) warp[threadIdx.x >> 5] = c;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned total = 0;
-        for (int w = 0; w < TILE_THREADS / 32; ++w) total += warp[w];
-        counts[blockIdx.x] = total;
-    }
+    if (ext) flush_extremes(kept_all, lo_key, hi_key, nans, ext);
 }
 
 // counts[0..tiles) replaced by their exclusive prefix sums: one block of 1024 threads.
@@ -337,36 +349,43 @@ extern "C" __global__ void __launch_bounds__(1024) est_scan(u64* __restrict__ co
     }
 }
 
-// The samples of each tile inside the range, in order, at out[offsets[b]...].
+// The samples of each tile inside the range, in order, at out[offsets[b]...]: the tile in rounds
+// of TILE_THREADS consecutive samples (coalesced reads, every load issued first), each round's
+// kept samples placed by a warp ballot and the block's warp counts (coalesced writes).
 extern "C" __global__ void __launch_bounds__(TILE_THREADS) est_compact(const sample_t* __restrict__ in, u64 n,
                                                                        double lo, double hi,
                                                                        const u64* __restrict__ offsets,
                                                                        sample_t* __restrict__ out) {
-    const u64 base = (u64)blockIdx.x * TILE + (u64)threadIdx.x * TILE_PER_THREAD;
-    unsigned c = 0;
-    for (int j = 0; j < TILE_PER_THREAD; ++j) {
-        const u64 i = base + j;
-        if (i < n && kept(in[i], 1, lo, hi)) ++c;
+    __shared__ unsigned warp_kept[TILE_PER_THREAD][TILE_THREADS / 32];
+    const unsigned lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const u64 base = (u64)blockIdx.x * TILE + threadIdx.x;
+    sample_t x[TILE_PER_THREAD];
+    unsigned ballots[TILE_PER_THREAD];
+#pragma unroll
+    for (unsigned k = 0; k < TILE_PER_THREAD; ++k) {
+        const u64 i = base + k * TILE_THREADS;
+        if (i < n) x[k] = in[i];
     }
-    __shared__ unsigned before[TILE_THREADS];
-    before[threadIdx.x] = c;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned run = 0;
-        for (int t = 0; t < TILE_THREADS; ++t) {
-            const unsigned v = before[t];
-            before[t] = run;
-            run += v;
-        }
+#pragma unroll
+    for (unsigned k = 0; k < TILE_PER_THREAD; ++k) {
+        const u64 i = base + k * TILE_THREADS;
+        ballots[k] = __ballot_sync(FULL, i < n && kept(x[k], 1, lo, hi));
+        if (lane == 0) warp_kept[k][wid] = __popc(ballots[k]);
     }
     __syncthreads();
-    u64 at = offsets[blockIdx.x] + before[threadIdx.x];
-    for (int j = 0; j < TILE_PER_THREAD; ++j) {
-        const u64 i = base + j;
-        if (i < n) {
-            const sample_t v = in[i];
-            if (kept(v, 1, lo, hi)) out[at++] = v;
+    u64 at = offsets[blockIdx.x];
+    const unsigned below = (1u << lane) - 1;
+#pragma unroll
+    for (unsigned k = 0; k < TILE_PER_THREAD; ++k) {
+        unsigned before = 0, total = 0;
+#pragma unroll
+        for (unsigned w = 0; w < TILE_THREADS / 32; ++w) {
+            const unsigned c = warp_kept[k][w];
+            before += w < wid ? c : 0;
+            total += c;
         }
+        if ((ballots[k] >> lane) & 1) out[at + before + __popc(ballots[k] & below)] = x[k];
+        at += total;
     }
 }
 

@@ -85,6 +85,9 @@ pub(crate) const ENTRIES: [&str; 15] = [
 /// Blocks of the sum kernels that fit an SM (their `SUM_BLOCKS`, three for float32 and two for
 /// the rest): six makes whole waves of either.
 const SUM_BLOCKS_PER_SM: u32 = 6;
+
+/// Blocks of est_tile_counts an SM holds at once (256 threads each; its grid is one wave).
+const TILE_BLOCKS_PER_SM: u32 = 8;
 /// Blocks of `est_digits` that fit an SM (32 KiB of shared memory and about 44 registers a
 /// thread each: five).
 pub(super) const DIGITS_BLOCKS_PER_SM: u32 = 5;
@@ -205,6 +208,14 @@ impl Passes {
             .map_err(cuda_err("allocating the estimator's scratch"))
     }
 
+    /// [`Passes::alloc`] without the zeroing (a memset of the whole buffer), for a buffer the
+    /// kernels write in full before anything reads it.
+    fn alloc_unset(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        // SAFETY: plain bytes, every one of which est_compact writes before a sum reads them.
+        unsafe { self.stream.alloc::<u8>(bytes.max(8)) }
+            .map_err(cuda_err("allocating the estimator's scratch"))
+    }
+
     pub(super) fn ptr(&self, s: &CudaSlice<u8>) -> u64 {
         s.device_ptr(&self.stream).0
     }
@@ -311,11 +322,12 @@ impl Passes {
         let counts = self.alloc(tiles * 8)?;
         let (mut input, mut n64, mut lo, mut hi) = (input, n as u64, lo, hi);
         let (mut counts_ptr, mut ext) = (self.ptr(&counts), ext);
-        // SAFETY: est_tile_counts(in, n, lo, hi, counts, ext) with `tiles` counts.
+        // SAFETY: est_tile_counts(in, n, lo, hi, counts, ext) with `tiles` counts (its blocks
+        // stride over the tiles).
         unsafe {
             self.launch(
                 "est_tile_counts",
-                tiles as u32,
+                self.wave_for(tiles * 256, 256, TILE_BLOCKS_PER_SM),
                 256,
                 &mut [
                     arg(&mut input),
@@ -367,7 +379,7 @@ impl Passes {
             // SAFETY: forwarded.
             None => unsafe { self.tile_counts(input, n, (lo, hi), 0)?.counts },
         };
-        let packed = self.alloc(kept * self.size)?;
+        let packed = self.alloc_unset(kept * self.size)?;
         let (mut input, mut n64, mut lo, mut hi) = (input, n as u64, lo, hi);
         let mut offsets_ptr = self.ptr(&offsets);
         let mut packed_ptr = self.ptr(&packed);
