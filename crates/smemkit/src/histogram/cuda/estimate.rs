@@ -346,6 +346,10 @@ impl<T: Sample> DeviceStats<'_, T> {
         let Some((lo, hi)) = self.trim else {
             return Ok(self.input);
         };
+        if self.count == self.n {
+            // The range keeps every sample (none NaN): the trimmed array is the input.
+            return Ok(self.input);
+        }
         if self.packed.is_none() {
             // SAFETY: the input's `n` samples are valid for the whole estimate (the caller's
             // promise); the packed buffer is owned here.

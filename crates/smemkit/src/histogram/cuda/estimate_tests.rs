@@ -515,7 +515,13 @@ where
     for &n in sizes {
         for dist in ["uniform", "normal", "ties"] {
             let host = samples::<T>(dist, n, &mut r);
-            for range in [None, Some(inner), Some((lo, lo))] {
+            // A range around every sample too: nothing to pack, the input is summed.
+            for range in [
+                None,
+                Some(inner),
+                Some((lo, lo)),
+                Some((lo - 1.0, hi + 1.0)),
+            ] {
                 for rule in GPU_RULES {
                     let what = format!("{} {dist} n {n} range {range:?} {}", T::TYPE, rule.name());
                     compare(gpu, &host, rule, range, &what, false);
@@ -636,7 +642,13 @@ fn gpu_stone_is_the_cpu_engines() {
         for n in [0usize, 1, 2, 9, 1000, 20_000] {
             for dist in ["uniform", "normal", "ties"] {
                 let host = samples::<T>(dist, n, &mut r);
-                for range in [None, Some(inner), Some((lo, lo))] {
+                // A range around every sample too: nothing to pack, the input is summed.
+                for range in [
+                    None,
+                    Some(inner),
+                    Some((lo, lo)),
+                    Some((lo - 1.0, hi + 1.0)),
+                ] {
                     let what = format!("{} {dist} n {n} range {range:?} stone", T::TYPE);
                     compare(gpu, &host, BinRule::Stone, range, &what, false);
                 }
