@@ -37,13 +37,17 @@ estimates = []
 def _fake_estimate(array, rule, range):
     device, stream, input, n, dtype = array
     estimates.append(dict(n=n, dtype=dtype, rule=rule, range=range))
-    x = _read(input, n, dtype)
-    # float16 (scott and doane) as the native calls take host samples: their bits.
-    half = "float16" if dtype == "float16" else None
+    half = dtype if dtype in ("float16", "bfloat16") else None
+    x = _read(input, n, "uint16" if half else dtype)
+    if half:
+        # 16-bit samples (scott and doane) as the native calls take host samples: their bits.
+        import ml_dtypes
+
+        x = x.view(np.float16 if half == "float16" else ml_dtypes.bfloat16)
     nbins = _native.estimate_bins(x.view(np.uint16) if half else x, rule, range, half)
     # As the library's DeviceEstimate: the data's extremes when no range was given.
     extremes = None if range is not None or n == 0 else (float(x.min()), float(x.max()))
-    # (float16 callers read the count and extremes only.)
+    # (16-bit callers read the count and extremes only.)
     edges = np.zeros(0) if half else _native.histogram_bin_edges(x, nbins, range)
     return nbins, edges, extremes
 
@@ -236,32 +240,26 @@ def test_16_bit_estimators_trim_to_the_range_as_numpy_compares(fake, rng, half):
             np.testing.assert_array_equal(got, want)
 
 
-def test_16_bit_estimators_that_need_sums_say_so(fake, rng):
+def test_16_bit_estimators_refuse_infinite_data_and_inverted_ranges(fake, rng):
     x = rng.standard_normal(100).astype(np.float16)
-    try:
-        import ml_dtypes
-    except ImportError:
-        ml_dtypes = None
-    if ml_dtypes is not None:
-        for rule in ("scott", "doane"):
-            with pytest.raises(NotImplementedError, match=f"`{rule}` estimator on bfloat16"):
-                smemkit.histogram(dev(x.astype(ml_dtypes.bfloat16)), rule)
     with pytest.raises(ValueError, match="not finite"):
         smemkit.histogram(dev(np.array([1.0, np.inf], np.float16)), "sqrt")
     with pytest.raises(ValueError, match="max must be larger"):
         smemkit.histogram(dev(x), "sqrt", range=(1.0, 0.0))
 
 
+@pytest.mark.parametrize("half", _half_types(), ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("rule", ["scott", "doane"])
-def test_float16_scott_and_doane_follow_numpys_sums(fake, rng, rule):
+def test_16_bit_scott_and_doane_follow_numpys_sums(fake, rng, half, rule):
     # numpy's float16 std (pairwise float32 sums rounded to float16) and doane's third moment
-    # (float32 sums, 8192 samples at a time): sizes around the block (128), the lanes (8) and
-    # the buffer (8192); means far from 0, so the float16 mean and deviations round.
+    # (float32 sums, 8192 samples at a time), ml_dtypes' bfloat16 ones (one value after another):
+    # sizes around the block (128), the lanes (8) and the buffer (8192); means far from 0, so the
+    # 16-bit mean and deviations round. (The stand-in estimate is the library's on the host.)
     sys.modules["cupy"].asnumpy = np.asarray
     for n in [1, 2, 3, 7, 8, 9, 96, 100, 127, 128, 129, 144, 1000, 8191, 8192, 8193, 20007,
               65536, 70000]:
         for scale, shift in ((1.0, 0.0), (0.3, 5.0), (40.0, -100.0), (0.01, 1.0)):
-            x = (rng.standard_normal(n) * scale + shift).astype(np.float16)
+            x = (rng.standard_normal(n) * scale + shift).astype(np.float32).astype(half)
             for r in (None, (shift - scale, shift + 2 * scale)):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -311,10 +309,6 @@ def test_torch_16_bit_estimators_are_numpys(rule):
     base = torch.randn(1 << 20 if rule != "stone" else 1 << 16, generator=g, device="cuda") * 3
     for t, host in ((base.half(), lambda v: v.cpu().numpy()),
                     (base.bfloat16(), lambda v: v.float().cpu().numpy().astype(ml_dtypes.bfloat16))):
-        if rule in ("scott", "doane") and t.dtype == torch.bfloat16:
-            with pytest.raises(NotImplementedError, match="bfloat16"):
-                smemkit.histogram(t, rule)
-            continue
         for r in (None, (-1.0, 2.5)):
             x = host(t)
             with warnings.catch_warnings():
@@ -369,6 +363,47 @@ def test_float16_scott_and_doane_on_the_gpu_are_numpys(kind):
          if kind == "cupy" else jnp.asarray(x))
     with pytest.raises(ValueError, match="width is infinite"):
         smemkit.histogram(d, "scott")
+
+
+@pytest.mark.parametrize("kind", ["torch", "jax"])
+def test_bfloat16_scott_and_doane_on_the_gpu_are_ml_dtypes_numpys(kind):
+    # numpy with ml_dtypes sums bfloat16 one value after another, each total rounded to bfloat16:
+    # the library's device chain, on data whose totals stall (positive), wander (mean zero) or
+    # move at every value (alternating), with and without a range, against numpy on the host.
+    if not _cuda():
+        pytest.skip("needs a CUDA GPU")
+    if kind == "torch" and torch is None:
+        pytest.skip("needs torch")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    if kind == "jax":
+        jnp = pytest.importorskip("jax.numpy")
+    r = np.random.default_rng(9)
+    cases = [r.standard_normal(n) * s + m
+             for n in (5, 1000, 8193, 300007, 3 << 20)
+             for s, m in ((1.0, 0.0), (0.5, 2.0))]
+    cases.append(np.where(np.arange(1 << 20) % 2 == 0, 1.0, -1.0) * 0.75)
+    for v in cases:
+        x = v.astype(np.float32).astype(ml_dtypes.bfloat16)
+        if kind == "torch":
+            d = torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16)
+            host = (lambda t: t.float().cpu().numpy().astype(ml_dtypes.bfloat16)
+                    if t.dtype == torch.bfloat16 else t.cpu().numpy())
+        else:
+            d = jnp.asarray(x.astype(np.float32)).astype(jnp.bfloat16)
+            host = (lambda t: np.asarray(t.astype(jnp.float32)).astype(ml_dtypes.bfloat16)
+                    if t.dtype == jnp.bfloat16 else np.asarray(t))
+        # JAX keeps a range's float64 edges only with x64 on (test_gpu_half): no range there.
+        for rg in (None, (-1.0, 2.5)) if kind == "torch" else (None,):
+            for rule in ("scott", "doane"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        np.histogram(x, rule, range=rg)
+                    except ValueError:
+                        with pytest.raises(ValueError, match="Too many bins|width is infinite"):
+                            smemkit.histogram(d, rule, range=rg)
+                        continue
+                _same_as_numpy(smemkit.histogram(d, rule, range=rg), x, rule, rg, host=host)
 
 
 @needs_cupy

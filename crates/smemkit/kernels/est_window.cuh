@@ -56,6 +56,10 @@ __device__ __forceinline__ bound_t bound_value(sample_t v) { return v; }
 typedef float bound_t;
 __device__ __forceinline__ bound_t bound_of(double x) { return (float)x; }  // a float16 value
 __device__ __forceinline__ bound_t bound_value(sample_t v) { return h2f(v); }
+#elif SAMPLE_KIND == 5
+typedef float bound_t;
+__device__ __forceinline__ bound_t bound_of(double x) { return __double2float_rn(x); }
+__device__ __forceinline__ bound_t bound_value(sample_t v) { return b2f(v); }
 #else
 typedef double bound_t;
 __device__ __forceinline__ bound_t bound_of(double x) { return x; }

@@ -31,9 +31,14 @@
 // Every add, subtract, multiply and divide of the sums is an explicitly rounded intrinsic, so that
 // NVRTC contracts nothing into a fused multiply-add.
 //
+// - est_chain_maxima / est_chain_walk (bfloat16 only, est_chain.cuh): ml_dtypes' bfloat16 sums,
+//   one value after another with each total rounded to bfloat16, walked by one warp that skips
+//   every stretch of values too small to move the total.
+//
 // Compiled by NVRTC once per sample type: -DSAMPLE_T=<C type> -DSAMPLE_KIND=0 (float32),
-// 1 (float64), 2 (signed integer), 3 (unsigned integer) or 4 (float16, read as its 16 bits: numpy
-// sums float16 values in float32 and rounds each deviation, square and cube to float16).
+// 1 (float64), 2 (signed integer), 3 (unsigned integer), 4 (float16, read as its 16 bits: numpy
+// sums float16 values in float32 and rounds each deviation, square and cube to float16) or 5
+// (bfloat16, read as its 16 bits: ml_dtypes rounds each operation to bfloat16, sums included).
 
 #ifndef SAMPLE_T
 #error "SAMPLE_T must be defined by the host"
@@ -57,7 +62,18 @@ __device__ __forceinline__ float r16(float x) {
 }
 #endif
 
-#if SAMPLE_KIND == 0 || SAMPLE_KIND == 4
+#if SAMPLE_KIND == 5
+// bfloat16 bits to float32 (exact), and a float32 rounded to the nearest bfloat16 (ties to even),
+// as ml_dtypes rounds the float32 result of each of its operations.
+__device__ __forceinline__ float b2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+__device__ __forceinline__ float rbf(float x) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return b2f(h);
+}
+#endif
+
+#if SAMPLE_KIND == 0 || SAMPLE_KIND == 4 || SAMPLE_KIND == 5
 typedef float acc_t;
 __device__ __forceinline__ acc_t add(acc_t a, acc_t b) { return __fadd_rn(a, b); }
 #else
@@ -73,7 +89,7 @@ __device__ __forceinline__ u64 key_of(sample_t v) {
 #elif SAMPLE_KIND == 1
     const u64 u = (u64)__double_as_longlong(v);
     return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
-#elif SAMPLE_KIND == 4
+#elif SAMPLE_KIND == 4 || SAMPLE_KIND == 5
     const unsigned u = v;
     return (u64)((u & 0x8000u) ? (~u & 0xffffu) : (u | 0x8000u));
 #elif SAMPLE_KIND == 2
@@ -90,13 +106,16 @@ __device__ __forceinline__ bool is_nan(sample_t v) {
     return v != v;
 #elif SAMPLE_KIND == 4
     return (v & 0x7fffu) > 0x7c00u;
+#elif SAMPLE_KIND == 5
+    return (v & 0x7fffu) > 0x7f80u;
 #else
     return false;
 #endif
 }
 
-// numpy's trimming: float32 samples against the range rounded to float32, float16 ones against
-// it rounded to float16 (by the host: lo and hi are float16 values), others in float64.
+// numpy's trimming: float32 and bfloat16 samples against the range rounded to float32 (ml_dtypes
+// compares bfloat16 with Python floats in float32), float16 ones against it rounded to float16
+// (by the host: lo and hi are float16 values), others in float64.
 __device__ __forceinline__ bool kept(sample_t v, int has_range, double lo, double hi) {
     if (!has_range) return true;
 #if SAMPLE_KIND == 0
@@ -104,6 +123,9 @@ __device__ __forceinline__ bool kept(sample_t v, int has_range, double lo, doubl
 #elif SAMPLE_KIND == 4
     const float x = h2f(v);
     return x >= (float)lo && x <= (float)hi;
+#elif SAMPLE_KIND == 5
+    const float x = b2f(v);
+    return x >= __double2float_rn(lo) && x <= __double2float_rn(hi);
 #else
     const double x = (double)v;
     return x >= lo && x <= hi;
@@ -171,6 +193,16 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
     if (TERM == 1) return r16(__fmul_rn(d, d));
     const double q = (double)r16(__fdiv_rn(d, p2));
     return r16(__double2float_rn(__dmul_rn(__dmul_rn(q, q), q)));
+#elif SAMPLE_KIND == 5
+    // bfloat16: p1 and p2 are bfloat16 values; each operation rounded to bfloat16 as ml_dtypes
+    // does (its cube is float32's pow rounded to bfloat16: the cube of 8 significant bits is
+    // exact in float64, then rounded once to float32).
+    const float x = b2f(v);
+    if (TERM == 0) return x;
+    const float d = rbf(__fsub_rn(x, p1));
+    if (TERM == 1) return rbf(__fmul_rn(d, d));
+    const double q = (double)rbf(__fdiv_rn(d, p2));
+    return rbf(__double2float_rn(__dmul_rn(__dmul_rn(q, q), q)));
 #elif SAMPLE_KIND == 0
     if (TERM == 0) return v;
     const float d = __fsub_rn(v, p1);
@@ -200,7 +232,7 @@ __device__ __forceinline__ acc_t term(sample_t v, acc_t p1, acc_t p2) {
 // Blocks per SM the sum kernels are built for: three (24 warps) for float32, whose rows and float32
 // chains fit the 80 registers that leaves without spilling; two for the float64 chains of the
 // other types (which spill at 80).
-#if SAMPLE_KIND == 0 || SAMPLE_KIND == 4
+#if SAMPLE_KIND == 0 || SAMPLE_KIND == 4 || SAMPLE_KIND == 5
 #define SUM_BLOCKS 3
 #else
 #define SUM_BLOCKS 2
@@ -634,3 +666,8 @@ extern "C" __global__ void __launch_bounds__(256) est_gather(const sample_t* __r
 
 // The quartiles by a sampled window: est_digits_mapped, est_sample, est_window.
 #include "est_window.cuh"
+
+#if SAMPLE_KIND == 5
+// ml_dtypes' one-after-another bfloat16 sums: est_chain_maxima, est_chain_walk.
+#include "est_chain.cuh"
+#endif

@@ -90,8 +90,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         read back: a synchronisation; ``'stone'`` histograms the data at up to
         ``max(100, sqrt(n))`` bin counts there, as numpy does on the host; float16 and bfloat16
         GPU samples take them from the counts of each bit pattern and device histograms, and
-        float16 ``'scott'`` and ``'doane'`` from device sums in numpy's order; bfloat16 ones
-        are refused: ml_dtypes sums them one value after another). Edges may be infinite or repeat (a
+        ``'scott'`` and ``'doane'`` from device sums in numpy's order, bfloat16 ones one value
+        after another as ml_dtypes sums them). Edges may be infinite or repeat (a
         bin of zero width); integer edges compare exactly with integer samples (host arrays).
     range: ``(lower, upper)``; ignored with explicit edges. Without it, NaN or infinity in the
         data is a ValueError, as in numpy. Its type counts as in numpy: scalars of the samples'

@@ -647,7 +647,7 @@ def _half_estimate(a_obj, kind, dtype, rule, range_):
         return np.asarray(hist)
 
     def sums():
-        # float16 scott and doane: the library's device estimate sums the samples as numpy does.
+        # scott and doane: the library's device estimate sums the samples as numpy does.
         nbins, _, extremes = _device_estimate(Input(a_obj, kind, "a"), kind, dtype, rule, range_)
         return nbins, None if range_ is not None else extremes
 

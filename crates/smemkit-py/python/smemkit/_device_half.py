@@ -10,10 +10,10 @@ from the samples. `stone` histograms the samples on the device at each candidate
 numpy's own arithmetic then makes the width as it makes it from the whole array: the extremes
 as scalars of the samples' type, the quartiles by ``np.percentile`` over a short array holding
 the same neighbours at the same fractional position. `scott` and `doane` need numpy's 16-bit
-sums, which counts do not give: float16's are the library's device estimate (its sum kernels
-read float16 samples in numpy's order and rounding); bfloat16's (one element after another,
-each sum rounded to bfloat16: a sequential chain) are not reproduced on the device, and say
-so."""
+sums, which counts do not give: they are the library's device estimate, whose sum kernels read
+float16 samples in numpy's order and rounding, and walk ml_dtypes' bfloat16 sums (one value
+after another, each total rounded to bfloat16) with one warp that skips the values too small to
+move the total."""
 
 from __future__ import annotations
 
@@ -96,16 +96,10 @@ def estimate(x, kind: str, dtype: str, rule: str, range_, histogram, pattern_cou
     ``histogram(nbins, range)`` counts ``x`` on the device into a host array (for 'stone');
     ``pattern_counts()`` counts, on the device, the samples of each of the 65536 bit patterns
     (int64 on the host, indexed by the pattern). ``device_sums()`` is the library's device estimate
-    (``(nbins, extremes)``), which float16 `scott` and `doane` take: numpy's float16 sums need
-    the samples in order, not their counts.
+    (``(nbins, extremes)``), which `scott` and `doane` take: numpy's 16-bit sums need the samples
+    in order, not their counts.
     Returns ``(nbins, extremes)``: the data's (min, max) as floats when no range was given, ()
     for no samples, None with a range."""
-    if rule in ("scott", "doane") and dtype == "bfloat16":
-        raise NotImplementedError(
-            f"numpy's `{rule}` estimator on bfloat16 GPU samples is not supported yet (numpy "
-            "with ml_dtypes sums them one after another, rounding each sum to bfloat16, which "
-            "the device does not reproduce): give a number of bins, or use 'auto', 'fd', "
-            "'stone', 'rice', 'sturges' or 'sqrt'")
     st = scalar_type(dtype)
     if kind not in ("torch", "cupy", "jax"):
         raise NotImplementedError(

@@ -65,11 +65,12 @@ pub const DIGITIZE: KernelSource = KernelSource {
     one_kernel: false,
 };
 /// numpy's bin estimators: extremes, pairwise sums in numpy's tree, packing, radix select, the
-/// quartiles' sampled windows.
+/// quartiles' sampled windows, ml_dtypes' bfloat16 sums.
 pub const ESTIMATE: KernelSource = KernelSource {
     name: "estimate.cu",
     text: include_str!("../../kernels/estimate.cu"),
     headers: &[
+        header!("est_chain.cuh"),
         header!("est_sums.cuh"),
         header!("est_trips.cuh"),
         header!("est_window.cuh"),

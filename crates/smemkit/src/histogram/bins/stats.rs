@@ -477,13 +477,13 @@ pub(crate) fn std_f16(v: &[f32]) -> f32 {
 
 /// ml_dtypes' sum of bfloat16 values: numpy's reduction calls its add loop with the running
 /// total as one operand, so each sum is rounded to bfloat16 before the next value is added.
-fn sequential_sum_bf16(v: &[f32]) -> f32 {
+pub(crate) fn sequential_sum_bf16(v: &[f32]) -> f32 {
     v.iter().skip(1).fold(v[0], |acc, &x| rbf(acc + x))
 }
 
 /// `np.mean` (and the variance's sums divided) of bfloat16 data: the bfloat16 sum divided by the
 /// count in float64, rounded to bfloat16 (through float32, as ml_dtypes converts).
-fn mean_of_bf16_sum(sum: f32, n: usize) -> f32 {
+pub(crate) fn mean_of_bf16_sum(sum: f32, n: usize) -> f32 {
     py_to_bf16(sum as f64 / n as f64)
 }
 

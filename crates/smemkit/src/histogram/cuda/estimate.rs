@@ -21,7 +21,10 @@
 //! per further 11 bits of the sample type. With a
 //! range, `scott` and `doane` find the extremes with the count of the samples inside the range in
 //! each tile, then pack those samples (one more pass), since numpy sums the trimmed array, whose
-//! summation tree differs; their sums read only the packed samples.
+//! summation tree differs; their sums read only the packed samples. bfloat16 sums are ml_dtypes'
+//! (one value after another, each total rounded to bfloat16): each is a pass that finds the
+//! largest values of each chunk and one warp walking the chain, skipping the values too small
+//! to move the total ([`Passes::chain`]).
 //!
 //! `'stone'` histograms the data at every bin count up to `max(100, sqrt(n))`, each a device
 //! histogram (a full pass) whose counts come back to the host, where the same code as the CPU
@@ -45,7 +48,7 @@ use crate::gpu::device::Gpu;
 use crate::histogram::bins::estimators::{
     bins_from_width, stone_from_counts, width_of, BinRule, EstimatorStats, Narrow, Width,
 };
-use crate::histogram::bins::stats::{self, py_to_16, r16, Class};
+use crate::histogram::bins::stats::{self, py_to_16, r16, rbf, Class};
 use crate::histogram::bins::{BinSpec, Binning};
 use crate::histogram::result::Counts;
 use crate::sample::{Sample, SampleType, Samples};
@@ -144,8 +147,7 @@ unsafe fn estimate_on(
         SampleType::F32 => typed!(f32),
         SampleType::F64 => typed!(f64),
         SampleType::F16 => typed!(half::f16),
-        // Passes::new refused it.
-        SampleType::BF16 => unreachable!("refused above"),
+        SampleType::BF16 => typed!(half::bf16),
     }
 }
 
@@ -168,7 +170,7 @@ pub(crate) fn value_of<T: Sample>(kind: Kind, key: u64) -> T {
                 !key
             }
         }
-        Kind::F16 => {
+        Kind::F16 | Kind::BF16 => {
             let k = key as u16;
             (if k & 0x8000 != 0 { k ^ 0x8000 } else { !k }) as u64
         }
@@ -210,7 +212,7 @@ where
     });
     // The first pass finds the count and the extremes, and with them what the rule needs first.
     let (mut total, mut selection, mut tiles) = (None, None, None);
-    let [count, lo_key, hi_key, nans] = match first_pass(rule, trim.is_some()) {
+    let [count, lo_key, hi_key, nans] = match first_pass(rule, trim.is_some(), passes.kind) {
         // SAFETY: forwarded from the caller.
         First::Extremes => unsafe { passes.extremes(input, n, trim)? },
         First::Tiles => {
@@ -301,10 +303,12 @@ enum First {
     Digits,
 }
 
-/// The first pass for `rule`, with or without a range.
-fn first_pass(rule: BinRule, trimmed: bool) -> First {
+/// The first pass for `rule`, with or without a range, on samples of `kind` (bfloat16 sums are
+/// chains of their own, [`Passes::chain`], which no first pass can start).
+fn first_pass(rule: BinRule, trimmed: bool, kind: Kind) -> First {
     match rule {
         BinRule::Fd | BinRule::Auto => First::Digits,
+        BinRule::Scott | BinRule::Doane if !trimmed && kind == Kind::BF16 => First::Extremes,
         BinRule::Scott | BinRule::Doane if !trimmed => First::Sum,
         BinRule::Scott | BinRule::Doane => First::Tiles,
         _ => First::Extremes,
@@ -340,6 +344,9 @@ impl<T: Sample> DeviceStats<'_, T> {
     fn is_f16(&self) -> bool {
         T::TYPE == SampleType::F16
     }
+    fn is_bf16(&self) -> bool {
+        T::TYPE == SampleType::BF16
+    }
 
     /// The trimmed samples in order: the input itself without a range, else packed.
     fn summed(&mut self) -> Result<u64> {
@@ -370,13 +377,28 @@ impl<T: Sample> DeviceStats<'_, T> {
         unsafe { self.passes.pairwise(at, self.count, term) }
     }
 
+    /// ml_dtypes' sum of `term` of the trimmed bfloat16 samples (see [`Passes::chain`]), a
+    /// bfloat16 value.
+    fn chain(&mut self, term: (i32, f64, f64)) -> Result<f32> {
+        let at = self.summed()?;
+        // SAFETY: as in `sum`.
+        Ok(unsafe { self.passes.chain(at, self.count, term)? } as f32)
+    }
+
     /// `np.mean` and `np.std` as the CPU engine computes them (stats.rs).
     fn moments(&mut self) -> Result<(f64, f64)> {
         if let Some(m) = self.moments {
             return Ok(m);
         }
         let n = self.count as f64;
-        let m = if self.is_f16() {
+        let m = if self.is_bf16() {
+            // stats::std_bf16: ml_dtypes' sums, each divided by the count in float64 and rounded
+            // to bfloat16; the square root in float32, rounded to bfloat16.
+            let mean = stats::mean_of_bf16_sum(self.chain((0, 0.0, 0.0))?, self.count);
+            let squares = self.chain((1, mean as f64, 0.0))?;
+            let var = stats::mean_of_bf16_sum(squares, self.count);
+            (mean as f64, rbf(var.sqrt()) as f64)
+        } else if self.is_f16() {
             // stats::std_f16: float32 sums of the whole array rounded to float16, divided in
             // float64, each step rounded to float16.
             let total = match self.total {
@@ -425,8 +447,12 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
         self.is_f16()
             .then(|| r16(self.max.to_f32() - self.min.to_f32()))
     }
+    fn ptp_bf16(&self) -> Option<f32> {
+        self.is_bf16()
+            .then(|| rbf(self.max.to_f32() - self.min.to_f32()))
+    }
     fn ptp_f64(&self) -> f64 {
-        if let Some(p) = self.ptp_f32().or(self.ptp_f16()) {
+        if let Some(p) = self.ptp_f32().or(self.ptp_f16()).or(self.ptp_bf16()) {
             return p as f64;
         }
         match stats::class_of(T::TYPE) {
@@ -438,6 +464,8 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
         let (_, std) = self.moments()?;
         Ok(if self.is_f16() {
             Width::F16(std as f32)
+        } else if self.is_bf16() {
+            Width::BF16(std as f32)
         } else if self.is_f32() {
             Width::F32(std as f32)
         } else {
@@ -448,6 +476,11 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
         let (mean, sigma) = self.moments()?;
         if sigma.is_nan() || sigma <= 0.0 {
             return Ok(None);
+        }
+        if self.is_bf16() {
+            // estimators::skew_bf16: the cubes' ml_dtypes sum divided as the mean's.
+            let cubes = self.chain((2, mean, sigma))?;
+            return Ok(Some(stats::mean_of_bf16_sum(cubes, self.count) as f64));
         }
         if self.is_f16() {
             // estimators::skew_f16: np.mean of float16 sums float32 blocks of 8192 in turn,
@@ -505,9 +538,10 @@ impl<T: Sample> EstimatorStats for DeviceStats<'_, T> {
     fn stone(&mut self, range: Option<(f64, f64)>) -> Result<Option<Width>> {
         let (passes, input, n) = (self.passes, self.input, self.n);
         let extremes = (self.min.to_f64(), self.max.to_f64());
-        let narrow = match (self.ptp_f16(), self.ptp_f32()) {
-            (Some(p), _) => Some(Narrow::F16(p)),
-            (None, p) => p.map(Narrow::F32),
+        let narrow = match (self.ptp_f16(), self.ptp_bf16(), self.ptp_f32()) {
+            (Some(p), _, _) => Some(Narrow::F16(p)),
+            (None, Some(p), _) => Some(Narrow::BF16(p)),
+            (None, None, p) => p.map(Narrow::F32),
         };
         stone_from_counts(self.count, self.ptp_f64(), narrow, |nbins| {
             // SAFETY: the input's `n` samples are valid for the whole estimate.

@@ -22,6 +22,9 @@ pub(crate) enum Kind {
     F32,
     /// float16, read as its bits (`SAMPLE_KIND` 4): sums in float32, numpy's float16 steps.
     F16,
+    /// bfloat16, read as its bits (`SAMPLE_KIND` 5): ml_dtypes' bfloat16 steps, its sums one
+    /// value after another ([`Passes::chain`]).
+    BF16,
     F64,
     Signed,
     Unsigned,
@@ -41,11 +44,7 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
         SampleType::F32 => ("float", Kind::F32),
         SampleType::F64 => ("double", Kind::F64),
         SampleType::F16 => ("unsigned short", Kind::F16),
-        SampleType::BF16 => {
-            return Err(Error::NotImplemented(format!(
-                "numpy's bin estimators on {t} samples on the device (numpy with ml_dtypes sums them one value after another, each sum rounded to bfloat16: a sequential chain): give a number of bins"
-            )))
-        }
+        SampleType::BF16 => ("unsigned short", Kind::BF16),
     };
     let code = match kind {
         Kind::F32 => 0,
@@ -53,6 +52,7 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
         Kind::Signed => 2,
         Kind::Unsigned => 3,
         Kind::F16 => 4,
+        Kind::BF16 => 5,
     };
     Ok((
         vec![
@@ -63,7 +63,7 @@ pub(crate) fn defines(t: SampleType) -> Result<(Vec<(&'static str, String)>, Kin
     ))
 }
 
-/// The kernels' entry points.
+/// The kernels' entry points of every sample type.
 pub(crate) const ENTRIES: [&str; 15] = [
     "est_extremes",
     "est_sum_values",
@@ -81,6 +81,25 @@ pub(crate) const ENTRIES: [&str; 15] = [
     "est_sample",
     "est_window",
 ];
+
+/// The entry points of bfloat16 alone (`est_chain.cuh`).
+pub(crate) const CHAIN_ENTRIES: [&str; 2] = ["est_chain_maxima", "est_chain_walk"];
+
+/// Every entry point compiled for `kind`.
+pub(crate) fn entries(kind: Kind) -> Vec<&'static str> {
+    let mut e = ENTRIES.to_vec();
+    if kind == Kind::BF16 {
+        e.extend(CHAIN_ENTRIES);
+    }
+    e
+}
+
+/// Values of a chunk and chunks of a super-chunk of the bfloat16 chain's maxima (`CHAIN_CHUNK`,
+/// `CHAIN_SUPER` in est_chain.cuh).
+const CHAIN_CHUNK: usize = 256;
+const CHAIN_SUPER: usize = 32;
+/// Blocks of est_chain_maxima an SM holds at once (256 threads each).
+const CHAIN_BLOCKS_PER_SM: u32 = 8;
 
 /// Blocks of the sum kernels that fit an SM (their `SUM_BLOCKS`, three for float32 and two for
 /// the rest): six makes whole waves of either.
@@ -136,7 +155,8 @@ pub(crate) struct Passes {
     pub stream: Arc<CudaStream>,
     pub kind: Kind,
     pub size: usize,
-    funcs: Vec<CudaFunction>,
+    /// The compiled entry points, with their names.
+    funcs: Vec<(&'static str, CudaFunction)>,
     /// Blocks of the grid-stride kernels.
     grid: u32,
     /// Multiprocessors of the device.
@@ -152,9 +172,9 @@ impl Passes {
     pub fn new(gpu: &Arc<Gpu>, stream: Arc<CudaStream>, t: SampleType) -> Result<Passes> {
         let (defines, kind) = defines(t)?;
         gpu.bind()?;
-        let funcs = ENTRIES
-            .iter()
-            .map(|e| gpu.function(&ESTIMATE, &defines, e))
+        let funcs = entries(kind)
+            .into_iter()
+            .map(|e| Ok((e, gpu.function(&ESTIMATE, &defines, e)?)))
             .collect::<Result<Vec<_>>>()?;
         Ok(Passes {
             gpu: gpu.clone(),
@@ -168,8 +188,12 @@ impl Passes {
     }
 
     fn func(&self, name: &str) -> &CudaFunction {
-        let i = ENTRIES.iter().position(|e| *e == name).expect("an entry");
-        &self.funcs[i]
+        let (_, f) = self
+            .funcs
+            .iter()
+            .find(|(e, _)| *e == name)
+            .expect("an entry of this sample type");
+        f
     }
 
     /// # Safety
@@ -211,7 +235,8 @@ impl Passes {
     /// [`Passes::alloc`] without the zeroing (a memset of the whole buffer), for a buffer the
     /// kernels write in full before anything reads it.
     fn alloc_unset(&self, bytes: usize) -> Result<CudaSlice<u8>> {
-        // SAFETY: plain bytes, every one of which est_compact writes before a sum reads them.
+        // SAFETY: plain bytes, every one of which the caller's kernels (est_compact, or
+        // est_chain_maxima) write before another kernel reads them.
         unsafe { self.stream.alloc::<u8>(bytes.max(8)) }
             .map_err(cuda_err("allocating the estimator's scratch"))
     }
@@ -414,9 +439,10 @@ impl Passes {
         Ok(packed)
     }
 
-    /// Whether the kernels sum in float32 (float32 and float16 data; the others in float64).
+    /// Whether the kernels sum in float32 (float32, float16 and bfloat16 data; the others in
+    /// float64).
     fn acc_is_f32(&self) -> bool {
-        matches!(self.kind, Kind::F32 | Kind::F16)
+        matches!(self.kind, Kind::F32 | Kind::F16 | Kind::BF16)
     }
 
     /// Bytes of one accumulator (float32 data sums in float32, others in float64).
@@ -597,5 +623,66 @@ impl Passes {
                 &mut [arg(&mut from), arg(&mut count64), arg(&mut to)],
             )
         }
+    }
+
+    /// ml_dtypes' sum of `term` (as [`Passes::pairwise`]; bfloat16 values, `p1` and `p2`
+    /// bfloat16) of the `m >= 1` bfloat16 samples at `input`: the first value, then each next one
+    /// added with the total rounded to bfloat16 (`est_chain.cuh`: a parallel pass finds the
+    /// largest values of each chunk, then one warp walks the chain, skipping the values too small
+    /// to move the total).
+    ///
+    /// # Safety
+    /// As [`Passes::pairwise`].
+    pub unsafe fn chain(&self, input: u64, m: usize, term: (i32, f64, f64)) -> Result<f64> {
+        if self.kind != Kind::BF16 || m == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "internal: the bfloat16 chain sums {m} {:?} samples",
+                self.kind
+            )));
+        }
+        let chunks = m.div_ceil(CHAIN_CHUNK);
+        let supers = chunks.div_ceil(CHAIN_SUPER);
+        let chunk_max = self.alloc_unset(chunks * 4)?;
+        let super_max = self.alloc_unset(supers * 4)?;
+        let out = self.alloc(8)?;
+        let (mut input, mut m64, mut which) = (input, m as u64, term.0);
+        let (mut p1, mut p2) = (term.1 as f32, term.2 as f32);
+        let (mut chunk_ptr, mut super_ptr, mut out_ptr) =
+            (self.ptr(&chunk_max), self.ptr(&super_max), self.ptr(&out));
+        // SAFETY: est_chain_maxima(in, m, which, p1, p2, chunk_max, super_max) writes every one
+        // of the `chunks` and `supers` maxima (a warp per super-chunk, the grid striding); then
+        // est_chain_walk(.., out) reads them and writes one float; all live to the read below.
+        unsafe {
+            self.launch(
+                "est_chain_maxima",
+                self.wave_for(supers * 32, 256, CHAIN_BLOCKS_PER_SM),
+                256,
+                &mut [
+                    arg(&mut input),
+                    arg(&mut m64),
+                    arg(&mut which),
+                    arg(&mut p1),
+                    arg(&mut p2),
+                    arg(&mut chunk_ptr),
+                    arg(&mut super_ptr),
+                ],
+            )?;
+            self.launch(
+                "est_chain_walk",
+                1,
+                32,
+                &mut [
+                    arg(&mut input),
+                    arg(&mut m64),
+                    arg(&mut which),
+                    arg(&mut p1),
+                    arg(&mut p2),
+                    arg(&mut chunk_ptr),
+                    arg(&mut super_ptr),
+                    arg(&mut out_ptr),
+                ],
+            )?;
+        }
+        self.read_acc(&out)
     }
 }

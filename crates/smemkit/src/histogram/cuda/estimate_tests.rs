@@ -5,7 +5,9 @@
 use super::*;
 use crate::histogram::bins::estimators::{estimate_bin_count, histogram_bin_edges};
 use crate::histogram::bins::stats::{pairwise_f32, pairwise_f64};
-use crate::histogram::cuda::estimate_passes::{defines, node_depth, warp_levels, ENTRIES};
+use crate::histogram::cuda::estimate_passes::{
+    defines, entries, node_depth, warp_levels, CHAIN_ENTRIES,
+};
 use crate::histogram::cuda::estimate_select::{agreeing, digit_of, gather_pays};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -259,12 +261,25 @@ fn gathering_pays_only_when_the_agreeing_samples_are_few() {
 fn only_estimators_that_sum_the_whole_array_fuse_the_sum_into_the_first_pass() {
     // numpy sums the trimmed array when a range is given: its tree is not the whole array's, so
     // the sum waits for the packed samples (the first pass counts the tiles to pack instead); the
-    // quartiles' first digits fuse either way.
+    // quartiles' first digits fuse either way. bfloat16 sums are chains, which no first pass
+    // starts.
     for rule in GPU_RULES {
-        let (free, trimmed) = (first_pass(rule, false), first_pass(rule, true));
+        let (free, trimmed) = (
+            first_pass(rule, false, Kind::F32),
+            first_pass(rule, true, Kind::F32),
+        );
+        let (free16, trimmed16) = (
+            first_pass(rule, false, Kind::BF16),
+            first_pass(rule, true, Kind::BF16),
+        );
         match rule {
             BinRule::Scott | BinRule::Doane => {
-                assert_eq!((free, trimmed), (First::Sum, First::Tiles), "{rule:?}")
+                assert_eq!((free, trimmed), (First::Sum, First::Tiles), "{rule:?}");
+                assert_eq!(
+                    (free16, trimmed16),
+                    (First::Extremes, First::Tiles),
+                    "{rule:?}"
+                );
             }
             BinRule::Fd | BinRule::Auto => {
                 assert_eq!((free, trimmed), (First::Digits, First::Digits), "{rule:?}")
@@ -301,7 +316,7 @@ fn key_of<T: Sample>(kind: Kind, x: T) -> u64 {
                 bits | (1 << 63)
             }
         }
-        Kind::F16 => {
+        Kind::F16 | Kind::BF16 => {
             let u = bits as u16;
             (if u & 0x8000 != 0 { !u } else { u | 0x8000 }) as u64
         }
@@ -342,6 +357,12 @@ fn keys_keep_the_samples_order_and_give_them_back() {
             .map(half::f16::from_f32)
             .to_vec(),
     );
+    check(
+        Kind::BF16,
+        [-3e38, -2.5, -0.0, 1e-40, 1.0, 3e38, f32::INFINITY]
+            .map(half::bf16::from_f32)
+            .to_vec(),
+    );
     check(Kind::Signed, vec![i8::MIN, -1, 0, 1, i8::MAX]);
     check(Kind::Signed, vec![i64::MIN, -5, 0, i64::MAX]);
     check(Kind::Unsigned, vec![0u16, 1, 300, u16::MAX]);
@@ -354,24 +375,22 @@ fn estimate_kernels_compile_for_hopper_for_every_sample_type() {
         return;
     }
     for t in SampleType::ALL {
-        let Ok((d, _)) = defines(t) else {
-            assert_eq!(t, SampleType::BF16);
-            continue;
-        };
+        let (d, kind) = defines(t).unwrap();
         let opts = crate::gpu::compile::options("compute_90a", &d);
         let ptx = crate::gpu::compile::compile_uncached(&crate::gpu::compile::ESTIMATE, &opts)
             .unwrap_or_else(|e| panic!("{t}: {e}"));
-        for e in ENTRIES {
+        for e in entries(kind) {
             assert!(ptx.contains(&format!(".entry {e}(")), "{t}: {e}");
         }
+        // The chain's kernels are bfloat16's alone.
+        assert_eq!(
+            CHAIN_ENTRIES
+                .iter()
+                .all(|e| ptx.contains(&format!(".entry {e}("))),
+            t == SampleType::BF16,
+            "{t}"
+        );
     }
-}
-
-#[test]
-fn half_samples_are_refused_with_clear_errors() {
-    let e = defines(SampleType::BF16).unwrap_err();
-    assert!(e.to_string().contains("bfloat16"), "{e}");
-    assert!(e.to_string().contains("give a number of bins"), "{e}");
 }
 
 /// A sample drawn as f64, in the type.
@@ -409,6 +428,15 @@ impl Draw for half::f16 {
         half::f16::from_f64(x)
     }
     const SPAN: (f64, f64) = (-0.03, 0.05);
+}
+
+// bfloat16 has float32's range: its sums stall (a total large beside the values stops moving)
+// rather than overflow, which is what the chain's skips rely on.
+impl Draw for half::bf16 {
+    fn from_f64(x: f64) -> Self {
+        half::bf16::from_f64(x)
+    }
+    const SPAN: (f64, f64) = (-3.0, 5.0);
 }
 
 const GPU_RULES: [BinRule; 7] = [
@@ -565,6 +593,7 @@ fn gpu_estimates_are_the_cpu_engines_for_every_sample_type() {
     compare_type::<f32>(&gpu, &small, 9);
     compare_type::<f64>(&gpu, &small, 10);
     compare_type::<half::f16>(&gpu, &small, 16);
+    compare_type::<half::bf16>(&gpu, &small, 26);
 }
 
 #[test]
@@ -578,6 +607,7 @@ fn gpu_estimates_of_millions_of_samples_are_the_cpu_engines() {
     compare_type::<i64>(&gpu, &large, 13);
     compare_type::<u16>(&gpu, &large, 14);
     compare_type::<half::f16>(&gpu, &large, 17);
+    compare_type::<half::bf16>(&gpu, &large, 27);
 }
 
 #[test]
@@ -679,6 +709,7 @@ fn gpu_estimates_at_the_summation_trees_thresholds_are_the_cpu_engines() {
     compare_type::<i32>(&gpu, &sizes, 18);
     compare_type::<u8>(&gpu, &sizes, 19);
     compare_type::<half::f16>(&gpu, &sizes, 20);
+    compare_type::<half::bf16>(&gpu, &sizes, 28);
     // float16 from a start 2 bytes past alignment: the sums' group path (8 lanes a node).
     let mut r = Xoshiro256PlusPlus::seed_from_u64(21);
     for n in [8usize, 129, 257, 8193, 65_537] {
@@ -762,6 +793,103 @@ fn gpu_float16_sums_are_numpys_bit_for_bit() {
                     (blocks as f32).to_bits(),
                     want_blocks.to_bits(),
                     "{what}: blocks"
+                );
+            }
+        }
+    }
+}
+
+/// ml_dtypes' sum of `terms`: the first, then each next added with the total rounded to
+/// bfloat16 (stats.rs's order, as the estimators sum).
+fn chained(terms: &[f32]) -> f32 {
+    crate::histogram::bins::stats::sequential_sum_bf16(terms)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_bfloat16_chains_are_ml_dtypes_bit_for_bit() {
+    // The chain's total against the host's one value after another, for the samples, their
+    // squared deviations and cubed standardised deviations, on data whose totals stall early
+    // (positive values, squares), wander (mean zero), shrink back after growing (the skipped
+    // values must be looked at again), stay as small as the values (every step moves: no skip),
+    // hold NaN or infinities, or start 2 bytes past alignment.
+    use crate::histogram::bins::stats::rbf;
+    let gpu = crate::gpu::gpu().unwrap();
+    let stream = &gpu.stream;
+    let passes = Passes::new(&gpu, stream.clone(), SampleType::BF16).unwrap();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(29);
+    let (mean, sigma) = (rbf(0.0625), rbf(1.125));
+    let term = |t: i32, x: f32| match t {
+        0 => x,
+        1 => {
+            let d = rbf(x - mean);
+            rbf(d * d)
+        }
+        _ => rbf(rbf(rbf(x - mean) / sigma).powf(3.0)),
+    };
+    let normal = |r: &mut Xoshiro256PlusPlus, scale: f64| {
+        let (u, v): (f64, f64) = (r.gen_range(1e-12..1.0), r.gen());
+        scale * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    };
+    let mut cases: Vec<(String, Vec<f32>)> = Vec::new();
+    for n in [
+        1usize, 2, 8, 9, 255, 256, 257, 8191, 8193, 262_145, 3_000_001,
+    ] {
+        cases.push((
+            format!("normal n {n}"),
+            (0..n).map(|_| normal(&mut r, 1.0) as f32).collect(),
+        ));
+        cases.push((
+            format!("positive n {n}"),
+            (0..n).map(|_| r.gen_range(0.0f32..2.0)).collect(),
+        ));
+    }
+    // Up to a total of ~4000, then down past zero to ~-4000: values below the large total's
+    // slack move the small one.
+    let up: Vec<f32> = (0..400_000).map(|_| r.gen_range(0.0f32..0.5)).collect();
+    let down: Vec<f32> = (0..800_000).map(|_| -r.gen_range(0.0f32..0.5)).collect();
+    cases.push(("up then down".into(), [up, down].concat()));
+    // Alternating +-1 around a small total: every value moves it.
+    cases.push((
+        "alternating".into(),
+        (0..300_000)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect(),
+    ));
+    // At a power of two the gap below is half the gap above: 256 - 0.6 rounds to 255 (half the
+    // gap below is 0.5), 256 + 0.6 back to 256; a value past 300 000 stalled zeros.
+    let mut pow2 = vec![256.0f32];
+    pow2.extend(std::iter::repeat_n(0.0, 300_000));
+    pow2.extend([0.6015625, -0.6015625, -0.6015625, 1.0, -0.25]);
+    cases.push(("power of two".into(), pow2));
+    let mut nan: Vec<f32> = (0..100_000).map(|_| normal(&mut r, 3.0) as f32).collect();
+    nan[77_777] = f32::NAN;
+    cases.push(("NaN".into(), nan));
+    let mut inf: Vec<f32> = (0..100_000).map(|_| normal(&mut r, 3.0) as f32).collect();
+    inf[5_000] = f32::INFINITY;
+    inf[60_000] = f32::NEG_INFINITY;
+    cases.push(("infinities".into(), inf.clone()));
+    inf[60_000] = 1.0;
+    cases.push(("infinity".into(), inf));
+    for (name, values) in &cases {
+        let host: Vec<half::bf16> = values.iter().map(|&x| half::bf16::from_f32(x)).collect();
+        let values: Vec<f32> = host.iter().map(|x| x.to_f32()).collect();
+        let n = host.len();
+        for lead in [0usize, 1] {
+            let bits: Vec<u16> = std::iter::repeat_n(0u16, lead)
+                .chain(host.iter().map(|x| x.to_bits()))
+                .collect();
+            let dev = stream.clone_htod(&bits).unwrap();
+            let at = dev.device_ptr(stream).0 + 2 * lead as u64;
+            for t in 0..3 {
+                let terms: Vec<f32> = values.iter().map(|&x| term(t, x)).collect();
+                // SAFETY: `dev` holds the `n` samples after `lead` until the end of the loop.
+                let got = unsafe { passes.chain(at, n, (t, mean as f64, sigma as f64)).unwrap() };
+                let want = chained(&terms);
+                assert_eq!(
+                    (got as f32).to_bits(),
+                    want.to_bits(),
+                    "{name} lead {lead} term {t}: {got} against {want}"
                 );
             }
         }

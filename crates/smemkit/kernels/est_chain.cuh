@@ -1,0 +1,171 @@
+// ml_dtypes' sums of bfloat16 values on the device (included by estimate.cu for SAMPLE_KIND 5).
+//
+// numpy reduces a bfloat16 array by calling ml_dtypes' add loop with the running total as one
+// operand, so the total is rounded to bfloat16 after every value: t0, then rbf(total + t1), then
+// rbf(total + t2), ... A chain of roundings has no tree to split into parallel parts, but most of
+// its steps change nothing: once the total is large beside a value, total + value rounds back to
+// the total. Values whose magnitude is below the total's slack (half the smaller bfloat16 gap
+// beside it, less float32's rounding of the sum) are such steps, and skipping them gives the
+// same total bit for bit. So:
+//
+// - est_chain_maxima (a parallel pass): the largest magnitude of the summed values in each chunk
+//   of CHAIN_CHUNK values, and in each super-chunk of CHAIN_SUPER chunks (NaN counts as
+//   infinite: it changes every total);
+// - est_chain_walk (one warp): walks the chain in order, skipping every super-chunk, chunk and
+//   lane's eight values whose largest magnitude is below the slack of the total it has reached,
+//   and adding the others one after another. The slack is taken again after every change, so a
+//   total that shrinks looks at the values it would have skipped.
+//
+// Its cost is the parallel pass plus the steps that may move the total: a handful of values per
+// million once a sum of many similar values has grown (and, for squares, none once their total
+// is large), every value while the total stays as small as the values themselves (data whose
+// running sum keeps returning near zero: up to about 20 cycles a value, ~2-3 s at 2^28).
+
+#define CHAIN_CHUNK 256
+#define CHAIN_SUPER 32
+#define CHAIN_LANE (CHAIN_CHUNK / 32)
+
+// The value summed for sample v: the sample (0), its squared deviation from p1 (1) or its
+// deviation divided by p2, cubed (2), each as term<> computes it.
+__device__ __forceinline__ float chain_term(int which, sample_t v, float p1, float p2) {
+    if (which == 0) return term<0>(v, p1, p2);
+    if (which == 1) return term<1>(v, p1, p2);
+    return term<2>(v, p1, p2);
+}
+
+// |t| as the skips compare it: NaN as infinity, never below a slack.
+__device__ __forceinline__ float chain_magnitude(float t) {
+    return t != t ? __int_as_float(0x7f800000) : fabsf(t);
+}
+
+// The slack of total s (a bfloat16 value): every t with |t| below it leaves rbf(s + t) == s.
+// For |s| in [2^E, 2^(E+1)) the bfloat16 gap above is 2^(E-7) and the one below the same, or half
+// of it at s = 2^E; s + t stays strictly inside half the smaller gap, and float32's rounding of
+// the sum (at most 2^-17 of that gap) cannot carry it to the midpoint when |t| is below the half
+// gap less 2^-14 of it. Infinite or NaN totals absorb every finite value (s + inf is still
+// added: its magnitude is not below infinity); tiny totals (below 2^-117) take every value.
+__device__ __forceinline__ float chain_slack(float s) {
+    const unsigned u = __float_as_uint(s) & 0x7fffffffu;
+    if (u >= 0x7f800000u) return __int_as_float(0x7f800000);
+    const unsigned e = u >> 23;
+    if (e < 10) return 0.0f;
+    const unsigned half_gap = (u & 0x7fffffu) == 0 ? e - 9 : e - 8;
+    return __fmul_rn(__uint_as_float(half_gap << 23), 0.99993896484375f);
+}
+
+// The largest value magnitude in each chunk (chunk_max) and super-chunk (super_max) of the m
+// samples' values: one warp per super-chunk, the grid striding over them.
+extern "C" __global__ void __launch_bounds__(256) est_chain_maxima(const sample_t* __restrict__ in, u64 m,
+                                                                   int which, float p1, float p2,
+                                                                   float* __restrict__ chunk_max,
+                                                                   float* __restrict__ super_max) {
+    const unsigned lane = threadIdx.x & 31;
+    const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
+    const u64 supers = (chunks + CHAIN_SUPER - 1) / CHAIN_SUPER;
+    const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    for (u64 sp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; sp < supers; sp += warps) {
+        float mine = 0.0f;  // lane k: chunk k's maximum
+        for (unsigned k = 0; k < CHAIN_SUPER; ++k) {
+            const u64 base = (sp * CHAIN_SUPER + k) * CHAIN_CHUNK;
+            if (base >= m) break;
+            sample_t v[CHAIN_LANE];
+#pragma unroll
+            for (unsigned j = 0; j < CHAIN_LANE; ++j) {
+                const u64 i = base + j * 32 + lane;
+                if (i < m) v[j] = in[i];
+            }
+            float mx = 0.0f;
+#pragma unroll
+            for (unsigned j = 0; j < CHAIN_LANE; ++j) {
+                const u64 i = base + j * 32 + lane;
+                if (i < m) mx = fmaxf(mx, chain_magnitude(chain_term(which, v[j], p1, p2)));
+            }
+            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, o));
+            if (lane == k) mine = mx;
+        }
+        const u64 c = sp * CHAIN_SUPER + lane;
+        if (c < chunks) chunk_max[c] = mine;
+        float all = mine;
+        for (int o = 16; o > 0; o >>= 1) all = fmaxf(all, __shfl_xor_sync(FULL, all, o));
+        if (lane == 0) super_max[sp] = all;
+    }
+}
+
+// Adds chunk c's values to the total s in order, skipping every lane whose eight values are all
+// below the slack (the values before sample 1 and past m are not added: sample 0 started the
+// total).
+__device__ __forceinline__ float chain_chunk(const sample_t* __restrict__ in, u64 m, int which, float p1, float p2,
+                                             u64 c, float s) {
+    const unsigned lane = threadIdx.x & 31;
+    const u64 first = c * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
+    float t[CHAIN_LANE];
+    sample_t v[CHAIN_LANE];
+#pragma unroll
+    for (unsigned j = 0; j < CHAIN_LANE; ++j) {
+        const u64 i = first + j;
+        if (i < m) v[j] = in[i];
+    }
+#pragma unroll
+    for (unsigned j = 0; j < CHAIN_LANE; ++j) {
+        const u64 i = first + j;
+        t[j] = i >= 1 && i < m ? chain_term(which, v[j], p1, p2) : 0.0f;
+    }
+    unsigned left = FULL;
+    for (;;) {
+        const float slack = chain_slack(s);
+        bool moves = false;
+#pragma unroll
+        for (unsigned j = 0; j < CHAIN_LANE; ++j) {
+            const u64 i = first + j;
+            moves |= i >= 1 && i < m && !(chain_magnitude(t[j]) < slack);
+        }
+        const unsigned hit = __ballot_sync(FULL, moves) & left;
+        if (!hit) return s;
+        const unsigned l = __ffs(hit) - 1;
+        const u64 at = c * CHAIN_CHUNK + (u64)l * CHAIN_LANE;
+#pragma unroll
+        for (unsigned j = 0; j < CHAIN_LANE; ++j) {
+            const float x = __shfl_sync(FULL, t[j], l);
+            if (at + j >= 1 && at + j < m) s = rbf(__fadd_rn(s, x));
+        }
+        left = l == 31 ? 0u : (FULL << (l + 1));
+    }
+}
+
+// ml_dtypes' sum of the m samples' values (m >= 1) into *out: one warp (launch one block of 32).
+extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* __restrict__ in, u64 m, int which,
+                                                                float p1, float p2,
+                                                                const float* __restrict__ chunk_max,
+                                                                const float* __restrict__ super_max,
+                                                                float* __restrict__ out) {
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+    const unsigned lane = threadIdx.x;
+    const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
+    const u64 supers = (chunks + CHAIN_SUPER - 1) / CHAIN_SUPER;
+    float s = chain_term(which, in[0], p1, p2);
+    // Absent super-chunks and chunks read -1: below every slack, never walked.
+    float next = lane < supers ? super_max[lane] : -1.0f;
+    for (u64 g = 0; g < supers; g += 32) {
+        const float smx = next;
+        // The next 32 super-chunks' maxima load while these are walked.
+        next = g + 32 + lane < supers ? super_max[g + 32 + lane] : -1.0f;
+        unsigned left = FULL;
+        for (;;) {
+            const unsigned hit = __ballot_sync(FULL, !(smx < chain_slack(s))) & left;
+            if (!hit) break;
+            const unsigned k = __ffs(hit) - 1;
+            const u64 c0 = (g + k) * CHAIN_SUPER;
+            const float cmx = c0 + lane < chunks ? chunk_max[c0 + lane] : -1.0f;
+            unsigned chunks_left = FULL;
+            for (;;) {
+                const unsigned chit = __ballot_sync(FULL, !(cmx < chain_slack(s))) & chunks_left;
+                if (!chit) break;
+                const unsigned q = __ffs(chit) - 1;
+                s = chain_chunk(in, m, which, p1, p2, c0 + q, s);
+                chunks_left = q == 31 ? 0u : (FULL << (q + 1));
+            }
+            left = k == 31 ? 0u : (FULL << (k + 1));
+        }
+    }
+    if (lane == 0) *out = s;
+}
