@@ -2,8 +2,8 @@
 //
 // numpy reduces a bfloat16 array by calling ml_dtypes' add loop with the running total as one
 // operand, so the total is rounded to bfloat16 after every value: t0, then rbf(total + t1), then
-// rbf(total + t2), ... A chain of roundings has no tree to split into parallel parts, but most of
-// its steps change nothing: once the total is large beside a value, total + value rounds back to
+// rbf(total + t2), ... A chain of roundings has no tree to split into parallel parts, but often most
+// of its steps change nothing: once the total is large beside a value, total + value rounds back to
 // the total. Values whose magnitude is below the total's slack (half the smaller bfloat16 gap
 // beside it, less float32's rounding of the sum) are such steps, and skipping them gives the
 // same total bit for bit. So:
@@ -11,15 +11,16 @@
 // - est_chain_maxima (a parallel pass): the largest magnitude of the summed values in each chunk
 //   of CHAIN_CHUNK values, and in each super-chunk of CHAIN_SUPER chunks (NaN counts as
 //   infinite: it changes every total);
-// - est_chain_walk (one warp): walks the chain in order, skipping every super-chunk, chunk and
-//   lane's eight values whose largest magnitude is below the slack of the total it has reached,
-//   and adding the others one after another. The slack is taken again after every change, so a
-//   total that shrinks looks at the values it would have skipped.
+// - est_chain_walk (one warp): walks the chain in order, skipping every super-chunk and chunk
+//   whose largest magnitude is below the slack of the total it has reached (the slack taken
+//   again after every chunk, so a total that shrinks looks at values it would have skipped), and
+//   adding every value of the other chunks one after another with the device's bfloat16 add.
 //
-// Its cost is the parallel pass plus the steps that may move the total: a handful of values per
-// million once a sum of many similar values has grown (and, for squares, none once their total
-// is large), every value while the total stays as small as the values themselves (data whose
-// running sum keeps returning near zero: up to about 20 cycles a value, ~2-3 s at 2^28).
+// Its cost is the parallel pass plus the chunks that may move the total. Sums of values of one
+// sign (squares) soon outgrow them and stall: a handful of chunks per million values. Sums of
+// mean-zero values do not: ml_dtypes' total wanders near a hundred times the values' scale and
+// moves at about 40 % of the steps, so every chunk is walked, an addition's latency a value
+// (~1 s per sum at 2^28 samples).
 
 #define CHAIN_CHUNK 256
 #define CHAIN_SUPER 32
@@ -91,45 +92,71 @@ extern "C" __global__ void __launch_bounds__(256) est_chain_maxima(const sample_
     }
 }
 
-// Adds chunk c's values to the total s in order, skipping every lane whose eight values are all
-// below the slack (the values before sample 1 and past m are not added: sample 0 started the
-// total).
-__device__ __forceinline__ float chain_chunk(const sample_t* __restrict__ in, u64 m, int which, float p1, float p2,
-                                             u64 c, float s) {
-    const unsigned lane = threadIdx.x & 31;
-    const u64 first = c * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
-    float t[CHAIN_LANE];
+// The bfloat16 sum of bfloat16 values a and b, correctly rounded (one rounding of the exact sum):
+// the same as ml_dtypes' float32 sum rounded to bfloat16, float32 holding more than twice
+// bfloat16's precision plus two bits (so its rounding first never moves the second).
+__device__ __forceinline__ unsigned short bf_add(unsigned short a, unsigned short b) {
+    unsigned short d;
+    asm("add.rn.bf16 %0, %1, %2;" : "=h"(d) : "h"(a), "h"(b));
+    return d;
+}
+
+// A chunk's samples as the lanes load them: lane l holds samples CHAIN_LANE * l .. + 7.
+struct chain_samples {
     sample_t v[CHAIN_LANE];
+    u64 chunk;  // which chunk they are (~0: none)
+};
+
+__device__ __forceinline__ void chain_load(const sample_t* __restrict__ in, u64 m, u64 c, chain_samples& x) {
+    const u64 first = c * CHAIN_CHUNK + (u64)(threadIdx.x & 31) * CHAIN_LANE;
+#pragma unroll
+    for (unsigned j = 0; j < CHAIN_LANE; ++j)
+        if (first + j < m) x.v[j] = in[first + j];
+    x.chunk = c;
+}
+
+// Adds chunk c's values to the total (bfloat16 bits) in order, every one from sample 1 on
+// (sample 0 started the total): the values go through shared memory as bfloat16 bits and every
+// lane adds them one after another, so the chain waits on nothing but its additions. The next
+// chunk's samples are loaded meanwhile into `ahead`: when the walk goes on there (a total that
+// moves at every step), they have arrived.
+__device__ __forceinline__ unsigned short chain_chunk(const sample_t* __restrict__ in, u64 m, int which, float p1,
+                                                      float p2, u64 c, unsigned short total, chain_samples& ahead,
+                                                      unsigned short* vals) {
+    const unsigned lane = threadIdx.x & 31;
+    chain_samples x = ahead;
+    if (x.chunk != c) chain_load(in, m, c, x);
+    const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
+    if (c + 1 < chunks) chain_load(in, m, c + 1, ahead);
+    const u64 first = c * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
+    __syncwarp();
 #pragma unroll
     for (unsigned j = 0; j < CHAIN_LANE; ++j) {
         const u64 i = first + j;
-        if (i < m) v[j] = in[i];
+        // A term is a bfloat16 value held in a float: its top 16 bits.
+        vals[lane * CHAIN_LANE + j] =
+            i < m ? (unsigned short)(__float_as_uint(chain_term(which, x.v[j], p1, p2)) >> 16) : 0;
     }
+    __syncwarp();
+    const u64 base = c * CHAIN_CHUNK;
+    const unsigned from = base == 0 ? 1 : 0;
+    const unsigned to = m - base < CHAIN_CHUNK ? (unsigned)(m - base) : CHAIN_CHUNK;
+    if (from == 0 && to == CHAIN_CHUNK) {
+        const uint4* w = reinterpret_cast<const uint4*>(vals);
+#pragma unroll 4
+        for (unsigned k = 0; k < CHAIN_CHUNK / 8; ++k) {
+            const uint4 q = w[k];
+            const unsigned words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-    for (unsigned j = 0; j < CHAIN_LANE; ++j) {
-        const u64 i = first + j;
-        t[j] = i >= 1 && i < m ? chain_term(which, v[j], p1, p2) : 0.0f;
-    }
-    unsigned left = FULL;
-    for (;;) {
-        const float slack = chain_slack(s);
-        bool moves = false;
-#pragma unroll
-        for (unsigned j = 0; j < CHAIN_LANE; ++j) {
-            const u64 i = first + j;
-            moves |= i >= 1 && i < m && !(chain_magnitude(t[j]) < slack);
+            for (unsigned h = 0; h < 4; ++h) {
+                total = bf_add(total, (unsigned short)(words[h] & 0xffffu));
+                total = bf_add(total, (unsigned short)(words[h] >> 16));
+            }
         }
-        const unsigned hit = __ballot_sync(FULL, moves) & left;
-        if (!hit) return s;
-        const unsigned l = __ffs(hit) - 1;
-        const u64 at = c * CHAIN_CHUNK + (u64)l * CHAIN_LANE;
-#pragma unroll
-        for (unsigned j = 0; j < CHAIN_LANE; ++j) {
-            const float x = __shfl_sync(FULL, t[j], l);
-            if (at + j >= 1 && at + j < m) s = rbf(__fadd_rn(s, x));
-        }
-        left = l == 31 ? 0u : (FULL << (l + 1));
+    } else {
+        for (unsigned j = from; j < to; ++j) total = bf_add(total, vals[j]);
     }
+    return total;
 }
 
 // ml_dtypes' sum of the m samples' values (m >= 1) into *out: one warp (launch one block of 32).
@@ -138,11 +165,14 @@ extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* 
                                                                 const float* __restrict__ chunk_max,
                                                                 const float* __restrict__ super_max,
                                                                 float* __restrict__ out) {
+    __shared__ __align__(16) unsigned short vals[CHAIN_CHUNK];
     if (blockIdx.x != 0 || threadIdx.x >= 32) return;
     const unsigned lane = threadIdx.x;
     const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
     const u64 supers = (chunks + CHAIN_SUPER - 1) / CHAIN_SUPER;
-    float s = chain_term(which, in[0], p1, p2);
+    unsigned short total = (unsigned short)(__float_as_uint(chain_term(which, in[0], p1, p2)) >> 16);
+    chain_samples ahead;
+    ahead.chunk = ~0ull;
     // Absent super-chunks and chunks read -1: below every slack, never walked.
     float next = lane < supers ? super_max[lane] : -1.0f;
     for (u64 g = 0; g < supers; g += 32) {
@@ -151,21 +181,21 @@ extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* 
         next = g + 32 + lane < supers ? super_max[g + 32 + lane] : -1.0f;
         unsigned left = FULL;
         for (;;) {
-            const unsigned hit = __ballot_sync(FULL, !(smx < chain_slack(s))) & left;
+            const unsigned hit = __ballot_sync(FULL, !(smx < chain_slack(b2f(total)))) & left;
             if (!hit) break;
             const unsigned k = __ffs(hit) - 1;
             const u64 c0 = (g + k) * CHAIN_SUPER;
             const float cmx = c0 + lane < chunks ? chunk_max[c0 + lane] : -1.0f;
             unsigned chunks_left = FULL;
             for (;;) {
-                const unsigned chit = __ballot_sync(FULL, !(cmx < chain_slack(s))) & chunks_left;
+                const unsigned chit = __ballot_sync(FULL, !(cmx < chain_slack(b2f(total)))) & chunks_left;
                 if (!chit) break;
                 const unsigned q = __ffs(chit) - 1;
-                s = chain_chunk(in, m, which, p1, p2, c0 + q, s);
+                total = chain_chunk(in, m, which, p1, p2, c0 + q, total, ahead, vals);
                 chunks_left = q == 31 ? 0u : (FULL << (q + 1));
             }
             left = k == 31 ? 0u : (FULL << (k + 1));
         }
     }
-    if (lane == 0) *out = s;
+    if (lane == 0) *out = b2f(total);
 }
