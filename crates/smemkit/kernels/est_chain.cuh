@@ -4,15 +4,15 @@
 // operand, so the total is rounded to bfloat16 after every value: t0, then rbf(total + t1), then
 // rbf(total + t2), ... A chain of roundings has no tree to split into parallel parts, but often most
 // of its steps change nothing: once the total is large beside a value, total + value rounds back to
-// the total. Values whose magnitude is below the total's slack (half the smaller bfloat16 gap
-// beside it, less float32's rounding of the sum) are such steps, and skipping them gives the
+// the total. Values within the total's slack (half the bfloat16 gap on their side of it,
+// less float32's rounding of the sum) are such steps, and skipping them gives the
 // same total bit for bit. So:
 //
-// - est_chain_maxima (a parallel pass): the largest magnitude of the summed values in each chunk
-//   of CHAIN_CHUNK values, and in each super-chunk of CHAIN_SUPER chunks (NaN counts as
-//   infinite: it changes every total);
+// - est_chain_maxima (a parallel pass): the smallest and largest summed value in each chunk of
+//   CHAIN_CHUNK values, and in each super-chunk of CHAIN_SUPER chunks (NaN counts as both
+//   infinities: it changes every total);
 // - est_chain_walk (one warp): walks the chain in order, skipping every super-chunk and chunk
-//   whose largest magnitude is below the slack of the total it has reached (the slack taken
+//   whose values all lie within the slack of the total it has reached (the slack taken
 //   again after every chunk, so a total that shrinks looks at values it would have skipped), and
 //   adding every value of the other chunks one after another with the device's bfloat16 add.
 //
@@ -34,38 +34,55 @@ __device__ __forceinline__ float chain_term(int which, sample_t v, float p1, flo
     return term<2>(v, p1, p2);
 }
 
-// |t| as the skips compare it: NaN as infinity, never below a slack.
-__device__ __forceinline__ float chain_magnitude(float t) {
-    return t != t ? __int_as_float(0x7f800000) : fabsf(t);
+// A chunk's (or super-chunk's) values as the skips see them: the smallest in x, the largest in
+// y. NaN makes them -inf and inf (it changes every total).
+__device__ __forceinline__ float2 chain_extend(float2 e, float t) {
+    if (t != t) return make_float2(-__int_as_float(0x7f800000), __int_as_float(0x7f800000));
+    return make_float2(fminf(e.x, t), fmaxf(e.y, t));
+}
+__device__ __forceinline__ float2 chain_join(float2 a, float2 b) {
+    return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y));
 }
 
-// The slack of total s (a bfloat16 value): every t with |t| below it leaves rbf(s + t) == s.
-// For |s| in [2^E, 2^(E+1)) the bfloat16 gap above is 2^(E-7) and the one below the same, or half
-// of it at s = 2^E; s + t stays strictly inside half the smaller gap, and float32's rounding of
-// the sum (at most 2^-17 of that gap) cannot carry it to the midpoint when |t| is below the half
-// gap less 2^-14 of it. Infinite or NaN totals absorb every finite value (s + inf is still
-// added: its magnitude is not below infinity); tiny totals (below 2^-117) take every value.
-__device__ __forceinline__ float chain_slack(float s) {
+// The slack of total s (a bfloat16 value): every t of magnitude below x (t of the sign of s, which
+// moves it away from zero) or below y (the other sign) leaves rbf(s + t) == s. For |s| in
+// [2^E, 2^(E+1)) the bfloat16 gap away from zero is 2^(E-7), the one toward zero the same or, at
+// |s| = 2^E, half of it; s + t stays strictly inside half that gap, and float32's rounding of the
+// sum (at most 2^-17 of the gap) cannot carry it to the midpoint when |t| is below the half gap
+// less 2^-14 of it. (A total that climbed to a power of two stalls there against values of its
+// own sign up to half the wider gap.) Infinite or NaN totals absorb every finite value (s + inf
+// is still added: it is not below infinity); tiny totals (below 2^-117) take every value.
+__device__ __forceinline__ float2 chain_slack(float s) {
     const unsigned u = __float_as_uint(s) & 0x7fffffffu;
-    if (u >= 0x7f800000u) return __int_as_float(0x7f800000);
+    const float inf = __int_as_float(0x7f800000);
+    if (u >= 0x7f800000u) return make_float2(inf, inf);
     const unsigned e = u >> 23;
-    if (e < 10) return 0.0f;
-    const unsigned half_gap = (u & 0x7fffffu) == 0 ? e - 9 : e - 8;
-    return __fmul_rn(__uint_as_float(half_gap << 23), 0.99993896484375f);
+    if (e < 10) return make_float2(0.0f, 0.0f);
+    const float away = __fmul_rn(__uint_as_float((e - 8) << 23), 0.99993896484375f);
+    const float toward =
+        (u & 0x7fffffu) == 0 ? __fmul_rn(__uint_as_float((e - 9) << 23), 0.99993896484375f) : away;
+    return s > 0.0f ? make_float2(away, toward) : make_float2(toward, away);
 }
 
-// The largest value magnitude in each chunk (chunk_max) and super-chunk (super_max) of the m
+// Whether values spanning ext (smallest, largest) can move total s (`valid`: ext is a real chunk).
+__device__ __forceinline__ bool chain_moves(bool valid, float2 ext, float s) {
+    const float2 slack = chain_slack(s);
+    return valid && !(ext.y < slack.x && ext.x > -slack.y);
+}
+
+// The smallest and largest value in each chunk (chunk_ext) and super-chunk (super_ext) of the m
 // samples' values: one warp per super-chunk, the grid striding over them.
 extern "C" __global__ void __launch_bounds__(256) est_chain_maxima(const sample_t* __restrict__ in, u64 m,
                                                                    int which, float p1, float p2,
-                                                                   float* __restrict__ chunk_max,
-                                                                   float* __restrict__ super_max) {
+                                                                   float2* __restrict__ chunk_ext,
+                                                                   float2* __restrict__ super_ext) {
     const unsigned lane = threadIdx.x & 31;
     const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
     const u64 supers = (chunks + CHAIN_SUPER - 1) / CHAIN_SUPER;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    const float inf = __int_as_float(0x7f800000);
     for (u64 sp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; sp < supers; sp += warps) {
-        float mine = 0.0f;  // lane k: chunk k's maximum
+        float2 mine = make_float2(inf, -inf);  // lane k: chunk k's
         for (unsigned k = 0; k < CHAIN_SUPER; ++k) {
             const u64 base = (sp * CHAIN_SUPER + k) * CHAIN_CHUNK;
             if (base >= m) break;
@@ -75,20 +92,22 @@ extern "C" __global__ void __launch_bounds__(256) est_chain_maxima(const sample_
                 const u64 i = base + j * 32 + lane;
                 if (i < m) v[j] = in[i];
             }
-            float mx = 0.0f;
+            float2 e = make_float2(inf, -inf);
 #pragma unroll
             for (unsigned j = 0; j < CHAIN_LANE; ++j) {
                 const u64 i = base + j * 32 + lane;
-                if (i < m) mx = fmaxf(mx, chain_magnitude(chain_term(which, v[j], p1, p2)));
+                if (i < m) e = chain_extend(e, chain_term(which, v[j], p1, p2));
             }
-            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, o));
-            if (lane == k) mine = mx;
+            for (int o = 16; o > 0; o >>= 1)
+                e = chain_join(e, make_float2(__shfl_xor_sync(FULL, e.x, o), __shfl_xor_sync(FULL, e.y, o)));
+            if (lane == k) mine = e;
         }
         const u64 c = sp * CHAIN_SUPER + lane;
-        if (c < chunks) chunk_max[c] = mine;
-        float all = mine;
-        for (int o = 16; o > 0; o >>= 1) all = fmaxf(all, __shfl_xor_sync(FULL, all, o));
-        if (lane == 0) super_max[sp] = all;
+        if (c < chunks) chunk_ext[c] = mine;
+        float2 all = mine;
+        for (int o = 16; o > 0; o >>= 1)
+            all = chain_join(all, make_float2(__shfl_xor_sync(FULL, all.x, o), __shfl_xor_sync(FULL, all.y, o)));
+        if (lane == 0) super_ext[sp] = all;
     }
 }
 
@@ -162,8 +181,8 @@ __device__ __forceinline__ unsigned short chain_chunk(const sample_t* __restrict
 // ml_dtypes' sum of the m samples' values (m >= 1) into *out: one warp (launch one block of 32).
 extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* __restrict__ in, u64 m, int which,
                                                                 float p1, float p2,
-                                                                const float* __restrict__ chunk_max,
-                                                                const float* __restrict__ super_max,
+                                                                const float2* __restrict__ chunk_ext,
+                                                                const float2* __restrict__ super_ext,
                                                                 float* __restrict__ out) {
     __shared__ __align__(16) unsigned short vals[CHAIN_CHUNK];
     if (blockIdx.x != 0 || threadIdx.x >= 32) return;
@@ -174,21 +193,24 @@ extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* 
     chain_samples ahead;
     ahead.chunk = ~0ull;
     // Absent super-chunks and chunks read -1: below every slack, never walked.
-    float next = lane < supers ? super_max[lane] : -1.0f;
+    const float2 none = make_float2(0.0f, 0.0f);
+    float2 next = lane < supers ? super_ext[lane] : none;
     for (u64 g = 0; g < supers; g += 32) {
-        const float smx = next;
+        const float2 sx = next;
+        const bool s_valid = g + lane < supers;
         // The next 32 super-chunks' maxima load while these are walked.
-        next = g + 32 + lane < supers ? super_max[g + 32 + lane] : -1.0f;
+        next = g + 32 + lane < supers ? super_ext[g + 32 + lane] : none;
         unsigned left = FULL;
         for (;;) {
-            const unsigned hit = __ballot_sync(FULL, !(smx < chain_slack(b2f(total)))) & left;
+            const unsigned hit = __ballot_sync(FULL, chain_moves(s_valid, sx, b2f(total))) & left;
             if (!hit) break;
             const unsigned k = __ffs(hit) - 1;
             const u64 c0 = (g + k) * CHAIN_SUPER;
-            const float cmx = c0 + lane < chunks ? chunk_max[c0 + lane] : -1.0f;
+            const bool c_valid = c0 + lane < chunks;
+            const float2 cx = c_valid ? chunk_ext[c0 + lane] : none;
             unsigned chunks_left = FULL;
             for (;;) {
-                const unsigned chit = __ballot_sync(FULL, !(cmx < chain_slack(b2f(total)))) & chunks_left;
+                const unsigned chit = __ballot_sync(FULL, chain_moves(c_valid, cx, b2f(total))) & chunks_left;
                 if (!chit) break;
                 const unsigned q = __ffs(chit) - 1;
                 total = chain_chunk(in, m, which, p1, p2, c0 + q, total, ahead, vals);

@@ -23,8 +23,9 @@
 //! each tile, then pack those samples (one more pass), since numpy sums the trimmed array, whose
 //! summation tree differs; their sums read only the packed samples. bfloat16 sums are ml_dtypes'
 //! (one value after another, each total rounded to bfloat16): each is a pass that finds the
-//! largest values of each chunk and one warp walking the chain, skipping the values too small
-//! to move the total ([`Passes::chain`]).
+//! extremes of each chunk's values and one warp walking the chain, skipping the chunks too small
+//! to move the total ([`Passes::chain`]): fast where the total stalls (squares, data of one
+//! sign), a value at a time on mean-zero data, whose ml_dtypes total keeps moving.
 //!
 //! `'stone'` histograms the data at every bin count up to `max(100, sqrt(n))`, each a device
 //! histogram (a full pass) whose counts come back to the host, where the same code as the CPU

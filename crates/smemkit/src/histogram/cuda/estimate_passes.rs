@@ -628,8 +628,8 @@ impl Passes {
     /// ml_dtypes' sum of `term` (as [`Passes::pairwise`]; bfloat16 values, `p1` and `p2`
     /// bfloat16) of the `m >= 1` bfloat16 samples at `input`: the first value, then each next one
     /// added with the total rounded to bfloat16 (`est_chain.cuh`: a parallel pass finds the
-    /// largest values of each chunk, then one warp walks the chain, skipping the values too small
-    /// to move the total).
+    /// extremes of each chunk's values, then one warp walks the chain, skipping the chunks too
+    /// small to move the total).
     ///
     /// # Safety
     /// As [`Passes::pairwise`].
@@ -642,15 +642,16 @@ impl Passes {
         }
         let chunks = m.div_ceil(CHAIN_CHUNK);
         let supers = chunks.div_ceil(CHAIN_SUPER);
-        let chunk_max = self.alloc_unset(chunks * 4)?;
-        let super_max = self.alloc_unset(supers * 4)?;
+        // Each chunk's and super-chunk's smallest and largest value (a float2).
+        let chunk_ext = self.alloc_unset(chunks * 8)?;
+        let super_ext = self.alloc_unset(supers * 8)?;
         let out = self.alloc(8)?;
         let (mut input, mut m64, mut which) = (input, m as u64, term.0);
         let (mut p1, mut p2) = (term.1 as f32, term.2 as f32);
         let (mut chunk_ptr, mut super_ptr, mut out_ptr) =
-            (self.ptr(&chunk_max), self.ptr(&super_max), self.ptr(&out));
-        // SAFETY: est_chain_maxima(in, m, which, p1, p2, chunk_max, super_max) writes every one
-        // of the `chunks` and `supers` maxima (a warp per super-chunk, the grid striding); then
+            (self.ptr(&chunk_ext), self.ptr(&super_ext), self.ptr(&out));
+        // SAFETY: est_chain_maxima(in, m, which, p1, p2, chunk_ext, super_ext) writes every one
+        // of the `chunks` and `supers` pairs (a warp per super-chunk, the grid striding); then
         // est_chain_walk(.., out) reads them and writes one float; all live to the read below.
         unsafe {
             self.launch(

@@ -862,6 +862,17 @@ fn gpu_bfloat16_chains_are_ml_dtypes_bit_for_bit() {
     pow2.extend(std::iter::repeat_n(0.0, 300_000));
     pow2.extend([0.6015625, -0.6015625, -0.6015625, 1.0, -0.25]);
     cases.push(("power of two".into(), pow2));
+    // A total stalled at a power of two: values of its sign below half the wider gap leave it
+    // (16 + 0.04 rounds to 16), of the other sign they move it (16 - 0.04 rounds to 15.9375);
+    // the same below zero.
+    for sign in [1.0f32, -1.0] {
+        let mut stalled = vec![16.0 * sign];
+        stalled.extend(std::iter::repeat_n(0.040039062 * sign, 100_000));
+        stalled.push(-0.040039062 * sign);
+        stalled.extend(std::iter::repeat_n(0.040039062 * sign, 1_000));
+        stalled.push(-0.03 * sign);
+        cases.push((format!("stalled at {}", 16.0 * sign), stalled));
+    }
     let mut nan: Vec<f32> = (0..100_000).map(|_| normal(&mut r, 3.0) as f32).collect();
     nan[77_777] = f32::NAN;
     cases.push(("NaN".into(), nan));
