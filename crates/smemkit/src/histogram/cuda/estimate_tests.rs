@@ -882,28 +882,81 @@ fn gpu_bfloat16_chains_are_ml_dtypes_bit_for_bit() {
     cases.push(("infinities".into(), inf.clone()));
     inf[60_000] = 1.0;
     cases.push(("infinity".into(), inf));
+    // The binade runs (the scan within a chunk): mean-zero totals that wander across binades,
+    // values exactly halfway between two totals (ties to even, at every scale), heavy tails
+    // (values that leave the binade at once), a drifting mean (totals crossing zero), and a total
+    // held at a power of two by values of half its gaps.
+    cases.push((
+        "mean zero, small".into(),
+        (0..1_500_000)
+            .map(|_| normal(&mut r, 0.01) as f32)
+            .collect(),
+    ));
+    cases.push((
+        "halfway values".into(),
+        (0..1_000_000)
+            .map(|_| {
+                let k = r.gen_range(-255i32..=255) as f32;
+                k * (2.0f32).powi(-r.gen_range(0..20))
+            })
+            .collect(),
+    ));
+    cases.push((
+        "mixed scales".into(),
+        (0..1_000_000)
+            .map(|_| normal(&mut r, 0.01) as f32 * (2.0f32).powi(r.gen_range(0..12)))
+            .collect(),
+    ));
+    cases.push((
+        "drifting mean".into(),
+        (0..1_000_000)
+            .map(|i| {
+                normal(&mut r, 0.01) as f32 + if i % 100_000 < 50_000 { 0.003 } else { -0.003 }
+            })
+            .collect(),
+    ));
+    let mut edge = vec![2.0f32];
+    edge.extend(
+        (0..300_000)
+            .map(|_| [0.0078125f32, -0.0078125, 0.00390625, -0.00390625][r.gen_range(0..4)]),
+    );
+    cases.push(("at a power of two".into(), edge));
     for (name, values) in &cases {
         let host: Vec<half::bf16> = values.iter().map(|&x| half::bf16::from_f32(x)).collect();
         let values: Vec<f32> = host.iter().map(|x| x.to_f32()).collect();
-        let n = host.len();
-        for lead in [0usize, 1] {
-            let bits: Vec<u16> = std::iter::repeat_n(0u16, lead)
-                .chain(host.iter().map(|x| x.to_bits()))
-                .collect();
-            let dev = stream.clone_htod(&bits).unwrap();
-            let at = dev.device_ptr(stream).0 + 2 * lead as u64;
-            for t in 0..3 {
-                let terms: Vec<f32> = values.iter().map(|&x| term(t, x)).collect();
-                // SAFETY: `dev` holds the `n` samples after `lead` until the end of the loop.
-                let got = unsafe { passes.chain(at, n, (t, mean as f64, sigma as f64)).unwrap() };
-                let want = chained(&terms);
-                // NaN as NaN (the device's NaN is canonical, the host's keeps a payload).
-                let same = if want.is_nan() {
-                    got.is_nan()
-                } else {
-                    (got as f32).to_bits() == want.to_bits()
-                };
-                assert!(same, "{name} lead {lead} term {t}: {got} against {want}");
+        let full = host.len();
+        // Every case whole, the long ones cut short too (a wrong step can be absorbed later).
+        let cuts: Vec<usize> = if full > 100_000 {
+            vec![full / 7 + 3, full / 2 + 129, full]
+        } else {
+            vec![full]
+        };
+        for n in cuts {
+            let host = &host[..n];
+            let values = &values[..n];
+            for lead in [0usize, 1] {
+                let bits: Vec<u16> = std::iter::repeat_n(0u16, lead)
+                    .chain(host.iter().map(|x| x.to_bits()))
+                    .collect();
+                let dev = stream.clone_htod(&bits).unwrap();
+                let at = dev.device_ptr(stream).0 + 2 * lead as u64;
+                for t in 0..3 {
+                    let terms: Vec<f32> = values.iter().map(|&x| term(t, x)).collect();
+                    // SAFETY: `dev` holds the `n` samples after `lead` until the end of the loop.
+                    let got =
+                        unsafe { passes.chain(at, n, (t, mean as f64, sigma as f64)).unwrap() };
+                    let want = chained(&terms);
+                    // NaN as NaN (the device's NaN is canonical, the host's keeps a payload).
+                    let same = if want.is_nan() {
+                        got.is_nan()
+                    } else {
+                        (got as f32).to_bits() == want.to_bits()
+                    };
+                    assert!(
+                        same,
+                        "{name} n {n} lead {lead} term {t}: {got} against {want}"
+                    );
+                }
             }
         }
     }
