@@ -20,11 +20,15 @@
 // sign (squares) soon outgrow them and stall: a handful of chunks per million values. Sums of
 // mean-zero values do not: ml_dtypes' total wanders near a hundred times the values' scale and
 // moves at about 40 % of the steps, so every chunk is walked, an addition's latency a value
-// (~1 s per sum at 2^28 samples).
+// (~1 s per sum at 2^28 samples). (Scanning a walked chunk as runs of steps inside one binade,
+// where the steps are integer shifts, is exact but no faster on one warp: bench/NOTES.md,
+// session 28.)
 
 #define CHAIN_CHUNK 256
 #define CHAIN_SUPER 32
 #define CHAIN_LANE (CHAIN_CHUNK / 32)
+// How many chunks ahead of the walk its samples are prefetched into L2.
+#define CHAIN_PREFETCH 8
 
 // The value summed for sample v: the sample (0), its squared deviation from p1 (1) or its
 // deviation divided by p2, cubed (2), each as term<> computes it.
@@ -134,45 +138,11 @@ __device__ __forceinline__ void chain_load(const sample_t* __restrict__ in, u64 
     x.chunk = c;
 }
 
-// A run of steps of the chain while the total stays inside one binade. There the total is n * g
-// (g its bfloat16 gap, 128 <= |n| <= 255) and adding a value v rounds n + v / g to an integer:
-// n + k with k the nearest integer to v / g, or, when v / g lies exactly halfway between k and
-// k + 1, whichever of n + k and n + k + 1 is even (ties to even). Steps of that kind compose
-// into maps of two forms, n -> n + a (e == 0) and n -> even(n + a) + b (e == 1, even(x) rounding
-// x up to even), closed under composition, so a warp composes 256 steps as a scan instead of a
-// chain of 256 additions.
-struct chain_map {
-    int a, b, e;
-};
-__device__ __forceinline__ int chain_even(int x) { return x + (x & 1); }
-// f, then g.
-__device__ __forceinline__ chain_map chain_then(chain_map f, chain_map g) {
-    chain_map r;
-    if (f.e) {
-        const int bc = f.b + g.a;
-        r.a = f.a;
-        r.b = g.e ? bc + (bc & 1) + g.b : bc;
-        r.e = 1;
-    } else {
-        r.a = f.a + g.a;
-        r.b = g.b;
-        r.e = g.e;
-    }
-    return r;
-}
-__device__ __forceinline__ int chain_apply(chain_map f, int n) { return f.e ? chain_even(n + f.a) + f.b : n + f.a; }
-
-// Steps added one after another after a run stops early (near a binade's edge, where the total
-// tends to cross back and forth, a rescan would stop again at once).
-#define CHAIN_AFTER 32
-
 // Adds chunk c's values to the total (bfloat16 bits) in order, every one from sample 1 on
-// (sample 0 started the total). While the total is a normal number far from float32's limits,
-// the warp scans the chunk's steps as binade runs (chain_map): the first step whose value is not
-// finite and small, or whose exact result may leave the binade (|n| outside 129..255, where the
-// gap changes), ends the run; that step and CHAIN_AFTER more are added one after another with
-// the device's bfloat16 add (the values from shared memory, as bfloat16 bits), and the scan
-// resumes with the binade reached. The next chunk's samples are loaded meanwhile into `ahead`.
+// (sample 0 started the total): the values go through shared memory as bfloat16 bits and every
+// lane adds them one after another, so the chain waits on nothing but its additions. The next
+// chunk's samples are loaded meanwhile into `ahead`: when the walk goes on there (a total that
+// moves at every step), they have arrived.
 __device__ __forceinline__ unsigned short chain_chunk(const sample_t* __restrict__ in, u64 m, int which, float p1,
                                                       float p2, u64 c, unsigned short total, chain_samples& ahead,
                                                       unsigned short* vals) {
@@ -181,90 +151,41 @@ __device__ __forceinline__ unsigned short chain_chunk(const sample_t* __restrict
     if (x.chunk != c) chain_load(in, m, c, x);
     const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
     if (c + 1 < chunks) chain_load(in, m, c + 1, ahead);
-    if (c + 4 < chunks) {
-        const sample_t* far = in + (c + 4) * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
+    // A walk that goes from chunk to chunk (a total that keeps moving) outruns one chunk of loads
+    // ahead from DRAM: the chunks further on are asked into L2 now, so that `ahead`'s loads
+    // find them there.
+    if (c + CHAIN_PREFETCH < chunks) {
+        const sample_t* far = in + (c + CHAIN_PREFETCH) * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
         asm volatile("prefetch.global.L2 [%0];" ::"l"(far));
     }
-    const u64 base = c * CHAIN_CHUNK;
-    const u64 first = base + (u64)lane * CHAIN_LANE;
-    float terms[CHAIN_LANE];
+    const u64 first = c * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
     __syncwarp();
 #pragma unroll
     for (unsigned j = 0; j < CHAIN_LANE; ++j) {
+        const u64 i = first + j;
         // A term is a bfloat16 value held in a float: its top 16 bits.
-        terms[j] = first + j < m ? chain_term(which, x.v[j], p1, p2) : 0.0f;
-        vals[lane * CHAIN_LANE + j] = (unsigned short)(__float_as_uint(terms[j]) >> 16);
+        vals[lane * CHAIN_LANE + j] =
+            i < m ? (unsigned short)(__float_as_uint(chain_term(which, x.v[j], p1, p2)) >> 16) : 0;
     }
     __syncwarp();
-    unsigned i = base == 0 ? 1 : 0;
+    const u64 base = c * CHAIN_CHUNK;
+    const unsigned from = base == 0 ? 1 : 0;
     const unsigned to = m - base < CHAIN_CHUNK ? (unsigned)(m - base) : CHAIN_CHUNK;
-    while (i < to) {
-        const unsigned ex = (__float_as_uint(b2f(total)) >> 23) & 0xffu;
-        unsigned stop = to;  // where the one-after-another additions start
-        if (ex >= 27 && ex <= 247) {
-            // scale = 1 / g and g = 2^(E - 7) for a total in [2^E, 2^(E+1)): both normal here.
-            const float scale = __uint_as_float((261u - ex) << 23);
-            const float gap = __uint_as_float((ex - 7u) << 23);
-            const int n0 = __float2int_rz(__fmul_rn(b2f(total), scale));
-            const int sign = n0 < 0 ? -1 : 1;
-            chain_map step[CHAIN_LANE];
-            bool ok[CHAIN_LANE], live[CHAIN_LANE];
-            chain_map mine = {0, 0, 0};
+    if (from == 0 && to == CHAIN_CHUNK) {
+        const uint4* w = reinterpret_cast<const uint4*>(vals);
+#pragma unroll 4
+        for (unsigned k = 0; k < CHAIN_CHUNK / 8; ++k) {
+            const uint4 q = w[k];
+            const unsigned words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-            for (unsigned j = 0; j < CHAIN_LANE; ++j) {
-                const unsigned idx = lane * CHAIN_LANE + j;
-                const bool active = idx >= i && idx < to;
-                const float q = __fmul_rn(terms[j], scale);  // exact: a power of two
-                const float below = floorf(q);
-                const bool tie = __fsub_rn(q, below) == 0.5f;
-                live[j] = active;
-                ok[j] = !active || fabsf(q) < 1048576.0f;  // false for NaN too
-                const int k = active && ok[j] ? __float2int_rz(tie ? below : rintf(q)) : 0;
-                step[j] = {k, 0, active && tie ? 1 : 0};
-                mine = chain_then(mine, step[j]);
+            for (unsigned h = 0; h < 4; ++h) {
+                total = bf_add(total, (unsigned short)(words[h] & 0xffffu));
+                total = bf_add(total, (unsigned short)(words[h] >> 16));
             }
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                chain_map up;
-                up.a = __shfl_up_sync(FULL, mine.a, o);
-                up.b = __shfl_up_sync(FULL, mine.b, o);
-                up.e = __shfl_up_sync(FULL, mine.e, o);
-                if ((int)lane >= o) mine = chain_then(up, mine);
-            }
-            chain_map before;
-            before.a = __shfl_up_sync(FULL, mine.a, 1);
-            before.b = __shfl_up_sync(FULL, mine.b, 1);
-            before.e = __shfl_up_sync(FULL, mine.e, 1);
-            int n = lane == 0 ? n0 : chain_apply(before, n0);
-            unsigned bad = CHAIN_LANE;  // this lane's first step that ends the run
-            int n_bad = n;              // the total before it
-#pragma unroll
-            for (unsigned j = 0; j < CHAIN_LANE; ++j) {
-                const int next = chain_apply(step[j], n);
-                const int mag = sign * next;
-                if (bad == CHAIN_LANE) {
-                    if (live[j] && (!ok[j] || mag < 129 || mag > 255)) {
-                        bad = j;
-                        n_bad = n;
-                    } else {
-                        n = next;
-                    }
-                }
-            }
-            const unsigned ended = __ballot_sync(FULL, bad < CHAIN_LANE);
-            const unsigned where = ended ? __ffs(ended) - 1 : 31;
-            const int n_end = __shfl_sync(FULL, ended ? n_bad : n, where);
-            total = (unsigned short)(__float_as_uint(__fmul_rn(__int2float_rn(n_end), gap)) >> 16);
-            if (!ended) break;
-            stop = where * CHAIN_LANE + __shfl_sync(FULL, bad, where);
-        } else {
-            stop = i;
         }
-        const unsigned end = stop + CHAIN_AFTER < to ? stop + CHAIN_AFTER : to;
-        for (unsigned j = stop; j < end; ++j) total = bf_add(total, vals[j]);
-        i = end;
+    } else {
+        for (unsigned j = from; j < to; ++j) total = bf_add(total, vals[j]);
     }
-    __syncwarp();
     return total;
 }
 
