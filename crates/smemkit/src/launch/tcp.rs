@@ -319,6 +319,9 @@ impl Session {
     /// This rank failed: tells every other rank (through rank 0) and ends the session.
     pub fn fail(self, message: &str) {
         let inner = &self.inner;
+        // Closing before saying so: a peer that hears the failure may end and close its link
+        // before the message reaches the others, and rank 0 would pass that on as news first.
+        inner.state().closing = true;
         if inner.rank == 0 {
             inner.send_all(
                 Kind::Failed,
