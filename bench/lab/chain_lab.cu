@@ -14,8 +14,33 @@
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
 static float hb2f(unsigned short h) { unsigned u = (unsigned)h << 16; float f; memcpy(&f, &u, 4); return f; }
 static unsigned short hf2b(float x) { unsigned u; memcpy(&u, &x, 4); if ((u & 0x7fffffff) > 0x7f800000) return 0x7fc0; return (unsigned short)((u + 0x7fff + ((u >> 16) & 1)) >> 16); }
+// The latency of one dependent bfloat16 add (the chain's floor): `steps` adds in a row on
+// registers, 8 independent chains per thread's call timed alone with clock64.
+__global__ void bf16_add_latency(unsigned short seed, int steps, long long* cycles, unsigned short* sink) {
+    unsigned short t = seed, v = (unsigned short)(seed ^ 0x3c00u);
+    const long long t0 = clock64();
+    for (int i = 0; i < steps; ++i) {
+        t = bf_add(t, v);
+        t = bf_add(t, v);
+        t = bf_add(t, v);
+        t = bf_add(t, v);
+    }
+    const long long t1 = clock64();
+    *cycles = t1 - t0;
+    *sink = t;
+}
+
 int main(int argc, char** argv) {
     std::string dist = argc > 1 ? argv[1] : "normal";
+    if (dist == "latency") {
+        long long* cyc; unsigned short* sink; long long c = 0;
+        CK(cudaMalloc(&cyc, 8)); CK(cudaMalloc(&sink, 2));
+        for (int r = 0; r < 2; ++r) bf16_add_latency<<<1, 1>>>(0x0001, 1 << 20, cyc, sink);
+        CK(cudaDeviceSynchronize()); CK(cudaGetLastError());
+        CK(cudaMemcpy(&c, cyc, 8, cudaMemcpyDeviceToHost));
+        printf("{\"op\": \"bf16_add_latency\", \"adds\": %d, \"cycles_per_add\": %.2f}\n", 4 << 20, (double)c / (4 << 20));
+        return 0;
+    }
     int lg = argc > 2 ? atoi(argv[2]) : 26;
     size_t n = (size_t)1 << lg;
     std::mt19937_64 g(7);
