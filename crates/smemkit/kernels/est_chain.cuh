@@ -133,47 +133,56 @@ struct chain_samples {
 __device__ __forceinline__ void chain_load(const sample_t* __restrict__ in, u64 m, u64 c, chain_samples& x) {
     const u64 first = c * CHAIN_CHUNK + (u64)(threadIdx.x & 31) * CHAIN_LANE;
 #pragma unroll
-    for (unsigned j = 0; j < CHAIN_LANE; ++j)
-        if (first + j < m) x.v[j] = in[first + j];
+    for (unsigned j = 0; j < CHAIN_LANE; ++j) x.v[j] = first + j < m ? in[first + j] : (sample_t)0;
     x.chunk = c;
 }
 
+// Sample j of this lane in x as the chain adds it: its term's bfloat16 bits (a term is a bfloat16
+// value held in a float: its top 16 bits), 0 past the end.
+template <int WHICH>
+__device__ __forceinline__ unsigned short chain_bits(const chain_samples& x, unsigned j, u64 m, float p1, float p2) {
+    const u64 i = x.chunk * CHAIN_CHUNK + (u64)(threadIdx.x & 31) * CHAIN_LANE + j;
+    return i < m ? (unsigned short)(__float_as_uint(term<WHICH>(x.v[j], p1, p2)) >> 16) : 0;
+}
+
 // Adds chunk c's values to the total (bfloat16 bits) in order, every one from sample 1 on
-// (sample 0 started the total): the values go through shared memory as bfloat16 bits and every
-// lane adds them one after another, so the chain waits on nothing but its additions. The next
-// chunk's samples are loaded meanwhile into `ahead`: when the walk goes on there (a total that
-// moves at every step), they have arrived.
-__device__ __forceinline__ unsigned short chain_chunk(const sample_t* __restrict__ in, u64 m, int which, float p1,
-                                                      float p2, u64 c, unsigned short total, chain_samples& ahead,
-                                                      unsigned short* vals) {
+// (sample 0 started the total): the values go through shared memory as bfloat16 bits (two
+// buffers, chunk c in buffer c & 1) and every lane adds them one after another. The adds are one
+// dependent chain with room between its links, so a full chunk's adds also write the next
+// chunk's bits into the other buffer (`staged` names the chunk whose bits are ready): a walk that
+// goes on there (a total that keeps moving) finds them and waits on nothing but its additions.
+// The samples two chunks on load meanwhile into `ahead`.
+template <int WHICH>
+__device__ __forceinline__ unsigned short chain_chunk(const sample_t* __restrict__ in, u64 m, float p1, float p2,
+                                                      u64 c, unsigned short total, chain_samples& ahead,
+                                                      u64& staged, unsigned short* vals) {
     const unsigned lane = threadIdx.x & 31;
-    chain_samples x = ahead;
-    if (x.chunk != c) chain_load(in, m, c, x);
     const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
-    if (c + 1 < chunks) chain_load(in, m, c + 1, ahead);
-    // A walk that goes from chunk to chunk (a total that keeps moving) outruns one chunk of loads
-    // ahead from DRAM: the chunks further on are asked into L2 now, so that `ahead`'s loads
-    // find them there.
+    unsigned short* cur = vals + (c & 1) * CHAIN_CHUNK;
+    unsigned short* nxt = vals + ((c + 1) & 1) * CHAIN_CHUNK;
+    if (staged != c) {
+        chain_samples x = ahead;
+        if (x.chunk != c) chain_load(in, m, c, x);
+#pragma unroll
+        for (unsigned j = 0; j < CHAIN_LANE; ++j) cur[lane * CHAIN_LANE + j] = chain_bits<WHICH>(x, j, m, p1, p2);
+        __syncwarp();
+    }
+    const bool more = c + 1 < chunks;
+    chain_samples x = ahead;  // chunk c + 1's samples, loaded a chunk ago when the walk went on
+    if (more && x.chunk != c + 1) chain_load(in, m, c + 1, x);
+    if (c + 2 < chunks) chain_load(in, m, c + 2, ahead);
+    // A walk that goes from chunk to chunk outruns these loads from DRAM: the chunks further on
+    // are asked into L2 now, so that `ahead`'s loads find them there.
     if (c + CHAIN_PREFETCH < chunks) {
         const sample_t* far = in + (c + CHAIN_PREFETCH) * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
         asm volatile("prefetch.global.L2 [%0];" ::"l"(far));
     }
-    const u64 first = c * CHAIN_CHUNK + (u64)lane * CHAIN_LANE;
-    __syncwarp();
-#pragma unroll
-    for (unsigned j = 0; j < CHAIN_LANE; ++j) {
-        const u64 i = first + j;
-        // A term is a bfloat16 value held in a float: its top 16 bits.
-        vals[lane * CHAIN_LANE + j] =
-            i < m ? (unsigned short)(__float_as_uint(chain_term(which, x.v[j], p1, p2)) >> 16) : 0;
-    }
-    __syncwarp();
     const u64 base = c * CHAIN_CHUNK;
     const unsigned from = base == 0 ? 1 : 0;
     const unsigned to = m - base < CHAIN_CHUNK ? (unsigned)(m - base) : CHAIN_CHUNK;
     if (from == 0 && to == CHAIN_CHUNK) {
-        const uint4* w = reinterpret_cast<const uint4*>(vals);
-#pragma unroll 4
+        const uint4* w = reinterpret_cast<const uint4*>(cur);
+#pragma unroll
         for (unsigned k = 0; k < CHAIN_CHUNK / 8; ++k) {
             const uint4 q = w[k];
             const unsigned words[4] = {q.x, q.y, q.z, q.w};
@@ -182,27 +191,36 @@ __device__ __forceinline__ unsigned short chain_chunk(const sample_t* __restrict
                 total = bf_add(total, (unsigned short)(words[h] & 0xffffu));
                 total = bf_add(total, (unsigned short)(words[h] >> 16));
             }
+            // The next chunk's bits, in the last quarter of the chain (its samples, when just
+            // asked for, have had three quarters of it to arrive).
+            const unsigned j = k - (CHAIN_CHUNK / 8 - CHAIN_LANE);
+            if (k >= CHAIN_CHUNK / 8 - CHAIN_LANE && more)
+                nxt[lane * CHAIN_LANE + j] = chain_bits<WHICH>(x, j, m, p1, p2);
         }
     } else {
-        for (unsigned j = from; j < to; ++j) total = bf_add(total, vals[j]);
+        for (unsigned j = from; j < to; ++j) total = bf_add(total, cur[j]);
+        if (more) {
+#pragma unroll
+            for (unsigned j = 0; j < CHAIN_LANE; ++j) nxt[lane * CHAIN_LANE + j] = chain_bits<WHICH>(x, j, m, p1, p2);
+        }
     }
+    __syncwarp();
+    staged = more ? c + 1 : ~0ull;
     return total;
 }
 
-// ml_dtypes' sum of the m samples' values (m >= 1) into *out: one warp (launch one block of 32).
-extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* __restrict__ in, u64 m, int which,
-                                                                float p1, float p2,
-                                                                const float2* __restrict__ chunk_ext,
-                                                                const float2* __restrict__ super_ext,
-                                                                float* __restrict__ out) {
-    __shared__ __align__(16) unsigned short vals[CHAIN_CHUNK];
-    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
-    const unsigned lane = threadIdx.x;
+// ml_dtypes' sum of the m samples' values (m >= 1), as est_chain_walk's one warp walks it.
+template <int WHICH>
+__device__ __forceinline__ float chain_walk(const sample_t* __restrict__ in, u64 m, float p1, float p2,
+                                            const float2* __restrict__ chunk_ext,
+                                            const float2* __restrict__ super_ext, unsigned short* vals) {
+    const unsigned lane = threadIdx.x & 31;
     const u64 chunks = (m + CHAIN_CHUNK - 1) / CHAIN_CHUNK;
     const u64 supers = (chunks + CHAIN_SUPER - 1) / CHAIN_SUPER;
-    unsigned short total = (unsigned short)(__float_as_uint(chain_term(which, in[0], p1, p2)) >> 16);
+    unsigned short total = (unsigned short)(__float_as_uint(term<WHICH>(in[0], p1, p2)) >> 16);
     chain_samples ahead;
     ahead.chunk = ~0ull;
+    u64 staged = ~0ull;
     // Absent super-chunks and chunks read -1: below every slack, never walked.
     const float2 none = make_float2(0.0f, 0.0f);
     float2 next = lane < supers ? super_ext[lane] : none;
@@ -224,11 +242,25 @@ extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* 
                 const unsigned chit = __ballot_sync(FULL, chain_moves(c_valid, cx, b2f(total))) & chunks_left;
                 if (!chit) break;
                 const unsigned q = __ffs(chit) - 1;
-                total = chain_chunk(in, m, which, p1, p2, c0 + q, total, ahead, vals);
+                total = chain_chunk<WHICH>(in, m, p1, p2, c0 + q, total, ahead, staged, vals);
                 chunks_left = q == 31 ? 0u : (FULL << (q + 1));
             }
             left = k == 31 ? 0u : (FULL << (k + 1));
         }
     }
-    if (lane == 0) *out = b2f(total);
+    return b2f(total);
+}
+
+// ml_dtypes' sum of the m samples' values (m >= 1) into *out: one warp (launch one block of 32).
+extern "C" __global__ void __launch_bounds__(32) est_chain_walk(const sample_t* __restrict__ in, u64 m, int which,
+                                                                float p1, float p2,
+                                                                const float2* __restrict__ chunk_ext,
+                                                                const float2* __restrict__ super_ext,
+                                                                float* __restrict__ out) {
+    __shared__ __align__(16) unsigned short vals[2 * CHAIN_CHUNK];
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+    const float total = which == 0   ? chain_walk<0>(in, m, p1, p2, chunk_ext, super_ext, vals)
+                        : which == 1 ? chain_walk<1>(in, m, p1, p2, chunk_ext, super_ext, vals)
+                                     : chain_walk<2>(in, m, p1, p2, chunk_ext, super_ext, vals);
+    if (threadIdx.x == 0) *out = total;
 }
