@@ -44,7 +44,9 @@ numpy on the float32 values (exact), noted as `reference`.
 
 Data: one set of 2^26 samples per workload (--base-log2) drawn on the device; a size up to it is a
 prefix, a larger one the set repeated (noted as `repeats`), so that numpy's reference is the sum
-of the counts of fixed chunks, computed once per bins (numpy on the host is the slow part).
+of the counts of fixed chunks, computed once per bins (numpy on the host is the slow part); the
+weighted rows' reference is numpy's float32 sums of each 65536-sample block added in block order,
+which is numpy's own result on the whole input bit for bit.
 
 Usage: python3 bench/python_realistic.py [--sizes 22,24,26,28]
        [--dists normal,edges,weighted,bf16,f16,digitize,estimators,half-estimators]
@@ -143,6 +145,30 @@ class Reference:
         if n <= total:
             return sum(parts[: n // self.chunk])
         return sum(parts) * (n // total)
+
+
+class NumpyBlockReference:
+    """numpy's weighted histogram of prefixes and repeats of one host array of (sample, weight)
+    pairs, bit for bit: numpy sums the weights of each block of 65536 samples in float64, casts the
+    block's sums to the weights' type and adds them in it, block after block, so the total is the
+    blocks' histograms (np.histogram of one block is that block's cast sums) added in order."""
+
+    BLOCK = 65536
+
+    def __init__(self, pairs, hist):
+        self.pairs, self.hist = pairs, hist
+        self.parts = {}
+
+    def counts(self, key, n):
+        if key not in self.parts:
+            blocks = [self.pairs[i:i + self.BLOCK] for i in range(0, len(self.pairs), self.BLOCK)]
+            with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1)) as pool:
+                self.parts[key] = list(pool.map(lambda c: self.hist(c, key), blocks))
+        parts = self.parts[key]
+        total = np.zeros_like(parts[0])
+        for b in range(n // self.BLOCK):
+            total += parts[b % len(parts)]
+        return total
 
 
 def device_data(base, n):
@@ -300,7 +326,7 @@ def main():
         host_w = w_base.cpu().numpy()
         # Samples and weights as one array, so that prefixes and repeats pair them as on the GPU.
         pairs = np.stack([host_x, host_w], axis=1)
-        ref = Reference(pairs, chunk, lambda c, nb: np.histogram(
+        ref = NumpyBlockReference(pairs, lambda c, nb: np.histogram(
             c[:, 0], nb, range=RANGE, weights=c[:, 1])[0])
         for nbins in (1000, 32768):
             if over_budget(f"weighted {nbins}"):

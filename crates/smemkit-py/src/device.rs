@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use smemkit::cudarc::driver::sys;
 use smemkit::{
     bins::{BinSpec, OutOfRange},
-    device::{DeviceHistogram, DeviceHistogramSpec, RawBuffers, WeightKind},
+    device::{DeviceHistogram, DeviceHistogramSpec, RawBuffers, WeightKind, WeightSums},
     histogram::StrategyChoice,
     sample::SampleType,
 };
@@ -182,11 +182,27 @@ impl Call {
             Some(s) => s.parse::<StrategyChoice>().py_err()?,
         };
         let (bins, bins_key) = bins;
+        // numpy's equal bins sum float weights in its blocks and the weights' type: so do these
+        // unless asked for the deterministic sums or a strategy's own kernels (bincount's and
+        // explicit edges' orders are not repeated; counts and integer sums do not depend on the
+        // order).
+        let sums = match (&bins, weight) {
+            _ if deterministic => WeightSums::Deterministic,
+            _ if choice != StrategyChoice::Auto => WeightSums::Fast,
+            (
+                BinSpec::Uniform { .. }
+                | BinSpec::UniformInSampleType { .. }
+                | BinSpec::UniformInRangeType { .. }
+                | BinSpec::UniformIntRange { .. },
+                WeightKind::F32 | WeightKind::F64,
+            ) => WeightSums::Numpy,
+            _ => WeightSums::Fast,
+        };
         let mut spec = DeviceHistogramSpec::new(sample_type, bins)
             .weights(weight)
             .policy(policy)
             .strategy(choice)
-            .deterministic(deterministic);
+            .sums(sums);
         if let BinsKey::Data(_, ex) = &bins_key {
             let v: Vec<f64> = ex.iter().map(|&b| f64::from_bits(b)).collect();
             spec = spec.extremes(if v.len() == 2 {

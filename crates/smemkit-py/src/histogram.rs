@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use smemkit::internals::histogram::bins::half::HalfFormat;
 use smemkit::{
     bins::{BinSpec, Binning, IntEdges, OutOfRange},
-    histogram::{Counts, HistogramOptions, StrategyChoice},
+    histogram::{Counts, HistogramOptions, StrategyChoice, WeightSums},
     sample::{IntType, SampleType, Samples},
     Backend,
 };
@@ -183,12 +183,21 @@ pub fn histogram<'py>(
     let held_weights = weights.map(HeldWeights::of).transpose()?;
     let samples = held.samples()?;
     let w = held_weights.as_ref().map(|w| w.weights()).transpose()?;
+    // numpy's equal bins sum float weights in its blocks and the weights' type: so do these
+    // (explicit edges: numpy's sorted cumulative sums, not repeated; integer weights are exact;
+    // a forced strategy runs its own kernels).
+    let sums = if edges.is_none() && strategy.is_none() {
+        WeightSums::Numpy
+    } else {
+        WeightSums::Fast
+    };
     let opts = options(
         spec(nbins, range, edges)?,
         &out_of_range,
         &backend,
         strategy.as_deref(),
-    )?;
+    )?
+    .sums(sums);
     let spec = opts.bins.clone();
     let (h, dtype) = py
         .detach(|| {

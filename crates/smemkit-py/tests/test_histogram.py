@@ -148,6 +148,38 @@ def test_weights_keep_their_dtype(rng):
             np.testing.assert_array_equal(h, H)
 
 
+@pytest.mark.parametrize("wtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nbins", [1, 7, 1000, 70_000])
+def test_float_weights_equal_numpy_bit_for_bit(rng, wtype, nbins):
+    # numpy sums per block of 65536 samples in float64 and adds the blocks in the weights' type:
+    # five blocks and a partial one, weights of every magnitude (so the float32 roundings show),
+    # samples outside the range and NaN.
+    n = 5 * 65536 + 4321
+    x = rng.standard_normal(n) * 1.5
+    x[::997] = np.nan
+    w = (rng.standard_normal(n) * np.exp(rng.uniform(-30, 30, n))).astype(wtype)
+    ints = np.where(np.isnan(x), 1000, np.nan_to_num(x) * 40).astype(np.int32)
+    for data in (x, x.astype(np.float32), ints):
+        with np.errstate(invalid="ignore"):
+            got = hist(data, nbins, range=(-3, 3), weights=w)
+            want = np.histogram(data, nbins, range=(-3, 3), weights=w)
+        same(got, want)
+
+
+def test_float32_weights_where_float64_sums_differ_from_numpy():
+    # One bin, three blocks each summing to 1 + 2^-24 in float64, which rounds (a tie, to even)
+    # to 1 in float32: numpy's three blocks add to 3, the float64 total 3 + 3 * 2^-24 rounds to
+    # 3 + 2^-22.
+    x = np.zeros(3 * 65536)
+    w = np.zeros(3 * 65536, np.float32)
+    w[0::65536] = 1.0
+    w[1::65536] = 2.0 ** -24
+    want = np.histogram(x, 1, weights=w)[0]
+    assert want[0] == np.float32(3.0) != np.float32(w.astype(np.float64).sum())
+    h, _ = hist(x, 1, weights=w)
+    assert h.dtype == np.float32 and h[0] == want[0]
+
+
 def test_weights_with_edges(rng):
     x = rng.random(5000)
     w = rng.standard_normal(5000)

@@ -4,10 +4,10 @@
 // cut into slices of one block each), spill (the busiest run of bins in shared memory, the rest in
 // global memory), global (counters in global memory), the partition passes,
 // the skew verdict (hist_probe.cuh), one window of the bins (hist_window.cuh: bins sharded over
-// ranks) and the deterministic weighted sums (hist_exact.cuh, with their
-// own entry points). This file holds the sample-type defines and the extern "C" entry points; the
-// headers hold the device code (hist_bins.cuh: numpy's rule; hist_walk.cuh: the loop every
-// strategy shares).
+// ranks), the deterministic weighted sums (hist_exact.cuh) and the weighted sums in numpy's order
+// (hist_numpy_sums.cuh), both with their own entry points. This file holds the sample-type defines
+// and the extern "C" entry points; the headers hold the device code (hist_bins.cuh: numpy's rule;
+// hist_walk.cuh: the loop every strategy shares).
 //
 // Compiled by NVRTC once per sample type and kernel: the host passes -DSAMPLE_T=<C type>,
 // -DSAMPLE_IS_FLOAT=0|1, -DSAMPLE_IS_F32=0|1, -DSAMPLE_IS_SIGNED=0|1 and -DSAMPLE_IS_HALF=0|1, and names the one kernel it
@@ -238,3 +238,5 @@ HIST_MODE(MODE_EDGES, edges)
 
 // The deterministic weighted sums: their own entry points over the binning above.
 #include "hist_exact.cuh"
+// Float weights summed in numpy's order (its blocks of 65536 samples): their own entry points too.
+#include "hist_numpy_sums.cuh"

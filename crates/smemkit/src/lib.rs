@@ -130,6 +130,7 @@ pub mod device {
     };
     pub use crate::histogram::cuda::estimate::{estimate_bins, estimate_bins_raw, DeviceEstimate};
     pub use crate::histogram::cuda::prepared::WeightKind;
+    pub use crate::histogram::sums::WeightSums;
 }
 
 pub mod ops {

@@ -208,6 +208,7 @@ fn weights_sums_and_tallies_are_reduced() {
             strategy: StrategyChoice::Auto,
             stream: StreamOptions::default(),
             progress: None,
+            sums: Default::default(),
         };
         let got =
             multi::histogram_shards(s, &devices, &empty_first(n, devices.len()), &job).unwrap();

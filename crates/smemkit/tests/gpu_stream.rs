@@ -133,6 +133,7 @@ fn check_stream(
         strategy: StrategyChoice::Auto,
         stream: opts(chunk, ty.size(), 3),
         progress: None,
+        sums: Default::default(),
     };
     let got = stream::histogram(input, &job).unwrap_or_else(|e| panic!("{what}: {e}"));
     same(&got, &cpu(host, None, spec), what);
@@ -378,6 +379,7 @@ fn weights_stream_beside_the_samples() {
             strategy: StrategyChoice::Auto,
             stream: opts(65_537, 4, 3),
             progress: None,
+            sums: Default::default(),
         };
         let got = stream::histogram(&StreamInput::Host(host), &job).unwrap();
         same(&got, &cpu(host, Some(w), &spec), "weights");

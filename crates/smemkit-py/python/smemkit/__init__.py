@@ -96,9 +96,13 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
     range: ``(lower, upper)``; ignored with explicit edges. Without it, NaN or infinity in the
         data is a ValueError, as in numpy. Its type counts as in numpy: scalars of the samples'
         float32 or float16 type keep the edges and bins in that type.
-    weights: same shape as ``a``; the result takes the weights' dtype, as numpy's does (sums are
-        formed in float64 and rounded once, so float32 sums can differ from numpy's float32
-        accumulation in the last bits; integer and bool weights, of host and GPU arrays, are summed
+    weights: same shape as ``a``; the result takes the weights' dtype, as numpy's does. Float
+        weights over equal bins are summed in numpy's order, bit for bit numpy's sums: float64
+        per block of 65536 samples, each block's sums cast to the weights' type and added in it
+        (float32 weights round as numpy's do), on host and GPU arrays alike; with explicit edges
+        (numpy sums those in sorted order) or a forced ``strategy`` they are summed in float64 and
+        rounded once, and can differ from numpy's float32 sums in the last bits. Integer and bool
+        weights, of host and GPU arrays, are summed
         exactly as 64-bit integers and returned in their dtype, wrapping around as numpy's do, at
         any magnitude (beyond 2**53 numpy's uniform-bins path rounds its float64 block sums;
         smemkit gives the exact sums its explicit-edges path gives); uint16/int32 weights of host arrays over
@@ -107,8 +111,9 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, backend="a
         weights with explicit edges are numpy's TypeError).
     density: counts divided by their sum and the bin widths, computed as numpy computes them.
     backend, strategy, out_of_range: smemkit's options (see the module documentation).
-    deterministic: GPU arrays with weights: sums bit-identical on every run and strategy (exact
-        accumulation). Counts are exact integers always. Host arrays with weights: NotImplementedError.
+    deterministic: GPU arrays with weights: sums bit-identical on every run and strategy, the
+        exact sums rounded once (rather than numpy's order). Counts are exact integers always.
+        Host arrays with weights: NotImplementedError.
 
     Returns ``hist`` (int64, or the weights' dtype, or float64 with density) and ``bin_edges``
     (float32 for float32 samples, float64 otherwise, or the given edges as given).

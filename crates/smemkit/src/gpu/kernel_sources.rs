@@ -53,6 +53,7 @@ pub const HISTOGRAM: KernelSource = KernelSource {
         header!("hist_probe.cuh"),
         header!("hist_window.cuh"),
         header!("hist_exact.cuh"),
+        header!("hist_numpy_sums.cuh"),
         header!("hist_lut.cuh"),
     ],
     one_kernel: true,

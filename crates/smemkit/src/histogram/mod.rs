@@ -29,6 +29,7 @@ pub mod request;
 pub mod result;
 #[doc(hidden)]
 pub mod stream_options;
+pub mod sums;
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,7 @@ pub use cuda::stream::{FileInput, StreamMode, StreamOptions};
 pub use plan::{Strategy, StrategyChoice};
 pub use request::{run, Input, Request};
 pub use result::{BinPart, Counts, Tallies};
+pub use sums::WeightSums;
 
 use crate::backend::Backend;
 
@@ -75,6 +77,9 @@ pub struct HistogramOptions {
     pub ranks: Option<RankSpec>,
     /// numpy's `density=True`: also compute [`Histogram::density`] ([`crate::histogram::density`]).
     pub density: bool,
+    /// How float weights are added ([`WeightSums::Numpy`]: numpy's bits, on the CPU and on one
+    /// GPU fed from host memory).
+    pub sums: WeightSums,
 }
 
 impl HistogramOptions {
@@ -90,7 +95,13 @@ impl HistogramOptions {
             devices: DeviceSet::Default,
             ranks: None,
             density: false,
+            sums: WeightSums::Fast,
         }
+    }
+    /// How float weights are added.
+    pub fn sums(mut self, sums: WeightSums) -> Self {
+        self.sums = sums;
+        self
     }
     /// Divide the counts by the bin widths and the total (numpy's `density=True`).
     pub fn density(mut self, density: bool) -> Self {
@@ -295,6 +306,28 @@ pub fn histogram_with_progress(
     let exact_ints = backend == Backend::Cpu || (one_gpu && !streamed);
     let mut wide = Vec::new();
     let weights = int_sums::prepare(weights, &options.bins, exact_ints, &mut wide)?;
+    let numpy_float_sums = options.sums == WeightSums::Numpy
+        && matches!(weights, Some(Weights::F32(_) | Weights::F64(_)));
+    if numpy_float_sums {
+        if !sums::numpy_blocks_apply(&binning) {
+            return Err(Error::InvalidArgument(
+                "weights summed in numpy's order need uniform bins (numpy adds the weights of \
+                 explicit edges in sorted order, and bincount's in one pass)"
+                    .into(),
+            ));
+        }
+        if backend == Backend::Cuda && (!one_gpu || streamed) {
+            return Err(Error::NotImplemented(format!(
+                "weights summed in numpy's order {} (the CPU engine and one GPU fed in batches \
+                 sum them so)",
+                if streamed {
+                    "in a streamed input"
+                } else {
+                    "on several GPUs or ranks"
+                }
+            )));
+        }
+    }
     let job = Job {
         weights,
         binning: &binning,
@@ -302,6 +335,7 @@ pub fn histogram_with_progress(
         strategy: options.strategy,
         stream: options.stream_options,
         progress,
+        sums: options.sums,
     };
     let start = Instant::now();
     let before = (crate::gpu::setup_time(), crate::gpu::work_time::work_time());
@@ -344,7 +378,7 @@ pub fn histogram_with_progress(
     let mut part = None;
     let (counts, tallies, detail) = match backend {
         Backend::Cpu => {
-            let r = crate::sample::with_samples!(samples, s => crate::histogram::cpu::histogram(s, weights, &binning, options.policy));
+            let r = crate::sample::with_samples!(samples, s => crate::histogram::cpu::histogram_with_sums(s, weights, &binning, options.policy, options.sums));
             (r.counts, r.tallies, format!("{}{note}", r.detail))
         }
         Backend::Cuda if options.ranks.is_some() => {
@@ -521,6 +555,15 @@ pub fn histogram_file_with_progress(
     let mut wide = Vec::new();
     // A streamed input sums integer weights in float64 (`int_sums`).
     let weights = int_sums::prepare(weights, &options.bins, false, &mut wide)?;
+    if options.sums == WeightSums::Numpy
+        && matches!(weights, Some(Weights::F32(_) | Weights::F64(_)))
+    {
+        return Err(Error::NotImplemented(
+            "weights summed in numpy's order in a streamed file (the CPU engine and one GPU fed \
+             in batches sum them so)"
+                .into(),
+        ));
+    }
     let binning = file.binning(&options.bins)?;
     crate::histogram::engine_support::choose(
         Backend::Cuda,
@@ -535,6 +578,7 @@ pub fn histogram_file_with_progress(
         strategy: options.strategy,
         stream: options.stream_options,
         progress,
+        sums: options.sums,
     };
     let r = crate::histogram::cuda::stream::histogram(&StreamInput::File(file), &job)?;
     let phases = Phases {

@@ -35,6 +35,7 @@ use crate::histogram::bins::{
     locate_in_edges, Binning, ExactGrid, OutOfRange, Slot, UniformF32, UniformF64,
 };
 use crate::histogram::result::{Counts, Tallies};
+use crate::histogram::sums::WeightSums;
 use crate::sample::{Sample, SampleType, Weights};
 
 #[macro_use]
@@ -97,7 +98,20 @@ pub fn histogram<T: Sample>(
     binning: &Binning,
     policy: OutOfRange,
 ) -> EngineOutput {
+    histogram_with_sums(samples, weights, binning, policy, WeightSums::Fast)
+}
+
+/// [`histogram`] with float weights added as `sums` says: [`WeightSums::Numpy`] in numpy's blocks
+/// and type (uniform bins: the caller checks), the others in this engine's fixed order.
+pub fn histogram_with_sums<T: Sample>(
+    samples: &[T],
+    weights: Option<Weights<'_>>,
+    binning: &Binning,
+    policy: OutOfRange,
+    sums: WeightSums,
+) -> EngineOutput {
     let nbins = binning.nbins();
+    let numpy = sums == WeightSums::Numpy;
     assert!(
         nbins as u64 + 3 <= u32::MAX as u64,
         "the CPU engine supports fewer than 2^32 - 3 bins"
@@ -110,14 +124,33 @@ pub fn histogram<T: Sample>(
             *nbins,
             clamp,
             &IntegerCodes { n: *nbins as u64 },
+            numpy,
         ),
-        Binning::UniformF32(u) => dispatch(samples, weights, nbins, clamp, &F32Codes::new(u)),
-        Binning::UniformF64(u) => dispatch(samples, weights, nbins, clamp, &F64Codes::new(u)),
-        Binning::Edges(e) => dispatch(samples, weights, nbins, clamp, &EdgeCodes { edges: e }),
-        Binning::IntEdges(e) => {
-            dispatch(samples, weights, nbins, clamp, &IntEdgeCodes { edges: e })
+        Binning::UniformF32(u) => {
+            dispatch(samples, weights, nbins, clamp, &F32Codes::new(u), numpy)
         }
-        Binning::UniformHalf(u) => dispatch(samples, weights, nbins, clamp, &HalfCodes { u }),
+        Binning::UniformF64(u) => {
+            dispatch(samples, weights, nbins, clamp, &F64Codes::new(u), numpy)
+        }
+        Binning::Edges(e) => dispatch(
+            samples,
+            weights,
+            nbins,
+            clamp,
+            &EdgeCodes { edges: e },
+            numpy,
+        ),
+        Binning::IntEdges(e) => dispatch(
+            samples,
+            weights,
+            nbins,
+            clamp,
+            &IntEdgeCodes { edges: e },
+            numpy,
+        ),
+        Binning::UniformHalf(u) => {
+            dispatch(samples, weights, nbins, clamp, &HalfCodes { u }, numpy)
+        }
     }
 }
 
@@ -144,9 +177,10 @@ fn dispatch<T: Sample, C: Codes<T>>(
     nbins: usize,
     clamp: bool,
     codes: &C,
+    numpy: bool,
 ) -> EngineOutput {
     match weights {
-        Some(w) => run_weighted(samples, w, nbins, clamp, codes),
+        Some(w) => run_weighted(samples, w, nbins, clamp, codes, numpy),
         None => {
             let mut slots = if nbins < PARTITION_MIN_BINS {
                 run_counts(samples, nbins, codes)

@@ -1,9 +1,13 @@
 //! Weighted histograms: per-block sums of weights in float64 (integer weights: in int64, modulo
-//! 2^64), added in a fixed order.
+//! 2^64), added in a fixed order; in numpy's order, the blocks are numpy's 65536 samples and
+//! float32 weights' block sums are cast to float32 and added in float32, as numpy.histogram's
+//! `n += np.bincount(...).astype(ntype)` does.
 
 use super::*;
+use crate::histogram::sums::NUMPY_BLOCK;
 
-/// Weighted sums, deterministic: fixed blocks summed in sample order, added in block order.
+/// Weighted sums, deterministic: fixed blocks summed in sample order, added in block order
+/// (`numpy`: numpy's blocks, and float32 weights' sums kept in float32 between blocks).
 /// Integer weights sum as exact 64-bit integers modulo 2^64 (uint64 as its bits), returned as
 /// int64 [`Counts::Integer`] for the caller to wrap into their type ([`crate::histogram::int_sums`]).
 pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
@@ -12,10 +16,27 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
     nbins: usize,
     clamp: bool,
     codes: &C,
+    numpy: bool,
 ) -> EngineOutput {
+    // Blocks are never shorter than the bins they fill (keeps the merge cost below the count
+    // cost), except in numpy's order, whose blocks are numpy's.
+    let block = if numpy {
+        NUMPY_BLOCK
+    } else {
+        WEIGHTED_BLOCK * nbins.div_ceil(WEIGHTED_BLOCK).max(1)
+    };
     let (counts, tallies) = match weights {
+        Weights::F32(w) if numpy => {
+            let (sums, tallies) = block_sums(samples, nbins, block, clamp, codes, |i| {
+                F32Total(f64::from(w[i]))
+            });
+            (
+                Counts::Weighted(sums.iter().map(|s| s.0).collect()),
+                tallies,
+            )
+        }
         Weights::Int(w) => {
-            let (sums, tallies) = block_sums(samples, nbins, clamp, codes, |i| w.get_i64(i));
+            let (sums, tallies) = block_sums(samples, nbins, block, clamp, codes, |i| w.get_i64(i));
             let counts = Counts::Integer {
                 sums,
                 dtype: crate::int_weights::IntType::I64,
@@ -23,7 +44,7 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
             (counts, tallies)
         }
         w => {
-            let (sums, tallies) = block_sums(samples, nbins, clamp, codes, |i| w.get(i));
+            let (sums, tallies) = block_sums(samples, nbins, block, clamp, codes, |i| w.get(i));
             (Counts::Weighted(sums), tallies)
         }
     };
@@ -34,9 +55,30 @@ pub(super) fn run_weighted<T: Sample, C: Codes<T>>(
     }
 }
 
-/// What the sums are kept in: f64, or i64 that wraps modulo 2^64.
+/// What the sums are kept in: f64, i64 that wraps modulo 2^64, or numpy's float32 total.
 trait Sum: Copy + Default + Send + Sync {
+    /// One weight into a block's sum.
     fn add(&mut self, v: Self);
+    /// A block's sum into the total.
+    #[inline(always)]
+    fn merge(&mut self, block: Self) {
+        self.add(block)
+    }
+}
+/// A float32 weight's sum: float64 within a block (np.bincount), float32 between blocks (numpy
+/// casts each block's sums to float32 and adds them in float32). The total holds a float32 value.
+#[derive(Clone, Copy, Default)]
+struct F32Total(f64);
+impl Sum for F32Total {
+    #[inline(always)]
+    fn add(&mut self, v: F32Total) {
+        self.0 += v.0;
+    }
+    #[inline(always)]
+    fn merge(&mut self, block: F32Total) {
+        // `as f32` rounds to nearest, ties to even, as numpy's astype does.
+        self.0 = f64::from(self.0 as f32 + block.0 as f32);
+    }
 }
 impl Sum for f64 {
     #[inline(always)]
@@ -51,16 +93,15 @@ impl Sum for i64 {
     }
 }
 
-/// The bins' sums of `weight(i)` and the tallies, in fixed blocks in a fixed order.
+/// The bins' sums of `weight(i)` and the tallies, in blocks of `block` samples in a fixed order.
 fn block_sums<T: Sample, C: Codes<T>, A: Sum>(
     samples: &[T],
     nbins: usize,
+    block: usize,
     clamp: bool,
     codes: &C,
     weight: impl Fn(usize) -> A + Sync,
 ) -> (Vec<A>, Tallies) {
-    // Blocks are never shorter than the bins they fill (keeps the merge cost below the count cost).
-    let block = WEIGHTED_BLOCK * nbins.div_ceil(WEIGHTED_BLOCK).max(1);
     let workers = rayon::current_num_threads().max(1);
     // How many blocks are summed at once; it changes the memory used, never the result.
     let group = 2 * workers;
@@ -108,7 +149,7 @@ fn block_sums<T: Sample, C: Codes<T>, A: Sum>(
                 let len = out.len();
                 for (p, _) in &parts {
                     for (o, &v) in out.iter_mut().zip(&p[lo..lo + len]) {
-                        o.add(v);
+                        o.merge(v);
                     }
                 }
             });

@@ -17,11 +17,13 @@ use cudarc::driver::CudaStream;
 
 use super::device_histogram::RawBuffers;
 use super::exact_sums::ExactSums;
+use super::numpy_sums::NumpySums;
 use super::prepared::{Counting, Prepared, Run, WeightKind};
 use super::window::WindowCounter;
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, Gpu};
 use crate::histogram::plan::{Plan, StrategyChoice};
+pub use crate::histogram::sums::WeightSums;
 use crate::sample::SampleType;
 
 /// Whether a run lets `auto`'s skew probe choose its plan.
@@ -36,12 +38,19 @@ pub enum Probing {
     AsPlanned,
 }
 
+/// The sums a planned engine launches instead of its strategy's kernels.
+enum OwnSums {
+    Exact(ExactSums),
+    Numpy(NumpySums),
+}
+
 /// What an engine launches.
 enum Kernels {
-    /// The planned strategy over every bin (or, with `exact`, the deterministic sums).
+    /// The planned strategy over every bin (or, with `sums`, the deterministic sums or numpy's
+    /// order).
     Planned {
         prepared: Box<Prepared>,
-        exact: Option<ExactSums>,
+        sums: Option<OwnSums>,
     },
     /// One window of the bins per run, counters in global memory: no plan, no limit on the bins
     /// beyond the window's length.
@@ -69,19 +78,49 @@ impl DeviceEngine {
         max_samples: usize,
         plan_samples: Option<usize>,
     ) -> Result<DeviceEngine> {
+        let sums = if deterministic {
+            WeightSums::Deterministic
+        } else {
+            WeightSums::Fast
+        };
+        Self::with_sums(gpu, what, strategy, sums, max_samples, plan_samples)
+    }
+
+    /// [`DeviceEngine::new`] with float weights added as `sums` says.
+    pub fn with_sums(
+        gpu: &Arc<Gpu>,
+        what: Counting<'_>,
+        strategy: StrategyChoice,
+        sums: WeightSums,
+        max_samples: usize,
+        plan_samples: Option<usize>,
+    ) -> Result<DeviceEngine> {
         // Integer sums do not depend on the order of the atomics: deterministic as they are.
-        let exact = match (deterministic, what.weights) {
-            (false, _) | (true, WeightKind::None | WeightKind::I64) => None,
-            (true, w) => Some(ExactSums::new(
+        let own = match (sums, what.weights) {
+            (WeightSums::Fast, _) | (_, WeightKind::None | WeightKind::I64) => None,
+            (WeightSums::Deterministic, w) => Some(OwnSums::Exact(ExactSums::new(
                 gpu,
                 what.sample_type,
                 w,
                 what.binning,
                 strategy,
-            )?),
+            )?)),
+            (WeightSums::Numpy, _) if strategy != StrategyChoice::Auto => {
+                return Err(Error::InvalidArgument(format!(
+                    "weights summed in numpy's order run kernels of their own: no strategy \
+                     ({strategy:?}) can be forced with them"
+                )))
+            }
+            (WeightSums::Numpy, w) => Some(OwnSums::Numpy(NumpySums::new(
+                gpu,
+                what.sample_type,
+                w,
+                what.binning,
+                max_samples,
+            )?)),
         };
-        // The deterministic mode takes only the binning's kernel parameters from the plan.
-        let choice = if exact.is_some() {
+        // The own sums take only the binning's kernel parameters from the plan.
+        let choice = if own.is_some() {
             StrategyChoice::Global
         } else {
             strategy
@@ -91,7 +130,7 @@ impl DeviceEngine {
         Ok(DeviceEngine {
             kernels: Kernels::Planned {
                 prepared: Box::new(prepared),
-                exact,
+                sums: own,
             },
             sample_type: what.sample_type,
             weights: what.weights,
@@ -196,12 +235,16 @@ impl DeviceEngine {
         match &self.kernels {
             Kernels::Planned {
                 prepared,
-                exact: Some(e),
+                sums: Some(OwnSums::Exact(e)),
             } => format!(
                 "{}, deterministic sums in {} memory",
                 prepared.gpu.name,
                 if e.in_shared() { "shared" } else { "global" }
             ),
+            Kernels::Planned {
+                prepared,
+                sums: Some(OwnSums::Numpy(_)),
+            } => format!("{}, sums in numpy's order", prepared.gpu.name),
             Kernels::Planned { prepared, .. } => prepared.detail(),
             Kernels::Window(w) => w.detail(),
         }
@@ -240,8 +283,8 @@ impl DeviceEngine {
         accumulate: bool,
         probing: Probing,
     ) -> Result<()> {
-        let (p, exact) = match &self.kernels {
-            Kernels::Planned { prepared, exact } => (prepared, exact.as_ref()),
+        let (p, own) = match &self.kernels {
+            Kernels::Planned { prepared, sums } => (prepared, sums.as_ref()),
             Kernels::Window(_) => {
                 return Err(Error::InvalidArgument(
                     "internal: a window engine's runs name their window (enqueue_window)".into(),
@@ -266,7 +309,7 @@ impl DeviceEngine {
         // Where the counting run writes every bin and tally itself (global-memory counts: its
         // fold writes rather than adds), nothing needs clearing: the memset (a launch) and the
         // fold's reading the bins back are saved.
-        let overwrite = !accumulate && exact.is_none() && p.writes_every_bin(n, probe);
+        let overwrite = !accumulate && own.is_none() && p.writes_every_bin(n, probe);
         if !accumulate && !overwrite {
             // SAFETY: `tallies` holds 3 u64 and `bins` nbins words (the caller's guarantee).
             unsafe { self.clear(stream, bins, self.nbins(), tallies)? };
@@ -279,9 +322,15 @@ impl DeviceEngine {
             out: bins,
             tallies,
         };
-        if let Some(exact) = exact {
+        match own {
             // SAFETY: forwarded from the caller; the sums are written (or added), not cleared.
-            return unsafe { exact.enqueue(&run, &p.params, accumulate) };
+            Some(OwnSums::Exact(exact)) => {
+                return unsafe { exact.enqueue(&run, &p.params, accumulate) }
+            }
+            // SAFETY: forwarded from the caller; the bins were cleared above or hold the total
+            // to add onto.
+            Some(OwnSums::Numpy(numpy)) => return unsafe { numpy.enqueue(&run, &p.params) },
+            None => {}
         }
         if n == 0 {
             return Ok(());

@@ -10,7 +10,8 @@
 //!
 //! Counts are u64 and exact whatever the order of the atomics. Weighted sums are f64; with
 //! [`DeviceHistogramSpec::deterministic`] they are also bit-identical on every run and strategy
-//! (see [`super::exact_sums`]). int64 weights ([`WeightKind::I64`]) sum as exact 64-bit integers,
+//! (see [`super::exact_sums`]), and with [`WeightSums::Numpy`] numpy's own (see
+//! [`super::numpy_sums`]). int64 weights ([`WeightKind::I64`]) sum as exact 64-bit integers,
 //! wrapping modulo 2^64 as numpy's int64 sums do, bit-identical on every run and strategy whatever
 //! `deterministic` says (integer addition does not depend on the order).
 
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr};
 
-use super::device_engine::DeviceEngine;
+use super::device_engine::{DeviceEngine, WeightSums};
 use super::prepared::{Counting, WeightKind};
 use crate::error::{Error, Result};
 use crate::gpu::device::{cuda_err, Gpu};
@@ -64,8 +65,8 @@ pub struct DeviceHistogramSpec {
     pub strategy: StrategyChoice,
     /// The most samples one run may take (scratch is sized for it; the plan too).
     pub max_samples: usize,
-    /// Weighted sums bit-identical on every run and strategy (see [`super::exact_sums`]).
-    pub deterministic: bool,
+    /// How float weights are added (counts and integer sums are exact in any order).
+    pub sums: WeightSums,
 }
 
 impl DeviceHistogramSpec {
@@ -79,7 +80,7 @@ impl DeviceHistogramSpec {
             policy: OutOfRange::Ignore,
             strategy: StrategyChoice::Auto,
             max_samples: 1 << 31,
-            deterministic: false,
+            sums: WeightSums::Fast,
         }
     }
     /// With weights of this kind.
@@ -102,9 +103,19 @@ impl DeviceHistogramSpec {
         self.max_samples = max_samples;
         self
     }
-    /// With bit-identical weighted sums.
+    /// With bit-identical weighted sums ([`WeightSums::Deterministic`]; false:
+    /// [`WeightSums::Fast`]).
     pub fn deterministic(mut self, deterministic: bool) -> Self {
-        self.deterministic = deterministic;
+        self.sums = if deterministic {
+            WeightSums::Deterministic
+        } else {
+            WeightSums::Fast
+        };
+        self
+    }
+    /// With float weights added as `sums` says.
+    pub fn sums(mut self, sums: WeightSums) -> Self {
+        self.sums = sums;
         self
     }
     /// Uniform bins without a range resolved from the data's extremes (`None`: no samples).
@@ -316,7 +327,7 @@ impl DeviceHistogram {
     /// Plans and compiles the histogram and allocates its scratch on `gpu`.
     pub fn new(gpu: &Arc<Gpu>, spec: &DeviceHistogramSpec) -> Result<DeviceHistogram> {
         let binning = resolve_bins_from(&spec.bins, spec.sample_type, spec.extremes)?;
-        let engine = DeviceEngine::new(
+        let engine = DeviceEngine::with_sums(
             gpu,
             Counting {
                 sample_type: spec.sample_type,
@@ -325,7 +336,7 @@ impl DeviceHistogram {
                 policy: spec.policy,
             },
             spec.strategy,
-            spec.deterministic,
+            spec.sums,
             spec.max_samples,
             Some(spec.max_samples.max(1)),
         )?;

@@ -339,6 +339,31 @@ fn exact_sum_kernels_build_alone_as_cubin_for_sm_90a() {
     }
 }
 
+/// The kernels of the sums in numpy's order (`numpy_sums.rs`), each built alone as a CUBIN for
+/// sm_90a, for each kind of sample that has uniform bins.
+#[test]
+fn numpy_sum_kernels_build_alone_as_cubin_for_sm_90a() {
+    if !toolchain() {
+        return;
+    }
+    for (t, mode) in [
+        (SampleType::F32, "uniform32"),
+        (SampleType::F32, "uniform32w"),
+        (SampleType::F64, "uniform64"),
+        (SampleType::I32, "uniform64"),
+        (SampleType::BF16, "lut"),
+    ] {
+        for kernel in [
+            format!("hist_np_sums_{mode}_f32"),
+            format!("hist_np_sums_{mode}_f64"),
+            "hist_np_chain_f32".to_string(),
+            "hist_np_chain_f64".to_string(),
+        ] {
+            check_one_kernel_cubin(t, &kernel);
+        }
+    }
+}
+
 /// Every kernel any plan names, for every sample type, built alone as a CUBIN (hundreds of
 /// compilations: minutes on many cores). Prints the summed CUBIN size per type.
 #[test]

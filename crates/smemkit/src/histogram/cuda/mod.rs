@@ -33,6 +33,7 @@ pub(crate) mod int_weights;
 #[cfg(test)]
 mod kernel_builds_tests;
 pub mod multi;
+pub mod numpy_sums;
 #[doc(hidden)]
 pub mod params;
 #[doc(hidden)]

@@ -6,6 +6,7 @@ use super::*;
 use crate::histogram::cuda::device_engine::DeviceEngine;
 use crate::histogram::cuda::device_histogram::{DeviceOutput, RawBuffers};
 use crate::histogram::cuda::host_stage::{with_codes, HostStage};
+use crate::histogram::sums::NUMPY_BLOCK;
 
 /// Histogram of host-resident samples on the GPU.
 pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
@@ -23,7 +24,10 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
     // Scratch (the partition index array) for one batch, made here rather than in the first
     // launch.
     let prepare_span = crate::gpu::trace::span("plan and kernel modules (built or loaded)");
-    let engine = DeviceEngine::new(
+    // Batches are whole numbers of numpy's blocks: in numpy's order (`job.sums`) each batch's
+    // sums continue the total of the ones before.
+    const _: () = assert!(HOST_BATCH % NUMPY_BLOCK == 0);
+    let engine = DeviceEngine::with_sums(
         &gpu,
         Counting {
             sample_type,
@@ -32,7 +36,7 @@ pub fn histogram(samples: Samples<'_>, job: &Job<'_>) -> Result<EngineOutput> {
             policy,
         },
         job.strategy,
-        false,
+        job.sums,
         batch,
         None,
     )?;

@@ -1,0 +1,34 @@
+//! How float weights are added. Counts and integer sums are exact in any order; float sums are
+//! not, so the order is a choice every engine takes: the fastest, one that gives the same bits on
+//! every run, or numpy's own.
+
+use crate::histogram::bins::Binning;
+
+/// How a histogram adds float weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WeightSums {
+    /// Each engine's fastest order, summed in float64 and rounded once: atomics on the GPU (two
+    /// runs can differ in the last bits), fixed blocks added in order on the CPU.
+    #[default]
+    Fast,
+    /// GPU: exact fixed-point sums rounded once to float64, the same bits on every run and
+    /// strategy (see [`crate::histogram::cuda::exact_sums`]). The CPU engine's order is fixed
+    /// already: it sums as with [`WeightSums::Fast`].
+    Deterministic,
+    /// numpy.histogram's order over uniform bins: float64 sums per block of [`NUMPY_BLOCK`]
+    /// samples in sample order, cast to the weights' type and added in it block after block: bit
+    /// for bit numpy's result (float32 weights round as numpy's do). Bins other than uniform ones
+    /// are an error (numpy adds those weights in orders of its own).
+    Numpy,
+}
+
+/// numpy's block of samples (`BLOCK` in numpy/lib/_histograms_impl.py).
+pub const NUMPY_BLOCK: usize = 1 << 16;
+
+/// Whether numpy sums `binning`'s weights in blocks (its equal-bins path): uniform bins.
+pub fn numpy_blocks_apply(binning: &Binning) -> bool {
+    matches!(
+        binning,
+        Binning::UniformF32(_) | Binning::UniformF64(_) | Binning::UniformHalf(_)
+    )
+}
