@@ -101,6 +101,11 @@ pub struct HistArgs {
     /// numpy's density=True: also compute counts / (sum * bin width); --out writes the densities.
     #[arg(long)]
     pub density: bool,
+    /// How float weights are added: fast (float64, rounded once), deterministic (GPU: the same
+    /// bits every run) or numpy (numpy.histogram's order over equal bins: its blocks of 65536
+    /// samples, float32 weights' sums kept in float32 between them; numpy's bits).
+    #[arg(long, value_name = "HOW", default_value = "fast", requires = "weights")]
+    pub sums: String,
     /// Integer bins from the data (no --bins): at least this many bins (numpy's bincount minlength).
     #[arg(long, value_name = "N", conflicts_with_all = ["bins", "range", "edges"])]
     pub minlength: Option<usize>,

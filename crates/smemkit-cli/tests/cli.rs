@@ -193,6 +193,52 @@ fn edges_and_weights() {
 }
 
 #[test]
+fn sums_in_numpy_order_round_between_its_blocks() {
+    // One bin, three blocks of 65536 whose float64 sums are each 1 + 2^-24, which rounds (a
+    // tie, to even) to 1 in float32: numpy adds three ones; the float64 sum is 3 + 3 * 2^-24.
+    let dir = TempDir::new().unwrap();
+    let n = 3 * 65536;
+    let f = write(&dir, "x.npy", &npy("<f8", false, &[n], &vec![0u8; n * 8]));
+    let mut w = vec![0f32; n];
+    for b in 0..3 {
+        w[b * 65536] = 1.0;
+        w[b * 65536 + 1] = 2f32.powi(-24);
+    }
+    let w: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let w = write(&dir, "w.npy", &npy("<f4", false, &[n], &w));
+    let args = |sums| {
+        [
+            p(&f),
+            "--bins",
+            "1",
+            "--range",
+            "-1:1",
+            "--weights",
+            p(&w),
+            "--sums",
+            sums,
+            "--backend",
+            "cpu",
+        ]
+    };
+    let numpy = hist_json(&dir, &args("numpy"));
+    assert_eq!(numpy["counts"], serde_json::json!([3.0]));
+    let fast = hist_json(&dir, &args("fast"));
+    assert_eq!(fast["counts"][0].as_f64(), Some(3.0 + 3.0 * 2f64.powi(-24)));
+    let r = smemkit(&[
+        "hist",
+        p(&f),
+        "--bins",
+        "1",
+        "--weights",
+        p(&w),
+        "--sums",
+        "numpi",
+    ]);
+    assert!(!r.ok && r.stderr.contains("numpi"), "{}", r.stderr);
+}
+
+#[test]
 fn every_output_format_reads_back() {
     let dir = TempDir::new().unwrap();
     let f = write(

@@ -128,12 +128,34 @@ def test_torch_weights(rng):
         H, _ = np.histogram(x, 1000, range=(-4, 4), weights=w)
         got = host(h)
         assert got.dtype == H.dtype
-        np.testing.assert_allclose(got, H, rtol=1e-5 if wdtype == np.float32 else 1e-12)
+        # Summed in numpy's order: numpy's bits.
+        np.testing.assert_array_equal(got, H)
     w = torch.from_numpy(rng.random(x.size)).cuda()
     runs = [host(smemkit.histogram(t, 4096, range=(-4, 4), weights=w, deterministic=True,
                                    strategy=s)[0]) for s in (None, None, "global")]
     for r in runs[1:]:
         assert r.tobytes() == runs[0].tobytes()
+
+
+@needs_torch
+@pytest.mark.parametrize("nbins", [1, 1000, 5000, 70_000])
+def test_float_weights_sum_as_numpy_bit_for_bit(rng, nbins):
+    # Weights of every magnitude, so that numpy's float32 roundings between its blocks of 65536
+    # show (and the GPU redoes most bins in order), and weights in [0, 1) (summed by its atomics);
+    # five blocks and a partial one; torch and host arrays (the GPU fed from the host).
+    n = 5 * 65536 + 4321
+    x = normal_with_specials(rng, n)
+    wide = rng.standard_normal(n) * np.exp(rng.uniform(-30, 30, n))  # sums that depend on order
+    for w in (wide.astype(np.float32), wide, rng.random(n).astype(np.float32), rng.random(n)):
+        H, _ = np.histogram(x, nbins, range=(-3, 3), weights=w)
+        h, _ = smemkit.histogram(torch.from_numpy(x).cuda(), nbins, range=(-3, 3),
+                                 weights=torch.from_numpy(w).cuda())
+        got = host(h)
+        assert got.dtype == H.dtype
+        np.testing.assert_array_equal(got, H)
+        h, _ = smemkit.histogram(x, nbins, range=(-3, 3), weights=w, backend="cuda")
+        assert h.dtype == H.dtype
+        np.testing.assert_array_equal(h, H)
 
 
 @needs_torch

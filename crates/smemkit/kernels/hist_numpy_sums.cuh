@@ -5,50 +5,59 @@
 // weights' type and added to the result in that type, block after block. For float32 weights the
 // float32 roundings make the result depend on that order, so these kernels repeat it:
 //
-// np_block_sums: one warp owns one (block, slice of bins) pair and walks the block's samples 32 at a
-// time, in order. Lanes whose samples fall in the same bin of the slice are grouped
-// (__match_any_sync); the group's first lane adds the group's weights to the bin's float64 sum in
-// lane order, so every bin's sum takes its weights one after another in sample order, as
-// np.bincount's loop does. The warp's sums live in its own part of shared memory (no atomics: no
-// other warp touches them); at the end it writes them, cast to W, to partial[block][bin].
+// np_block_sums: one block of threads owns one (numpy block, slice of bins) pair. All its threads
+// add the weights with shared-memory atomics, in whatever order, while tracking for each bin the
+// sum of its weights' magnitudes (float32, rounded up where float64 weights narrow) and, for the
+// slice, the lowest set bit L of any weight: a bin whose magnitudes stay below 2^(L + 52) has
+// every partial sum a multiple of 2^L below 2^(L + 53), exact in float64 whatever the order, so
+// the atomics give np.bincount's sum. The other bins (weights of a dynamic range beyond float64's
+// 53 bits within one block and bin, or not finite) are cleared and redone by warp 0 walking the
+// block 32 samples at a time, in order: lanes of one bin grouped (__match_any_sync) and added by
+// the group's first lane in lane order, as np.bincount's loop adds them. The sums, cast to W, go
+// to partial[block][bin].
 // np_chain: the blocks' partial sums added per bin in block order in W, onto the output (which holds
 // the earlier waves' total, or zero on the first wave).
 //
-// crates/smemkit/src/histogram/cuda/numpy_sums.rs launches them; the CPU engine's float32 path
+// crates/smemkit/src/histogram/cuda/numpy_sums.rs launches them; the CPU engine's numpy order
 // (histogram/cpu/weighted.rs) is the reference the GPU tests compare bit for bit.
 
 #define NP_BLOCK 65536
-// Samples each lane loads before adding any of them (the loads of one batch are in flight at once).
-#define NP_BATCH 8
+// Samples each thread loads before adding any of them (the loads of one batch are in flight at
+// once): 4 for the block's threads, 8 for the warp that redoes bins alone.
+#define NP_BATCH 4
+#define NP_REDO_BATCH 8
 #define NP_CHAIN_ROWS 128
 #define NP_CHAIN_COLS 32
 
-template <int MODE, class W>
-__device__ void np_block_sums(const sample_t* __restrict__ in, unsigned long long n, const W* __restrict__ w,
-                              BinParams p, unsigned long long first_block, unsigned long long blocks,
-                              unsigned slice_bins, W* __restrict__ partial, unsigned long long* tallies) {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    const unsigned lane = threadIdx.x & 31;
-    const unsigned warps = blockDim.x >> 5;
-    const unsigned slices = (unsigned)((p.nbins + slice_bins - 1) / slice_bins);
-    const unsigned long long pair = (unsigned long long)blockIdx.x * warps + (threadIdx.x >> 5);
-    if (pair >= blocks * slices) return;  // whole warps only: nothing below synchronises the block
-    const unsigned long long blk = pair / slices;
-    const unsigned slice = (unsigned)(pair % slices);
-    const unsigned long long lo_bin = (unsigned long long)slice * slice_bins;
-    const unsigned len = (unsigned)min((unsigned long long)slice_bins, p.nbins - lo_bin);
-    double* sums = reinterpret_cast<double*>(smem_raw) + (size_t)(threadIdx.x >> 5) * slice_bins;
-    for (unsigned b = lane; b < len; b += 32) sums[b] = 0.0;
-    __syncwarp();
+// Lowest set bit (2^k: k) of a finite non-zero weight, subnormals included.
+__device__ __forceinline__ int np_lowbit(float w) {
+    const unsigned b = __float_as_uint(w) & 0x7fffffffu;
+    const unsigned e = b >> 23, m = b & 0x7fffffu;
+    return e == 0 ? -149 + __ffs(m) - 1 : (int)e - 150 + __ffs(m | 0x800000u) - 1;
+}
+__device__ __forceinline__ int np_lowbit(double w) {
+    const unsigned long long b = (unsigned long long)__double_as_longlong(w) & 0x7fffffffffffffffull;
+    const unsigned long long e = b >> 52, m = b & 0xfffffffffffffull;
+    return e == 0 ? -1074 + __ffsll((long long)m) - 1
+                  : (int)e - 1075 + __ffsll((long long)(m | 0x10000000000000ull)) - 1;
+}
+// |w| as float32, never below it (the magnitudes bound the partial sums from above).
+__device__ __forceinline__ float np_magnitude(float w) { return fabsf(w); }
+__device__ __forceinline__ float np_magnitude(double w) { return __double2float_ru(fabs(w)); }
 
-    const unsigned long long begin = (first_block + blk) * NP_BLOCK;
-    const unsigned long long end = min(begin + NP_BLOCK, n);
-    Tally t{0, 0, 0};
-    for (unsigned long long base = begin; base < end; base += 32 * NP_BATCH) {
-        sample_t v[NP_BATCH] = {};
-        W x[NP_BATCH] = {};
+// Warp 0 of the block: the bins of the slice whose `mag` is negative, summed again from zero in
+// sample order (the slot's float64 sum in `sums`).
+template <int MODE, class W>
+__device__ void np_redo(const sample_t* __restrict__ in, const W* __restrict__ w, const BinParams& p,
+                        unsigned long long begin, unsigned long long end, unsigned long long lo_bin,
+                        unsigned len, double* sums, const float* mag) {
+    const unsigned lane = threadIdx.x & 31;
+    Tally ignored{0, 0, 0};  // the first pass tallied every sample
+    for (unsigned long long base = begin; base < end; base += 32 * NP_REDO_BATCH) {
+        sample_t v[NP_REDO_BATCH] = {};
+        W x[NP_REDO_BATCH] = {};
 #pragma unroll
-        for (int k = 0; k < NP_BATCH; ++k) {
+        for (int k = 0; k < NP_REDO_BATCH; ++k) {
             const unsigned long long i = base + (unsigned long long)k * 32 + lane;
             if (i < end) {
                 v[k] = in[i];
@@ -56,13 +65,14 @@ __device__ void np_block_sums(const sample_t* __restrict__ in, unsigned long lon
             }
         }
 #pragma unroll
-        for (int k = 0; k < NP_BATCH; ++k) {
+        for (int k = 0; k < NP_REDO_BATCH; ++k) {
             if (base + (unsigned long long)k * 32 >= end) break;  // warp-uniform
             const unsigned long long i = base + (unsigned long long)k * 32 + lane;
-            unsigned key = 0xffffffffu;  // no bin of this slice
+            unsigned key = 0xffffffffu;  // no bin being redone
             if (i < end) {
-                const long long bin = resolve(locate<MODE>(v[k], p), p, t);
-                if (bin >= 0 && (unsigned long long)bin - lo_bin < len) key = (unsigned)(bin - lo_bin);
+                const long long bin = resolve(locate<MODE>(v[k], p), p, ignored);
+                const unsigned long long local = (unsigned long long)bin - lo_bin;
+                if (bin >= 0 && local < len && mag[local] < 0.0f) key = (unsigned)local;
             }
             const unsigned group = __match_any_sync(0xffffffffu, key);
             const bool lead = key != 0xffffffffu && lane == (unsigned)(__ffs(group) - 1);
@@ -81,10 +91,80 @@ __device__ void np_block_sums(const sample_t* __restrict__ in, unsigned long lon
             if (lead) sums[key] = acc;
         }
     }
-    __syncwarp();
+}
+
+template <int MODE, class W>
+__device__ void np_block_sums(const sample_t* __restrict__ in, unsigned long long n, const W* __restrict__ w,
+                              BinParams p, unsigned long long first_block, unsigned long long blocks,
+                              unsigned slice_bins, W* __restrict__ partial, unsigned long long* tallies) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned slices = (unsigned)((p.nbins + slice_bins - 1) / slice_bins);
+    const unsigned long long blk = blockIdx.x / slices;
+    const unsigned slice = blockIdx.x % slices;
+    const unsigned long long lo_bin = (unsigned long long)slice * slice_bins;
+    const unsigned len = (unsigned)min((unsigned long long)slice_bins, p.nbins - lo_bin);
+    double* sums = reinterpret_cast<double*>(smem_raw);
+    float* mag = reinterpret_cast<float*>(sums + slice_bins);
+    int* lowest = reinterpret_cast<int*>(mag + slice_bins);
+    for (unsigned b = threadIdx.x; b < len; b += blockDim.x) {
+        sums[b] = 0.0;
+        mag[b] = 0.0f;
+    }
+    if (threadIdx.x == 0) *lowest = 0x7fffffff;
+    __syncthreads();
+
+    const unsigned long long begin = (first_block + blk) * NP_BLOCK;
+    const unsigned long long end = min(begin + NP_BLOCK, n);
+    Tally t{0, 0, 0};
+    int low = 0x7fffffff;
+    for (unsigned long long base = begin; base < end; base += (unsigned long long)blockDim.x * NP_BATCH) {
+        sample_t v[NP_BATCH] = {};
+        W x[NP_BATCH] = {};
+#pragma unroll
+        for (int k = 0; k < NP_BATCH; ++k) {
+            const unsigned long long i = base + (unsigned long long)k * blockDim.x + threadIdx.x;
+            if (i < end) {
+                v[k] = in[i];
+                x[k] = w[i];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < NP_BATCH; ++k) {
+            const unsigned long long i = base + (unsigned long long)k * blockDim.x + threadIdx.x;
+            if (i >= end) continue;
+            const long long bin = resolve(locate<MODE>(v[k], p), p, t);
+            const unsigned long long local = (unsigned long long)bin - lo_bin;
+            // Zero weights change no sum in any order (0 + -0 is 0, as np.bincount's).
+            if (bin >= 0 && local < len && x[k] != (W)0) {
+                atomicAdd(sums + local, (double)x[k]);
+                atomicAdd(mag + local, np_magnitude(x[k]));
+                low = min(low, np_lowbit(x[k]));
+            }
+        }
+    }
+    low = __reduce_min_sync(0xffffffffu, low);
+    if ((threadIdx.x & 31) == 0 && low != 0x7fffffff) atomicMin(lowest, low);
+    __syncthreads();
+    // Exact in any order where the magnitudes (float32 sums of at most 65536 terms: within 2^-8
+    // of the true sum) stay below 2^(L + 52); the other bins are cleared for the redo.
+    const int lo = *lowest;
+    int redo = 0;
+    for (unsigned b = threadIdx.x; b < len; b += blockDim.x) {
+        const float m = mag[b];
+        const bool exact = m == 0.0f || (m <= 3.4028234663852886e38f &&
+                                         __dmul_rn((double)m, 1.0 + 1.0 / 128) < ldexp(1.0, lo + 52));
+        if (!exact) {
+            sums[b] = 0.0;
+            mag[b] = -1.0f;
+            redo = 1;
+        }
+    }
+    redo = __syncthreads_or(redo);
+    if (redo && threadIdx.x < 32) np_redo<MODE, W>(in, w, p, begin, end, lo_bin, len, sums, mag);
+    __syncthreads();
     W* row = partial + blk * p.nbins + lo_bin;
-    for (unsigned b = lane; b < len; b += 32) row[b] = (W)sums[b];
-    // Every slice's warp sees every sample of its block: the first slice's warp tallies them.
+    for (unsigned b = threadIdx.x; b < len; b += blockDim.x) row[b] = (W)sums[b];
+    // Every slice's block sees every sample of its numpy block: the first slice's tallies them.
     if (slice == 0) flush_tally(t, tallies);
 }
 
@@ -128,14 +208,14 @@ extern "C" __global__ void __launch_bounds__(256) hist_np_chain_f64(const double
 
 #define NP_SUMS_KERNELS(MODE, MNAME)                                                                          \
     SMEMKIT_ENTRY(hist_np_sums_##MNAME##_f32,                                                                 \
-        extern "C" __global__ void __launch_bounds__(128) hist_np_sums_##MNAME##_f32(                         \
+        extern "C" __global__ void __launch_bounds__(1024) hist_np_sums_##MNAME##_f32(                         \
             const sample_t* in, unsigned long long n, const float* w, BinParams p,                            \
             unsigned long long first_block, unsigned long long blocks, unsigned slice_bins, float* partial,   \
             unsigned long long* t) {                                                                          \
             np_block_sums<MODE, float>(in, n, w, p, first_block, blocks, slice_bins, partial, t);             \
         })                                                                                                    \
     SMEMKIT_ENTRY(hist_np_sums_##MNAME##_f64,                                                                 \
-        extern "C" __global__ void __launch_bounds__(128) hist_np_sums_##MNAME##_f64(                         \
+        extern "C" __global__ void __launch_bounds__(1024) hist_np_sums_##MNAME##_f64(                         \
             const sample_t* in, unsigned long long n, const double* w, BinParams p,                           \
             unsigned long long first_block, unsigned long long blocks, unsigned slice_bins, double* partial,  \
             unsigned long long* t) {                                                                          \

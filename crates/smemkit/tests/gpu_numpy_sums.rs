@@ -49,10 +49,15 @@ fn bits(c: &Counts) -> Vec<u64> {
 }
 
 /// Weights of every magnitude from 2^-40 to 2^40, either sign (float64 ones: also below float32's
-/// precision, so that float64's block sums differ from float32's).
-fn weights(n: usize, r: &mut impl Rng) -> (Vec<f32>, Vec<f64>) {
+/// precision, so that float64's block sums differ from float32's): most bins' sums depend on the
+/// order, and the kernel redoes them one sample after another. `narrow`: multiples of 2^-24 in
+/// [0, 1), as torch.rand makes them, whose sums any order gets exactly (the atomics' path).
+fn weights(n: usize, narrow: bool, r: &mut impl Rng) -> (Vec<f32>, Vec<f64>) {
     let w64: Vec<f64> = (0..n)
         .map(|_| {
+            if narrow {
+                return (r.gen::<u32>() >> 8) as f64 * 2f64.powi(-24);
+            }
             let m: f64 = r.gen_range(-1.0..1.0);
             m * (r.gen_range(-40.0f64..40.0)).exp2() * (1.0 + 1e-12 * r.gen::<f64>())
         })
@@ -89,13 +94,44 @@ fn check<T: Sample + DeviceRepr>(
     let stream = gpu.ctx.new_stream().unwrap();
     let n = samples.len();
     let sample_type = host.sample_type();
-    let (w32, w64) = weights(n, r);
     let dx = upload(&stream, samples);
-    let (d32, d64) = (upload(&stream, &w32), upload(&stream, &w64));
+    for narrow in [false, true] {
+        let (w32, w64) = weights(n, narrow, r);
+        let what = format!("{what}, narrow weights {narrow}");
+        check_weights(
+            samples,
+            host,
+            sample_type,
+            &dx,
+            &w32,
+            &w64,
+            spec,
+            &what,
+            &gpu,
+            &stream,
+        );
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_weights<T: Sample + DeviceRepr>(
+    samples: &[T],
+    host: Samples<'_>,
+    sample_type: SampleType,
+    dx: &CudaSlice<T>,
+    w32: &[f32],
+    w64: &[f64],
+    spec: &BinSpec,
+    what: &str,
+    gpu: &Arc<smemkit::internals::gpu::Gpu>,
+    stream: &Arc<CudaStream>,
+) {
+    let n = samples.len();
+    let (d32, d64) = (upload(stream, w32), upload(stream, w64));
     for kind in [WeightKind::F32, WeightKind::F64] {
         let w = match kind {
-            WeightKind::F32 => Weights::F32(&w32),
-            _ => Weights::F64(&w64),
+            WeightKind::F32 => Weights::F32(w32),
+            _ => Weights::F64(w64),
         };
         for policy in [OutOfRange::Ignore, OutOfRange::Clamp] {
             let want = cpu_numpy(host, w, spec, policy);
@@ -105,17 +141,17 @@ fn check<T: Sample + DeviceRepr>(
                 .policy(policy)
                 .sums(WeightSums::Numpy)
                 .max_samples(n);
-            let h = DeviceHistogram::new(&gpu, &dspec).unwrap();
+            let h = DeviceHistogram::new(gpu, &dspec).unwrap();
             let mut out = h.output().unwrap();
             let (v32, v64) = (d32.as_view(), d64.as_view());
             for run in 0..2 {
-                poison(&out, &stream);
+                poison(&out, stream);
                 let dw = match kind {
                     WeightKind::F32 => DeviceWeights::F32(&v32),
                     _ => DeviceWeights::F64(&v64),
                 };
-                h.run(&dx.as_view(), Some(dw), &mut out, &stream).unwrap();
-                let got = out.read(&stream).unwrap();
+                h.run(&dx.as_view(), Some(dw), &mut out, stream).unwrap();
+                let got = out.read(stream).unwrap();
                 let label = format!("{what}, {kind:?}, {policy:?}, run {run} ({})", h.detail());
                 assert_eq!(got.1, want.1, "{label}: tallies");
                 let g = bits(&got.0);

@@ -2,6 +2,7 @@
 //! not, so the order is a choice every engine takes: the fastest, one that gives the same bits on
 //! every run, or numpy's own.
 
+use crate::error::{Error, Result};
 use crate::histogram::bins::Binning;
 
 /// How a histogram adds float weights.
@@ -31,4 +32,35 @@ pub fn numpy_blocks_apply(binning: &Binning) -> bool {
         binning,
         Binning::UniformF32(_) | Binning::UniformF64(_) | Binning::UniformHalf(_)
     )
+}
+
+impl std::str::FromStr for WeightSums {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<WeightSums> {
+        match s {
+            "fast" => Ok(WeightSums::Fast),
+            "deterministic" => Ok(WeightSums::Deterministic),
+            "numpy" => Ok(WeightSums::Numpy),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown way to sum weights {other:?} (fast, deterministic or numpy)"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_others_are_refused() {
+        assert_eq!("numpy".parse::<WeightSums>().unwrap(), WeightSums::Numpy);
+        assert_eq!("fast".parse::<WeightSums>().unwrap(), WeightSums::Fast);
+        assert_eq!(
+            "deterministic".parse::<WeightSums>().unwrap(),
+            WeightSums::Deterministic
+        );
+        let e = "numpi".parse::<WeightSums>().unwrap_err().to_string();
+        assert!(e.contains("numpi") && e.contains("numpy"), "{e}");
+    }
 }

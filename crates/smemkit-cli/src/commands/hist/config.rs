@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use smemkit::{
     bins::{BinRule, BinSpec, OutOfRange},
-    histogram::{DeviceSet, StrategyChoice, StreamMode},
+    histogram::{DeviceSet, StrategyChoice, StreamMode, WeightSums},
     sample::SampleType,
     Backend,
 };
@@ -135,6 +135,8 @@ pub struct HistConfig {
     pub notes: Vec<String>,
     /// numpy's density=True.
     pub density: bool,
+    /// How float weights are added (`--sums`).
+    pub sums: WeightSums,
 }
 
 /// Parses `LO:HI`. `LO == HI` is kept when the library's widening by 0.5 on each side (numpy's)
@@ -371,6 +373,7 @@ impl HistConfig {
             .parse::<StrategyChoice>()
             .and_then(|s| s.with_cluster_size(a.cluster_size))
             .context("--strategy")?;
+        let sums = a.sums.parse::<WeightSums>().context("--sums")?;
         let out = a
             .out
             .as_ref()
@@ -414,6 +417,7 @@ impl HistConfig {
         let shard_bins = a.shard_bins.parse()?;
         Ok(HistConfig {
             density: a.density,
+            sums,
             stream,
             device_budget,
             devices,

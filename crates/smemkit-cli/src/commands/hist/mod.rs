@@ -314,6 +314,7 @@ fn options(config: &HistConfig, spec: BinSpec, ranks: &Option<RankSpec>) -> Hist
         .devices(config.devices.clone())
         .ranks(ranks.clone())
         .density(config.density)
+        .sums(config.sums)
         .stream_options(StreamOptions {
             device_budget: config.device_budget,
             ..StreamOptions::default()

@@ -25,12 +25,12 @@ use crate::histogram::bins::Binning;
 use crate::histogram::sums::{numpy_blocks_apply, NUMPY_BLOCK};
 use crate::sample::SampleType;
 
-/// Warps per block of the summing kernel (its `__launch_bounds__(128)`); each owns one
-/// (numpy block, slice of bins) pair and its own float64 sums in shared memory.
-const WARPS: u32 = 4;
-/// Most bins of one warp's slice: 12 KiB of float64 sums, so that four 4-warp blocks fit an SM
-/// (bins beyond it are summed in more slices, each walking its numpy block again).
-const SLICE_MAX: usize = 1536;
+/// Threads per block of the summing kernel (its `__launch_bounds__(1024)`); each block owns one
+/// (numpy block, slice of bins) pair.
+const THREADS: u32 = 1024;
+/// Most bins of one slice: 12 bytes each (a float64 sum and a float32 magnitude), 192 KiB (bins
+/// beyond it are summed in more slices, each walking its numpy block again).
+const SLICE_MAX: usize = 16384;
 /// Most bytes of the partial sums of one wave.
 const WAVE_BYTES: usize = 64 << 20;
 /// Bins per block of the chaining kernel (`NP_CHAIN_COLS`).
@@ -90,13 +90,12 @@ impl NumpySums {
         gpu.prepare(&HISTOGRAM, &defines, &names.each_ref().map(String::as_str))?;
         let sums = gpu.function(&HISTOGRAM, &defines, &names[0])?;
         let chain = gpu.function(&HISTOGRAM, &defines, &names[1])?;
-        let shared_bytes = (WARPS as usize * slice_bins * 8) as u32;
         launch::prepare_function(
             &sums,
             &LaunchShape {
                 grid: 1,
-                block: WARPS * 32,
-                shared_bytes,
+                block: THREADS,
+                shared_bytes: shared_bytes(slice_bins),
                 cluster: 1,
             },
             gpu.limits.smem_per_block_optin,
@@ -139,13 +138,13 @@ impl NumpySums {
             let blocks = self.wave_blocks.min(total_blocks - first);
             let pairs = blocks * slices;
             let shape = LaunchShape {
-                grid: u32::try_from(pairs.div_ceil(WARPS as usize)).map_err(|_| {
+                grid: u32::try_from(pairs).map_err(|_| {
                     Error::InvalidArgument(format!(
                         "{pairs} (block, slice) pairs of sums in numpy's order exceed a grid"
                     ))
                 })?,
-                block: WARPS * 32,
-                shared_bytes: (WARPS as usize * self.slice_bins * 8) as u32,
+                block: THREADS,
+                shared_bytes: shared_bytes(self.slice_bins),
                 cluster: 1,
             };
             let (mut in_ptr, mut len, mut w_ptr, mut p) = (input, n as u64, weights, *params);
@@ -181,4 +180,10 @@ impl NumpySums {
         }
         Ok(())
     }
+}
+
+/// Dynamic shared memory of the summing kernel: a float64 sum and a float32 magnitude per bin of
+/// the slice, then the slice's lowest set bit (an int).
+fn shared_bytes(slice_bins: usize) -> u32 {
+    (slice_bins * 12 + 16) as u32
 }
