@@ -4,29 +4,23 @@
 //! forced at least once, raw pointers, a captured CUDA graph replayed on new data, and the
 //! deterministic weighted sums compared bit for bit across runs, strategies and the CPU reference.
 
+mod gpu_common;
+
+use gpu_common::{poison, rng};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use rand::Rng;
 use smemkit::internals::histogram::cuda::exact_sums;
 use smemkit::{
     bins::{BinSpec, OutOfRange},
-    device::{
-        DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, RawBuffers, WeightKind,
-    },
+    device::{DeviceHistogram, DeviceHistogramSpec, DeviceWeights, RawBuffers, WeightKind},
     histogram::{histogram, Counts, HistogramOptions, StrategyChoice, Tallies},
     sample::{SampleType, Samples, Weights},
     Backend,
 };
 
 const GPU: &str = "needs a CUDA GPU";
-
-fn rng() -> Xoshiro256PlusPlus {
-    let seed: u64 = rand::random();
-    eprintln!("seed {seed}");
-    Xoshiro256PlusPlus::seed_from_u64(seed)
-}
 
 fn gpu() -> Arc<smemkit::internals::gpu::Gpu> {
     smemkit::internals::gpu::gpu().expect("a CUDA GPU")
@@ -105,22 +99,6 @@ fn compare(got: &(Counts, Tallies), want: &(Counts, Tallies), what: &str) {
         }
         _ => panic!("{what}: result kinds differ"),
     }
-}
-
-/// Fills the output with a pattern no histogram of these inputs holds, so that a bin or tally the
-/// run forgot to write shows.
-fn poison(out: &DeviceOutput, stream: &Arc<CudaStream>) {
-    let ptr = out.words().device_ptr(stream).0;
-    // SAFETY: the output's own allocation, its full length.
-    unsafe {
-        cudarc::driver::result::memset_d8_async(
-            ptr,
-            0xA5,
-            out.words().len() * 8,
-            stream.cu_stream(),
-        )
-    }
-    .expect("poisoning the output");
 }
 
 fn upload<T: cudarc::driver::DeviceRepr>(stream: &Arc<CudaStream>, v: &[T]) -> CudaSlice<T> {

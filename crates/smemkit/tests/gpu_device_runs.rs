@@ -5,24 +5,20 @@
 //! device-resident benchmark's float32 row (2^22 uniform samples, 1M bins) run twice into a
 //! poisoned output. Host slices go through the same engine: `gpu_histogram.rs` tests them.
 
+mod gpu_common;
+
+use gpu_common::{poison, rng};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use cudarc::driver::{CudaSlice, CudaStream};
+use rand::Rng;
 use smemkit::{
     bins::{BinSpec, OutOfRange},
-    device::{DeviceHistogram, DeviceHistogramSpec, DeviceOutput},
+    device::{DeviceHistogram, DeviceHistogramSpec},
     histogram::{histogram, Counts, HistogramOptions, StrategyChoice, Tallies},
     sample::{SampleType, Samples},
     Backend,
 };
-
-fn rng() -> Xoshiro256PlusPlus {
-    let seed: u64 = rand::random();
-    eprintln!("seed {seed}");
-    Xoshiro256PlusPlus::seed_from_u64(seed)
-}
 
 fn gpu() -> Arc<smemkit::internals::gpu::Gpu> {
     smemkit::internals::gpu::gpu().expect("a CUDA GPU")
@@ -55,22 +51,6 @@ fn assert_same(got: &(Counts, Tallies), want: &(Counts, Tallies), what: &str) {
         }
         _ => panic!("{what}: expected counts from both engines"),
     }
-}
-
-/// Fills the output with a pattern no histogram here holds, so that a bin or tally a run forgot to
-/// write (or to clear) shows.
-fn poison(out: &DeviceOutput, stream: &Arc<CudaStream>) {
-    let ptr = out.words().device_ptr(stream).0;
-    // SAFETY: the output's own allocation, its full length, on the stream that runs next.
-    unsafe {
-        cudarc::driver::result::memset_d8_async(
-            ptr,
-            0xA5,
-            out.words().len() * 8,
-            stream.cu_stream(),
-        )
-    }
-    .expect("poisoning the output");
 }
 
 fn upload<T: cudarc::driver::DeviceRepr>(stream: &Arc<CudaStream>, v: &[T]) -> CudaSlice<T> {

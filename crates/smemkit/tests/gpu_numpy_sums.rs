@@ -4,38 +4,21 @@
 //! blocks show; samples outside the bins and NaN; partial last blocks), into poisoned outputs;
 //! one slice of bins and many, one wave of blocks and several. They need a CUDA GPU.
 
+mod gpu_common;
+
+use gpu_common::{poison, rng};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
-use rand::{Rng, SeedableRng};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
+use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::{
     bins::{BinSpec, OutOfRange},
-    device::{DeviceHistogram, DeviceHistogramSpec, DeviceOutput, DeviceWeights, WeightKind},
+    device::{DeviceHistogram, DeviceHistogramSpec, DeviceWeights, WeightKind},
     histogram::{histogram, Counts, HistogramOptions, Tallies, WeightSums},
     sample::{Sample, SampleType, Samples, Weights},
     Backend,
 };
-
-fn rng() -> Xoshiro256PlusPlus {
-    let seed: u64 = rand::random();
-    eprintln!("seed {seed}");
-    Xoshiro256PlusPlus::seed_from_u64(seed)
-}
-
-fn poison(out: &DeviceOutput, stream: &Arc<CudaStream>) {
-    let ptr = out.words().device_ptr(stream).0;
-    // SAFETY: the output's own allocation, its full length.
-    unsafe {
-        cudarc::driver::result::memset_d8_async(
-            ptr,
-            0xA5,
-            out.words().len() * 8,
-            stream.cu_stream(),
-        )
-    }
-    .expect("poisoning the output");
-}
 
 fn upload<T: DeviceRepr>(stream: &Arc<CudaStream>, v: &[T]) -> CudaSlice<T> {
     stream.clone_htod(v).expect("copying to the GPU")

@@ -1,5 +1,6 @@
 //! What the GPU test files share: a fresh seeded generator, the comparison of a forced strategy
-//! with the CPU engine, the strategies that hold a bin count, and float32 neighbours of a value.
+//! with the CPU engine, the strategies that hold a bin count, float32 neighbours of a value, and
+//! poisoning a device output before a run.
 #![allow(dead_code)]
 
 use rand::SeedableRng;
@@ -168,4 +169,24 @@ pub fn f32_neighbours(x: f32) -> [f32; 2] {
         f32::from_bits(x.to_bits() + 1),
         f32::from_bits(x.to_bits() - 1),
     ]
+}
+
+/// Fills a device histogram's output with 0xA5 bytes, a pattern no histogram of the tests holds,
+/// so that a bin or tally a run forgot to write (or to clear) shows.
+pub fn poison(
+    out: &smemkit::device::DeviceOutput,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+) {
+    use cudarc::driver::DevicePtr;
+    let ptr = out.words().device_ptr(stream).0;
+    // SAFETY: the output's own allocation, its full length.
+    unsafe {
+        cudarc::driver::result::memset_d8_async(
+            ptr,
+            0xA5,
+            out.words().len() * 8,
+            stream.cu_stream(),
+        )
+    }
+    .expect("poisoning the output");
 }

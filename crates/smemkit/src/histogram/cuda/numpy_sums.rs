@@ -26,8 +26,13 @@ use crate::histogram::sums::{numpy_blocks_apply, NUMPY_BLOCK};
 use crate::sample::SampleType;
 
 /// Threads per block of the summing kernel (its `__launch_bounds__(1024)`); each block owns one
-/// (numpy block, slice of bins) pair.
-const THREADS: u32 = 1024;
+/// (numpy block, slice of bins) pair. Slices of up to [`SMALL_SLICE`] bins take blocks of 256, so
+/// that eight run on an SM: a block whose bins need redoing waits on one warp's walk, and eight
+/// walks an SM redo weights of a wide range 3.5x faster than two (bench/NOTES.md, session 29); the
+/// atomics' path runs as fast either way there. Larger slices fill an SM with one block of 1024.
+const THREADS_SMALL: u32 = 256;
+const THREADS_LARGE: u32 = 1024;
+const SMALL_SLICE: usize = 2304;
 /// Most bins of one slice: 12 bytes each (a float64 sum and a float32 magnitude), 192 KiB (bins
 /// beyond it are summed in more slices, each walking its numpy block again).
 const SLICE_MAX: usize = 16384;
@@ -94,7 +99,7 @@ impl NumpySums {
             &sums,
             &LaunchShape {
                 grid: 1,
-                block: THREADS,
+                block: threads(slice_bins),
                 shared_bytes: shared_bytes(slice_bins),
                 cluster: 1,
             },
@@ -143,7 +148,7 @@ impl NumpySums {
                         "{pairs} (block, slice) pairs of sums in numpy's order exceed a grid"
                     ))
                 })?,
-                block: THREADS,
+                block: threads(self.slice_bins),
                 shared_bytes: shared_bytes(self.slice_bins),
                 cluster: 1,
             };
@@ -186,4 +191,13 @@ impl NumpySums {
 /// the slice, then the slice's lowest set bit (an int).
 fn shared_bytes(slice_bins: usize) -> u32 {
     (slice_bins * 12 + 16) as u32
+}
+
+/// Threads per block of the summing kernel for slices of `slice_bins` (see [`THREADS_SMALL`]).
+fn threads(slice_bins: usize) -> u32 {
+    if slice_bins <= SMALL_SLICE {
+        THREADS_SMALL
+    } else {
+        THREADS_LARGE
+    }
 }
