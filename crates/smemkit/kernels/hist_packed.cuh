@@ -140,9 +140,11 @@ __device__ void packed_kernel(const sample_t* in, unsigned long long n, BinParam
     PackedSink<BITS> sink{h, out, p.nbins, &hot_key, hot_counts + (threadIdx.x & 31), NO_HOT_KEY};
     Tally t{0, 0, 0};
     // The prefetching builds of the cheap binning modes count unaggregated samples with the sliced
-    // kernels' lean step (a whole slice: the bins from 0); the rest with `process`.
+    // kernels' lean step (a whole slice: the bins from 0), as do float64 bins where its
+    // branch-free step applies (`lean_uniform64`); the rest with `process`.
     constexpr bool LEAN = PREFETCH && CHEAP_MODE(MODE);
-    if (LEAN && !p.aggregate)
+    constexpr bool LEAN64 = PREFETCH && MODE == MODE_UNIFORM64;
+    if ((LEAN || (LEAN64 && lean_uniform64(p))) && !p.aggregate)
         lean_loop<MODE, true, true>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
     else
         process<MODE, void, PackedSink<BITS>, PREFETCH>(in, n, (const void*)0, p, sink, t, blockIdx.x, gridDim.x);

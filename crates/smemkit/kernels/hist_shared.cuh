@@ -25,11 +25,13 @@ __device__ void shared_kernel(const sample_t* in, unsigned long long n, const W*
     __syncthreads();
     SharedSink<C> sink{h};
     Tally t{0, 0, 0};
-    // Unaggregated u32 counts of integer bins take the lean step (see `lean_loop`).
+    // Unaggregated u32 counts of integer bins take the lean step (see `lean_loop`), and so do float
+    // samples in float64 bins where its branch-free step applies (`lean_uniform64`).
     constexpr bool LEAN = IsVoid<W>::value && IsSame<C, unsigned int>::value &&
                           (MODE == MODE_INTEGER || MODE == MODE_LUT || MODE == MODE_UNIFORM32_INTERIOR ||
                            MODE == MODE_UNIFORM32_WIDE || MODE == MODE_UNIFORM64_EXACT);
-    if (LEAN && !p.aggregate)
+    constexpr bool LEAN64 = IsVoid<W>::value && IsSame<C, unsigned int>::value && MODE == MODE_UNIFORM64;
+    if ((LEAN || (LEAN64 && lean_uniform64(p))) && !p.aggregate)
         lean_loop<MODE, true, PREFETCH>(in, n, p, sink, t, 0u, (unsigned)p.nbins, blockIdx.x, gridDim.x);
     else
         process<MODE, W, SharedSink<C>, PREFETCH>(in, n, w, p, sink, t, blockIdx.x, gridDim.x);

@@ -557,6 +557,18 @@ __device__ __forceinline__ void uniform64_slice_loop(const sample_t* __restrict_
 }
 #endif
 
+// Whether `lean_loop` takes `uniform64_slice_loop` for mode uniform64: float samples, the multiply
+// estimate, the ignore policy. The shared kernels count only then with the lean step: elsewhere
+// its generic step is no cheaper than `process`'s. The generic step's ~80 instructions per sample
+// made float64 samples at 1000 bins instruction-bound (bench/NOTES.md "Session 30").
+__device__ __forceinline__ bool lean_uniform64(const BinParams& p) {
+#if SAMPLE_IS_FLOAT && !SAMPLE_IS_HALF
+    return !p.clamp && p.multiply == 1;
+#else
+    return false;
+#endif
+}
+
 // `grid_walk` (two 16-byte loads per lane, the next two in flight) with the
 // lean per-sample step of the sliced kernels: the 32-bit bin of `slice_bin`, one subtraction and
 // one compare for the slice test, and the packed add; only the first slice's blocks keep tallies.
