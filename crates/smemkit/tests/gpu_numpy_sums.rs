@@ -15,8 +15,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use smemkit::{
     bins::{BinSpec, OutOfRange},
     device::{DeviceHistogram, DeviceHistogramSpec, DeviceWeights, WeightKind},
-    histogram::{histogram, Counts, HistogramOptions, Tallies, WeightSums},
-    sample::{Sample, SampleType, Samples, Weights},
+    histogram::{histogram, Counts, HistogramOptions, StreamOptions, Tallies, WeightSums},
+    sample::{IntWeights, Sample, SampleType, Samples, Weights},
     Backend,
 };
 
@@ -259,4 +259,81 @@ fn numpy_order_sums_refuse_edges_and_forced_strategies() {
         .err()
         .expect("strategy refused");
     assert!(e.to_string().contains("strategy"), "{e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn numpy_order_sums_of_large_host_inputs_do_not_stream() {
+    // 2^26 float32 samples and their weights: 512 MiB, past the size from which host inputs
+    // stream, which numpy's order cannot (its chunks are not cut at numpy's blocks).
+    let mut r = rng();
+    let n = (1usize << 26) + 12_345;
+    let x: Vec<f32> = (0..n).map(|_| r.gen_range(-4.2f32..4.2)).collect();
+    let (w32, _) = weights(n, false, &mut r);
+    let spec = BinSpec::Uniform {
+        nbins: 1000,
+        range: Some((-4.0, 4.0)),
+    };
+    let (want, want_tallies) = cpu_numpy(
+        Samples::F32(&x),
+        Weights::F32(&w32),
+        &spec,
+        OutOfRange::Ignore,
+    );
+    let want = bits(&want);
+    let options = HistogramOptions::new(spec.clone()).sums(WeightSums::Numpy);
+    // One GPU copies the input whole where it fits the device.
+    let gpu = histogram(
+        Samples::F32(&x),
+        Some(Weights::F32(&w32)),
+        &options.clone().backend(Backend::Cuda),
+    )
+    .expect("the whole input on one GPU");
+    assert_eq!(gpu.engine.backend, Backend::Cuda);
+    assert_eq!(gpu.tallies, want_tallies);
+    assert_eq!(bits(&gpu.counts), want, "one GPU, the input whole");
+    // Where it does not fit (a 64 MiB budget), the automatic backend takes the CPU engine and
+    // says why; the CUDA backend refuses.
+    let small = options.clone().stream_options(StreamOptions {
+        device_budget: Some(64 << 20),
+        ..StreamOptions::default()
+    });
+    let auto = histogram(
+        Samples::F32(&x),
+        Some(Weights::F32(&w32)),
+        &small.clone().backend(Backend::Auto),
+    )
+    .expect("the CPU engine");
+    assert_eq!(auto.engine.backend, Backend::Cpu, "{}", auto.engine.detail);
+    assert!(
+        auto.engine.detail.contains("do not stream"),
+        "{}",
+        auto.engine.detail
+    );
+    assert_eq!(bits(&auto.counts), want, "auto, on the CPU");
+    let e = histogram(
+        Samples::F32(&x),
+        Some(Weights::F32(&w32)),
+        &small.backend(Backend::Cuda),
+    )
+    .expect_err("a streamed input refuses numpy's order");
+    assert!(e.to_string().contains("streamed input"), "{e}");
+    // Integer weights are exact in any order: a streamed input takes them with numpy's order
+    // asked for.
+    let wi: Vec<i32> = (0..n).map(|_| r.gen_range(-1000..1000)).collect();
+    let cpu = histogram(
+        Samples::F32(&x),
+        Some(Weights::Int(IntWeights::I32(&wi))),
+        &options.clone().backend(Backend::Cpu),
+    )
+    .unwrap();
+    let streamed = histogram(
+        Samples::F32(&x),
+        Some(Weights::Int(IntWeights::I32(&wi))),
+        &options
+            .backend(Backend::Cuda)
+            .stream(smemkit::histogram::StreamMode::Always),
+    )
+    .expect("integer weights stream");
+    assert_eq!(streamed.counts, cpu.counts, "integer weights, streamed");
 }

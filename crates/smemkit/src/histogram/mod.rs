@@ -267,7 +267,7 @@ pub fn histogram_with_progress(
         } else {
             (options.backend, None)
         };
-    let (backend, note) = crate::histogram::engine_support::choose(requested, gap)?;
+    let (mut backend, mut note) = crate::histogram::engine_support::choose(requested, gap)?;
     if backend != Backend::Cuda
         && (options.ranks.is_some() || options.devices != DeviceSet::Default)
     {
@@ -287,6 +287,31 @@ pub fn histogram_with_progress(
             }
         )));
     }
+    // Float weights summed in numpy's order: by the CPU engine or one GPU fed the whole input (a
+    // stream's chunks are not cut at numpy's blocks). Integer weights are exact in any order, even
+    // where a path widens them to float64.
+    let numpy_float_sums = options.sums == WeightSums::Numpy
+        && matches!(weights, Some(Weights::F32(_) | Weights::F64(_)));
+    let one_gpu = backend == Backend::Cuda
+        && options.ranks.is_none()
+        && options.devices == DeviceSet::Default;
+    let mut streamed = one_gpu
+        && !samples.is_empty()
+        && streams(
+            samples.byte_len(),
+            weight_bytes(&weights) as usize,
+            options,
+            numpy_float_sums,
+        )?;
+    if numpy_float_sums && streamed && options.backend == Backend::Auto {
+        backend = Backend::Cpu;
+        streamed = false;
+        note = format!(
+            "{note}; the CPU engine: weights summed in numpy's order do not stream, and the input \
+             does not fit the GPU whole"
+        );
+    }
+    let one_gpu = one_gpu && backend == Backend::Cuda;
     // The CPU engine's slots are u32 (the bins plus below, above and NaN): refused here with the
     // limit named, before any buffer of that size is asked for.
     let cpu_limit = u32::MAX as usize - 3;
@@ -299,15 +324,9 @@ pub fn histogram_with_progress(
     }
     // One GPU fed from host memory and the CPU sum integer weights as exact 64-bit integers; the
     // other paths (several GPUs, ranks, a streamed input) in float64 (`int_sums`).
-    let one_gpu = backend == Backend::Cuda
-        && options.ranks.is_none()
-        && options.devices == DeviceSet::Default;
-    let streamed = one_gpu && !samples.is_empty() && streams(samples.byte_len(), options)?;
     let exact_ints = backend == Backend::Cpu || (one_gpu && !streamed);
     let mut wide = Vec::new();
     let weights = int_sums::prepare(weights, &options.bins, exact_ints, &mut wide)?;
-    let numpy_float_sums = options.sums == WeightSums::Numpy
-        && matches!(weights, Some(Weights::F32(_) | Weights::F64(_)));
     if numpy_float_sums {
         if !sums::numpy_blocks_apply(&binning) {
             return Err(Error::InvalidArgument(
@@ -502,7 +521,7 @@ pub fn streams_to_one_gpu(bytes: usize, options: &HistogramOptions) -> Result<bo
     {
         return Ok(false);
     }
-    streams(bytes, options)
+    streams(bytes, 0, options, options.sums == WeightSums::Numpy)
 }
 
 #[doc(hidden)]
@@ -554,10 +573,10 @@ pub fn histogram_file_with_progress(
     let class = WeightClass::of(&weights);
     let mut wide = Vec::new();
     // A streamed input sums integer weights in float64 (`int_sums`).
+    let numpy_float_sums = options.sums == WeightSums::Numpy
+        && matches!(weights, Some(Weights::F32(_) | Weights::F64(_)));
     let weights = int_sums::prepare(weights, &options.bins, false, &mut wide)?;
-    if options.sums == WeightSums::Numpy
-        && matches!(weights, Some(Weights::F32(_) | Weights::F64(_)))
-    {
+    if numpy_float_sums {
         return Err(Error::NotImplemented(
             "weights summed in numpy's order in a streamed file (the CPU engine and one GPU fed \
              in batches sum them so)"
@@ -636,15 +655,54 @@ fn nominal_nbins(spec: &BinSpec) -> usize {
 }
 
 /// Whether a GPU histogram of `bytes` streams (the free device memory is asked only on `Auto`).
-fn streams(bytes: usize, options: &HistogramOptions) -> Result<bool> {
+/// Whether host samples of `bytes` (with `weight_bytes` of weights) stream to one GPU. Weights
+/// summed in numpy's order are summed only from a whole copy, so `Auto` streams those only where
+/// the input does not fit the device's room.
+fn streams(
+    bytes: usize,
+    weight_bytes: usize,
+    options: &HistogramOptions,
+    numpy_order: bool,
+) -> Result<bool> {
     let room = match (options.stream, options.stream_options.device_budget) {
         (StreamMode::Auto, Some(budget)) => budget,
         (StreamMode::Auto, None) => crate::gpu::gpu()?.memory()?.0,
         _ => 0,
     };
+    if numpy_order && options.stream == StreamMode::Auto {
+        return Ok(bytes.saturating_add(weight_bytes) > room);
+    }
     Ok(crate::histogram::cuda::stream::should_stream(
         options.stream,
         bytes,
         room,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(bytes: usize) -> HistogramOptions {
+        HistogramOptions::new(BinSpec::Integer { nbins: 10 }).stream_options(StreamOptions {
+            device_budget: Some(bytes),
+            ..StreamOptions::default()
+        })
+    }
+
+    #[test]
+    fn numpy_order_streams_only_what_does_not_fit() {
+        let big = crate::histogram::cuda::stream::AUTO_STREAM_BYTES;
+        let options = budget(4 * big);
+        // Other sums stream large inputs; numpy's order copies them whole where they fit.
+        assert!(streams(big, big, &options, false).unwrap());
+        assert!(!streams(big, big, &options, true).unwrap());
+        // The weights count towards the fit.
+        assert!(streams(3 * big, 2 * big, &options, true).unwrap());
+        // Forced modes stay forced.
+        let always = budget(4 * big).stream(StreamMode::Always);
+        assert!(streams(1, 0, &always, true).unwrap());
+        let never = budget(1).stream(StreamMode::Never);
+        assert!(!streams(big, 0, &never, true).unwrap());
+    }
 }
