@@ -245,18 +245,9 @@ impl Call {
             ));
         }
         let spec = self.spec.clone().max_samples(size_class);
-        let hist = py
-            .detach(|| {
-                let h = DeviceHistogram::new(&gpu, &spec)?;
-                // The scratch was allocated and cleared on the library's stream; the runs are on
-                // the caller's.
-                gpu.stream.synchronize().map_err(|e| smemkit::Error::Cuda {
-                    context: "preparing a device histogram".into(),
-                    message: format!("{e:?}"),
-                })?;
-                Ok::<_, smemkit::Error>(h)
-            })
-            .py_err()?;
+        // Building waits for its scratch's clearing on the library's stream (the runs are on
+        // the caller's).
+        let hist = py.detach(|| DeviceHistogram::new(&gpu, &spec)).py_err()?;
         let entry = Arc::new(Entry {
             hist,
             size_class,

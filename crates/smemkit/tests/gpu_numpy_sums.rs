@@ -293,17 +293,25 @@ fn numpy_order_sums_of_large_host_inputs_do_not_stream() {
     assert_eq!(gpu.tallies, want_tallies);
     assert_eq!(bits(&gpu.counts), want, "one GPU, the input whole");
     // Where it does not fit (a 64 MiB budget), the automatic backend takes the CPU engine and
-    // says why; the CUDA backend refuses.
+    // says why; the CUDA backend refuses. One CPU thread, so that the cost model picks the GPU
+    // first (sixteen count 512 MiB of host memory before its copy to the GPU would end).
     let small = options.clone().stream_options(StreamOptions {
         device_budget: Some(64 << 20),
         ..StreamOptions::default()
     });
-    let auto = histogram(
-        Samples::F32(&x),
-        Some(Weights::F32(&w32)),
-        &small.clone().backend(Backend::Auto),
-    )
-    .expect("the CPU engine");
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let auto = one_thread
+        .install(|| {
+            histogram(
+                Samples::F32(&x),
+                Some(Weights::F32(&w32)),
+                &small.clone().backend(Backend::Auto),
+            )
+        })
+        .expect("the CPU engine");
     assert_eq!(auto.engine.backend, Backend::Cpu, "{}", auto.engine.detail);
     assert!(
         auto.engine.detail.contains("do not stream"),

@@ -324,7 +324,8 @@ pub fn resolve_bins_from(
 }
 
 impl DeviceHistogram {
-    /// Plans and compiles the histogram and allocates its scratch on `gpu`.
+    /// Plans and compiles the histogram and allocates its scratch on `gpu`; returns once the GPU
+    /// has made the scratch ready, so that runs may come on any stream.
     pub fn new(gpu: &Arc<Gpu>, spec: &DeviceHistogramSpec) -> Result<DeviceHistogram> {
         let binning = resolve_bins_from(&spec.bins, spec.sample_type, spec.extremes)?;
         let engine = DeviceEngine::with_sums(
@@ -340,6 +341,12 @@ impl DeviceHistogram {
             spec.max_samples,
             Some(spec.max_samples.max(1)),
         )?;
+        // The scratch was allocated (stream-ordered) and cleared on the library's own stream,
+        // and the runs come on the caller's, which need not wait for that one (a non-blocking
+        // stream does not): building waits for it here, so that a run never races the clearing.
+        gpu.stream
+            .synchronize()
+            .map_err(cuda_err("preparing a device histogram"))?;
         Ok(DeviceHistogram {
             engine,
             binning,
@@ -377,9 +384,17 @@ impl DeviceHistogram {
     }
 
     /// A zeroed output for this histogram (allocated on the GPU's own stream, once; runs reuse
-    /// it).
+    /// it), ready for a run on any stream when this returns.
     pub fn output(&self) -> Result<DeviceOutput> {
-        DeviceOutput::zeroed(&self.engine, self.spec.policy)
+        let out = DeviceOutput::zeroed(&self.engine, self.spec.policy)?;
+        // Zeroed on the library's stream: waited for, as the scratch is in `new`, so that a run
+        // on another stream cannot race the memset (late zeros would wipe what the run's first
+        // blocks added).
+        self.gpu()
+            .stream
+            .synchronize()
+            .map_err(cuda_err("preparing a histogram output"))?;
+        Ok(out)
     }
 
     /// Histograms `input` (with `weights` where the histogram was built weighted) into `out`,
