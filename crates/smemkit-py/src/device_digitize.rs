@@ -49,15 +49,9 @@ pub fn device_digitize(
     let sample_type = dtype.parse::<SampleType>().py_err()?;
     let bins = bins.as_array().to_vec();
     let gpu = smemkit::internals::gpu::device::gpu_at(device).py_err()?;
+    // Building waits for the bins' copy on the library's stream (the runs are on the caller's).
     let digitize = py
-        .detach(|| {
-            let d = DeviceDigitize::new(&gpu, sample_type, &bins, right)?;
-            gpu.stream.synchronize().map_err(|e| smemkit::Error::Cuda {
-                context: "copying the digitize bins".into(),
-                message: format!("{e:?}"),
-            })?;
-            Ok::<_, smemkit::Error>(d)
-        })
+        .detach(|| DeviceDigitize::new(&gpu, sample_type, &bins, right))
         .py_err()?;
     Ok(DeviceDigitizeCall { digitize })
 }

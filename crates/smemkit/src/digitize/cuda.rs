@@ -80,8 +80,8 @@ pub struct DeviceDigitize {
 }
 
 impl DeviceDigitize {
-    /// Compiles the kernel for `sample_type` and copies `bins` to `gpu`. The bins must be
-    /// monotonic (numpy's rule, [`super::digitize`]'s error otherwise).
+    /// Compiles the kernel for `sample_type` and copies `bins` to `gpu`, returning once they are
+    /// there (runs may come on any stream). The bins must be monotonic (numpy's rule, [`super::digitize`]'s error otherwise).
     pub fn new(
         gpu: &Arc<Gpu>,
         sample_type: SampleType,
@@ -147,6 +147,11 @@ impl DeviceDigitize {
                 reason: format!("a block with {shared_bytes} bytes of bins does not fit an SM"),
             });
         }
+        // The bins were copied on the library's stream; runs come on the caller's, which need
+        // not wait for that one: building waits for the copies here.
+        gpu.stream
+            .synchronize()
+            .map_err(cuda_err("copying the digitize bins"))?;
         Ok(DeviceDigitize {
             gpu: gpu.clone(),
             func,
