@@ -6,8 +6,18 @@
 // counters become the tallies (and, clamped, the first and last bins) when the block flushes.
 // Counts only, one 1024-thread block per SM (the table leaves room for one), prefetching loads.
 // Included by histogram.cu for SAMPLE_IS_HALF builds.
+//
+// Where a 16-bit code spans several bins (4096 bins over [-4, 4]: 4 in [1, 2), 8 in [2, 4) for
+// bfloat16), the counters of neighbouring codes lie 4 or 8 words apart, on 8 or 4 of the 32 banks,
+// and a warp's atomics queue on them. Each row of 32 counters is therefore rotated by its row
+// number (`lut_counter`, a bijection once the counters fill whole rows: the host pads them), so
+// that the neighbouring rows' counters take the other banks (timed by bench/lab/lut_lab.cu;
+// bench/NOTES.md, session 30).
 
 #define LUT_TABLE_CODES 65536u
+
+// The shared counter of slot `s`.
+__device__ __forceinline__ unsigned lut_counter(unsigned s) { return (s & ~31u) | ((s + (s >> 5)) & 31u); }
 
 struct LutSink {
     unsigned* h;
@@ -22,7 +32,7 @@ extern "C" __global__ void __launch_bounds__(1024) hist_lut_shared_none(const sa
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned short* table = reinterpret_cast<unsigned short*>(smem_raw);
     unsigned* h = reinterpret_cast<unsigned*>(smem_raw + LUT_TABLE_CODES * sizeof(unsigned short));
-    const unsigned slots = (unsigned)p.nbins + 3;
+    const unsigned slots = ((unsigned)p.nbins + 3 + 31) & ~31u;  // whole rows (table16_counters)
     const uint4* src = reinterpret_cast<const uint4*>(p.lut);
     uint4* dst = reinterpret_cast<uint4*>(table);
     for (unsigned i = threadIdx.x; i < LUT_TABLE_CODES * sizeof(unsigned short) / 16; i += blockDim.x)
@@ -31,16 +41,17 @@ extern "C" __global__ void __launch_bounds__(1024) hist_lut_shared_none(const sa
     __syncthreads();
     LutSink sink{h};
     grid_walk<true>(in, n, sink, [&](sample_t v, unsigned long long) {
-        atomicAdd(h + table[(unsigned short)v], 1u);
+        atomicAdd(h + lut_counter(table[(unsigned short)v]), 1u);
     }, blockIdx.x, gridDim.x);
     __syncthreads();
     const unsigned nbins = (unsigned)p.nbins;
     for (unsigned b = threadIdx.x; b < nbins; b += blockDim.x) {
-        const unsigned v = h[b];
+        const unsigned v = h[lut_counter(b)];
         if (v != 0) atomicAdd(out + b, (unsigned long long)v);
     }
     if (threadIdx.x == 0) {
-        const unsigned below = h[nbins], above = h[nbins + 1], nan = h[nbins + 2];
+        const unsigned below = h[lut_counter(nbins)], above = h[lut_counter(nbins + 1)],
+                       nan = h[lut_counter(nbins + 2)];
         if (below) atomicAdd(tallies + 0, (unsigned long long)below);
         if (above) atomicAdd(tallies + 1, (unsigned long long)above);
         if (nan) atomicAdd(tallies + 2, (unsigned long long)nan);

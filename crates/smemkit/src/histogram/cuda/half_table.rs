@@ -74,14 +74,20 @@ pub fn slot_table16(binning: &Binning, t: SampleType) -> Option<Vec<u16>> {
     )
 }
 
-/// Dynamic shared memory of `hist_lut_shared_none` for `nbins` bins (the table, then `nbins + 3`
-/// u32 counters), or `None` where that does not fit one block or the u16 table cannot name the
-/// counters.
+/// u32 counters of `hist_lut_shared_none` for `nbins` bins: the bins and the three tallies, padded
+/// to whole rows of 32 (the kernel rotates each row's counters across the banks, `lut_counter`).
+pub fn table16_counters(nbins: usize) -> usize {
+    (nbins + 3).div_ceil(32) * 32
+}
+
+/// Dynamic shared memory of `hist_lut_shared_none` for `nbins` bins (the table, then its
+/// [`table16_counters`]), or `None` where that does not fit one block or the u16 table cannot name
+/// the counters.
 pub fn table16_shared_bytes(nbins: usize, limits: &DeviceLimits) -> Option<u32> {
     if nbins == 0 || nbins + 3 > CODES {
         return None;
     }
-    let bytes = TABLE16_BYTES + (nbins + 3) * 4;
+    let bytes = TABLE16_BYTES + table16_counters(nbins) * 4;
     (bytes <= limits.smem_per_block_optin as usize).then_some(bytes as u32)
 }
 
@@ -132,11 +138,15 @@ mod tests {
     #[test]
     fn the_shared_table_fits_up_to_the_limit_of_one_block() {
         let h100 = DeviceLimits::H100;
+        // 4099 counters padded to 4128, whole rows of 32.
         assert_eq!(
             table16_shared_bytes(4096, &h100),
-            Some((TABLE16_BYTES + 4099 * 4) as u32)
+            Some((TABLE16_BYTES + 4128 * 4) as u32)
         );
-        let most = (h100.smem_per_block_optin as usize - TABLE16_BYTES) / 4 - 3;
+        assert_eq!(table16_counters(29), 32);
+        assert_eq!(table16_counters(30), 64);
+        let rows = (h100.smem_per_block_optin as usize - TABLE16_BYTES) / 4 / 32;
+        let most = rows * 32 - 3;
         assert!(table16_shared_bytes(most, &h100).is_some());
         assert!(table16_shared_bytes(most + 1, &h100).is_none());
         assert!(table16_shared_bytes(0, &h100).is_none());
