@@ -26,6 +26,22 @@ def test_torch_repeated_histogram_is_numpys(rng, log2, dtype):
 
 
 @needs_torch
+@pytest.mark.parametrize("log2", [0, 10, 13, 20])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_torch_repeated_half_histogram_is_numpys(rng, log2, dtype):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    np_type = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    x = (rng.standard_normal(1 << log2) * 2).astype(np_type)
+    t = torch.from_numpy(x.view(np.int16)).cuda().view(getattr(torch, dtype))
+    H, E = np.histogram(x, 1000, range=(-4, 4))
+    for i in range(4):
+        h, e = smemkit.histogram(t, 1000, range=(-4, 4))
+        same(h, H)
+        same(e, E)
+    assert any(k[0] == "torch-hist" and k[1] == getattr(torch, dtype) for k in _fast._PLANS)
+
+
+@needs_torch
 def test_torch_repeated_bincount_is_numpys(rng):
     for n in (1, 1000, 1 << 20):
         x = rng.integers(-5, 70_000, n).astype(np.int32)

@@ -215,7 +215,7 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
     call's key when the fast path can repeat it."""
     dtype = _dtype_name(kind, a)
     if (weights is not None or density or range is None or out_of_range == "error"
-            or dtype not in _NUMERIC):
+            or dtype not in _HIST_TYPES):
         return
     if range.__class__ is not tuple or len(range) != 2 or _capturing(kind):
         return
@@ -388,6 +388,9 @@ BINCOUNT[_np.ndarray] = numpy_bincount
 
 _NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
             "float64")
+# Histograms also of 16-bit floats: over a range of Python numbers (the only range their general
+# path takes) their bins depend on the range alone, as the other types' do.
+_HIST_TYPES = _NUMERIC + ("float16", "bfloat16")
 
 # ---- tracing (SMEMKIT_PY_TRACE=1) ----
 
