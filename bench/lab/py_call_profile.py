@@ -1,7 +1,9 @@
 """What one smemkit.histogram call on GPU samples runs on the device, beside its time: the CUDA
 kernels and copies torch.profiler sees for one warm call per dtype and bin count, and the host
 time of the call. For finding the work outside the counting kernel (bench/NOTES.md session 30).
-Usage: python3 bench/lab/py_call_profile.py [LOG2N]"""
+Usage: python3 bench/lab/py_call_profile.py [LOG2N] [repeat]
+`repeat`: the samples as python_realistic.py makes them (2^26 seeded normals repeated), else
+fresh normals."""
 import json
 import sys
 import time
@@ -13,7 +15,14 @@ import smemkit
 
 lg = int(sys.argv[1]) if len(sys.argv) > 1 else 28
 n = 1 << lg
-base = torch.randn(n, device="cuda")
+repeat = len(sys.argv) > 2 and sys.argv[2] == "repeat"
+if repeat:
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(20261124)
+    base = torch.randn(min(n, 1 << 26), device="cuda", generator=gen)
+    base = base.repeat(n // base.numel())
+else:
+    base = torch.randn(n, device="cuda")
 for dtype in (torch.bfloat16, torch.float16, torch.float32):
     x = base.to(dtype)
     for nbins in (1000, 4096):
@@ -39,5 +48,5 @@ for dtype in (torch.bfloat16, torch.float16, torch.float32):
                 gpu_ops.append((ev.name[:60], round(ev.device_time / 1e3, 4) if hasattr(ev, "device_time") else None))
         cpu_top = sorted(((ev.name[:60], round(ev.cpu_time_total / 1e3, 4)) for ev in prof.events()
                           if ev.device_type.name == "CPU"), key=lambda t: -t[1])[:12]
-        print(json.dumps({"dtype": str(dtype), "nbins": nbins, "ms_median": sorted(times)[4],
+        print(json.dumps({"dtype": str(dtype), "nbins": nbins, "data": "repeat" if repeat else "fresh", "ms_median": sorted(times)[4],
                           "host_ms_median": sorted(host)[4], "gpu_ops": gpu_ops, "cpu_top": cpu_top}))

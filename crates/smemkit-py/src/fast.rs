@@ -66,6 +66,8 @@ fn trace_log() -> &'static Mutex<Vec<Phases>> {
 #[pyclass(frozen, module = "smemkit._native")]
 pub struct FastCall {
     call: Call,
+    /// The call's device (its context is bound for `copy_edges`).
+    device: usize,
     parts: Arc<Parts>,
     nbins: usize,
     /// The histogram of the size class used last, and whether its small runs are ready.
@@ -148,6 +150,7 @@ pub fn fast_call(
     };
     Ok(FastCall {
         call,
+        device,
         parts,
         nbins,
         last: Mutex::new(None),
@@ -243,20 +246,6 @@ impl FastCall {
         unsafe { result::memset_d8_async(counts, 0, self.nbins * 8, cu_stream) }
             .map_err(|e| cuda("clearing the counts", e))?;
         let t2 = trace.then(Instant::now);
-        if edges != 0 && self.parts.edges_bytes > 0 {
-            // SAFETY: `edges` holds the edges' bytes (the caller's guarantee); the source is
-            // this call's device copy, never freed.
-            unsafe {
-                result::memcpy_dtod_async(
-                    edges,
-                    self.parts.edges_ptr,
-                    self.parts.edges_bytes,
-                    cu_stream,
-                )
-            }
-            .map_err(|e| cuda("copying the bin edges", e))?;
-        }
-        let t3 = trace.then(Instant::now);
         let buffers = Buffers {
             input,
             n,
@@ -267,16 +256,49 @@ impl FastCall {
         // SAFETY: the caller's guarantees above; the tallies scratch is this call's, never freed
         // and never read (runs on several streams may add to it at once: it only collects).
         unsafe { entry.run(stream, buffers, false) }?;
+        let t3 = trace.then(Instant::now);
+        // After the launch: the kernel does not wait for the host's time enqueuing the copy.
+        self.enqueue_edges(stream, edges)?;
         if let (Some(t0), Some(t1), Some(t2), Some(t3)) = (t0, t1, t2, t3) {
             let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
             trace_log().lock().expect("trace").push([
                 ns(t0, t1),
                 ns(t1, t2),
-                ns(t2, t3),
                 ns(t3, Instant::now()),
+                ns(t2, t3),
             ]);
         }
         Ok(())
+    }
+
+    /// Writes the edges to `edges` (0: none) on `stream`: for a caller that allocates the edges'
+    /// array after [`FastCall::run`] launched the histogram, so that neither the allocation nor
+    /// the copy delays the launch.
+    #[pyo3(signature = (stream, edges))]
+    fn copy_edges(&self, stream: usize, edges: u64) -> PyResult<()> {
+        let gpu = smemkit::internals::gpu::device::gpu_at(self.device).py_err()?;
+        gpu.bind().py_err()?;
+        self.enqueue_edges(stream, edges)
+    }
+}
+
+impl FastCall {
+    fn enqueue_edges(&self, stream: usize, edges: u64) -> PyResult<()> {
+        if edges == 0 || self.parts.edges_bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: `edges` holds the edges' bytes, alive until the stream has run the copy (the
+        // caller's guarantee); the source is this call's device copy, never freed; the caller
+        // bound the context.
+        unsafe {
+            result::memcpy_dtod_async(
+                edges,
+                self.parts.edges_ptr,
+                self.parts.edges_bytes,
+                stream as sys::CUstream,
+            )
+        }
+        .map_err(|e| cuda("copying the bin edges", e))
     }
 }
 

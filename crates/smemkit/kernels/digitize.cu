@@ -11,8 +11,8 @@
 // The bins go to shared memory when they fit (in_shared = 1, dynamic shared memory of
 // 8 * len(bins) bytes), otherwise the search reads them through L1. With a search table
 // (search_table.cuh) the search starts at the sample's cell's first candidate and takes only the
-// steps the fullest cell needs. Each thread reads 16 bytes of
-// samples at a time and writes their int64 indices with 16-byte stores; the tail goes one by one.
+// steps the fullest cell needs. Each thread reads 16 bytes of samples at a time and writes their
+// int64 indices with streaming 16-byte stores; the tail goes one by one.
 //
 // Compiled by NVRTC once per sample type: the host passes -DSAMPLE_T=<C type> and
 // -DSAMPLE_IS_FLOAT=0|1.
@@ -73,11 +73,13 @@ __device__ __forceinline__ void digitize_walk(const sample_t* __restrict__ in, u
         long long r[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; k++) r[k] = digitize_one<MODE>(a.s[k], bins, nbins, top, table);
-        // VEC int64 indices: 16-byte stores of two (one index for 16-byte samples).
+        // VEC int64 indices: 16-byte stores of two (one index for 16-byte samples), streamed
+        // (st.global.cs): the indices are twice the samples' bytes and this kernel never reads
+        // them again, so they should not evict what L2 holds for it (bench/NOTES.md, session 31).
         if (VEC >= 2) {
             longlong2* o2 = reinterpret_cast<longlong2*>(out + i * VEC);
 #pragma unroll
-            for (int k = 0; k + 1 < VEC; k += 2) o2[k / 2] = make_longlong2(r[k], r[k + 1]);
+            for (int k = 0; k + 1 < VEC; k += 2) __stcs(o2 + k / 2, make_longlong2(r[k], r[k + 1]));
         } else {
             out[i] = r[0];
         }
