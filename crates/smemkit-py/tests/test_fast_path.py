@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import smemkit
-from smemkit import _fast, _native
+from smemkit import _device_digitize, _fast, _native
 from test_device_plumbing import _read, calls, dev, fake  # noqa: F401 (fixture)
 
 fast_runs = []
@@ -37,20 +37,44 @@ class FakeFastCall:
             c = smemkit.histogram(x, nbins, range=rng, out_of_range=policy)[0]
         c = np.ascontiguousarray(c, np.int64)
         ctypes.memmove(counts, c.ctypes.data, c.nbytes)
+        self.copy_edges(stream, edges)
+
+    def copy_edges(self, stream, edges):
         if edges:
             ctypes.memmove(edges, self.edges, len(self.edges))
+
+
+class FakeDigitize:
+    """The native DeviceDigitizeCall's contract on host memory; counts its calls and runs."""
+
+    made = 0
+
+    def __init__(self, device, dtype, bins, right):
+        FakeDigitize.made += 1
+        self.dtype, self.bins, self.right = dtype, np.array(bins), right
+
+    def run(self, stream, input, n, out):
+        fast_runs.append(dict(n=n, dtype=self.dtype, digitize=True))
+        idx = np.digitize(_read(input, n, self.dtype), self.bins, self.right).astype(np.int64)
+        ctypes.memmove(out, idx.ctypes.data, idx.nbytes)
 
 
 @pytest.fixture
 def fast(fake, monkeypatch):
     fake.cuda.runtime = type("runtime", (), {"getDevice": staticmethod(lambda: 0)})
     monkeypatch.setattr(_native, "fast_call", FakeFastCall)
+    monkeypatch.setattr(_native, "device_digitize", FakeDigitize)
     monkeypatch.setattr(_fast, "_PLANS", {})
+    monkeypatch.setattr(_fast, "_DIGITIZE_PLANS", {})
     monkeypatch.setattr(_fast, "HIST", {})
     monkeypatch.setattr(_fast, "BINCOUNT", {})
+    monkeypatch.setattr(_fast, "DIGITIZE", {})
+    monkeypatch.setattr(_device_digitize, "_CALLS", {})
     monkeypatch.setattr(smemkit, "_FAST_HIST", _fast.HIST)
     monkeypatch.setattr(smemkit, "_FAST_BINCOUNT", _fast.BINCOUNT)
+    monkeypatch.setattr(smemkit, "_FAST_DIGITIZE", _fast.DIGITIZE)
     fast_runs.clear()
+    FakeDigitize.made = 0
     return fake
 
 
@@ -122,6 +146,41 @@ def test_repeated_bincount_takes_the_fast_path(fast, rng):
     with pytest.raises(ValueError, match="too deep"):
         smemkit.bincount(dev(x.reshape(50, 100)), minlength=200, out_of_range="ignore")
     assert len(fast_runs) == 2
+
+
+def test_repeated_digitize_takes_the_fast_path(fast, rng):
+    x = rng.standard_normal((50, 40)).astype(np.float32) * 3
+    bins = np.array([-2.0, -0.5, 0.0, 1.0, 4.0])
+    for right in (False, True):
+        for _ in range(3):
+            i = smemkit.digitize(dev(x), bins, right)
+            assert i.dtype == np.int64 and i.shape == x.shape
+            np.testing.assert_array_equal(i, np.digitize(x, bins, right))
+    # Each (bins, right) once through the general path (which learns), then twice fast.
+    assert FakeDigitize.made == 2 and len(_fast._DIGITIZE_PLANS) == 2
+    learned = len(fast_runs)
+    # Bins changed in place are another key: the general path again, then fast.
+    bins[0] = -3.0
+    for _ in range(2):
+        np.testing.assert_array_equal(smemkit.digitize(dev(x), bins), np.digitize(x, bins))
+    assert FakeDigitize.made == 3 and len(fast_runs) == learned + 2
+    # Never learned: bins as a list, NaN bins, 64-bit integer samples against integer bins, a
+    # right= that is not a bool; refused alike on both paths: a misaligned view.
+    xi = rng.integers(-5, 5, 100)
+    for _ in range(2):
+        np.testing.assert_array_equal(smemkit.digitize(dev(x), [-1.0, 1.0]),
+                                      np.digitize(x, [-1.0, 1.0]))
+        np.testing.assert_array_equal(smemkit.digitize(dev(x), np.array([-1.0, 1.0, np.nan])),
+                                      np.digitize(x, [-1.0, 1.0, np.nan]))
+        np.testing.assert_array_equal(smemkit.digitize(dev(xi), np.array([0, 2])),
+                                      np.digitize(xi, [0, 2]))
+        np.testing.assert_array_equal(smemkit.digitize(dev(x), bins, np.True_),
+                                      np.digitize(x, bins, True))
+    # (The NaN bins' numbers, [-1, 1], which the general path searched as bins of their own, are
+    # the one new key.)
+    assert len(_fast._DIGITIZE_PLANS) == 4
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        smemkit.digitize(dev(x).reshape(-1)[1:], bins)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.uint64])

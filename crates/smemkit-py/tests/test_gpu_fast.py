@@ -119,6 +119,41 @@ def test_cupy_repeated_calls_are_numpys(rng):
 
 
 @needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
+def test_torch_repeated_digitize_is_numpys(rng, dtype):
+    raw = rng.standard_normal((300, 7)) * 50
+    x = (np.abs(raw) if dtype.startswith("u") else raw).astype(dtype)
+    t = torch.from_numpy(x).cuda()
+    bins = np.geomspace(1e-3, 40, 100)
+    for right in (False, True, False):
+        for _ in range(3):
+            got = smemkit.digitize(t, bins, right)
+            assert isinstance(got, torch.Tensor) and got.device == t.device
+            same(got, np.digitize(x, bins, right))
+    assert any(k[0] == "torch" and k[1] == t.dtype for k in _fast._DIGITIZE_PLANS)
+    # The key holds the bins' values: bins changed in place are new bins, not the learned ones.
+    bins[::2] += 0.5
+    same(smemkit.digitize(t, bins), np.digitize(x, bins))
+    # Decreasing bins, a 0-d input and a view at an offset (the general path's error) alike.
+    same(smemkit.digitize(t, bins[::-1].copy()), np.digitize(x, bins[::-1]))
+    same(smemkit.digitize(t[0, 0], bins), np.asarray(np.digitize(x[0, 0], bins)))
+    with pytest.raises(ValueError, match="aligned"):
+        smemkit.digitize(t.reshape(-1)[1:], bins)
+
+
+@needs_cupy
+def test_cupy_repeated_digitize_is_numpys(rng):
+    x = rng.standard_normal(1 << 14).astype(np.float32)
+    cx = cupy.asarray(x)
+    bins = np.array([-1.0, 0.0, 0.5, 2.0])
+    for _ in range(3):
+        got = smemkit.digitize(cx, bins, True)
+        assert isinstance(got, cupy.ndarray)
+        same(got, np.digitize(x, bins, True))
+    assert any(k[0] == "cupy" for k in _fast._DIGITIZE_PLANS)
+
+
+@needs_torch
 def test_torch_general_path_inside_a_capture_does_not_learn(rng):
     """A call the general path serves inside a capture (its histogram already built) must not
     read anything back to learn a fast path: the capture would break."""

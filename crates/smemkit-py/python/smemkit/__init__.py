@@ -59,6 +59,7 @@ __version__ = _native.__version__
 # Array type -> the fast path of repeated GPU calls (see _fast), filled as types are met.
 _FAST_HIST = _fast.HIST
 _FAST_BINCOUNT = _fast.BINCOUNT
+_FAST_DIGITIZE = _fast.DIGITIZE
 if _fast.TRACE:
     _histogram = _fast.traced("general histogram", _histogram)
     _bincount = _fast.traced("general bincount", _bincount)
@@ -216,4 +217,9 @@ def digitize(x, bins, right=False):
     synchronisation; torch and CuPy float16 and bfloat16 samples are widened to float32 on the
     device, a copy; JAX and other 16-bit GPU samples raise NotImplementedError).
     """
+    fast = _FAST_DIGITIZE.get(x.__class__)
+    if fast is not None:
+        result = fast(x, bins, right)
+        if result is not None:
+            return result
     return _joint.digitize(x, bins, right)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _device, _native
+from . import _device, _fast, _native
 
 _EXACT_F64 = 2**53
 # (device, dtype, bins bytes, right) -> _native.DeviceDigitizeCall
@@ -81,6 +81,9 @@ def digitize(x_obj, kind, bins, right, exact_edges):
     else:
         out = frame.empty(x.size, "int64")
     call.run(stream, x.ptr, x.size, frame.ptr(out))
+    if x.size and not (dtype in ("int64", "uint64") and b.dtype.kind in "biu"):
+        # Repeats of this call (same bins, dtype, device) take the fast path.
+        _fast.learn_digitize(kind, x_obj, bins, right, dtype, call, x.device)
     if x.keep:
         frame.keep_until_done(x.keep)
     return _device._finish(frame, kind, out.reshape(x.shape))
@@ -97,7 +100,13 @@ def _nan_bins(x_obj, kind, edges, right, exact_edges):
     nan = np.isnan(edges)
     k = int(nan.sum())
     ok = nan[n - k:].all() if increasing else nan[:k].all()
-    if not ok or kind not in ("torch", "cupy"):
+    if not ok:
+        order, place = ("increasing", "after") if increasing else ("decreasing", "before")
+        raise ValueError(
+            f"NaN bins where numpy's search is not defined: numpy takes these bins as {order}, "
+            f"so their NaN must come {place} every number (numpy's answers for them depend on "
+            "the order of the samples)")
+    if kind not in ("torch", "cupy"):
         raise NotImplementedError(
             "these NaN bins are not supported on the GPU (NaN after the numbers of increasing "
             "bins or before those of decreasing ones, from torch or CuPy, are)")

@@ -17,6 +17,10 @@ from that result. Anything unusual (weights, density, no range, a strided or mis
 ``out_of_range='error'``, a bool array, an array on another device than CuPy's current one) takes
 the general path every time, so the two paths agree by construction.
 
+``digitize`` has the same two paths: a repeat of a call with the same numpy bins (their dtype,
+shape and bytes are the key), sample dtype and device reuses the general path's
+``DeviceDigitizeCall`` and allocates only the indices.
+
 ``SMEMKIT_PY_TRACE=1`` in the environment when smemkit is imported times each phase of every fast
 call (and the general path's calls as a whole) and prints a summary at exit; ``trace_summary()``
 returns it.
@@ -40,6 +44,13 @@ _MAX_PLANS = 1024
 # Array type -> fast function, for the types met so far (filled by learn_*).
 HIST: dict = {}
 BINCOUNT: dict = {}
+DIGITIZE: dict = {}
+
+# digitize: key -> (DeviceDigitizeCall, device); the key holds the bins' dtype, shape and bytes.
+_DIGITIZE_PLANS: dict = {}
+# Sample dtypes whose digitize depends on nothing but the bins (64-bit integers against integer
+# bins read their extremes back; 16-bit floats are widened first).
+_DIGITIZE_TYPES = ("float32", "float64", "int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 
 class _Torch:
@@ -181,6 +192,71 @@ def cupy_bincount(x, weights, minlength, backend, strategy, out_of_range, determ
     counts = cp.empty(call.nbins, counts_dtype)
     call.run(cp.cuda.get_current_stream().ptr, ptr, x.size, 0, counts.data.ptr, 0)
     return counts
+
+
+def _digitize_key(kind, x, bins, right):
+    """The key of a digitize call the fast path can repeat, or None: numpy bins (a list would
+    have to be converted to be compared) and a bool ``right``."""
+    if bins.__class__ is not _np.ndarray or right.__class__ is not bool:
+        return None
+    return (kind, x.dtype, bins.dtype, bins.shape, bins.tobytes(), right)
+
+
+def torch_digitize(x, bins, right):
+    """numpy.digitize's indices for a torch CUDA tensor, or None (general path)."""
+    key = _digitize_key("torch", x, bins, right)
+    plan = _DIGITIZE_PLANS.get(key) if key is not None else None
+    if plan is None or not x.is_contiguous():
+        return None
+    call, dev = plan
+    ptr = x.data_ptr()
+    if ptr & 15 or x.get_device() != dev:
+        return None
+    t = _T
+    out = t.empty(x.shape, dtype=t.int64, device=t.device(dev))
+    call.run(t.stream(dev), ptr, x.numel(), out.data_ptr())
+    return out
+
+
+def cupy_digitize(x, bins, right):
+    """numpy.digitize's indices for a CuPy array on the current device, or None (general path)."""
+    key = _digitize_key("cupy", x, bins, right)
+    plan = _DIGITIZE_PLANS.get(key) if key is not None else None
+    if plan is None or not x.flags.c_contiguous:
+        return None
+    call, dev = plan
+    if x.device.id != dev or _cupy_current() != dev:
+        return None
+    ptr = x.data.ptr
+    if ptr & 15:
+        return None
+    cp = sys.modules["cupy"]
+    out = cp.empty(x.shape, _np.int64)
+    call.run(cp.cuda.get_current_stream().ptr, ptr, x.size, out.data.ptr)
+    return out
+
+
+def learn_digitize(kind, x, bins, right, dtype, call, dev):
+    """After the general path digitized a torch or CuPy array with ``call`` (its cached
+    ``DeviceDigitizeCall``): the fast path repeats the call where nothing but the bins decides
+    it (no NaN bins, a dtype of ``_DIGITIZE_TYPES``, a non-empty array)."""
+    if dtype not in _DIGITIZE_TYPES or kind not in ("torch", "cupy") or _capturing(kind):
+        return
+    key = _digitize_key(kind, x, bins, right)
+    if key is None or bins.ndim != 1 or bins.dtype.kind not in "biuf":
+        return
+    if kind == "torch":
+        global _T
+        import torch
+
+        if _T is None:
+            _T = _Torch(torch)
+        DIGITIZE[torch.Tensor] = torch_digitize
+    else:
+        DIGITIZE[type(x)] = cupy_digitize
+    if len(_DIGITIZE_PLANS) >= _MAX_PLANS:
+        _DIGITIZE_PLANS.clear()
+    _DIGITIZE_PLANS[key] = (call, dev)
 
 
 def _build(dev, dtype, nbins, rng, integer, out_of_range, strategy, deterministic, edges):

@@ -21,8 +21,35 @@ enum Direction {
     Decreasing,
 }
 
+/// The bins' direction, where numpy's search over them is defined: numpy searches in its sort
+/// order (NaN after every number), so NaN bins must come after the numbers of increasing bins and
+/// before those of decreasing ones. Elsewhere (`[0, nan]`, which numpy's rule calls decreasing,
+/// or `[1, nan, 3]`) numpy's binary search runs over an unsorted array and its answer for a
+/// sample depends on the samples searched before it: refused rather than answered otherwise.
 fn direction(bins: &[f64]) -> Result<Direction> {
-    ordered_direction(bins)
+    let dir = ordered_direction(bins)?;
+    let searchable = match dir {
+        Direction::Increasing => {
+            let first_nan = bins.iter().position(|b| b.is_nan()).unwrap_or(bins.len());
+            bins[first_nan..].iter().all(|b| b.is_nan())
+        }
+        Direction::Decreasing => match bins.iter().rposition(|b| b.is_nan()) {
+            Some(last_nan) => bins[..=last_nan].iter().all(|b| b.is_nan()),
+            None => true,
+        },
+    };
+    if searchable {
+        return Ok(dir);
+    }
+    let (order, place) = match dir {
+        Direction::Increasing => ("increasing", "after every number"),
+        Direction::Decreasing => ("decreasing", "before every number"),
+    };
+    Err(Error::InvalidArgument(format!(
+        "NaN bins where numpy's search is not defined: numpy takes these bins as {order}, so \
+         their NaN must come {place} (numpy's answers for them depend on the order of the \
+         samples)"
+    )))
 }
 
 /// The direction of `bins` as numpy's `_monotonicity` finds it: repeated leading values
@@ -168,6 +195,23 @@ mod tests {
         assert_eq!(direction(&[1.0, 3.0, nan]).unwrap(), Direction::Increasing);
         assert_eq!(direction(&[nan, 3.0, 1.0]).unwrap(), Direction::Decreasing);
         assert_eq!(direction(&[nan, nan]).unwrap(), Direction::Decreasing);
+    }
+
+    #[test]
+    fn nan_bins_out_of_numpys_search_order_are_refused() {
+        let nan = f64::NAN;
+        // [0, nan] and [1, 1, nan] are decreasing by numpy's rule, [1, 2, nan, 0] increasing.
+        for bins in [
+            &[0.0, nan][..],
+            &[1.0, 1.0, nan],
+            &[1.0, nan, 3.0],
+            &[1.0, nan, 0.0],
+            &[1.0, 2.0, nan, 0.0],
+            &[nan, 3.0, nan, 1.0],
+        ] {
+            let err = digitize(Samples::F64(&[0.5]), bins, false).unwrap_err();
+            assert!(err.to_string().contains("NaN bins"), "{bins:?}: {err}");
+        }
     }
 
     /// numpy's answers (numpy 2.4) with NaN bins, which it orders after every number.
