@@ -511,13 +511,16 @@ def bench_half_estimators(args, n, base, emit, over_budget):
             head = {"op": "hist", "dist": "normal", "dtype": name, "n": n, "rule": rule,
                     "range": list(rng), "scale": scale}
             if name == "bfloat16" and rule in ("scott", "doane"):
-                # ml_dtypes' sequential bfloat16 sums: smemkit refuses them (no numpy run).
-                row = dict(head, impl="smemkit.histogram", bins=rule)
+                # ml_dtypes' sums add one bfloat16 value after another: smemkit walks that chain
+                # on the device (~1 s a sum of 2^28 mean-zero values), numpy on the host takes
+                # minutes here, so this row is timed only; its bits are checked against numpy at
+                # 2^24 by the tests and scripts/sanitize_bfloat16_chain.py.
+                row = dict(head, impl="smemkit.histogram", bins=rule, reference="none")
                 try:
-                    smemkit.histogram(x, rule, range=rng)
-                    row["error"] = "expected NotImplementedError"
-                except NotImplementedError as e:
-                    row["error"] = f"NotImplementedError: {e}"[:300]
+                    ms, out = timed(lambda: smemkit.histogram(x, rule, range=rng), 3)
+                    row.update(ms=round(ms, 3), nbins=int(out[0].numel()))
+                except Exception as e:  # a call that cannot run says why
+                    row["error"] = f"{type(e).__name__}: {e}"[:300]
                 emit(row)
                 continue
             t0 = time.perf_counter()
