@@ -78,6 +78,16 @@ class _Torch:
 _T: _Torch | None = None
 
 
+def _torch_ready():
+    """torch, with what the fast torch calls need of it looked up once (into ``_T``)."""
+    global _T
+    import torch
+
+    if _T is None:
+        _T = _Torch(torch)
+    return torch
+
+
 def torch_histogram(a, bins, range, weights, density, backend, strategy, out_of_range,
                     deterministic):
     """``(hist, bin_edges)`` for a torch CUDA tensor, or None when the call takes the general
@@ -246,11 +256,7 @@ def learn_digitize(kind, x, bins, right, dtype, call, dev):
     if key is None or bins.ndim != 1 or bins.dtype.kind not in "biuf":
         return
     if kind == "torch":
-        global _T
-        import torch
-
-        if _T is None:
-            _T = _Torch(torch)
+        torch = _torch_ready()
         DIGITIZE[torch.Tensor] = torch_digitize
     else:
         DIGITIZE[type(x)] = cupy_digitize
@@ -314,11 +320,7 @@ def learn_histogram(kind, a, bins, range, weights, density, backend, strategy, o
         return
     edges = result[1]
     if kind == "torch":
-        global _T
-        import torch
-
-        if _T is None:
-            _T = _Torch(torch)
+        torch = _torch_ready()
         HIST[torch.Tensor] = torch_histogram
         dev = a.get_device()
         key = ("torch-hist", a.dtype, dev, bins, bins.__class__, lo, hi, lo.__class__,
@@ -353,11 +355,7 @@ def learn_bincount(kind, x, weights, minlength, backend, strategy, out_of_range,
             or _capturing(kind)):
         return
     if kind == "torch":
-        global _T
-        import torch
-
-        if _T is None:
-            _T = _Torch(torch)
+        torch = _torch_ready()
         BINCOUNT[torch.Tensor] = torch_bincount
         dev = x.get_device()
         key = ("torch-bincount", x.dtype, dev, minlength, minlength.__class__, backend, strategy,
